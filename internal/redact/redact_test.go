@@ -1,0 +1,109 @@
+package redact
+
+import (
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+)
+
+func TestURL(t *testing.T) {
+	tests := []struct {
+		name string
+		in   string
+		want string
+	}{
+		{name: "no secrets", in: "https://example.com/wfs?service=WFS&count=10", want: "https://example.com/wfs?service=WFS&count=10"},
+		{name: "password in userinfo", in: "https://bob:hunter2@example.com/x", want: "https://bob:REDACTED@example.com/x"},
+		{name: "user without password kept", in: "https://bob@example.com/x", want: "https://bob@example.com/x"},
+		{name: "api key", in: "https://e.com/t?apikey=abc123&z=1", want: "https://e.com/t?apikey=REDACTED&z=1"},
+		{name: "case-insensitive names", in: "https://e.com/t?API_KEY=a&Token=b&ACCESS_TOKEN=c", want: "https://e.com/t?API_KEY=REDACTED&Token=REDACTED&ACCESS_TOKEN=REDACTED"},
+		{name: "every listed name", in: "https://e.com/?key=1&password=2&secret=3&signature=4", want: "https://e.com/?key=REDACTED&password=REDACTED&secret=REDACTED&signature=REDACTED"},
+		{name: "order kept", in: "https://e.com/?b=1&key=2&a=3", want: "https://e.com/?b=1&key=REDACTED&a=3"},
+		{name: "escaped name", in: "https://e.com/?api%5Fkey=x", want: "https://e.com/?api%5Fkey=REDACTED"},
+		{name: "similar names untouched", in: "https://e.com/?keyword=x&monkey=y", want: "https://e.com/?keyword=x&monkey=y"},
+		{name: "unparsable falls back to text", in: "http://[::1%zz/?token=abc", want: "http://[::1%zz/?token=REDACTED"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := URL(tt.in); got != tt.want {
+				t.Errorf("URL(%q) = %q, want %q", tt.in, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestHeader(t *testing.T) {
+	h := http.Header{}
+	h.Set("Authorization", "Bearer s3cret")
+	h.Set("Cookie", "session=abc")
+	h.Set("X-Api-Key", "k")
+	h.Set("Accept", "application/json")
+	got := Header(h)
+	for _, name := range []string{"Authorization", "Cookie", "X-Api-Key"} {
+		if v := got.Get(name); v != Mask {
+			t.Errorf("%s = %q, want %q", name, v, Mask)
+		}
+	}
+	if v := got.Get("Accept"); v != "application/json" {
+		t.Errorf("Accept = %q", v)
+	}
+	if h.Get("Authorization") != "Bearer s3cret" {
+		t.Error("Header modified its argument")
+	}
+	if Header(nil) != nil {
+		t.Error("Header(nil) != nil")
+	}
+}
+
+func TestString(t *testing.T) {
+	tests := []struct {
+		name    string
+		in      string
+		secrets []string
+		want    string
+	}{
+		{name: "explicit secret", in: "denied for abcdef", secrets: []string{"abcdef"}, want: "denied for REDACTED"},
+		{name: "empty secret ignored", in: "abc", secrets: []string{""}, want: "abc"},
+		{name: "echoed url", in: `<a href="https://e.com/?key=zzz&x=1">`, want: `<a href="https://e.com/?key=REDACTED&x=1">`},
+		{name: "userinfo in text", in: "fetch ftp://u:pw@h/ failed", want: "fetch ftp://u:REDACTED@h/ failed"},
+		{name: "bearer", in: "Authorization: Bearer eyJhbGciOi.x", want: "Authorization: Bearer REDACTED"},
+		{name: "nothing to do", in: "plain text", want: "plain text"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := String(tt.in, tt.secrets...); got != tt.want {
+				t.Errorf("String(%q) = %q, want %q", tt.in, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestSecrets(t *testing.T) {
+	u, _ := url.Parse("https://u:pw9@e.com/?token=a%2Fb&x=1")
+	h := http.Header{"Authorization": {"Bearer tok123"}}
+	got := strings.Join(Secrets(u, h), ",")
+	for _, want := range []string{"pw9", "a%2Fb", "a/b", "tok123"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("Secrets = %q, missing %q", got, want)
+		}
+	}
+	if strings.Contains(got, "1") && strings.Contains(got, ",1") {
+		t.Errorf("Secrets included a non-secret value: %q", got)
+	}
+}
+
+func FuzzURL(f *testing.F) {
+	f.Add("https://u:p@e.com/?key=abc&x=1")
+	f.Add("http://[::1%zz/?token=abc")
+	f.Fuzz(func(t *testing.T, s string) {
+		out := URL(s)
+		u, err := url.Parse(s)
+		if err != nil || u.User == nil {
+			return
+		}
+		if p, ok := u.User.Password(); ok && len(p) > 3 && p != Mask && strings.Contains(out, ":"+p+"@") {
+			t.Errorf("URL(%q) = %q still holds the password", s, out)
+		}
+	})
+}
