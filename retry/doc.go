@@ -1,0 +1,17 @@
+// Package retry is geoflow's rate-limit handler: every HTTP request of a flow
+// (WFS pages, tiles, imagery) goes through a Handler, which
+//
+//   - classifies each outcome (Class) into retried and permanent failures,
+//     treating a body cut off mid-stream as transient and fetching the whole
+//     unit again;
+//   - backs off with jitter (Policy), obeying Retry-After with a cap;
+//   - paces ahead of the server's quota per host: a configured rate and
+//     concurrency (RateLimit), the X-RateLimit-* and IETF RateLimit headers
+//     spread over the time to the reset, and an adaptive rate that is cut on
+//     429 and regrows along the AWS-adaptive cubic curve;
+//   - spends a per-host retry budget so a failing server cannot cause a retry
+//     storm, and opens a per-host circuit breaker after repeated failures.
+//
+// All waits end at once when the context is cancelled, and all time comes
+// from an injectable Clock so tests never sleep.
+package retry

@@ -1,0 +1,396 @@
+package retry
+
+import (
+	"math"
+	"time"
+)
+
+// quotaPacer spreads the requests the server says remain over the time to
+// its reset, for every worker of one host. Its estimate of what remains is
+// the server's last word minus what was sent since that word was given and
+// what has been granted but not yet sent. Callers hold the host's lock.
+type quotaPacer struct {
+	have    bool
+	limit   float64
+	est     float64 // requests left in the current window, after grants
+	reset   time.Time
+	window  time.Duration
+	obsSeq  uint64 // send sequence number of the observation in force
+	pending int    // slots granted, not yet sent
+	next    time.Time
+}
+
+// roll starts a new window when the known reset has passed.
+func (q *quotaPacer) roll(now time.Time) {
+	if !q.have || q.reset.IsZero() || now.Before(q.reset) {
+		return
+	}
+	if q.limit > 0 {
+		q.est = q.limit - float64(q.pending)
+	} else {
+		q.have = false
+		return
+	}
+	if q.window > 0 {
+		n := now.Sub(q.reset)/q.window + 1
+		q.reset = q.reset.Add(n * q.window)
+	} else {
+		q.reset = time.Time{}
+	}
+}
+
+// sustainableGap is the spacing that cannot exceed a windowed quota.
+func (q *quotaPacer) sustainableGap() time.Duration {
+	if q.window > 0 && q.limit > 0 {
+		return time.Duration(float64(q.window) / q.limit)
+	}
+	return 0
+}
+
+// grant returns the earliest instant the next request may be sent. While
+// more than half the quota remains requests go at once; below that they are
+// spread evenly over the time to the reset, never slower than the
+// sustainable rate of the window when it is known; once none remain they are
+// placed one gap apart after the reset, each with a random part of a gap, so
+// the workers do not all wake at the reset instant. rnd returns a value in
+// [0,1).
+func (q *quotaPacer) grant(now time.Time, rnd func() float64) time.Time {
+	q.roll(now)
+	if !q.have {
+		return now
+	}
+	q.pending++
+	start := now
+	if q.next.After(start) {
+		start = q.next
+	}
+	if q.est >= 1 {
+		q.est--
+		if q.limit > 0 && q.est+1 > q.limit/2 {
+			return now
+		}
+		if q.reset.IsZero() {
+			return now
+		}
+		left := q.reset.Sub(start)
+		if left <= 0 {
+			return start
+		}
+		gap := time.Duration(float64(left) / (q.est + 1))
+		if sg := q.sustainableGap(); sg > 0 && sg < gap {
+			gap = sg
+		}
+		q.next = start.Add(gap)
+		return start
+	}
+	if q.reset.IsZero() {
+		// Out of quota with no reset known: probe, the next response says more.
+		q.est--
+		return now
+	}
+	q.est--
+	gap := q.sustainableGap()
+	if gap == 0 {
+		gap = time.Duration(float64(q.reset.Sub(now)) / math.Max(q.limit, 1))
+		gap = min(max(gap, time.Millisecond), time.Second)
+	}
+	if start.Before(q.reset) {
+		start = q.reset
+	}
+	slot := start.Add(time.Duration(rnd() * float64(gap)))
+	q.next = start.Add(gap)
+	return slot
+}
+
+// sent records that a granted request went out (or was abandoned).
+func (q *quotaPacer) sent() {
+	if q.pending > 0 {
+		q.pending--
+	}
+}
+
+// observe applies what a response said. seq is the send sequence number of
+// the request it answered; sentSince is how many requests were sent after
+// it. Observations older than the one in force are dropped.
+func (q *quotaPacer) observe(now time.Time, o quotaObs, seq uint64, sentSince uint64) {
+	if q.have && seq < q.obsSeq {
+		return
+	}
+	if o.limit > 0 {
+		q.limit = float64(o.limit)
+	} else if q.limit < float64(o.remaining) {
+		q.limit = float64(o.remaining)
+	}
+	if o.window > 0 {
+		q.window = o.window
+	}
+	if !o.reset.IsZero() {
+		if !o.reset.After(now) {
+			o.reset = time.Time{}
+		} else if o.window == 0 && !q.reset.IsZero() && !now.Before(q.reset) {
+			// A fixed window rolled over: its length is the distance
+			// between the two resets.
+			if w := o.reset.Sub(q.reset); w >= 100*time.Millisecond && w <= 24*time.Hour {
+				q.window = w
+			}
+		}
+	}
+	q.have = true
+	q.obsSeq = seq
+	q.reset = o.reset
+	q.est = float64(o.remaining) - float64(sentSince) - float64(q.pending)
+}
+
+// retryHint is how long a throttled request should wait for the quota, when
+// the pacer knows the quota is spent.
+func (q *quotaPacer) retryHint(now time.Time) (time.Duration, bool) {
+	if !q.have || q.est >= 1 || q.reset.IsZero() || !q.reset.After(now) {
+		return 0, false
+	}
+	return q.reset.Sub(now), true
+}
+
+// pace is the current request rate the pacer allows, 0 when unpaced.
+func (q *quotaPacer) pace(now time.Time) float64 {
+	if !q.have || q.reset.IsZero() || !q.reset.After(now) {
+		if g := q.sustainableGap(); q.have && g > 0 {
+			return float64(time.Second) / float64(g)
+		}
+		return 0
+	}
+	r := math.Max(q.est, 0) / q.reset.Sub(now).Seconds()
+	if g := q.sustainableGap(); g > 0 {
+		r = math.Max(r, float64(time.Second)/float64(g))
+	}
+	return r
+}
+
+// adaptiveRate is a client-side send rate that is cut when the server
+// throttles and regrows along the cubic curve of the AWS SDK's adaptive
+// retry mode: rate(t) = C*(t-K)^3 + lastMax with K = cbrt(lastMax*(1-beta)/C).
+// Unlike the SDK, the cut is taken from the rate the server accepted over
+// the last second rather than the rate sent, so one throttled burst does not
+// collapse the rate to its floor. Callers hold the host's lock.
+type adaptiveRate struct {
+	rate      float64 // requests per second; 0 = not throttled yet, unlimited
+	lastMax   float64
+	lastCut   time.Time
+	k         float64 // seconds from lastCut back to lastMax
+	next      time.Time
+	acceptTimes []time.Time // successes in the last second, oldest first
+}
+
+const (
+	cubicC       = 0.4
+	cubicBeta    = 0.9 // the cut keeps 90% of what the server accepted
+	minRate      = 0.5 // requests per second
+	cutCooldown  = 500 * time.Millisecond
+	acceptWindow = time.Second
+)
+
+// accepted records a request the server answered without throttling.
+func (a *adaptiveRate) accepted(now time.Time) {
+	a.trim(now)
+	a.acceptTimes = append(a.acceptTimes, now)
+	if a.rate == 0 {
+		return
+	}
+	t := now.Sub(a.lastCut).Seconds()
+	r := cubicC*math.Pow(t-a.k, 3) + a.lastMax
+	if r > a.rate {
+		a.rate = r
+	}
+	// Regrown far past anything the server took: stop pacing until it
+	// throttles again.
+	if a.rate > 4*a.lastMax && a.rate > 1000 {
+		a.rate = 0
+	}
+}
+
+func (a *adaptiveRate) trim(now time.Time) {
+	cut := 0
+	for cut < len(a.acceptTimes) && now.Sub(a.acceptTimes[cut]) > acceptWindow {
+		cut++
+	}
+	if cut > 0 {
+		a.acceptTimes = append(a.acceptTimes[:0], a.acceptTimes[cut:]...)
+	}
+	if len(a.acceptTimes) > 100_000 {
+		a.acceptTimes = a.acceptTimes[len(a.acceptTimes)-100_000:]
+	}
+}
+
+// throttled cuts the rate after a 429. Cuts closer together than
+// cutCooldown count once, like one loss per round trip in TCP.
+func (a *adaptiveRate) throttled(now time.Time) {
+	if !a.lastCut.IsZero() && now.Sub(a.lastCut) < cutCooldown && a.rate > 0 {
+		return
+	}
+	a.trim(now)
+	acc := float64(len(a.acceptTimes)) / acceptWindow.Seconds()
+	cur := a.rate
+	if cur == 0 {
+		cur = math.Inf(1)
+	}
+	base := math.Min(cur, math.Max(acc, cur/2))
+	if math.IsInf(base, 1) {
+		base = math.Max(acc, 1) // throttled before any success: start low
+	}
+	a.lastMax = base
+	a.rate = math.Max(base*cubicBeta, minRate)
+	a.k = math.Cbrt(a.lastMax * (1 - cubicBeta) / cubicC)
+	a.lastCut = now
+}
+
+// grant returns the earliest instant the next request may go.
+func (a *adaptiveRate) grant(now time.Time) time.Time {
+	if a.rate == 0 {
+		return now
+	}
+	slot := now
+	if a.next.After(slot) {
+		slot = a.next
+	}
+	a.next = slot.Add(time.Duration(float64(time.Second) / a.rate))
+	return slot
+}
+
+// retryBudget is the AWS SDK's retry quota: a retry costs tokens, success
+// refunds them, and an empty bucket means no more retries for the host.
+// Callers hold the host's lock.
+type retryBudget struct {
+	cfg    Budget
+	tokens int
+}
+
+func (b *retryBudget) take(cost int) bool {
+	if b.cfg.Disabled {
+		return true
+	}
+	if b.tokens < cost {
+		return false
+	}
+	b.tokens -= cost
+	return true
+}
+
+// success refunds what the unit paid for its retries, or NoRetryIncrement
+// when it needed none, up to the bucket's size.
+func (b *retryBudget) success(paid int) {
+	if paid == 0 {
+		paid = b.cfg.NoRetryIncrement
+	}
+	b.tokens = min(b.tokens+paid, b.cfg.Tokens)
+}
+
+// Breaker states, as the breaker-state gauge reports them.
+const (
+	stateClosed   = 0
+	stateHalfOpen = 1
+	stateOpen     = 2
+)
+
+// breaker is a per-host circuit breaker over attempt outcomes. Callers hold
+// the host's lock.
+type breaker struct {
+	cfg         Breaker
+	state       int
+	openedAt    time.Time
+	consecutive int
+	ring        []bool // recent outcomes, true = failure
+	ringPos     int
+	ringFull    bool
+	probing     int
+}
+
+// allow reports whether an attempt may go, and whether it is a half-open
+// probe.
+func (b *breaker) allow(now time.Time) (ok, probe bool) {
+	if b.cfg.Disabled {
+		return true, false
+	}
+	switch b.state {
+	case stateOpen:
+		if now.Sub(b.openedAt) < b.cfg.Cooldown {
+			return false, false
+		}
+		b.state = stateHalfOpen
+		b.probing = 0
+		fallthrough
+	case stateHalfOpen:
+		if b.probing >= b.cfg.HalfOpenProbes {
+			return false, false
+		}
+		b.probing++
+		return true, true
+	}
+	return true, false
+}
+
+// record notes an attempt's outcome. A probe's success closes the breaker,
+// its failure opens it again.
+func (b *breaker) record(now time.Time, failure, probe bool) {
+	if b.cfg.Disabled {
+		return
+	}
+	if probe {
+		b.probing = max(b.probing-1, 0)
+		if b.state == stateHalfOpen {
+			if failure {
+				b.open(now)
+			} else {
+				b.reset()
+			}
+			return
+		}
+	}
+	if b.state != stateClosed {
+		return
+	}
+	if failure {
+		b.consecutive++
+	} else {
+		b.consecutive = 0
+	}
+	b.ring[b.ringPos] = failure
+	b.ringPos = (b.ringPos + 1) % len(b.ring)
+	if b.ringPos == 0 {
+		b.ringFull = true
+	}
+	if b.consecutive >= b.cfg.ConsecutiveFailures {
+		b.open(now)
+		return
+	}
+	if b.ringFull && b.cfg.FailureRatio > 0 {
+		n := 0
+		for _, f := range b.ring {
+			if f {
+				n++
+			}
+		}
+		if float64(n)/float64(len(b.ring)) >= b.cfg.FailureRatio {
+			b.open(now)
+		}
+	}
+}
+
+// release gives back a probe slot whose attempt ended without a verdict.
+func (b *breaker) release(probe bool) {
+	if probe {
+		b.probing = max(b.probing-1, 0)
+	}
+}
+
+func (b *breaker) open(now time.Time) {
+	b.state = stateOpen
+	b.openedAt = now
+	b.probing = 0
+}
+
+func (b *breaker) reset() {
+	b.state = stateClosed
+	b.consecutive = 0
+	clear(b.ring)
+	b.ringPos = 0
+	b.ringFull = false
+}
