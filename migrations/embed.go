@@ -1,0 +1,73 @@
+// Package migrations holds geoflow's database schema as numbered SQL files
+// (NNN_name.up.sql, with an optional NNN_name.down.sql), embedded in the binary.
+// A migration that has shipped is never edited: change the schema with a new file.
+package migrations
+
+import (
+	"embed"
+	"fmt"
+	"io/fs"
+	"regexp"
+	"sort"
+	"strconv"
+)
+
+//go:embed *.sql
+var files embed.FS
+
+// Migration is one schema step.
+type Migration struct {
+	Version int
+	Name    string
+	Up      string
+	Down    string // empty when the migration has no down step
+}
+
+var fileRE = regexp.MustCompile(`^(\d{3})_([a-z0-9_]+)\.(up|down)\.sql$`)
+
+// All returns the embedded migrations in version order. It fails on a misnamed file or
+// a gap or duplicate in the numbering, which would otherwise apply steps out of order.
+func All() ([]Migration, error) {
+	entries, err := fs.ReadDir(files, ".")
+	if err != nil {
+		return nil, fmt.Errorf("migrations: reading embedded files: %w", err)
+	}
+	byVersion := map[int]*Migration{}
+	for _, e := range entries {
+		m := fileRE.FindStringSubmatch(e.Name())
+		if m == nil {
+			return nil, fmt.Errorf("migrations: %q is not named NNN_name.up.sql or NNN_name.down.sql", e.Name())
+		}
+		v, _ := strconv.Atoi(m[1])
+		body, err := fs.ReadFile(files, e.Name())
+		if err != nil {
+			return nil, fmt.Errorf("migrations: reading %s: %w", e.Name(), err)
+		}
+		mig := byVersion[v]
+		if mig == nil {
+			mig = &Migration{Version: v, Name: m[2]}
+			byVersion[v] = mig
+		} else if mig.Name != m[2] {
+			return nil, fmt.Errorf("migrations: version %03d is used by both %q and %q", v, mig.Name, m[2])
+		}
+		if m[3] == "up" {
+			mig.Up = string(body)
+		} else {
+			mig.Down = string(body)
+		}
+	}
+	out := make([]Migration, 0, len(byVersion))
+	for _, m := range byVersion {
+		if m.Up == "" {
+			return nil, fmt.Errorf("migrations: %03d_%s has no .up.sql", m.Version, m.Name)
+		}
+		out = append(out, *m)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Version < out[j].Version })
+	for i, m := range out {
+		if m.Version != i+1 {
+			return nil, fmt.Errorf("migrations: expected version %03d, found %03d_%s", i+1, m.Version, m.Name)
+		}
+	}
+	return out, nil
+}

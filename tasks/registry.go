@@ -1,0 +1,66 @@
+package tasks
+
+import (
+	"fmt"
+	"sort"
+)
+
+// Config is the decoded YAML configuration of one task of a given kind. The flow decoder
+// fills the struct's `yaml`-tagged fields, reporting unknown keys and wrong types itself;
+// Check adds the rules that span fields.
+type Config interface {
+	// Check reports problems through p, naming the key they concern so that the
+	// problem is reported at that key's line and column.
+	Check(p Problems)
+	// New builds the runnable task.
+	New(id string) (Task, error)
+}
+
+// Problems collects configuration problems of one task. It is not safe for concurrent use.
+type Problems interface {
+	// At reports a problem at the given key path below the task ("bbox", "target.table");
+	// "" means the task itself.
+	At(key string, format string, args ...any)
+}
+
+// Kind is one type of task (`type: wfs`).
+type Kind struct {
+	// Name is the value of `type:` in a flow.
+	Name string
+	// NewConfig returns a pointer to a fresh config struct with its defaults set.
+	NewConfig func() Config
+}
+
+// Registry maps task type names to kinds. The zero value is empty and ready to use; it is
+// filled once at start-up (explicitly, never from init) and only read afterwards, so
+// concurrent reads are safe.
+type Registry struct {
+	kinds map[string]Kind
+}
+
+// Register adds a kind. It panics on a duplicate name, a programming error.
+func (r *Registry) Register(k Kind) {
+	if r.kinds == nil {
+		r.kinds = make(map[string]Kind)
+	}
+	if _, dup := r.kinds[k.Name]; dup {
+		panic(fmt.Sprintf("tasks: kind %q registered twice", k.Name))
+	}
+	r.kinds[k.Name] = k
+}
+
+// Lookup returns the kind named name.
+func (r *Registry) Lookup(name string) (Kind, bool) {
+	k, ok := r.kinds[name]
+	return k, ok
+}
+
+// Names returns the registered kind names, sorted.
+func (r *Registry) Names() []string {
+	names := make([]string, 0, len(r.kinds))
+	for n := range r.kinds {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
