@@ -1,0 +1,120 @@
+#!/usr/bin/env bash
+# postgis.sh: get a PostGIS for tests and the demo, on any machine of ours.
+#
+#   postgis.sh run [--env VAR] -- CMD...   run CMD with VAR (default GEOFLOW_TEST_DATABASE_URL)
+#                                         set to a PostGIS URL; stop what was started afterwards
+#   postgis.sh start                       start a throwaway cluster; print "URL DIR"
+#   postgis.sh stop DIR                    stop and remove a cluster started by start
+#
+# Order of preference: VAR already set -> use it; a Docker engine answers -> docker compose
+# with docker-compose.yml; else a throwaway cluster from Debian's postgresql-15-postgis-3
+# (installed when missing), initdb'd as the postgres user when we are root (initdb refuses
+# root), on a private port and data directory. Failure to get a database is an error: the
+# tests must fail, never skip, without one.
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+root=$(cd "$here/../.." && pwd)
+log() { printf 'postgis.sh: %s\n' "$*" >&2; }
+
+as_owner() { # run a command as the cluster's owner
+  if [ "$(id -u)" = 0 ]; then
+    if command -v runuser >/dev/null; then runuser -u postgres -- "$@"; else su postgres -s /bin/sh -c "$(printf '%q ' "$@")"; fi
+  else
+    "$@"
+  fi
+}
+
+pg_bindir() {
+  local d
+  for d in $(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V -r); do
+    local v; v=$(basename "$(dirname "$d")")
+    if [ -x "$d/initdb" ] && ls /usr/share/postgresql/"$v"/extension/postgis.control >/dev/null 2>&1; then
+      echo "$d"; return 0
+    fi
+  done
+  return 1
+}
+
+install_postgis() {
+  local sudo=""
+  if [ "$(id -u)" != 0 ]; then
+    if command -v sudo >/dev/null && sudo -n true 2>/dev/null; then sudo="sudo -n"; else
+      log "PostgreSQL with PostGIS is not installed and I am not root: install postgresql-15-postgis-3, or set GEOFLOW_TEST_DATABASE_URL"
+      return 1
+    fi
+  fi
+  log "installing postgresql-15-postgis-3 from Debian's packages"
+  export DEBIAN_FRONTEND=noninteractive
+  if ! $sudo apt-get install -y -qq --no-install-recommends postgresql-15 postgresql-15-postgis-3 >/tmp/geoflow-apt.log 2>&1; then
+    $sudo apt-get update -qq >>/tmp/geoflow-apt.log 2>&1 || true
+    $sudo apt-get install -y -qq --no-install-recommends postgresql-15 postgresql-15-postgis-3 >>/tmp/geoflow-apt.log 2>&1 || {
+      log "apt-get install failed; the last lines of /tmp/geoflow-apt.log:"; tail -n 15 /tmp/geoflow-apt.log >&2; return 1; }
+  fi
+}
+
+free_port() {
+  local p
+  for _ in $(seq 1 50); do
+    p=$(( 40000 + RANDOM % 20000 ))
+    if ! (exec 3<>/dev/tcp/127.0.0.1/$p) 2>/dev/null; then echo "$p"; return 0; fi
+  done
+  log "no free port found"; return 1
+}
+
+start_cluster() {
+  local bin dir port
+  bin=$(pg_bindir) || { install_postgis && bin=$(pg_bindir); } || { log "no PostgreSQL with PostGIS after installing"; return 1; }
+  dir=$(mktemp -d /tmp/geoflow-pg.XXXXXX)
+  chmod 755 "$dir"
+  [ "$(id -u)" = 0 ] && chown postgres: "$dir"
+  port=$(free_port)
+  as_owner "$bin/initdb" -D "$dir/data" -U postgres -A trust -E UTF8 --no-sync >"$dir/initdb.log" 2>&1 || {
+    log "initdb failed:"; cat "$dir/initdb.log" >&2; return 1; }
+  # Durability settings off: this cluster is thrown away, and tests should not wait on fsync.
+  as_owner "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 \
+    -o "-p $port -k $dir -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=300 -c shared_buffers=256MB" \
+    start >/dev/null || { log "the server did not start:"; tail -n 20 "$dir/server.log" >&2; return 1; }
+  "$bin/psql" -q -h 127.0.0.1 -p "$port" -U postgres -d postgres -c "CREATE DATABASE geoflow" >/dev/null
+  echo "postgres://postgres@127.0.0.1:$port/geoflow?sslmode=disable $dir"
+}
+
+stop_cluster() {
+  local dir=$1 bin
+  [ -d "$dir/data" ] || return 0
+  bin=$(pg_bindir) || return 0
+  as_owner "$bin/pg_ctl" -D "$dir/data" -m immediate stop >/dev/null 2>&1 || true
+  rm -rf "$dir"
+}
+
+docker_ok() { command -v docker >/dev/null && timeout 5 docker info >/dev/null 2>&1; }
+
+cmd=${1:-}; shift || true
+case "$cmd" in
+  start) start_cluster ;;
+  stop) stop_cluster "$1" ;;
+  run)
+    var=GEOFLOW_TEST_DATABASE_URL
+    if [ "${1:-}" = --env ]; then var=$2; shift 2; fi
+    [ "${1:-}" = -- ] && shift
+    if [ -n "${!var:-}" ]; then
+      log "using \$$var"
+      exec "$@"
+    fi
+    if docker_ok; then
+      log "starting PostGIS with docker compose"
+      (cd "$root" && docker compose up -d --wait postgis) >&2
+      trap '(cd "$root" && docker compose down -v) >/dev/null 2>&1 || true' EXIT
+      export "$var=postgres://geoflow:geoflow@127.0.0.1:${GEOFLOW_PG_PORT:-55432}/geoflow?sslmode=disable"
+    else
+      log "no Docker engine: starting a throwaway PostgreSQL + PostGIS cluster"
+      read -r url dir < <(start_cluster) || exit 1
+      [ -n "${url:-}" ] || exit 1
+      trap 'stop_cluster "$dir"' EXIT
+      export "$var=$url"
+      log "PostGIS at $url (data in $dir)"
+    fi
+    "$@"
+    ;;
+  *) echo "usage: postgis.sh run [--env VAR] -- CMD... | start | stop DIR" >&2; exit 2 ;;
+esac
