@@ -1,0 +1,480 @@
+package flows
+
+import (
+	"fmt"
+	"math"
+	"reflect"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/goccy/go-yaml/ast"
+)
+
+// decoder fills Go values from a YAML AST, collecting every problem with its position
+// instead of stopping at the first, which is what goccy/go-yaml's own decoder does.
+type decoder struct {
+	file     string
+	problems []Problem
+	lookup   func(string) (string, bool) // environment
+	// keys records the position of every mapping key by its dotted path, so that rules
+	// checked after decoding can still point at the line they concern.
+	keys map[string]ast.Node
+}
+
+func (d *decoder) errorf(n ast.Node, format string, args ...any) {
+	p := Problem{File: d.file, Msg: fmt.Sprintf(format, args...)}
+	if n != nil {
+		if tk := n.GetToken(); tk != nil && tk.Position != nil {
+			p.Line, p.Col = tk.Position.Line, tk.Position.Column
+		}
+	}
+	d.problems = append(d.problems, p)
+}
+
+var (
+	durationType = reflect.TypeOf(time.Duration(0))
+	deferredType = reflect.TypeOf(deferred{})
+)
+
+// deferred marks a key whose value is decoded elsewhere.
+type deferred struct{}
+
+// unwrap strips anchors and tags, which carry no meaning for a flow.
+func unwrap(n ast.Node) ast.Node {
+	for {
+		switch v := n.(type) {
+		case *ast.AnchorNode:
+			n = v.Value
+		case *ast.TagNode:
+			n = v.Value
+		case *ast.CommentGroupNode:
+			return nil
+		default:
+			return n
+		}
+	}
+}
+
+// mappingOf returns the key/value pairs of a mapping node, or ok=false.
+func mappingOf(n ast.Node) ([]*ast.MappingValueNode, bool) {
+	switch v := n.(type) {
+	case *ast.MappingNode:
+		return v.Values, true
+	case *ast.MappingValueNode:
+		return []*ast.MappingValueNode{v}, true
+	}
+	return nil, false
+}
+
+func keyString(kv *ast.MappingValueNode) string {
+	if k, ok := unwrap(kv.Key).(ast.ScalarNode); ok {
+		return fmt.Sprint(k.GetValue())
+	}
+	return kv.Key.String()
+}
+
+// field is one settable struct field with its YAML key.
+type field struct {
+	name  string
+	value reflect.Value
+	enum  []string
+}
+
+// structFields lists the yaml-tagged fields of the structs in targets, in order.
+func structFields(targets ...reflect.Value) []field {
+	var out []field
+	for _, t := range targets {
+		t = reflect.Indirect(t)
+		for i := 0; i < t.NumField(); i++ {
+			sf := t.Type().Field(i)
+			tag, ok := sf.Tag.Lookup("yaml")
+			if !ok || tag == "-" || !sf.IsExported() {
+				continue
+			}
+			f := field{name: strings.Split(tag, ",")[0], value: t.Field(i)}
+			if e := sf.Tag.Get("enum"); e != "" {
+				f.enum = strings.Split(e, ",")
+			}
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// decodeStruct decodes mapping n into the fields of targets (pointers to structs), which
+// share one key space: a task's common keys and its kind's keys. what names the mapping
+// in messages ("task \"parcels\"").
+func (d *decoder) decodeStruct(n ast.Node, path, what string, targets ...reflect.Value) {
+	pairs, ok := mappingOf(unwrap(n))
+	if !ok {
+		if _, null := unwrap(n).(*ast.NullNode); null || unwrap(n) == nil {
+			return
+		}
+		d.errorf(n, "%s must be a mapping of keys to values, not %s", what, describe(n))
+		return
+	}
+	fields := structFields(targets...)
+	seen := map[string]bool{}
+	for _, kv := range pairs {
+		key := keyString(kv)
+		if seen[key] {
+			d.errorf(kv.Key, "duplicate key %q in %s", key, what)
+			continue
+		}
+		seen[key] = true
+		d.keys[join(path, key)] = kv.Key
+		var f *field
+		for i := range fields {
+			if fields[i].name == key {
+				f = &fields[i]
+				break
+			}
+		}
+		if f == nil {
+			names := make([]string, len(fields))
+			for i, f := range fields {
+				names[i] = f.name
+			}
+			msg := fmt.Sprintf("unknown key %q in %s", key, what)
+			if s := suggest(key, names); s != "" {
+				msg += fmt.Sprintf(" (did you mean %q?)", s)
+			}
+			d.errorf(kv.Key, "%s", msg)
+			continue
+		}
+		label := key
+		if strings.HasPrefix(what, "task ") {
+			label = what + ": " + key
+		}
+		d.decodeValue(kv.Value, f.value, join(path, key), label, f.enum)
+	}
+}
+
+func join(path, key string) string {
+	if path == "" {
+		return key
+	}
+	return path + "." + key
+}
+
+// decodeValue decodes n into v. key names the value in messages.
+func (d *decoder) decodeValue(n ast.Node, v reflect.Value, path, key string, enum []string) {
+	n = unwrap(n)
+	if n == nil {
+		return
+	}
+	if _, null := n.(*ast.NullNode); null {
+		return // keep the default
+	}
+	if alias, ok := n.(*ast.AliasNode); ok {
+		d.errorf(alias, "%s: YAML aliases are not supported in flows", key)
+		return
+	}
+	if v.Type() == deferredType {
+		return
+	}
+	if v.Kind() == reflect.Pointer {
+		// Decode into a fresh value and keep it only if it decoded cleanly, so a bad
+		// value reads as "not set" to the checks that follow instead of as zero.
+		fresh := reflect.New(v.Type().Elem())
+		if !v.IsNil() {
+			fresh.Elem().Set(v.Elem())
+		}
+		before := len(d.problems)
+		d.decodeValue(n, fresh.Elem(), path, key, enum)
+		if len(d.problems) == before {
+			v.Set(fresh)
+		}
+		return
+	}
+	switch {
+	case v.Type() == durationType:
+		s, ok := d.scalar(n, key)
+		if !ok {
+			return
+		}
+		dur, err := time.ParseDuration(s)
+		if err != nil {
+			if _, num := strconv.ParseFloat(s, 64); num == nil {
+				d.errorf(n, "%s: %q is not a duration: give a unit, such as %sms or %ss", key, s, s, s)
+			} else {
+				d.errorf(n, "%s: %q is not a duration (examples: 500ms, 30s, 5m)", key, s)
+			}
+			return
+		}
+		if dur < 0 {
+			d.errorf(n, "%s: duration %s must not be negative", key, s)
+			return
+		}
+		v.SetInt(int64(dur))
+		return
+	}
+	switch v.Kind() {
+	case reflect.String:
+		s, ok := d.scalar(n, key)
+		if !ok {
+			return
+		}
+		if len(enum) > 0 && !contains(enum, s) {
+			msg := fmt.Sprintf("%s: %q is not one of %s", key, s, strings.Join(enum, ", "))
+			if sg := suggest(s, enum); sg != "" {
+				msg += fmt.Sprintf(" (did you mean %q?)", sg)
+			}
+			d.errorf(n, "%s", msg)
+			return
+		}
+		v.SetString(s)
+	case reflect.Bool:
+		s, ok := d.scalar(n, key)
+		if !ok {
+			return
+		}
+		b, err := strconv.ParseBool(s)
+		if err != nil {
+			d.errorf(n, "%s: %q is not a boolean (true or false)", key, s)
+			return
+		}
+		v.SetBool(b)
+	case reflect.Int, reflect.Int64, reflect.Int32:
+		s, ok := d.scalar(n, key)
+		if !ok {
+			return
+		}
+		i, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			d.errorf(n, "%s: %q is not a whole number", key, s)
+			return
+		}
+		if v.OverflowInt(i) {
+			d.errorf(n, "%s: %s is too large", key, s)
+			return
+		}
+		v.SetInt(i)
+	case reflect.Float64:
+		s, ok := d.scalar(n, key)
+		if !ok {
+			return
+		}
+		f, err := strconv.ParseFloat(s, 64)
+		if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+			d.errorf(n, "%s: %q is not a number", key, s)
+			return
+		}
+		v.SetFloat(f)
+	case reflect.Slice, reflect.Array:
+		seq, ok := n.(*ast.SequenceNode)
+		if !ok {
+			if v.Kind() == reflect.Slice && v.Type().Elem().Kind() == reflect.String {
+				// A single string where a list is expected: accept it as a one-element list.
+				if s, ok := d.scalar(n, key); ok {
+					v.Set(reflect.ValueOf([]string{s}).Convert(v.Type()))
+				}
+				return
+			}
+			d.errorf(n, "%s must be a list, not %s", key, describe(n))
+			return
+		}
+		if v.Kind() == reflect.Array {
+			if len(seq.Values) != v.Len() {
+				d.errorf(n, "%s must have exactly %d values, not %d", key, v.Len(), len(seq.Values))
+				return
+			}
+		} else {
+			v.Set(reflect.MakeSlice(v.Type(), len(seq.Values), len(seq.Values)))
+		}
+		for i, el := range seq.Values {
+			d.decodeValue(el, v.Index(i), fmt.Sprintf("%s[%d]", path, i), fmt.Sprintf("%s[%d]", key, i), enum)
+		}
+	case reflect.Struct:
+		d.decodeStruct(n, path, key, v.Addr())
+	case reflect.Interface:
+		if v.NumMethod() == 0 {
+			v.Set(reflect.ValueOf(d.generic(n, key)))
+			return
+		}
+		d.errorf(n, "%s: unsupported value", key)
+	case reflect.Map:
+		pairs, ok := mappingOf(n)
+		if !ok {
+			d.errorf(n, "%s must be a mapping, not %s", key, describe(n))
+			return
+		}
+		if v.IsNil() {
+			v.Set(reflect.MakeMap(v.Type()))
+		}
+		for _, kv := range pairs {
+			k := keyString(kv)
+			d.keys[join(path, k)] = kv.Key
+			el := reflect.New(v.Type().Elem()).Elem()
+			d.decodeValue(kv.Value, el, join(path, k), join(key, k), nil)
+			v.SetMapIndex(reflect.ValueOf(k), el)
+		}
+	default:
+		d.errorf(n, "%s: unsupported value", key)
+	}
+}
+
+// generic converts free-form YAML (a filter, a STAC query) into plain Go values.
+func (d *decoder) generic(n ast.Node, key string) any {
+	n = unwrap(n)
+	switch v := n.(type) {
+	case nil, *ast.NullNode:
+		return nil
+	case *ast.SequenceNode:
+		out := make([]any, len(v.Values))
+		for i, el := range v.Values {
+			out[i] = d.generic(el, key)
+		}
+		return out
+	case *ast.MappingNode, *ast.MappingValueNode:
+		pairs, _ := mappingOf(v)
+		out := make(map[string]any, len(pairs))
+		for _, kv := range pairs {
+			out[keyString(kv)] = d.generic(kv.Value, key)
+		}
+		return out
+	case *ast.StringNode, *ast.LiteralNode:
+		s, _ := d.scalar(v, key)
+		return s
+	case ast.ScalarNode:
+		return v.GetValue()
+	}
+	return n.String()
+}
+
+// scalar returns the text of a scalar node with ${VAR} references expanded.
+func (d *decoder) scalar(n ast.Node, key string) (string, bool) {
+	var s string
+	switch v := n.(type) {
+	case *ast.StringNode:
+		s = v.Value
+	case *ast.LiteralNode:
+		s = v.Value.Value
+	case *ast.IntegerNode, *ast.FloatNode, *ast.BoolNode, *ast.InfinityNode, *ast.NanNode:
+		s = v.GetToken().Value
+	default:
+		d.errorf(n, "%s must be a single value, not %s", key, describe(n))
+		return "", false
+	}
+	out, err := expand(s, d.lookup)
+	if err != nil {
+		d.errorf(n, "%s: %v", key, err)
+		return "", false
+	}
+	return out, true
+}
+
+// expand replaces ${VAR} and ${VAR:-default}; $${ stays a literal ${.
+func expand(s string, lookup func(string) (string, bool)) (string, error) {
+	if !strings.Contains(s, "${") {
+		return s, nil
+	}
+	var b strings.Builder
+	for {
+		i := strings.Index(s, "${")
+		if i < 0 {
+			b.WriteString(s)
+			return b.String(), nil
+		}
+		if i > 0 && s[i-1] == '$' {
+			b.WriteString(s[:i-1])
+			b.WriteString("${")
+			s = s[i+2:]
+			continue
+		}
+		b.WriteString(s[:i])
+		end := strings.IndexByte(s[i:], '}')
+		if end < 0 {
+			return "", fmt.Errorf("unclosed ${ in %q", s)
+		}
+		ref := s[i+2 : i+end]
+		name, def, hasDef := strings.Cut(ref, ":-")
+		if !validEnvName(name) {
+			return "", fmt.Errorf("%q is not a valid environment variable name", name)
+		}
+		val, ok := lookup(name)
+		switch {
+		case ok && (val != "" || !hasDef):
+			b.WriteString(val)
+		case hasDef:
+			b.WriteString(def)
+		default:
+			return "", fmt.Errorf("environment variable %s is not set (write ${%s:-default} to give a default)", name, name)
+		}
+		s = s[i+end+1:]
+	}
+}
+
+func validEnvName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i, r := range s {
+		if r == '_' || r >= 'A' && r <= 'Z' || r >= 'a' && r <= 'z' || i > 0 && r >= '0' && r <= '9' {
+			continue
+		}
+		return false
+	}
+	return true
+}
+
+func describe(n ast.Node) string {
+	switch unwrap(n).(type) {
+	case *ast.MappingNode, *ast.MappingValueNode:
+		return "a mapping"
+	case *ast.SequenceNode:
+		return "a list"
+	case *ast.NullNode, nil:
+		return "nothing"
+	}
+	return fmt.Sprintf("%q", n.String())
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// suggest returns the candidate closest to s, if it is close enough to be a likely typo.
+func suggest(s string, candidates []string) string {
+	best, bestD := "", 1<<30
+	for _, c := range candidates {
+		d := levenshtein(strings.ToLower(s), strings.ToLower(c))
+		if d < bestD {
+			best, bestD = c, d
+		}
+	}
+	limit := 2
+	if len(s) <= 4 {
+		limit = 1
+	}
+	if bestD <= limit || (best != "" && len(s) > 3 && strings.HasPrefix(best, s)) {
+		return best
+	}
+	return ""
+}
+
+func levenshtein(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}

@@ -1,0 +1,454 @@
+// Package flows reads geoflow flows (YAML files describing a small DAG of tasks),
+// validates them with every problem reported at its line and column, and runs them.
+package flows
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"reflect"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/goccy/go-yaml/ast"
+	"github.com/goccy/go-yaml/parser"
+	"github.com/goccy/go-yaml/token"
+	"github.com/robfig/cron/v3"
+
+	"github.com/geoflow/geoflow/retry"
+	"github.com/geoflow/geoflow/tasks"
+)
+
+// Flow is a validated flow.
+type Flow struct {
+	File             string
+	Name             string
+	Schedule         string
+	MaxParallelTasks int
+	Tasks            []*Task // in file order
+}
+
+// Task is one validated task of a flow with its effective settings.
+type Task struct {
+	ID        string
+	Type      string
+	DependsOn []string
+	Retry     retry.Policy
+	RateLimit retry.RateLimit
+	Config    tasks.Config
+}
+
+// Task returns the task with the given id, or nil.
+func (f *Flow) Task(id string) *Task {
+	for _, t := range f.Tasks {
+		if t.ID == id {
+			return t
+		}
+	}
+	return nil
+}
+
+// Problem is one thing wrong with a flow file, at a position.
+type Problem struct {
+	File      string
+	Line, Col int
+	Msg       string
+}
+
+func (p Problem) String() string {
+	if p.Line == 0 {
+		return fmt.Sprintf("%s: %s", p.File, p.Msg)
+	}
+	return fmt.Sprintf("%s:%d:%d: %s", p.File, p.Line, p.Col, p.Msg)
+}
+
+// ValidationError lists every problem found in a flow file, in file order.
+type ValidationError struct {
+	Problems []Problem
+}
+
+func (e *ValidationError) Error() string {
+	lines := make([]string, len(e.Problems))
+	for i, p := range e.Problems {
+		lines[i] = p.String()
+	}
+	return strings.Join(lines, "\n")
+}
+
+// The YAML shapes of a flow. Pointers tell "not set" from zero so that a task inherits
+// only what it does not set itself.
+type flowDoc struct {
+	Name             string   `yaml:"name"`
+	Schedule         string   `yaml:"schedule"`
+	Timezone         string   `yaml:"timezone"`
+	MaxParallelTasks int      `yaml:"max_parallel_tasks"`
+	Defaults         defaults `yaml:"defaults"`
+	Tasks            deferred `yaml:"tasks"` // decoded by decodeTasks, which knows each task's type
+	Description      string   `yaml:"description"`
+}
+
+type defaults struct {
+	Retry     retrySpec     `yaml:"retry"`
+	RateLimit rateLimitSpec `yaml:"rate_limit"`
+}
+
+type retrySpec struct {
+	MaxAttempts    *int           `yaml:"max_attempts"`
+	BaseDelay      *time.Duration `yaml:"base_delay"`
+	MaxDelay       *time.Duration `yaml:"max_delay"`
+	MaxElapsed     *time.Duration `yaml:"max_elapsed"`
+	MaxServerDelay *time.Duration `yaml:"max_server_delay"`
+	Jitter         *string        `yaml:"jitter" enum:"full,equal,decorrelated,none"`
+}
+
+type rateLimitSpec struct {
+	RequestsPerSecond *float64 `yaml:"requests_per_second"`
+	Burst             *int     `yaml:"burst"`
+	Concurrency       *int     `yaml:"concurrency"`
+}
+
+// common holds the keys every task has, whatever its type.
+type common struct {
+	Type      string        `yaml:"type"`
+	DependsOn []string      `yaml:"depends_on"`
+	Retry     retrySpec     `yaml:"retry"`
+	RateLimit rateLimitSpec `yaml:"rate_limit"`
+}
+
+var (
+	flowNameRE = regexp.MustCompile(`^[a-z0-9_]+$`)
+	taskIDRE   = regexp.MustCompile(`^[a-z0-9_]+$`)
+)
+
+// Options tell Load how to read a flow. A nil *Options means defaults.
+type Options struct {
+	// Registry holds the task kinds a flow may use. Required.
+	Registry *tasks.Registry
+	// LookupEnv expands ${VAR}. Defaults to os.LookupEnv.
+	LookupEnv func(string) (string, bool)
+}
+
+// Load reads and validates the flow in file. A flow with problems yields a
+// *ValidationError listing all of them.
+func Load(file string, opts Options) (*Flow, error) {
+	src, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("reading flow: %w", err)
+	}
+	return Parse(file, src, opts)
+}
+
+// Parse validates the flow in src; file names it in problems.
+func Parse(file string, src []byte, opts Options) (*Flow, error) {
+	if opts.Registry == nil {
+		return nil, errors.New("flows: no task registry")
+	}
+	d := &decoder{file: file, lookup: opts.LookupEnv, keys: map[string]ast.Node{}}
+	if d.lookup == nil {
+		d.lookup = os.LookupEnv
+	}
+	root, err := parseYAML(file, src)
+	if err != nil {
+		return nil, err
+	}
+	var doc flowDoc
+	var tasksNode ast.Node
+	if pairs, ok := mappingOf(root); ok {
+		for _, kv := range pairs {
+			if keyString(kv) == "tasks" {
+				tasksNode = kv.Value
+			}
+		}
+	}
+	// decodeStruct sees "tasks" as a known key; its generic value is ignored.
+	d.decodeStruct(root, "", "the flow", reflect.ValueOf(&doc))
+
+	f := &Flow{File: file, Name: doc.Name, Schedule: doc.Schedule, MaxParallelTasks: doc.MaxParallelTasks}
+	if doc.Name == "" {
+		d.errorf(root, "the flow has no name: add `name: my_flow` ([a-z0-9_]+)")
+	} else if !flowNameRE.MatchString(doc.Name) {
+		d.errorf(d.keys["name"], "name: %q must match [a-z0-9_]+ (it identifies the flow in the database)", doc.Name)
+	}
+	if doc.Schedule != "" {
+		spec := doc.Schedule
+		if doc.Timezone != "" {
+			spec = "CRON_TZ=" + doc.Timezone + " " + spec
+		}
+		if _, err := cron.ParseStandard(spec); err != nil {
+			d.errorf(d.keys["schedule"], "schedule: %q is not a cron schedule: %v", doc.Schedule, err)
+		}
+	}
+	if doc.MaxParallelTasks < 0 {
+		d.errorf(d.keys["max_parallel_tasks"], "max_parallel_tasks must not be negative")
+	}
+	d.checkRetry(doc.Defaults.Retry, "defaults.retry")
+	d.checkRateLimit(doc.Defaults.RateLimit, "defaults.rate_limit")
+
+	d.decodeTasks(tasksNode, f, doc.Defaults, opts.Registry)
+	d.checkGraph(f)
+
+	if len(d.problems) > 0 {
+		sort.SliceStable(d.problems, func(i, j int) bool {
+			a, b := d.problems[i], d.problems[j]
+			if a.Line != b.Line {
+				return a.Line < b.Line
+			}
+			return a.Col < b.Col
+		})
+		return nil, &ValidationError{Problems: d.problems}
+	}
+	return f, nil
+}
+
+// parseYAML returns the document's root node, or a ValidationError for broken YAML.
+func parseYAML(file string, src []byte) (ast.Node, error) {
+	af, err := parser.ParseBytes(src, 0)
+	if err != nil {
+		p := Problem{File: file, Msg: "not valid YAML: " + err.Error()}
+		var te interface {
+			GetMessage() string
+			GetToken() *token.Token
+		}
+		if errors.As(err, &te) {
+			p.Msg = "not valid YAML: " + te.GetMessage()
+			if tk := te.GetToken(); tk != nil && tk.Position != nil {
+				p.Line, p.Col = tk.Position.Line, tk.Position.Column
+			}
+		}
+		return nil, &ValidationError{Problems: []Problem{p}}
+	}
+	if len(af.Docs) != 1 || af.Docs[0].Body == nil {
+		return nil, &ValidationError{Problems: []Problem{{File: file, Msg: "expected exactly one YAML document holding a flow"}}}
+	}
+	return af.Docs[0].Body, nil
+}
+
+func (d *decoder) decodeTasks(n ast.Node, f *Flow, defs defaults, reg *tasks.Registry) {
+	pairs, ok := mappingOf(unwrap(n))
+	if !ok || len(pairs) == 0 {
+		if n == nil {
+			d.errorf(nil, "the flow has no tasks: add a `tasks:` mapping")
+		} else {
+			d.errorf(n, "tasks must be a mapping of task ids to tasks")
+		}
+		return
+	}
+	seen := map[string]bool{}
+	for _, kv := range pairs {
+		id := keyString(kv)
+		path := "tasks." + id
+		d.keys[path] = kv.Key
+		if seen[id] {
+			d.errorf(kv.Key, "task %q is defined twice", id)
+			continue
+		}
+		seen[id] = true
+		if !taskIDRE.MatchString(id) {
+			d.errorf(kv.Key, "task id %q must match [a-z0-9_]+", id)
+		}
+		what := fmt.Sprintf("task %q", id)
+		// The type decides which keys are allowed, so read it first.
+		var c common
+		var typeNode ast.Node
+		if tp, ok := mappingOf(unwrap(kv.Value)); ok {
+			for _, p := range tp {
+				if keyString(p) == "type" {
+					typeNode = p.Value
+					d.decodeValue(p.Value, reflect.ValueOf(&c.Type).Elem(), path+".type", "type", nil)
+				}
+			}
+		}
+		var cfg tasks.Config
+		if c.Type == "" {
+			if typeNode == nil {
+				d.errorf(kv.Key, "%s has no type (one of %s)", what, strings.Join(reg.Names(), ", "))
+			}
+		} else if kind, ok := reg.Lookup(c.Type); !ok {
+			msg := fmt.Sprintf("%s: unknown task type %q (one of %s)", what, c.Type, strings.Join(reg.Names(), ", "))
+			if s := suggest(c.Type, reg.Names()); s != "" {
+				msg += fmt.Sprintf("; did you mean %q?", s)
+			}
+			d.errorf(typeNode, "%s", msg)
+		} else {
+			cfg = kind.NewConfig()
+		}
+		targets := []reflect.Value{reflect.ValueOf(&c)}
+		if cfg != nil {
+			targets = append(targets, reflect.ValueOf(cfg))
+		}
+		before := len(d.problems)
+		d.decodeStruct(kv.Value, path, what, targets...)
+		d.checkRetry(c.Retry, path+".retry")
+		d.checkRateLimit(c.RateLimit, path+".rate_limit")
+		if cfg != nil && len(d.problems) == before {
+			// Cross-field rules only make sense once every field decoded.
+			cfg.Check(&taskProblems{d: d, path: path, what: what, fallback: kv.Key})
+		}
+		t := &Task{ID: id, Type: c.Type, DependsOn: c.DependsOn, Config: cfg}
+		t.Retry = mergeRetry(defs.Retry, c.Retry)
+		t.RateLimit = mergeRateLimit(defs.RateLimit, c.RateLimit)
+		f.Tasks = append(f.Tasks, t)
+	}
+}
+
+// taskProblems lets a task kind report problems at its own keys.
+type taskProblems struct {
+	d        *decoder
+	path     string
+	what     string
+	fallback ast.Node
+}
+
+func (p *taskProblems) At(key string, format string, args ...any) {
+	n := p.fallback
+	if key != "" {
+		if k, ok := p.d.keys[p.path+"."+key]; ok {
+			n = k
+		}
+	}
+	msg := fmt.Sprintf(format, args...)
+	if key != "" {
+		msg = key + ": " + msg
+	}
+	p.d.errorf(n, "%s: %s", p.what, msg)
+}
+
+func (d *decoder) checkRetry(r retrySpec, path string) {
+	if r.MaxAttempts != nil && *r.MaxAttempts < 1 {
+		d.errorf(d.keys[path+".max_attempts"], "%s.max_attempts must be at least 1", path)
+	}
+	if r.BaseDelay != nil && r.MaxDelay != nil && *r.MaxDelay < *r.BaseDelay {
+		d.errorf(d.keys[path+".max_delay"], "%s.max_delay (%s) must not be below base_delay (%s)", path, *r.MaxDelay, *r.BaseDelay)
+	}
+}
+
+func (d *decoder) checkRateLimit(r rateLimitSpec, path string) {
+	if r.RequestsPerSecond != nil && *r.RequestsPerSecond <= 0 {
+		d.errorf(d.keys[path+".requests_per_second"], "%s.requests_per_second must be above 0", path)
+	}
+	if r.Burst != nil && *r.Burst < 1 {
+		d.errorf(d.keys[path+".burst"], "%s.burst must be at least 1", path)
+	}
+	if r.Concurrency != nil && *r.Concurrency < 1 {
+		d.errorf(d.keys[path+".concurrency"], "%s.concurrency must be at least 1", path)
+	}
+}
+
+func mergeRetry(def, own retrySpec) retry.Policy {
+	var p retry.Policy
+	pick := func(a, b *time.Duration) time.Duration {
+		if b != nil {
+			return *b
+		}
+		if a != nil {
+			return *a
+		}
+		return 0
+	}
+	if own.MaxAttempts != nil {
+		p.MaxAttempts = *own.MaxAttempts
+	} else if def.MaxAttempts != nil {
+		p.MaxAttempts = *def.MaxAttempts
+	}
+	p.BaseDelay = pick(def.BaseDelay, own.BaseDelay)
+	p.MaxDelay = pick(def.MaxDelay, own.MaxDelay)
+	p.MaxElapsed = pick(def.MaxElapsed, own.MaxElapsed)
+	p.MaxServerDelay = pick(def.MaxServerDelay, own.MaxServerDelay)
+	if own.Jitter != nil {
+		p.Jitter = retry.Jitter(*own.Jitter)
+	} else if def.Jitter != nil {
+		p.Jitter = retry.Jitter(*def.Jitter)
+	}
+	return p
+}
+
+func mergeRateLimit(def, own rateLimitSpec) retry.RateLimit {
+	var r retry.RateLimit
+	if own.RequestsPerSecond != nil {
+		r.RequestsPerSecond = *own.RequestsPerSecond
+	} else if def.RequestsPerSecond != nil {
+		r.RequestsPerSecond = *def.RequestsPerSecond
+	}
+	if own.Burst != nil {
+		r.Burst = *own.Burst
+	} else if def.Burst != nil {
+		r.Burst = *def.Burst
+	}
+	if own.Concurrency != nil {
+		r.Concurrency = *own.Concurrency
+	} else if def.Concurrency != nil {
+		r.Concurrency = *def.Concurrency
+	}
+	return r
+}
+
+// checkGraph reports unknown dependencies and cycles.
+func (d *decoder) checkGraph(f *Flow) {
+	ids := make([]string, len(f.Tasks))
+	byID := map[string]*Task{}
+	for i, t := range f.Tasks {
+		ids[i] = t.ID
+		byID[t.ID] = t
+	}
+	for _, t := range f.Tasks {
+		for i, dep := range t.DependsOn {
+			pos := d.keys[fmt.Sprintf("tasks.%s.depends_on", t.ID)]
+			if dep == t.ID {
+				d.errorf(pos, "task %q: depends_on[%d]: a task cannot depend on itself (cycle %s -> %s)", t.ID, i, t.ID, t.ID)
+				continue
+			}
+			if _, ok := byID[dep]; !ok {
+				msg := fmt.Sprintf("task %q: depends_on[%d]: no task %q in this flow", t.ID, i, dep)
+				if s := suggest(dep, ids); s != "" {
+					msg += fmt.Sprintf(" (did you mean %q?)", s)
+				}
+				d.errorf(pos, "%s", msg)
+			}
+		}
+	}
+	// Depth-first search; a grey node met again closes a cycle, whose path is printed.
+	const (
+		white = iota
+		grey
+		black
+	)
+	color := map[string]int{}
+	var stack []string
+	reported := map[string]bool{}
+	var visit func(id string)
+	visit = func(id string) {
+		color[id] = grey
+		stack = append(stack, id)
+		for _, dep := range byID[id].DependsOn {
+			if _, ok := byID[dep]; !ok || dep == id {
+				continue
+			}
+			switch color[dep] {
+			case white:
+				visit(dep)
+			case grey:
+				start := 0
+				for i, s := range stack {
+					if s == dep {
+						start = i
+					}
+				}
+				cycle := append(append([]string{}, stack[start:]...), dep)
+				key := strings.Join(cycle, " -> ")
+				if !reported[dep] {
+					reported[dep] = true
+					d.errorf(d.keys["tasks."+dep+".depends_on"], "dependency cycle: %s", key)
+				}
+			}
+		}
+		stack = stack[:len(stack)-1]
+		color[id] = black
+	}
+	for _, id := range ids {
+		if color[id] == white {
+			visit(id)
+		}
+	}
+}

@@ -1,0 +1,147 @@
+package flows
+
+import (
+	"errors"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/geoflow/geoflow/retry"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+func env(vars map[string]string) func(string) (string, bool) {
+	return func(k string) (string, bool) { v, ok := vars[k]; return v, ok }
+}
+
+// TestInvalidFlows checks every testdata/invalid/*.yaml against its .golden list of errors.
+func TestInvalidFlows(t *testing.T) {
+	files, err := filepath.Glob("testdata/invalid/*.yaml")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no invalid flows: %v", err)
+	}
+	for _, file := range files {
+		name := strings.TrimSuffix(filepath.Base(file), ".yaml")
+		t.Run(name, func(t *testing.T) {
+			_, err := Load(file, Options{Registry: testRegistry(nil), LookupEnv: env(map[string]string{"SET": "x"})})
+			var ve *ValidationError
+			if !errors.As(err, &ve) {
+				t.Fatalf("Load(%s) = %v, want a *ValidationError", file, err)
+			}
+			got := ve.Error() + "\n"
+			golden := strings.TrimSuffix(file, ".yaml") + ".golden"
+			if *update {
+				if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("reading golden file (run with -update to create it): %v", err)
+			}
+			if got != string(want) {
+				t.Errorf("errors differ from %s\n got:\n%s\nwant:\n%s", golden, got, want)
+			}
+		})
+	}
+}
+
+func TestValidFlow(t *testing.T) {
+	src := `
+name: parcels_${REGION:-de}
+schedule: "0 2 * * *"
+max_parallel_tasks: 2
+defaults:
+  retry: {max_attempts: 6, base_delay: 500ms, max_delay: 30s, jitter: full}
+  rate_limit: {requests_per_second: 5, burst: 5, concurrency: 4}
+tasks:
+  a:
+    type: fake
+    url: ${URL}
+    bbox: [5.5, 47.2, 15.1, 55.1]
+    retry: {max_attempts: 3}
+  b:
+    type: other
+    depends_on: [a]
+    rate_limit: {concurrency: 8}
+`
+	f, err := Parse("x.yaml", []byte(src), Options{Registry: testRegistry(nil), LookupEnv: env(map[string]string{"URL": "http://h/wfs?key=1"})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Name != "parcels_de" || f.MaxParallelTasks != 2 || len(f.Tasks) != 2 {
+		t.Fatalf("flow = %+v", f)
+	}
+	a, b := f.Task("a"), f.Task("b")
+	if got := a.Config.(*testConfig).URL; got != "http://h/wfs?key=1" {
+		t.Errorf("url = %q", got)
+	}
+	wantA := retry.Policy{MaxAttempts: 3, BaseDelay: 500 * time.Millisecond, MaxDelay: 30 * time.Second, Jitter: "full"}
+	if a.Retry != wantA {
+		t.Errorf("a.Retry = %+v, want %+v (task overrides only what it sets)", a.Retry, wantA)
+	}
+	if b.RateLimit != (retry.RateLimit{RequestsPerSecond: 5, Burst: 5, Concurrency: 8}) {
+		t.Errorf("b.RateLimit = %+v", b.RateLimit)
+	}
+	if len(b.DependsOn) != 1 || b.DependsOn[0] != "a" {
+		t.Errorf("b.DependsOn = %v", b.DependsOn)
+	}
+}
+
+func TestExpand(t *testing.T) {
+	tests := []struct {
+		name, in, want, err string
+	}{
+		{name: "plain", in: "abc", want: "abc"},
+		{name: "set", in: "x${A}y", want: "x1y"},
+		{name: "default used", in: "${NOPE:-d}", want: "d"},
+		{name: "default unused", in: "${A:-d}", want: "1"},
+		{name: "empty takes default", in: "${EMPTY:-d}", want: "d"},
+		{name: "empty without default", in: "${EMPTY}", want: ""},
+		{name: "escaped", in: "$${A}", want: "${A}"},
+		{name: "missing", in: "${NOPE}", err: "environment variable NOPE is not set"},
+		{name: "unclosed", in: "${A", err: "unclosed"},
+		{name: "bad name", in: "${A-B}", err: "not a valid environment variable name"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := expand(tt.in, env(map[string]string{"A": "1", "EMPTY": ""}))
+			if tt.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.err) {
+					t.Fatalf("expand(%q) error = %v, want %q", tt.in, err, tt.err)
+				}
+				return
+			}
+			if err != nil || got != tt.want {
+				t.Fatalf("expand(%q) = %q, %v; want %q", tt.in, got, err, tt.want)
+			}
+		})
+	}
+}
+
+func TestSuggest(t *testing.T) {
+	tests := []struct{ name, in, want string }{
+		{name: "missing letter", in: "typname", want: "typename"},
+		{name: "swapped", in: "dpeends_on", want: "depends_on"},
+		{name: "far", in: "colour", want: ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := suggest(tt.in, []string{"typename", "depends_on", "url", "bbox"}); got != tt.want {
+				t.Errorf("suggest(%q) = %q, want %q", tt.in, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestDownstream(t *testing.T) {
+	f := &Flow{Tasks: []*Task{{ID: "a"}, {ID: "b", DependsOn: []string{"a"}}, {ID: "c", DependsOn: []string{"b"}}, {ID: "d"}}}
+	got := strings.Join(Downstream(f, []string{"a"}), ",")
+	if got != "a,b,c" {
+		t.Errorf("Downstream(a) = %s, want a,b,c", got)
+	}
+}

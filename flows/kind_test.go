@@ -1,0 +1,119 @@
+package flows
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/paulmach/orb"
+
+	"github.com/geoflow/geoflow/spatial"
+	"github.com/geoflow/geoflow/tasks"
+)
+
+// testKind is a task kind for exercising the decoder and the runner: it plans Units units
+// that commit nothing but their bookkeeping, through the real store.
+type testConfig struct {
+	URL      string        `yaml:"url"`
+	Typename string        `yaml:"typename"`
+	BBox     *[4]float64   `yaml:"bbox"`
+	BBoxCRS  string        `yaml:"bbox_crs"`
+	Units    int           `yaml:"units"`
+	Split    int           `yaml:"split"` // units with this index plan two children
+	Fail     []string      `yaml:"fail_units"`
+	Sleep    time.Duration `yaml:"sleep"`
+	Mode     string        `yaml:"mode" enum:"append,upsert"`
+	Target   struct {
+		Table string   `yaml:"table"`
+		Key   []string `yaml:"key"`
+	} `yaml:"target"`
+
+	rec *recorder
+}
+
+type recorder struct {
+	mu     sync.Mutex
+	events []string
+}
+
+func (r *recorder) add(s string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.events = append(r.events, s)
+}
+
+func (r *recorder) list() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.events)
+}
+
+func (c *testConfig) Check(p tasks.Problems) {
+	if c.BBox != nil {
+		if err := spatial.ValidateBBox(*c.BBox, c.BBoxCRS == "" || c.BBoxCRS == "EPSG:4326"); err != nil {
+			p.At("bbox", "%v", err)
+		}
+	}
+	if c.Mode == "upsert" && len(c.Target.Key) == 0 {
+		p.At("target.key", "upsert mode needs target.key")
+	}
+}
+
+func (c *testConfig) New(id string) (tasks.Task, error) { return &testTask{id: id, c: c}, nil }
+
+type testTask struct {
+	id string
+	c  *testConfig
+}
+
+func (t *testTask) Plan(ctx context.Context, env *tasks.Env) ([]tasks.Unit, error) {
+	if t.c.rec != nil {
+		t.c.rec.add("plan " + t.id)
+	}
+	if slices.Contains(t.c.Fail, "plan") {
+		return nil, errors.New("cannot plan")
+	}
+	var out []tasks.Unit
+	for i := range t.c.Units {
+		b := orb.Bound{Min: orb.Point{float64(i), 0}, Max: orb.Point{float64(i) + 1, 1}}
+		if env.Area != nil && !env.Area.Intersects(b) {
+			continue
+		}
+		out = append(out, tasks.Unit{Key: fmt.Sprintf("u%03d", i), BBox: &b})
+	}
+	return out, nil
+}
+
+func (t *testTask) Execute(ctx context.Context, env *tasks.Env, u tasks.Unit) (tasks.Result, error) {
+	if t.c.Sleep > 0 {
+		select {
+		case <-time.After(t.c.Sleep):
+		case <-ctx.Done():
+			return tasks.Result{}, ctx.Err()
+		}
+	}
+	if slices.Contains(t.c.Fail, u.Key) {
+		return tasks.Result{}, fmt.Errorf("unit %s fails on purpose", u.Key)
+	}
+	if t.c.rec != nil {
+		t.c.rec.add(t.id + " " + u.Key)
+	}
+	return env.Store.CommitUnit(ctx, tasks.UnitRef{RunID: env.RunID, TaskID: env.TaskID, Key: u.Key},
+		func(ctx context.Context, tx tasks.Tx) (tasks.Result, error) {
+			res := tasks.Result{Inserted: 1}
+			if t.c.Split > 0 && u.Key == fmt.Sprintf("u%03d", t.c.Split) {
+				res.Children = []tasks.Unit{{Key: u.Key + "/a"}, {Key: u.Key + "/b"}}
+			}
+			return res, nil
+		})
+}
+
+func testRegistry(rec *recorder) *tasks.Registry {
+	r := &tasks.Registry{}
+	r.Register(tasks.Kind{Name: "fake", NewConfig: func() tasks.Config { return &testConfig{Units: 3, rec: rec} }})
+	r.Register(tasks.Kind{Name: "other", NewConfig: func() tasks.Config { return &testConfig{Units: 1, rec: rec} }})
+	return r
+}

@@ -1,0 +1,425 @@
+package flows
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/paulmach/orb"
+
+	"github.com/geoflow/geoflow/internal/pgstore"
+	"github.com/geoflow/geoflow/tasks"
+)
+
+// States of runs, tasks and units as recorded in the database.
+const (
+	StatePending        = "pending"
+	StateRunning        = "running"
+	StateDone           = "done"
+	StateFailed         = "failed"
+	StateUpstreamFailed = "upstream_failed"
+	StateInterrupted    = "interrupted"
+)
+
+// RunOptions configure one run. Zero values mean defaults.
+type RunOptions struct {
+	// Store is the database; required.
+	Store *pgstore.Store
+	// HTTP is the rate-limit handler shared by all tasks; required for tasks that fetch.
+	HTTP   tasks.HTTP
+	Logger *slog.Logger
+	// Area restricts spatial tasks to this lon/lat box (--bbox).
+	Area *orb.Bound
+	// OnlyTasks restricts the run to these task ids (--task, with --with-downstream
+	// already applied); nil runs all.
+	OnlyTasks []string
+	// Resume continues the latest unfinished run of the flow.
+	Resume bool
+	// Trigger records why the run started: manual (default), schedule, replay.
+	Trigger string
+	// Grace is how long in-flight units may take to commit or roll back once ctx is
+	// cancelled. Defaults to 30s.
+	Grace time.Duration
+	// Progress, when set, is updated as units finish (for a live display).
+	Progress *Progress
+}
+
+// Result is the outcome of a run.
+type Result struct {
+	RunID       int64
+	Status      string // done, failed or interrupted
+	Resumed     bool
+	Summary     pgstore.RunSummary
+	TaskStates  map[string]string
+	FailedTasks map[string]string // task id -> error, for tasks that failed outright
+	Elapsed     time.Duration
+}
+
+// DeadLetters returns the number of units that failed for good.
+func (r *Result) DeadLetters() int64 { return r.Summary.UnitsDead }
+
+// Run executes flow f: tasks in dependency order, independent ones concurrently, each
+// task's units through a bounded worker pool. Cancelling ctx stops planning new units;
+// in-flight units get opts.Grace to commit or roll back, then the run is recorded as
+// interrupted. The error is non-nil only when the run could not be carried out at all
+// (no database, a bad option); task and unit failures are in the Result.
+func Run(ctx context.Context, f *Flow, opts RunOptions) (*Result, error) {
+	if opts.Store == nil {
+		return nil, errors.New("flows: no store")
+	}
+	log := cmp.Or(opts.Logger, slog.Default())
+	grace := cmp.Or(opts.Grace, 30*time.Second)
+	selected, err := selectTasks(f, opts.OnlyTasks)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := opts.Store.Migrate(ctx); err != nil {
+		return nil, fmt.Errorf("migrating the database: %w", err)
+	}
+	run, err := opts.Store.StartRun(ctx, pgstore.RunStart{
+		Flow: f.Name, Trigger: opts.Trigger, Area: opts.Area, OnlyTasks: opts.OnlyTasks, Resume: opts.Resume,
+	})
+	if err != nil {
+		return nil, err
+	}
+	defer run.Close()
+	start := time.Now()
+	log.Info("run started", "flow", f.Name, "run", run.ID, "resumed", run.Resumed, "tasks", len(selected))
+
+	r := &runner{
+		f: f, opts: opts, log: log, grace: grace, run: run,
+		done:  make(map[string]chan struct{}),
+		state: make(map[string]string),
+		fails: make(map[string]string),
+	}
+	for _, t := range f.Tasks {
+		r.done[t.ID] = make(chan struct{})
+	}
+	// Hard-stop context for in-flight work: cancelled grace after ctx, never before.
+	work, cancelWork := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelWork()
+	stopTimer := context.AfterFunc(ctx, func() {
+		log.Warn("stopping: no new units; in-flight units may finish", "grace", grace)
+		time.AfterFunc(grace, cancelWork)
+	})
+	defer stopTimer()
+
+	parallel := f.MaxParallelTasks
+	if parallel <= 0 {
+		parallel = 4
+	}
+	sem := make(chan struct{}, parallel)
+	var wg sync.WaitGroup
+	for _, t := range f.Tasks {
+		if !selected[t.ID] {
+			close(r.done[t.ID])
+			r.setState(t.ID, "")
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer close(r.done[t.ID])
+			r.runTask(ctx, work, t, sem)
+		}()
+	}
+	wg.Wait()
+
+	final := context.WithoutCancel(ctx)
+	status := StateDone
+	for _, st := range r.state {
+		if st == StateFailed || st == StateUpstreamFailed {
+			status = StateFailed
+		}
+	}
+	if ctx.Err() != nil {
+		status = StateInterrupted
+	}
+	sum, err := opts.Store.FinishRun(final, run.ID, status, "")
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{RunID: run.ID, Status: status, Resumed: run.Resumed, Summary: sum,
+		TaskStates: r.state, FailedTasks: r.fails, Elapsed: time.Since(start)}
+	log.Info("run finished", "flow", f.Name, "run", run.ID, "status", status,
+		"units_done", sum.UnitsDone, "units_total", sum.UnitsTotal, "dead", sum.UnitsDead,
+		"inserted", sum.Inserted, "skipped", sum.Skipped, "updated", sum.Updated, "elapsed", res.Elapsed.Round(time.Millisecond))
+	return res, nil
+}
+
+// selectTasks returns the set of task ids to run.
+func selectTasks(f *Flow, only []string) (map[string]bool, error) {
+	sel := map[string]bool{}
+	if len(only) == 0 {
+		for _, t := range f.Tasks {
+			sel[t.ID] = true
+		}
+		return sel, nil
+	}
+	for _, id := range only {
+		if f.Task(id) == nil {
+			return nil, fmt.Errorf("flow %q has no task %q", f.Name, id)
+		}
+		sel[id] = true
+	}
+	return sel, nil
+}
+
+// Downstream returns ids plus every task that depends on them, directly or not.
+func Downstream(f *Flow, ids []string) []string {
+	in := map[string]bool{}
+	for _, id := range ids {
+		in[id] = true
+	}
+	for changed := true; changed; {
+		changed = false
+		for _, t := range f.Tasks {
+			if in[t.ID] {
+				continue
+			}
+			for _, d := range t.DependsOn {
+				if in[d] {
+					in[t.ID], changed = true, true
+					break
+				}
+			}
+		}
+	}
+	var out []string
+	for _, t := range f.Tasks {
+		if in[t.ID] {
+			out = append(out, t.ID)
+		}
+	}
+	return out
+}
+
+type runner struct {
+	f     *Flow
+	opts  RunOptions
+	log   *slog.Logger
+	grace time.Duration
+	run   *pgstore.Run
+
+	done  map[string]chan struct{} // closed when a task has ended; read-only after setup
+	mu    sync.Mutex
+	state map[string]string
+	fails map[string]string
+}
+
+func (r *runner) setState(id, st string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if st == "" {
+		return
+	}
+	r.state[id] = st
+}
+
+func (r *runner) getState(id string) (string, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	st, ok := r.state[id]
+	return st, ok
+}
+
+// runTask waits for dependencies, then plans and executes the task's units.
+func (r *runner) runTask(ctx, work context.Context, t *Task, sem chan struct{}) {
+	store := r.opts.Store
+	final := context.WithoutCancel(ctx)
+	record := func(state, msg string) {
+		r.setState(t.ID, state)
+		if err := store.SetTaskState(final, r.run.ID, t.ID, t.Type, state, msg); err != nil {
+			r.log.Error("recording task state", "task", t.ID, "err", err)
+		}
+	}
+	for _, dep := range t.DependsOn {
+		<-r.done[dep]
+		st, ran := r.getState(dep)
+		if !ran {
+			// Not selected in this run (--task): its output is taken as it stands.
+			continue
+		}
+		if st != StateDone {
+			if st == StateInterrupted || ctx.Err() != nil {
+				record(StateInterrupted, "")
+				return
+			}
+			r.log.Warn("task skipped: an upstream task did not succeed", "task", t.ID, "upstream", dep, "upstream_state", st)
+			record(StateUpstreamFailed, fmt.Sprintf("upstream task %q %s", dep, st))
+			return
+		}
+	}
+	if r.run.Resumed {
+		if st, err := store.TaskState(final, r.run.ID, t.ID); err == nil && st == StateDone {
+			r.log.Info("task already done in this run", "task", t.ID)
+			r.setState(t.ID, StateDone)
+			return
+		}
+	}
+	select {
+	case sem <- struct{}{}:
+	case <-ctx.Done():
+		record(StateInterrupted, "")
+		return
+	}
+	defer func() { <-sem }()
+	if ctx.Err() != nil {
+		record(StateInterrupted, "")
+		return
+	}
+	record(StateRunning, "")
+	state, msg, dead := r.execute(ctx, work, t)
+	if state == StateFailed && dead == 0 {
+		r.mu.Lock()
+		r.fails[t.ID] = msg
+		r.mu.Unlock()
+	}
+	record(state, msg)
+}
+
+// execute plans and runs one task's units; it returns the task's final state, a message
+// when it did not succeed, and how many of its units failed for good.
+func (r *runner) execute(ctx, work context.Context, t *Task) (state, msg string, dead int64) {
+	store := r.opts.Store
+	log := r.log.With("task", t.ID)
+	task, err := t.Config.New(t.ID)
+	if err != nil {
+		log.Error("task cannot start", "err", err)
+		return StateFailed, err.Error(), 0
+	}
+	env := &tasks.Env{
+		Flow: r.f.Name, RunID: r.run.ID, TaskID: t.ID, Logger: log,
+		HTTP: r.opts.HTTP, Store: store, Area: r.opts.Area,
+		Retry: t.Retry, RateLimit: t.RateLimit,
+	}
+	planned, err := task.Plan(ctx, env)
+	if err != nil {
+		if ctx.Err() != nil {
+			return StateInterrupted, "", 0
+		}
+		log.Error("planning failed", "err", err)
+		return StateFailed, fmt.Sprintf("planning: %v", err), 0
+	}
+	final := context.WithoutCancel(ctx)
+	if err := store.AddUnits(final, r.run.ID, t.ID, planned); err != nil {
+		return StateFailed, err.Error(), 0
+	}
+	open, err := store.OpenUnits(final, r.run.ID, t.ID)
+	if err != nil {
+		return StateFailed, err.Error(), 0
+	}
+	prog := r.opts.Progress.task(t.ID)
+	prog.addTotal(int64(len(open)))
+	log.Info("task started", "units", len(open), "planned", len(planned))
+
+	workers := cmp.Or(t.RateLimit.Concurrency, 4)
+	q := newQueue(open)
+	var deadUnits, interrupted atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				u, ok := q.pop(ctx)
+				if !ok {
+					return
+				}
+				children, state := r.unit(work, task, env, u, prog)
+				switch state {
+				case StateFailed:
+					deadUnits.Add(1)
+				case StateInterrupted:
+					interrupted.Add(1)
+				}
+				prog.addTotal(int64(len(children)))
+				q.finish(children)
+			}
+		}()
+	}
+	wg.Wait()
+	switch {
+	case ctx.Err() != nil || interrupted.Load() > 0:
+		return StateInterrupted, "", deadUnits.Load()
+	case deadUnits.Load() > 0:
+		return StateFailed, fmt.Sprintf("%d units failed", deadUnits.Load()), deadUnits.Load()
+	}
+	return StateDone, "", 0
+}
+
+// unit runs one unit and records how it ended.
+func (r *runner) unit(work context.Context, task tasks.Task, env *tasks.Env, u tasks.Unit, prog *TaskProgress) ([]tasks.Unit, string) {
+	store := r.opts.Store
+	ref := tasks.UnitRef{RunID: env.RunID, TaskID: env.TaskID, Key: u.Key}
+	final := context.WithoutCancel(work)
+	if err := store.StartUnit(final, ref); err != nil {
+		env.Logger.Error("starting unit", "unit", u.Key, "err", err)
+		return nil, StateFailed
+	}
+	res, err := task.Execute(work, env, u)
+	if err != nil {
+		if work.Err() != nil && errors.Is(err, context.Canceled) {
+			_ = store.EndUnit(final, ref, StateInterrupted, "interrupted by shutdown")
+			return nil, StateInterrupted
+		}
+		env.Logger.Error("unit failed", "unit", u.Key, "err", err)
+		prog.failed()
+		if err := store.EndUnit(final, ref, StateFailed, err.Error()); err != nil {
+			env.Logger.Error("recording failed unit", "unit", u.Key, "err", err)
+		}
+		return nil, StateFailed
+	}
+	prog.finished(res)
+	return res.Children, StateDone
+}
+
+// queue hands units to workers; units may add children while others run. It ends when
+// it is empty and nothing is in flight, or when ctx is cancelled.
+type queue struct {
+	mu       sync.Mutex
+	cond     *sync.Cond
+	items    []tasks.Unit
+	inflight int
+}
+
+func newQueue(items []tasks.Unit) *queue {
+	q := &queue{items: items}
+	q.cond = sync.NewCond(&q.mu)
+	return q
+}
+
+func (q *queue) pop(ctx context.Context) (tasks.Unit, bool) {
+	stop := context.AfterFunc(ctx, func() {
+		q.mu.Lock()
+		q.cond.Broadcast()
+		q.mu.Unlock()
+	})
+	defer stop()
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for len(q.items) == 0 && q.inflight > 0 && ctx.Err() == nil {
+		q.cond.Wait()
+	}
+	if ctx.Err() != nil || len(q.items) == 0 {
+		q.cond.Broadcast()
+		return tasks.Unit{}, false
+	}
+	u := q.items[0]
+	q.items = q.items[1:]
+	q.inflight++
+	return u, true
+}
+
+func (q *queue) finish(children []tasks.Unit) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.inflight--
+	q.items = append(q.items, children...)
+	q.cond.Broadcast()
+}

@@ -1,0 +1,221 @@
+package flows
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/paulmach/orb"
+
+	"github.com/geoflow/geoflow/internal/pgstore"
+	"github.com/geoflow/geoflow/internal/testdb"
+)
+
+func TestMain(m *testing.M) { testdb.Main(m) }
+
+func openStore(t *testing.T) *pgstore.Store {
+	t.Helper()
+	s, err := pgstore.Open(context.Background(), testdb.URL(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	return s
+}
+
+func mustParse(t *testing.T, rec *recorder, src string) *Flow {
+	t.Helper()
+	f, err := Parse("test.yaml", []byte(src), Options{Registry: testRegistry(rec)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+func index(events []string, prefix string) (first, last int) {
+	first, last = -1, -1
+	for i, e := range events {
+		if strings.HasPrefix(e, prefix) {
+			if first < 0 {
+				first = i
+			}
+			last = i
+		}
+	}
+	return first, last
+}
+
+func TestRunDependencyOrder(t *testing.T) {
+	store := openStore(t)
+	rec := &recorder{}
+	f := mustParse(t, rec, `
+name: order
+tasks:
+  c: {type: fake, depends_on: [b]}
+  a: {type: fake, units: 5, split: 2}
+  b: {type: fake, depends_on: [a]}
+  d: {type: other}
+`)
+	res, err := Run(context.Background(), f, RunOptions{Store: store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != StateDone {
+		t.Fatalf("status = %s, want done (tasks %v)", res.Status, res.TaskStates)
+	}
+	ev := rec.list()
+	_, lastA := index(ev, "a ")
+	firstB, lastB := index(ev, "plan b")
+	firstC, _ := index(ev, "plan c")
+	if !(lastA < firstB && lastB < firstC) {
+		t.Errorf("tasks ran out of dependency order: %v", ev)
+	}
+	// a: 5 units, one of which split into 2 children; b, c: 3 each; d: 1.
+	if got, want := res.Summary.UnitsDone, int64(5+2+3+3+1); got != want || res.Summary.UnitsTotal != want {
+		t.Errorf("units done/total = %d/%d, want %d", got, res.Summary.UnitsTotal, want)
+	}
+	if !slices.Contains(ev, "a u002/a") || !slices.Contains(ev, "a u002/b") {
+		t.Errorf("children of the split unit did not run: %v", ev)
+	}
+}
+
+func TestRunUpstreamFailed(t *testing.T) {
+	tests := []struct {
+		name       string
+		fail       string
+		wantA      string
+		wantFailed bool // a task failed outright, not through dead units
+		wantDead   int64
+	}{
+		{name: "dead unit", fail: "[u001]", wantA: StateFailed, wantDead: 1},
+		{name: "planning fails", fail: "[plan]", wantA: StateFailed, wantFailed: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			store := openStore(t)
+			f := mustParse(t, nil, `
+name: upstream
+tasks:
+  a: {type: fake, fail_units: `+tt.fail+`}
+  b: {type: fake, depends_on: [a]}
+  c: {type: fake, depends_on: [b]}
+  d: {type: other}
+`)
+			res, err := Run(context.Background(), f, RunOptions{Store: store})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := map[string]string{"a": tt.wantA, "b": StateUpstreamFailed, "c": StateUpstreamFailed, "d": StateDone}
+			for id, st := range want {
+				if res.TaskStates[id] != st {
+					t.Errorf("task %s = %s, want %s", id, res.TaskStates[id], st)
+				}
+			}
+			if res.Status != StateFailed || res.DeadLetters() != tt.wantDead {
+				t.Errorf("status %s dead %d, want failed and %d", res.Status, res.DeadLetters(), tt.wantDead)
+			}
+			if _, failed := res.FailedTasks["a"]; failed != tt.wantFailed {
+				t.Errorf("FailedTasks = %v", res.FailedTasks)
+			}
+		})
+	}
+}
+
+func TestRunArea(t *testing.T) {
+	store := openStore(t)
+	rec := &recorder{}
+	f := mustParse(t, rec, "name: area\ntasks:\n  a: {type: fake, units: 10}\n")
+	area := orb.Bound{Min: orb.Point{2.5, 0}, Max: orb.Point{4.5, 1}}
+	res, err := Run(context.Background(), f, RunOptions{Store: store, Area: &area})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := rec.list()
+	slices.Sort(ev)
+	if got := strings.Join(ev, ","); got != "a u002,a u003,a u004,plan a" {
+		t.Errorf("events = %s, want only units intersecting the area", got)
+	}
+	if res.Summary.UnitsTotal != 3 {
+		t.Errorf("units = %d, want 3", res.Summary.UnitsTotal)
+	}
+}
+
+// TestRunCancelAndResume stops a run mid-way as SIGTERM would, then resumes it: in-flight
+// units finish within the grace period, nothing done is executed again, and the resumed
+// run completes every unit.
+func TestRunCancelAndResume(t *testing.T) {
+	store := openStore(t)
+	rec := &recorder{}
+	f := mustParse(t, rec, `
+name: cancel
+tasks:
+  a: {type: fake, units: 40, sleep: 50ms, rate_limit: {concurrency: 2}}
+  b: {type: fake, depends_on: [a]}
+`)
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		for len(rec.list()) < 6 {
+			time.Sleep(5 * time.Millisecond)
+		}
+		cancel()
+	}()
+	res, err := Run(ctx, f, RunOptions{Store: store, Grace: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != StateInterrupted || res.TaskStates["a"] != StateInterrupted || res.TaskStates["b"] != StateInterrupted {
+		t.Fatalf("status %s, tasks %v; want interrupted", res.Status, res.TaskStates)
+	}
+	firstDone := res.Summary.UnitsDone
+	if firstDone == 0 || firstDone >= 40 {
+		t.Fatalf("units done before the stop = %d, want some but not all", firstDone)
+	}
+	before := len(rec.list())
+
+	res2, err := Run(context.Background(), f, RunOptions{Store: store, Resume: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res2.Resumed || res2.RunID != res.RunID || res2.Status != StateDone {
+		t.Fatalf("resume: run %d resumed=%v status %s, want run %d resumed and done", res2.RunID, res2.Resumed, res2.Status, res.RunID)
+	}
+	ev := rec.list()
+	seen := map[string]int{}
+	for _, e := range ev {
+		if strings.HasPrefix(e, "a u") {
+			seen[e]++
+		}
+	}
+	for e, n := range seen {
+		if n > 1 {
+			t.Errorf("%s executed %d times", e, n)
+		}
+	}
+	if len(seen) != 40 || res2.Summary.UnitsDone != 43 {
+		t.Errorf("after resume: %d distinct units of a ran, %d units done in the run; want 40 and 43", len(seen), res2.Summary.UnitsDone)
+	}
+	if len(ev)-before < 40-int(firstDone) {
+		t.Errorf("resume executed %d events, want at least %d", len(ev)-before, 40-firstDone)
+	}
+	if _, err := Run(context.Background(), f, RunOptions{Store: store, Resume: true}); err == nil {
+		t.Errorf("resuming a finished flow succeeded; want an error saying there is nothing to resume")
+	}
+}
+
+// TestRunGraceExpires: units that cannot finish within the grace period are rolled back
+// and recorded as interrupted, not failed.
+func TestRunGraceExpires(t *testing.T) {
+	store := openStore(t)
+	f := mustParse(t, nil, "name: grace\ntasks:\n  a: {type: fake, units: 4, sleep: 1h}\n")
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(200*time.Millisecond, cancel)
+	res, err := Run(ctx, f, RunOptions{Store: store, Grace: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != StateInterrupted || res.DeadLetters() != 0 || res.Summary.UnitsDone != 0 {
+		t.Fatalf("status %s dead %d done %d; want interrupted, 0, 0", res.Status, res.DeadLetters(), res.Summary.UnitsDone)
+	}
+}
