@@ -1,0 +1,66 @@
+package cli
+
+import (
+	"fmt"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/geoflow/geoflow/internal/pgstore"
+)
+
+func newMigrateCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "migrate up|status",
+		Short: "Apply or list geoflow's database migrations",
+	}
+	cmd.AddCommand(&cobra.Command{
+		Use:   "up",
+		Short: "Create PostGIS when missing and apply pending migrations",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			store, err := pgstore.Open(cmd.Context(), g.databaseURL(), nil)
+			if err != nil {
+				return err
+			}
+			defer store.Close()
+			done, err := store.Migrate(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if len(done) == 0 {
+				fmt.Fprintln(g.stdout, "database is up to date")
+			}
+			for _, m := range done {
+				fmt.Fprintf(g.stdout, "applied %03d_%s\n", m.Version, m.Name)
+			}
+			return nil
+		},
+	}, &cobra.Command{
+		Use:   "status",
+		Short: "List migrations and whether each is applied",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			store, err := pgstore.Open(cmd.Context(), g.databaseURL(), nil)
+			if err != nil {
+				return err
+			}
+			defer store.Close()
+			states, err := store.MigrationStatus(cmd.Context())
+			if err != nil {
+				return err
+			}
+			tw := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "VERSION\tNAME\tAPPLIED")
+			for _, s := range states {
+				at := "pending"
+				if s.AppliedAt != nil {
+					at = s.AppliedAt.Format("2006-01-02 15:04:05Z07:00")
+				}
+				fmt.Fprintf(tw, "%03d\t%s\t%s\n", s.Version, s.Name, at)
+			}
+			return tw.Flush()
+		},
+	})
+	return cmd
+}

@@ -1,0 +1,158 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/paulmach/orb"
+	"github.com/paulmach/orb/project"
+	"github.com/spf13/cobra"
+
+	"github.com/geoflow/geoflow/flows"
+	"github.com/geoflow/geoflow/internal/pgstore"
+	"github.com/geoflow/geoflow/retry"
+	"github.com/geoflow/geoflow/spatial"
+)
+
+type runFlags struct {
+	resume         bool
+	bbox           string
+	bboxCRS        string
+	only           []string
+	withDownstream bool
+	grace          time.Duration
+	progress       string
+}
+
+func newRunCmd(g *globals) *cobra.Command {
+	var rf runFlags
+	cmd := &cobra.Command{
+		Use:   "run FLOW",
+		Short: "Run a flow once, end to end",
+		Long: "Run a flow: migrations first, then its tasks in dependency order.\n\n" +
+			"Exit codes: 0 success; 1 error; 2 finished, but some units ended in the dead-letter queue;\n" +
+			"130/143 interrupted by SIGINT/SIGTERM (resume with --resume).",
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runFlow(cmd.Context(), g, args[0], rf)
+		},
+	}
+	f := cmd.Flags()
+	f.BoolVar(&rf.resume, "resume", false, "continue the latest unfinished run of this flow: only units not done are fetched")
+	f.StringVar(&rf.bbox, "bbox", "", "restrict spatial tasks to minx,miny,maxx,maxy (lon/lat unless --bbox-crs)")
+	f.StringVar(&rf.bboxCRS, "bbox-crs", "EPSG:4326", "CRS of --bbox: EPSG:4326 or EPSG:3857")
+	f.StringSliceVar(&rf.only, "task", nil, "run only this task (repeatable)")
+	f.BoolVar(&rf.withDownstream, "with-downstream", false, "with --task, also run the tasks that depend on it")
+	f.DurationVar(&rf.grace, "grace", 30*time.Second, "on SIGINT/SIGTERM, how long in-flight units may take to finish")
+	f.StringVar(&rf.progress, "progress", "auto", "progress display: auto (live on a terminal), live, log or off")
+	return cmd
+}
+
+func runFlow(ctx context.Context, g *globals, path string, rf runFlags) error {
+	log, err := g.logger()
+	if err != nil {
+		return err
+	}
+	f, err := loadFlow(path, registry())
+	if err != nil {
+		return err
+	}
+	if rf.withDownstream && len(rf.only) == 0 {
+		return errors.New("--with-downstream needs --task")
+	}
+	only := rf.only
+	for _, id := range only {
+		if f.Task(id) == nil {
+			return fmt.Errorf("--task %q: flow %q has no such task", id, f.Name)
+		}
+	}
+	if rf.withDownstream {
+		only = flows.Downstream(f, only)
+	}
+	area, err := parseArea(rf.bbox, rf.bboxCRS)
+	if err != nil {
+		return err
+	}
+	store, err := pgstore.Open(ctx, g.databaseURL(), nil)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+
+	progress := &flows.Progress{}
+	stopDisplay := startDisplay(g.stderr, rf.progress, progress, log)
+	res, err := flows.Run(ctx, f, flows.RunOptions{
+		Store:     store,
+		HTTP:      retry.New(&retry.Options{Logger: log}),
+		Logger:    log,
+		Area:      area,
+		OnlyTasks: only,
+		Resume:    rf.resume,
+		Grace:     rf.grace,
+		Progress:  progress,
+	})
+	stopDisplay()
+	if err != nil {
+		return err
+	}
+	printSummary(g, f, res)
+	var se *SignalError
+	if errors.As(context.Cause(ctx), &se) {
+		return &exitError{code: se.ExitCode(), err: fmt.Errorf("interrupted by %s: run %d recorded as interrupted; continue it with: geoflow run %s --resume", se.Signal, res.RunID, path)}
+	}
+	if len(res.FailedTasks) > 0 {
+		var parts []string
+		for id, msg := range res.FailedTasks {
+			parts = append(parts, fmt.Sprintf("task %q: %s", id, msg))
+		}
+		return &exitError{code: ExitError, err: fmt.Errorf("run %d failed: %s", res.RunID, strings.Join(parts, "; "))}
+	}
+	if res.DeadLetters() > 0 {
+		return &exitError{code: ExitDeadLetters}
+	}
+	if res.Status != flows.StateDone {
+		return &exitError{code: ExitError, err: fmt.Errorf("run %d ended %s", res.RunID, res.Status)}
+	}
+	return nil
+}
+
+// parseArea reads --bbox into a lon/lat bound.
+func parseArea(s, crs string) (*orb.Bound, error) {
+	if s == "" {
+		return nil, nil
+	}
+	b, err := spatial.ParseBBox(s)
+	if err != nil {
+		return nil, fmt.Errorf("--bbox %q: %w", s, err)
+	}
+	switch strings.ToUpper(crs) {
+	case "EPSG:4326", "CRS:84", "4326":
+	case "EPSG:3857", "EPSG:900913", "3857":
+		b = orb.Bound{Min: project.Mercator.ToWGS84(b.Min), Max: project.Mercator.ToWGS84(b.Max)}
+	default:
+		return nil, fmt.Errorf("--bbox-crs %q: only EPSG:4326 and EPSG:3857 are supported", crs)
+	}
+	if err := spatial.ValidateBBox([4]float64{b.Min[0], b.Min[1], b.Max[0], b.Max[1]}, true); err != nil {
+		return nil, fmt.Errorf("--bbox %q: %w", s, err)
+	}
+	return &b, nil
+}
+
+func printSummary(g *globals, f *flows.Flow, res *flows.Result) {
+	s := res.Summary
+	fmt.Fprintf(g.stdout, "run %d of %s %s in %s: %d of %d units done", res.RunID, f.Name, res.Status,
+		res.Elapsed.Round(10*time.Millisecond), s.UnitsDone, s.UnitsTotal)
+	if s.UnitsDead > 0 {
+		fmt.Fprintf(g.stdout, "; %d dead letter%s: geoflow dlq list --run %d", s.UnitsDead, plural(int(s.UnitsDead)), res.RunID)
+	}
+	fmt.Fprintf(g.stdout, "\n  features: %d inserted, %d already present, %d updated; %.1f MB read\n",
+		s.Inserted, s.Skipped, s.Updated, float64(s.Bytes)/1e6)
+	for _, t := range f.Tasks {
+		if st, ok := res.TaskStates[t.ID]; ok {
+			fmt.Fprintf(g.stdout, "  task %-20s %s\n", t.ID, st)
+		}
+	}
+}
