@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -82,7 +83,7 @@ func Run(ctx context.Context, f *Flow, opts RunOptions) (*Result, error) {
 		return nil, fmt.Errorf("migrating the database: %w", err)
 	}
 	run, err := opts.Store.StartRun(ctx, pgstore.RunStart{
-		Flow: f.Name, Trigger: opts.Trigger, Area: opts.Area, OnlyTasks: opts.OnlyTasks, Resume: opts.Resume,
+		Flow: f.Name, FlowFile: absPath(f.File), Trigger: opts.Trigger, Area: opts.Area, OnlyTasks: opts.OnlyTasks, Resume: opts.Resume,
 	})
 	if err != nil {
 		return nil, err
@@ -150,6 +151,13 @@ func Run(ctx context.Context, f *Flow, opts RunOptions) (*Result, error) {
 		"units_done", sum.UnitsDone, "units_total", sum.UnitsTotal, "dead", sum.UnitsDead,
 		"inserted", sum.Inserted, "skipped", sum.Skipped, "updated", sum.Updated, "elapsed", res.Elapsed.Round(time.Millisecond))
 	return res, nil
+}
+
+func absPath(p string) string {
+	if a, err := filepath.Abs(p); err == nil {
+		return a
+	}
+	return p
 }
 
 // selectTasks returns the set of task ids to run.

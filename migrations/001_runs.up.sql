@@ -4,6 +4,7 @@
 CREATE TABLE geoflow_runs (
     id                bigserial PRIMARY KEY,
     flow              text        NOT NULL,
+    flow_file         text,
     status            text        NOT NULL DEFAULT 'running'
                       CHECK (status IN ('pending', 'running', 'done', 'failed', 'interrupted')),
     trigger           text        NOT NULL DEFAULT 'manual',

@@ -22,6 +22,7 @@ const runLockClass = 0x67660001
 // RunStart says which run to start.
 type RunStart struct {
 	Flow      string
+	FlowFile  string     // absolute path of the flow file, for replays
 	Trigger   string     // manual (default), schedule, replay
 	Area      *orb.Bound // --bbox, lon/lat; nil for none
 	OnlyTasks []string   // --task; nil for all
@@ -103,9 +104,9 @@ func (s *Store) startRun(ctx context.Context, conn *pgxpool.Conn, st RunStart) (
 		trigger = "manual"
 	}
 	var run Run
-	err := conn.QueryRow(ctx, `INSERT INTO geoflow_runs (flow, trigger, area, only_tasks)
-		VALUES ($1, $2, `+envelopeSQL(3)+`, $7) RETURNING id, started_at`,
-		append(append([]any{st.Flow, trigger}, envelopeArgs(st.Area)...), st.OnlyTasks)...).Scan(&run.ID, &run.StartedAt)
+	err := conn.QueryRow(ctx, `INSERT INTO geoflow_runs (flow, trigger, area, only_tasks, flow_file)
+		VALUES ($1, $2, `+envelopeSQL(3)+`, $7, NULLIF($8, '')) RETURNING id, started_at`,
+		append(append([]any{st.Flow, trigger}, envelopeArgs(st.Area)...), st.OnlyTasks, st.FlowFile)...).Scan(&run.ID, &run.StartedAt)
 	if err != nil {
 		return nil, translate("recording a new run", err)
 	}
