@@ -1,0 +1,57 @@
+package gml
+
+import (
+	"bytes"
+	"encoding/xml"
+	"io"
+	"testing"
+)
+
+func BenchmarkReader(b *testing.B) {
+	doc, err := io.ReadAll(newGen(10000))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(doc)))
+	b.ReportAllocs()
+	for b.Loop() {
+		r := NewReader(bytes.NewReader(doc), Options{WFSVersion: "2.0.0"})
+		n := 0
+		for {
+			_, err := r.Next()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				b.Fatal(err)
+			}
+			n++
+		}
+		if n != 10000 {
+			b.Fatalf("read %d features, want 10000", n)
+		}
+	}
+}
+
+// BenchmarkRawTokenBaseline is the ceiling set by encoding/xml: the same
+// document read with RawToken and nothing else.
+func BenchmarkRawTokenBaseline(b *testing.B) {
+	doc, err := io.ReadAll(newGen(10000))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(doc)))
+	b.ReportAllocs()
+	for b.Loop() {
+		d := xml.NewDecoder(bytes.NewReader(doc))
+		for {
+			_, err := d.RawToken()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}

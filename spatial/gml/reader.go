@@ -1,0 +1,603 @@
+// Package gml streams the features of a WFS GetFeature response in GML:
+// WFS 2.0 (GML 3.2, wfs:member), WFS 1.1 (GML 3.1.1, gml:featureMember and
+// gml:featureMembers) and WFS 1.0 (GML 2, gml:featureMember). It reads one
+// feature at a time with encoding/xml's RawToken, resolving namespace
+// prefixes itself, so memory stays flat however large the response.
+//
+// # Features
+//
+// The feature ID is the gml:id attribute, else the GML 2 fid attribute.
+// Every child element of a feature that is not GML metadata (gml:boundedBy,
+// gml:name, gml:description ...) is a property keyed by its local name:
+//
+//   - a property holding a GML geometry is a geometry property. The first one
+//     becomes Feature.Geometry; any later one is stored in Properties as WKT
+//     text (already in x/y order), so that Properties stays JSON-friendly;
+//   - a property with only text is a string, as written (not trimmed); an
+//     empty element is "", and one with xsi:nil="true" is nil; an empty
+//     element with only an xlink:href attribute is the href;
+//   - a complex property (child elements that are not geometry) is
+//     flattened into the trimmed texts of its descendants joined by one
+//     space, and left out when that is empty;
+//   - a property name that occurs more than once becomes a []any of its
+//     values in document order.
+//
+// # Geometry
+//
+// Point, LineString, LinearRing, Polygon (GML 3 exterior/interior and GML 2
+// outerBoundaryIs/innerBoundaryIs, rings as LinearRing or as Ring of
+// straight curve members), Curve of LineStringSegments, Surface and
+// PolygonPatch/Rectangle/Triangle patches, MultiPoint, MultiLineString,
+// MultiCurve, CompositeCurve, MultiSurface, CompositeSurface, MultiPolygon,
+// MultiGeometry, and Envelope/Box (as a polygon). Coordinates may be pos,
+// posList, coordinates (GML 2, with its cs/ts/decimal attributes) or coord;
+// a third dimension (srsDimension="3") is dropped. Curved segments (Arc,
+// ArcString, Circle, CubicSpline ...) are refused: Next returns a
+// *spatial.FeatureError naming the feature and the element, wrapping
+// spatial.ErrCurve, and the next call continues with the next feature.
+//
+// Axis order follows spatial.LatLonOrder for the geometry's srsName (the
+// first one declared on or in the geometry, else the feature's boundedBy,
+// else the collection's boundedBy, else Options.DefaultSRS) and
+// Options.WFSVersion: lat/lon input is swapped so that x is the longitude.
+//
+// # Errors
+//
+// An ows:ExceptionReport or ServiceExceptionReport body (or a WFS 2.0
+// wfs:truncatedResponse) gives a *spatial.ExceptionReport; HTML, JSON, text
+// or an XML document of another kind gives a *spatial.NotFeaturesError; a
+// body that ends early (including an empty one) gives an error matching
+// io.ErrUnexpectedEOF. These are final, as is malformed XML.
+package gml
+
+import (
+	"bufio"
+	"encoding/xml"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/paulmach/orb"
+	"github.com/paulmach/orb/encoding/wkt"
+
+	"github.com/geoflow/geoflow/spatial"
+	"github.com/geoflow/geoflow/spatial/internal/sniff"
+)
+
+// Options tunes a Reader. The zero value reads any supported response
+// assuming WFS 2.0 axis-order rules.
+type Options struct {
+	// WFSVersion is the version the response was requested with: "2.0.0",
+	// "1.1.0" or "1.0.0". It picks the axis-order rules. Defaults to "2.0.0".
+	WFSVersion string
+	// DefaultSRS is the srsName assumed for geometries when neither they nor
+	// an enclosing boundedBy declare one, e.g. the SRSNAME requested.
+	// Defaults to none, which means coordinates are taken as x/y.
+	DefaultSRS string
+	// TypeName is the feature type requested, with or without prefix
+	// ("app:roads" or "roads"). Optional: it lets a bare feature document
+	// (WFS 2.0 GetFeatureById) without a gml:id be recognised.
+	TypeName string
+}
+
+// Reader decodes a GML GetFeature response one feature at a time. It
+// implements spatial.Reader. A Reader is not safe for concurrent use.
+type Reader struct {
+	opts Options
+	cr   *sniff.CountingReader
+	br   *bufio.Reader
+	d    *xml.Decoder
+
+	stack []frame
+	ns    []binding
+
+	started bool
+	single  bool // the root element is itself the feature
+	err     error
+	meta    spatial.Meta
+	collSRS string
+	index   int
+	geomSRS string // first srsName declared inside the geometry being read
+
+	text    []byte // scratch for character data
+	pts     []orb.Point
+	typeLoc string
+	root    xml.StartElement // kept for a single-feature document
+
+	memoSRS           string
+	memoSwap, memoSet bool
+}
+
+var _ spatial.Reader = (*Reader)(nil)
+
+type kind uint8
+
+const (
+	kOther      kind = iota
+	kCollection      // children are members, boundedBy, ...
+	kMember          // children are features (or a nested collection)
+)
+
+type frame struct {
+	prefix, local string
+	nns           int // namespace bindings declared on this element
+	kind          kind
+}
+
+type nsClass uint8
+
+const (
+	nsOther nsClass = iota
+	nsGML
+	nsWFS
+	nsOWS
+	nsXSI
+	nsXLink
+)
+
+type binding struct {
+	prefix string
+	class  nsClass
+}
+
+// NewReader returns a Reader of the GML response in r. It reads r only when
+// Next is called, through its own buffer.
+func NewReader(r io.Reader, opts Options) *Reader {
+	cr := &sniff.CountingReader{R: r}
+	br := bufio.NewReaderSize(cr, 64<<10)
+	d := xml.NewDecoder(br)
+	d.CharsetReader = charsetReader
+	tl := opts.TypeName
+	if i := strings.LastIndexByte(tl, ':'); i >= 0 {
+		tl = tl[i+1:]
+	}
+	return &Reader{opts: opts, cr: cr, br: br, d: d, meta: spatial.UnknownMeta(), typeLoc: tl}
+}
+
+// Meta returns what the collection element said: numberMatched,
+// numberReturned (numberOfFeatures in WFS 1.1), next, and the declared
+// srsName. It is complete once the first Next call has returned.
+func (r *Reader) Meta() spatial.Meta { return r.meta }
+
+func classify(uri string) nsClass {
+	switch uri {
+	case "http://www.opengis.net/gml", "http://www.opengis.net/gml/3.2":
+		return nsGML
+	case "http://www.opengis.net/wfs", "http://www.opengis.net/wfs/2.0":
+		return nsWFS
+	case "http://www.opengis.net/ows", "http://www.opengis.net/ows/1.1", "http://www.opengis.net/ows/2.0", "http://www.opengis.net/ogc":
+		return nsOWS
+	case "http://www.w3.org/2001/XMLSchema-instance":
+		return nsXSI
+	case "http://www.w3.org/1999/xlink":
+		return nsXLink
+	}
+	return nsOther
+}
+
+// resolve returns the namespace class bound to prefix. An undeclared prefix
+// that is conventionally gml, wfs, ows or xsi is taken as such: sloppy
+// servers exist.
+func (r *Reader) resolve(prefix string) nsClass {
+	for i := len(r.ns) - 1; i >= 0; i-- {
+		if r.ns[i].prefix == prefix {
+			return r.ns[i].class
+		}
+	}
+	switch prefix {
+	case "gml":
+		return nsGML
+	case "wfs":
+		return nsWFS
+	case "ows", "ogc":
+		return nsOWS
+	case "xsi":
+		return nsXSI
+	case "xlink":
+		return nsXLink
+	}
+	return nsOther
+}
+
+// token returns the next StartElement, EndElement or CharData, keeping the
+// element and namespace stacks, and checking that end tags match. Errors are
+// final: they are stored in r.err, classified.
+func (r *Reader) token() (xml.Token, error) {
+	for {
+		tok, err := r.d.RawToken()
+		if err != nil {
+			return nil, r.fail(err)
+		}
+		switch t := tok.(type) {
+		case xml.StartElement:
+			nns := 0
+			for _, a := range t.Attr {
+				if a.Name.Space == "xmlns" {
+					r.ns = append(r.ns, binding{prefix: a.Name.Local, class: classify(a.Value)})
+					nns++
+				} else if a.Name.Space == "" && a.Name.Local == "xmlns" {
+					r.ns = append(r.ns, binding{prefix: "", class: classify(a.Value)})
+					nns++
+				}
+			}
+			r.stack = append(r.stack, frame{prefix: t.Name.Space, local: t.Name.Local, nns: nns})
+			return tok, nil // not t: boxing it again would allocate
+		case xml.EndElement:
+			n := len(r.stack)
+			if n == 0 {
+				return nil, r.fail(&xml.SyntaxError{Msg: "unexpected end element </" + t.Name.Local + ">", Line: 0})
+			}
+			top := r.stack[n-1]
+			if top.prefix != t.Name.Space || top.local != t.Name.Local {
+				return nil, r.fail(&xml.SyntaxError{Msg: fmt.Sprintf("element <%s> closed by </%s>", qname(top.prefix, top.local), qname(t.Name.Space, t.Name.Local))})
+			}
+			r.ns = r.ns[:len(r.ns)-top.nns]
+			r.stack = r.stack[:n-1]
+			return tok, nil
+		case xml.CharData:
+			return tok, nil
+		}
+	}
+}
+
+func qname(prefix, local string) string {
+	if prefix == "" {
+		return local
+	}
+	return prefix + ":" + local
+}
+
+// fail classifies a decoding error, stores it as final and returns it.
+func (r *Reader) fail(err error) error {
+	if r.err != nil {
+		return r.err
+	}
+	switch {
+	case err == io.EOF:
+		// RawToken reports a clean io.EOF even inside open elements; every
+		// caller of token expects more, so this is a cut-off body.
+		err = &spatial.TruncatedError{Offset: r.d.InputOffset(), Err: io.ErrUnexpectedEOF}
+	case sniff.XMLTruncated(err):
+		err = &spatial.TruncatedError{Offset: r.d.InputOffset(), Err: err}
+	default:
+		var se *xml.SyntaxError
+		if asSyntax(err, &se) {
+			err = fmt.Errorf("gml: malformed XML near byte %d: %w", r.d.InputOffset(), err)
+		} else {
+			err = fmt.Errorf("gml: reading response: %w", err)
+		}
+	}
+	r.err = err
+	return err
+}
+
+func asSyntax(err error, target **xml.SyntaxError) bool {
+	se, ok := err.(*xml.SyntaxError)
+	if ok {
+		*target = se
+	}
+	return ok
+}
+
+// skip consumes the rest of the element whose start was just returned.
+func (r *Reader) skip() error {
+	return r.skipTo(len(r.stack) - 1)
+}
+
+// skipTo consumes tokens until the element stack is depth deep.
+func (r *Reader) skipTo(depth int) error {
+	for len(r.stack) > depth {
+		if _, err := r.token(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Next returns the next feature, io.EOF after the last one, a
+// *spatial.FeatureError for a refused feature (call Next again to go on),
+// or a final error.
+func (r *Reader) Next() (*spatial.Feature, error) {
+	if r.err != nil {
+		return nil, r.err
+	}
+	if !r.started {
+		r.started = true
+		if err := r.begin(); err != nil {
+			if r.err == nil {
+				r.err = err
+			}
+			return nil, r.err
+		}
+		if r.single {
+			f, err := r.feature(r.root)
+			r.index++
+			if r.err != nil {
+				return nil, r.err
+			}
+			r.err = io.EOF
+			return f, err
+		}
+	}
+	if r.single {
+		return nil, io.EOF
+	}
+	for {
+		tok, err := r.token()
+		if err != nil {
+			return nil, err
+		}
+		switch t := tok.(type) {
+		case xml.StartElement:
+			n := len(r.stack)
+			parent := r.stack[n-2].kind
+			cls := r.resolve(t.Name.Space)
+			switch parent {
+			case kCollection:
+				switch {
+				case (cls == nsWFS || cls == nsGML) && (t.Name.Local == "member" || t.Name.Local == "featureMember" || t.Name.Local == "featureMembers"):
+					r.stack[n-1].kind = kMember
+				case (cls == nsGML || cls == nsWFS) && t.Name.Local == "boundedBy":
+					srs, err := r.envelopeSRS()
+					if err != nil {
+						return nil, err
+					}
+					if r.collSRS == "" {
+						r.collSRS = srs
+						if r.meta.SRSName == "" {
+							r.meta.SRSName = srs
+						}
+					}
+				case cls == nsWFS && t.Name.Local == "truncatedResponse":
+					return nil, r.truncatedResponse()
+				default:
+					if err := r.skip(); err != nil {
+						return nil, err
+					}
+				}
+			case kMember:
+				if isCollection(t.Name.Local, cls) {
+					r.stack[n-1].kind = kCollection
+					continue
+				}
+				f, err := r.feature(t)
+				r.index++
+				if r.err != nil {
+					return nil, r.err
+				}
+				return f, err
+			default:
+				if err := r.skip(); err != nil {
+					return nil, err
+				}
+			}
+		case xml.EndElement:
+			if len(r.stack) == 0 {
+				r.err = io.EOF
+				return nil, io.EOF
+			}
+		}
+	}
+}
+
+func isCollection(local string, cls nsClass) bool {
+	switch local {
+	case "FeatureCollection", "SimpleFeatureCollection", "Tuple":
+		return cls == nsWFS || cls == nsGML
+	}
+	return false
+}
+
+// begin reads up to the root element and decides what the body is.
+func (r *Reader) begin() error {
+	peek, perr := r.br.Peek(512)
+	switch k := sniff.Kind(peek); k {
+	case "empty":
+		if perr != nil && perr != io.EOF {
+			return fmt.Errorf("gml: reading response: %w", perr)
+		}
+		return &spatial.TruncatedError{Offset: int64(len(peek)), Err: io.ErrUnexpectedEOF}
+	case "json", "text", "html":
+		return &spatial.NotFeaturesError{Kind: k, Snippet: spatial.Snippet(peek, 200)}
+	}
+	for {
+		tok, err := r.token()
+		if err != nil {
+			var se *xml.SyntaxError
+			if sniff.XMLTruncated(r.err) || !errors.As(r.err, &se) {
+				return err
+			}
+			// Malformed before the root element: not a GML document.
+			r.err = &spatial.NotFeaturesError{Kind: "xml", Snippet: spatial.Snippet(peek, 200)}
+			return r.err
+		}
+		start, ok := tok.(xml.StartElement)
+		if !ok {
+			continue
+		}
+		cls := r.resolve(start.Name.Space)
+		local := start.Name.Local
+		switch {
+		case spatial.IsExceptionReportElement(local):
+			rep, err := spatial.DecodeExceptionReport(r.d, start)
+			if err != nil {
+				return err
+			}
+			return rep
+		case isCollection(local, cls) || local == "FeatureCollection":
+			r.stack[len(r.stack)-1].kind = kCollection
+			r.meta.NumberMatched = countAttr(start.Attr, "numberMatched")
+			r.meta.NumberReturned = countAttr(start.Attr, "numberReturned")
+			if r.meta.NumberReturned < 0 {
+				r.meta.NumberReturned = countAttr(start.Attr, "numberOfFeatures")
+			}
+			r.meta.Next = attrValue(start.Attr, "next")
+			return nil
+		case strings.EqualFold(local, "html"):
+			return &spatial.NotFeaturesError{Kind: "html", Snippet: spatial.Snippet(peek, 200)}
+		case cls != nsGML && cls != nsWFS && cls != nsOWS &&
+			(local == r.typeLoc && r.typeLoc != "" || r.hasGMLID(start.Attr)):
+			r.single = true
+			r.root = start
+			return nil
+		}
+		return &spatial.NotFeaturesError{Kind: "xml", Snippet: spatial.Snippet(peek, 200)}
+	}
+}
+
+func (r *Reader) hasGMLID(attrs []xml.Attr) bool {
+	for _, a := range attrs {
+		if a.Name.Local == "id" && a.Name.Space != "" && r.resolve(a.Name.Space) == nsGML {
+			return true
+		}
+	}
+	return false
+}
+
+// truncatedResponse reads a WFS 2.0 wfs:truncatedResponse, in which the
+// server says it stopped the response early, and returns its exception.
+func (r *Reader) truncatedResponse() error {
+	depth := len(r.stack) - 1
+	for len(r.stack) > depth {
+		tok, err := r.token()
+		if err != nil {
+			return err
+		}
+		if t, ok := tok.(xml.StartElement); ok && spatial.IsExceptionReportElement(t.Name.Local) {
+			r.stack = r.stack[:len(r.stack)-1] // DecodeExceptionReport consumes it
+			r.ns = r.ns[:len(r.ns)-nsCount(t.Attr)]
+			rep, err := spatial.DecodeExceptionReport(r.d, t)
+			if err != nil {
+				r.err = err
+				return err
+			}
+			r.err = rep
+			return rep
+		}
+	}
+	r.err = &spatial.ExceptionReport{Code: "ResponseTruncated", Text: "server sent wfs:truncatedResponse"}
+	return r.err
+}
+
+func nsCount(attrs []xml.Attr) int {
+	n := 0
+	for _, a := range attrs {
+		if a.Name.Space == "xmlns" || a.Name.Space == "" && a.Name.Local == "xmlns" {
+			n++
+		}
+	}
+	return n
+}
+
+func attrValue(attrs []xml.Attr, local string) string {
+	for _, a := range attrs {
+		if a.Name.Local == local {
+			return a.Value
+		}
+	}
+	return ""
+}
+
+// countAttr parses a count attribute; absent, "unknown" or malformed is -1.
+func countAttr(attrs []xml.Attr, local string) int64 {
+	v := attrValue(attrs, local)
+	n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+	if err != nil || n < 0 {
+		return -1
+	}
+	return n
+}
+
+// envelopeSRS reads a gml:boundedBy whose start was just returned and
+// returns the srsName of its Envelope or Box, if any.
+func (r *Reader) envelopeSRS() (string, error) {
+	depth := len(r.stack) - 1
+	srs := ""
+	for len(r.stack) > depth {
+		tok, err := r.token()
+		if err != nil {
+			return "", err
+		}
+		if t, ok := tok.(xml.StartElement); ok && srs == "" {
+			srs = attrValue(t.Attr, "srsName")
+		}
+	}
+	return srs, nil
+}
+
+// featureID returns gml:id, else the GML 2 fid attribute.
+func (r *Reader) featureID(attrs []xml.Attr) string {
+	fid := ""
+	for _, a := range attrs {
+		switch {
+		case a.Name.Local == "id" && a.Name.Space != "" && r.resolve(a.Name.Space) == nsGML:
+			return a.Value
+		case a.Name.Local == "fid" && fid == "":
+			fid = a.Value
+		}
+	}
+	return fid
+}
+
+// feature reads the feature whose start element is on top of the stack.
+// A refused feature gives a *spatial.FeatureError after the whole feature
+// element has been consumed; final errors are in r.err.
+func (r *Reader) feature(start xml.StartElement) (*spatial.Feature, error) {
+	depth := len(r.stack)
+	f := &spatial.Feature{ID: r.featureID(start.Attr), Properties: make(map[string]any, 8)}
+	featSRS := ""
+	var geomSRS string
+	for {
+		tok, err := r.token()
+		if err != nil {
+			return nil, err
+		}
+		switch t := tok.(type) {
+		case xml.StartElement:
+			cls := r.resolve(t.Name.Space)
+			if cls == nsGML {
+				if t.Name.Local == "boundedBy" {
+					srs, err := r.envelopeSRS()
+					if err != nil {
+						return nil, err
+					}
+					featSRS = srs
+					continue
+				}
+				if err := r.skip(); err != nil { // gml:name, gml:description ...
+					return nil, err
+				}
+				continue
+			}
+			name := t.Name.Local
+			val, g, srs, err := r.property(t, featSRS)
+			if err != nil {
+				if r.err != nil {
+					return nil, r.err
+				}
+				if err := r.skipTo(depth - 1); err != nil {
+					return nil, err
+				}
+				return nil, &spatial.FeatureError{ID: f.ID, Index: r.index, Err: err}
+			}
+			switch {
+			case g != nil && f.Geometry == nil:
+				f.Geometry = g
+				geomSRS = srs
+			case g != nil:
+				addProp(f.Properties, name, wkt.MarshalString(g))
+			case val != absent:
+				addProp(f.Properties, name, val)
+			}
+		case xml.EndElement:
+			if len(r.stack) < depth {
+				if r.meta.SRSName == "" {
+					r.meta.SRSName = geomSRS
+				}
+				return f, nil
+			}
+		}
+	}
+}
