@@ -603,7 +603,7 @@ func (h *Handler) send(ctx context.Context, hs *host, req *http.Request, r Reque
 		}
 		return outcome{err: err, class: class, transient: transient, status: code,
 			hostFault: transient && class != ClassRateLimited,
-			message: redact.String(err.Error(), secrets...)}, hn
+			message:   redact.String(err.Error(), secrets...)}, hn
 	}
 
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, snippetLen))

@@ -172,11 +172,11 @@ func (q *quotaPacer) pace(now time.Time) float64 {
 // the last second rather than the rate sent, so one throttled burst does not
 // collapse the rate to its floor. Callers hold the host's lock.
 type adaptiveRate struct {
-	rate      float64 // requests per second; 0 = not throttled yet, unlimited
-	lastMax   float64
-	lastCut   time.Time
-	k         float64 // seconds from lastCut back to lastMax
-	next      time.Time
+	rate        float64 // requests per second; 0 = not throttled yet, unlimited
+	lastMax     float64
+	lastCut     time.Time
+	k           float64 // seconds from lastCut back to lastMax
+	next        time.Time
 	acceptTimes []time.Time // successes in the last second, oldest first
 }
 
