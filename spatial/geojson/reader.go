@@ -1,0 +1,499 @@
+// Package geojson streams the features of a GeoJSON FeatureCollection, as
+// WFS servers answer GetFeature with outputFormat=application/json. The
+// top-level object is walked with encoding/json Decoder tokens and each
+// member of "features" is decoded on its own, so memory stays flat however
+// many features the response holds.
+//
+// Properties keep their JSON types: float64, string, bool, nil, []any and
+// map[string]any. The feature ID is the "id" member: a string as is, a
+// number as written in the document (so 12 stays "12"), absent or null as "".
+// Geometry coordinates beyond the second (z, m) are dropped.
+//
+// Collection members may come before or after "features": numberMatched
+// and numberReturned (WFS 2.0), totalFeatures (GeoServer, may be
+// "unknown"), links with rel "next", and a "crs" name (GeoServer's legacy
+// member). Meta is complete once Next has returned io.EOF.
+//
+// A JSON exception ({"exceptions":[...]} as GeoServer writes it,
+// {"error":{...}} as ArcGIS does, {"code":..,"description":..} as OGC API
+// servers do) and an XML exception report (servers answer errors in XML
+// whatever format was asked) give a *spatial.ExceptionReport. Other bodies
+// (HTML, text, JSON that is not a collection or feature) give a
+// *spatial.NotFeaturesError, and a body cut off early an error matching
+// io.ErrUnexpectedEOF.
+package geojson
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"encoding/xml"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/geoflow/geoflow/spatial"
+	"github.com/geoflow/geoflow/spatial/internal/sniff"
+)
+
+// Options tunes a Reader. The zero value takes coordinates as lon/lat, as
+// RFC 7946 says.
+type Options struct {
+	// SwapXY exchanges x and y of every coordinate: set it when the caller
+	// decided (spatial.LooksSwapped, or knowledge of the server) that the
+	// server wrote lat/lon into GeoJSON.
+	SwapXY bool
+}
+
+// Reader decodes a GeoJSON response one feature at a time. It implements
+// spatial.Reader. A Reader is not safe for concurrent use.
+type Reader struct {
+	opts Options
+	br   *bufio.Reader
+	dec  *json.Decoder
+	peek []byte
+
+	started     bool
+	inFeatures  bool
+	sawFeatures bool
+	err         error
+	index       int
+	meta        spatial.Meta
+	total       int64 // totalFeatures, -1 unknown
+
+	typ     string
+	exc     *spatial.ExceptionReport
+	errText string // {"error": ...}
+	code    string // OGC API exception "code"
+	descr   string // OGC API exception "description"
+	single  rawFeature
+	singleN int // members of a top-level Feature seen
+}
+
+var _ spatial.Reader = (*Reader)(nil)
+
+// NewReader returns a Reader of the GeoJSON response in r. It reads r only
+// when Next is called, through its own buffer.
+func NewReader(r io.Reader, opts Options) *Reader {
+	br := bufio.NewReaderSize(r, 64<<10)
+	return &Reader{opts: opts, br: br, meta: spatial.UnknownMeta(), total: -1}
+}
+
+// Meta returns what the collection's members said. Members after
+// "features" are known only once Next has returned io.EOF.
+func (r *Reader) Meta() spatial.Meta { return r.meta }
+
+type rawFeature struct {
+	Type       string          `json:"type"`
+	ID         json.RawMessage `json:"id"`
+	Geometry   json.RawMessage `json:"geometry"`
+	Properties map[string]any  `json:"properties"`
+}
+
+// Next returns the next feature, io.EOF after the last one, a
+// *spatial.FeatureError for a refused feature (call Next again to go on),
+// or a final error.
+func (r *Reader) Next() (*spatial.Feature, error) {
+	if r.err != nil {
+		return nil, r.err
+	}
+	if !r.started {
+		r.started = true
+		if err := r.begin(); err != nil {
+			return nil, r.setErr(err)
+		}
+		if err := r.members(); err != nil {
+			return nil, r.setErr(err)
+		}
+	}
+	for r.inFeatures {
+		if !r.dec.More() {
+			if _, err := r.dec.Token(); err != nil { // ']'
+				return nil, r.setErr(r.jsonErr(err))
+			}
+			r.inFeatures = false
+			if err := r.members(); err != nil {
+				return nil, r.setErr(err)
+			}
+			break
+		}
+		var raw rawFeature
+		err := r.dec.Decode(&raw)
+		if err != nil {
+			var te *json.UnmarshalTypeError
+			if !errors.As(err, &te) {
+				return nil, r.setErr(r.jsonErr(err))
+			}
+		}
+		return r.feature(&raw, err)
+	}
+	// members() returned at the end of the top-level object.
+	return r.finish()
+}
+
+func (r *Reader) setErr(err error) error {
+	if r.err == nil {
+		r.err = err
+	}
+	return r.err
+}
+
+// feature converts one decoded feature; decodeErr is a type error from
+// decoding it, which refuses it.
+func (r *Reader) feature(raw *rawFeature, decodeErr error) (*spatial.Feature, error) {
+	idx := r.index
+	r.index++
+	id := featureID(raw.ID)
+	if decodeErr != nil {
+		return nil, &spatial.FeatureError{ID: id, Index: idx, Err: fmt.Errorf("geojson: %w", decodeErr)}
+	}
+	g, err := parseGeometry(raw.Geometry)
+	if err != nil {
+		return nil, &spatial.FeatureError{ID: id, Index: idx, Err: err}
+	}
+	if r.opts.SwapXY {
+		g = spatial.SwapXY(g)
+	}
+	props := raw.Properties
+	if props == nil {
+		props = map[string]any{}
+	}
+	return &spatial.Feature{ID: id, Geometry: g, Properties: props}, nil
+}
+
+func featureID(raw json.RawMessage) string {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return ""
+	}
+	if raw[0] == '"' {
+		var s string
+		if json.Unmarshal(raw, &s) == nil {
+			return s
+		}
+	}
+	return string(raw)
+}
+
+// begin classifies the body from its first bytes and reads the opening
+// brace of the top-level object.
+func (r *Reader) begin() error {
+	peek, perr := r.br.Peek(512)
+	r.peek = peek
+	switch k := sniff.Kind(peek); k {
+	case "empty":
+		if perr != nil && perr != io.EOF {
+			return fmt.Errorf("geojson: reading response: %w", perr)
+		}
+		return &spatial.TruncatedError{Offset: int64(len(peek)), Err: io.ErrUnexpectedEOF}
+	case "xml":
+		return r.xmlBody()
+	case "json":
+		if sniff.SkipBOMSpace(peek)[0] != '{' {
+			return r.notFeatures()
+		}
+	default:
+		return &spatial.NotFeaturesError{Kind: k, Snippet: spatial.Snippet(peek, 200)}
+	}
+	body := io.Reader(r.br)
+	if bytes.HasPrefix(peek, []byte("\xef\xbb\xbf")) {
+		r.br.Discard(3)
+	}
+	r.dec = json.NewDecoder(body)
+	if _, err := r.dec.Token(); err != nil { // '{'
+		return r.jsonErr(err)
+	}
+	return nil
+}
+
+func (r *Reader) notFeatures() error {
+	return &spatial.NotFeaturesError{Kind: "json", Snippet: spatial.Snippet(r.peek, 200)}
+}
+
+// xmlBody reads an XML body: an OGC exception report, or something else.
+func (r *Reader) xmlBody() error {
+	d := xml.NewDecoder(r.br)
+	d.CharsetReader = func(label string, in io.Reader) (io.Reader, error) {
+		return in, nil // only the report's ASCII structure matters here
+	}
+	for {
+		tok, err := d.RawToken()
+		if err != nil {
+			if err == io.EOF || sniff.XMLTruncated(err) {
+				return &spatial.TruncatedError{Offset: d.InputOffset(), Err: io.ErrUnexpectedEOF}
+			}
+			return &spatial.NotFeaturesError{Kind: "xml", Snippet: spatial.Snippet(r.peek, 200)}
+		}
+		start, ok := tok.(xml.StartElement)
+		if !ok {
+			continue
+		}
+		switch {
+		case spatial.IsExceptionReportElement(start.Name.Local):
+			rep, err := spatial.DecodeExceptionReport(d, start)
+			if err != nil {
+				return err
+			}
+			return rep
+		case strings.EqualFold(start.Name.Local, "html"):
+			return &spatial.NotFeaturesError{Kind: "html", Snippet: spatial.Snippet(r.peek, 200)}
+		}
+		return &spatial.NotFeaturesError{Kind: "xml", Snippet: spatial.Snippet(r.peek, 200)}
+	}
+}
+
+// jsonErr classifies an error of the JSON decoder. Every read happens inside
+// the top-level object, so running out of input is a cut-off body.
+func (r *Reader) jsonErr(err error) error {
+	if err == io.EOF || errors.Is(err, io.ErrUnexpectedEOF) {
+		return &spatial.TruncatedError{Offset: r.dec.InputOffset(), Err: io.ErrUnexpectedEOF}
+	}
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		return fmt.Errorf("geojson: malformed JSON near byte %d: %w", se.Offset, err)
+	}
+	return fmt.Errorf("geojson: reading response: %w", err)
+}
+
+// members reads top-level members until the "features" array opens (then
+// inFeatures is set) or the top-level object ends.
+func (r *Reader) members() error {
+	for {
+		tok, err := r.dec.Token()
+		if err != nil {
+			return r.jsonErr(err)
+		}
+		if d, ok := tok.(json.Delim); ok && d == '}' {
+			return nil
+		}
+		key, ok := tok.(string)
+		if !ok {
+			return fmt.Errorf("geojson: unexpected %v in the top-level object", tok)
+		}
+		if err := r.member(key); err != nil {
+			return err
+		}
+		if r.inFeatures {
+			return nil
+		}
+	}
+}
+
+func (r *Reader) member(key string) error {
+	switch key {
+	case "features":
+		tok, err := r.dec.Token()
+		if err != nil {
+			return r.jsonErr(err)
+		}
+		switch tok {
+		case json.Delim('['):
+			r.inFeatures, r.sawFeatures = true, true
+			return nil
+		case nil:
+			r.sawFeatures = true
+			return nil
+		}
+		if d, ok := tok.(json.Delim); ok {
+			// An object: not a collection; consume it to stay in step.
+			if err := r.skipRest(d); err != nil {
+				return err
+			}
+		}
+		return r.notFeatures()
+	case "numberMatched", "numberReturned", "totalFeatures":
+		var v any
+		if err := r.dec.Decode(&v); err != nil {
+			return r.decodeErr(err)
+		}
+		n := count(v)
+		switch key {
+		case "numberMatched":
+			r.meta.NumberMatched = n
+		case "numberReturned":
+			r.meta.NumberReturned = n
+		default:
+			r.total = n
+		}
+	case "links":
+		var links []struct {
+			Href string `json:"href"`
+			Rel  string `json:"rel"`
+		}
+		if err := r.dec.Decode(&links); err != nil {
+			return r.decodeErr(err)
+		}
+		for _, l := range links {
+			if l.Rel == "next" && r.meta.Next == "" {
+				r.meta.Next = l.Href
+			}
+		}
+	case "crs":
+		var crs struct {
+			Properties struct {
+				Name string `json:"name"`
+			} `json:"properties"`
+		}
+		if err := r.dec.Decode(&crs); err != nil {
+			return r.decodeErr(err)
+		}
+		r.meta.SRSName = crs.Properties.Name
+	case "type":
+		var s any
+		if err := r.dec.Decode(&s); err != nil {
+			return r.decodeErr(err)
+		}
+		r.typ, _ = s.(string)
+	case "exceptions":
+		var exs []struct {
+			Code    string `json:"code"`
+			Locator string `json:"locator"`
+			Text    string `json:"text"`
+		}
+		if err := r.dec.Decode(&exs); err != nil {
+			return r.decodeErr(err)
+		}
+		rep := &spatial.ExceptionReport{}
+		var texts []string
+		for i, e := range exs {
+			if i == 0 {
+				rep.Code, rep.Locator = e.Code, e.Locator
+			}
+			if t := strings.TrimSpace(e.Text); t != "" {
+				texts = append(texts, t)
+			}
+		}
+		rep.Text = strings.Join(texts, "; ")
+		r.exc = rep
+	case "error":
+		var v any
+		if err := r.dec.Decode(&v); err != nil {
+			return r.decodeErr(err)
+		}
+		r.errorMember(v)
+	case "code", "description":
+		var v any
+		if err := r.dec.Decode(&v); err != nil {
+			return r.decodeErr(err)
+		}
+		if key == "code" {
+			r.code = scalarText(v)
+		} else {
+			r.descr = scalarText(v)
+		}
+	case "id", "geometry", "properties":
+		// Members of a top-level Feature (GetFeatureById); decoded into
+		// the same shape a collection member has.
+		var err error
+		switch key {
+		case "id":
+			err = r.dec.Decode(&r.single.ID)
+		case "geometry":
+			err = r.dec.Decode(&r.single.Geometry)
+		default:
+			err = r.dec.Decode(&r.single.Properties)
+		}
+		if err != nil {
+			return r.decodeErr(err)
+		}
+		r.singleN++
+	default:
+		var skip json.RawMessage
+		if err := r.dec.Decode(&skip); err != nil {
+			return r.decodeErr(err)
+		}
+	}
+	return nil
+}
+
+// decodeErr classifies an error from Decode of a top-level member: a type
+// mismatch means the body is not the collection it claims to be.
+func (r *Reader) decodeErr(err error) error {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		return r.notFeatures()
+	}
+	return r.jsonErr(err)
+}
+
+// skipRest consumes tokens to the end of the container opened by d.
+func (r *Reader) skipRest(d json.Delim) error {
+	depth := 1
+	for depth > 0 {
+		tok, err := r.dec.Token()
+		if err != nil {
+			return r.jsonErr(err)
+		}
+		if d, ok := tok.(json.Delim); ok {
+			if d == '[' || d == '{' {
+				depth++
+			} else {
+				depth--
+			}
+		}
+	}
+	return nil
+}
+
+func (r *Reader) errorMember(v any) {
+	rep := &spatial.ExceptionReport{}
+	switch e := v.(type) {
+	case map[string]any:
+		rep.Code = scalarText(e["code"])
+		rep.Text = scalarText(e["message"])
+		if d, ok := e["details"].([]any); ok {
+			for _, x := range d {
+				if s := strings.TrimSpace(scalarText(x)); s != "" {
+					rep.Text = strings.TrimPrefix(rep.Text+"; "+s, "; ")
+				}
+			}
+		}
+	default:
+		rep.Text = scalarText(v)
+	}
+	r.exc = rep
+}
+
+func scalarText(v any) string {
+	switch v := v.(type) {
+	case nil:
+		return ""
+	case string:
+		return v
+	case float64:
+		return strconv.FormatFloat(v, 'f', -1, 64)
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+// count reads a count member: a non-negative number, else -1 ("unknown").
+func count(v any) int64 {
+	f, ok := v.(float64)
+	if !ok || f < 0 || f > 1<<53 {
+		return -1
+	}
+	return int64(f)
+}
+
+// finish ends the reading once the top-level object has closed.
+func (r *Reader) finish() (*spatial.Feature, error) {
+	if r.meta.NumberMatched < 0 && r.total >= 0 {
+		r.meta.NumberMatched = r.total
+	}
+	switch {
+	case r.exc != nil:
+		return nil, r.setErr(r.exc)
+	case !r.sawFeatures && r.code != "" && r.descr != "":
+		return nil, r.setErr(&spatial.ExceptionReport{Code: r.code, Text: r.descr})
+	case r.typ == "Feature" && r.singleN > 0:
+		r.err = io.EOF
+		return r.feature(&r.single, nil)
+	case !r.sawFeatures:
+		return nil, r.setErr(r.notFeatures())
+	}
+	r.err = io.EOF
+	return nil, io.EOF
+}
