@@ -1,0 +1,120 @@
+package dlq
+
+import (
+	"errors"
+	"net/url"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/geoflow/geoflow/internal/redact"
+	"github.com/geoflow/geoflow/retry"
+	"github.com/geoflow/geoflow/spatial"
+)
+
+// Limits on what an entry keeps of a failure, so one pathological response cannot bloat
+// the table.
+const (
+	maxError   = 4096
+	maxSnippet = 2048
+	maxBody    = 16384
+)
+
+// RequestBodyError is implemented by errors that know the body of the request that
+// failed, such as a task's error for a WFS GetFeature POST. FromError finds it anywhere in
+// the chain and stores the body, redacted.
+type RequestBodyError interface {
+	error
+	RequestBody() string
+}
+
+// FromError describes why a unit failed: its class, message, HTTP status, snippet of the
+// last response, attempts and request, all redacted of credentials. Only the failure
+// fields of the returned Entry are set; the caller fills in where it happened.
+//
+// The class comes from a *retry.Error in err's chain when there is one (the rate-limit
+// handler gave up); otherwise isDatabase (pgstore.IsDatabase; nil means never) decides
+// whether it is a database failure; otherwise retry.ClassOf classifies it as a read
+// callback's error would be. A server exception report is exception_report rather than
+// parse. A nil err gives an entry of class parse saying so, never a panic.
+func FromError(err error, isDatabase func(error) bool) Entry {
+	if err == nil {
+		err = errors.New("unit failed without an error")
+	}
+	var e Entry
+	var re *retry.Error
+	switch {
+	case errors.As(err, &re):
+		e.Class = re.Class
+		e.HTTPStatus = re.Status
+		e.Snippet = re.Snippet
+		e.Attempts = re.Attempts
+		e.Request.Method = re.Method
+		e.Request.URL = re.URL
+	case isDatabase != nil && isDatabase(err):
+		e.Class = ClassDatabase
+	default:
+		e.Class = retry.ClassOf(err)
+	}
+	var er *spatial.ExceptionReport
+	if e.Class == ClassParse && errors.As(err, &er) {
+		e.Class = ClassExceptionReport
+	}
+	if e.Class == "" {
+		e.Class = ClassParse
+	}
+	var be RequestBodyError
+	if errors.As(err, &be) {
+		e.Request.Body = be.RequestBody()
+	}
+	e.Error = err.Error()
+	e.Attempts = max(e.Attempts, 1)
+	return e.Redacted()
+}
+
+// Redacted returns a copy of e whose request URL, body, error and snippet carry no
+// credentials: URL passwords, the values of key, token, apikey, access_token and other
+// credential query parameters, and Authorization-style tokens, wherever they appear.
+// Secrets found in the request URL are also masked where they are echoed verbatim. Long
+// texts are cut to bounded lengths, invalid UTF-8 and NUL bytes (which PostgreSQL text refuses) replaced or dropped. Redacting twice changes nothing.
+func (e Entry) Redacted() Entry {
+	var secrets []string
+	if u, err := url.Parse(e.Request.URL); err == nil {
+		secrets = redact.Secrets(u, nil)
+	}
+	if e.Request.URL != "" {
+		e.Request.URL = clean(redact.URL(e.Request.URL), secrets, maxBody)
+	}
+	e.Request.Body = clean(e.Request.Body, secrets, maxBody)
+	e.Error = clean(e.Error, secrets, maxError)
+	e.Snippet = clean(e.Snippet, secrets, maxSnippet)
+	if len(e.History) > 0 {
+		h := make([]ReplayItem, len(e.History))
+		for i, it := range e.History {
+			it.Error = clean(it.Error, secrets, maxError)
+			h[i] = it
+		}
+		e.History = h
+	}
+	return e
+}
+
+// clean redacts s and makes it storable as PostgreSQL text (valid UTF-8, no NUL bytes,
+// which a binary response snippet may hold), at most n bytes long.
+func clean(s string, secrets []string, n int) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	s = strings.ReplaceAll(s, "\x00", "")
+	return truncate(redact.String(s, secrets...), n)
+}
+
+// truncate cuts s to at most n bytes on a rune boundary, marking the cut.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	const mark = " [truncated]"
+	cut := n - len(mark)
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + mark
+}
