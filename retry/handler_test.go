@@ -117,13 +117,15 @@ func TestDoClassification(t *testing.T) {
 		{name: "idempotent POST retried", method: http.MethodPost, idem: true, steps: []http.HandlerFunc{status(503, ""), ok}, wantHits: 2},
 		{name: "POST truncated not retried", method: http.MethodPost, steps: []http.HandlerFunc{truncated, ok}, wantClass: ClassTruncated, wantHits: 1, wantCode: 200},
 		{name: "read permanent keeps class", steps: []http.HandlerFunc{ok},
-			read: func(*http.Response) error { return Permanent(ClassExceptionReport, errors.New("InvalidParameterValue")) },
+			read: func(*http.Response) error {
+				return Permanent(ClassExceptionReport, errors.New("InvalidParameterValue"))
+			},
 			wantClass: ClassExceptionReport, wantHits: 1, wantCode: 200},
 		{name: "read transient retried", steps: []http.HandlerFunc{ok},
-			read: func(*http.Response) error { return Transient(ClassParse, errors.New("garbage at end")) },
+			read:      func(*http.Response) error { return Transient(ClassParse, errors.New("garbage at end")) },
 			wantClass: ClassParse, wantHits: 3, wantCode: 200},
 		{name: "read wrapped unexpected EOF is truncated", steps: []http.HandlerFunc{ok},
-			read: func(*http.Response) error { return fmt.Errorf("decoding page: %w", io.ErrUnexpectedEOF) },
+			read:      func(*http.Response) error { return fmt.Errorf("decoding page: %w", io.ErrUnexpectedEOF) },
 			wantClass: ClassTruncated, wantHits: 3, wantCode: 200},
 		{name: "read other error is parse", steps: []http.HandlerFunc{ok},
 			read: func(*http.Response) error { return errors.New("unexpected element") }, wantClass: ClassParse, wantHits: 1, wantCode: 200},

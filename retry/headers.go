@@ -45,7 +45,7 @@ func parseRetryAfter(v string, now time.Time) (time.Duration, bool) {
 		case f >= epochSecondsMin && f < epochSecondsMax:
 			return untilNonNeg(time.Unix(int64(f), 0), now), true
 		case f >= msThreshold:
-			return time.Duration(f * float64(time.Millisecond)), true
+			return secondsToDuration(f / 1000), true
 		}
 		return secondsToDuration(f), true
 	}
@@ -68,7 +68,7 @@ func parseRetryAfterMillis(v string) (time.Duration, bool) {
 	if err != nil || f >= absurdNumber {
 		return 0, false
 	}
-	return time.Duration(f * float64(time.Millisecond)), true
+	return secondsToDuration(f / 1000), true
 }
 
 // parseReset reads an X-RateLimit-Reset value into the instant the quota
