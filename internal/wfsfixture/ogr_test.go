@@ -17,6 +17,9 @@ import (
 // failure (CI that installed GDAL must not skip silently).
 func gdalTools(t *testing.T) (ogrinfo, ogr2ogr string) {
 	t.Helper()
+	if testing.Short() && os.Getenv("GEOFLOW_REQUIRE_GDAL") != "1" {
+		t.Skip("GDAL comparisons take a while; skipped in -short mode")
+	}
 	var err error
 	for _, tool := range []*string{&ogrinfo, &ogr2ogr} {
 		name := map[*string]string{&ogrinfo: "ogrinfo", &ogr2ogr: "ogr2ogr"}[tool]
