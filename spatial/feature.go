@@ -64,6 +64,7 @@ type ExceptionReport struct {
 	Version string
 }
 
+// Error renders the code, locator and text the server sent.
 func (e *ExceptionReport) Error() string {
 	var b strings.Builder
 	b.WriteString("spatial: server exception")
@@ -91,6 +92,7 @@ type FeatureError struct {
 	Err   error
 }
 
+// Error names the feature and why it was refused.
 func (e *FeatureError) Error() string {
 	if e.ID == "" {
 		return fmt.Sprintf("spatial: feature #%d refused: %v", e.Index, e.Err)
@@ -98,6 +100,7 @@ func (e *FeatureError) Error() string {
 	return fmt.Sprintf("spatial: feature %q (#%d) refused: %v", e.ID, e.Index, e.Err)
 }
 
+// Unwrap returns the cause, so errors.Is(err, ErrCurve) works.
 func (e *FeatureError) Unwrap() error { return e.Err }
 
 // NotFeaturesError says the body is not a feature collection at all: an HTML
@@ -109,6 +112,7 @@ type NotFeaturesError struct {
 	Snippet string
 }
 
+// Error gives the guessed kind and the start of the body.
 func (e *NotFeaturesError) Error() string {
 	return fmt.Sprintf("spatial: response is not a feature collection (%s): %q", e.Kind, e.Snippet)
 }
@@ -122,6 +126,7 @@ type TruncatedError struct {
 	Err    error
 }
 
+// Error says where the body ended.
 func (e *TruncatedError) Error() string {
 	if e.Offset >= 0 {
 		return fmt.Sprintf("spatial: body cut off after %d bytes: %v", e.Offset, e.Err)
@@ -129,6 +134,7 @@ func (e *TruncatedError) Error() string {
 	return fmt.Sprintf("spatial: body cut off: %v", e.Err)
 }
 
+// Unwrap returns the parser's own error.
 func (e *TruncatedError) Unwrap() error { return e.Err }
 
 // Is makes errors.Is(err, io.ErrUnexpectedEOF) true.
