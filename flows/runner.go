@@ -13,6 +13,7 @@ import (
 
 	"github.com/paulmach/orb"
 
+	"github.com/geoflow/geoflow/dlq"
 	"github.com/geoflow/geoflow/internal/pgstore"
 	"github.com/geoflow/geoflow/tasks"
 )
@@ -58,6 +59,8 @@ type Result struct {
 	Summary     pgstore.RunSummary
 	TaskStates  map[string]string
 	FailedTasks map[string]string // task id -> error, for tasks that failed outright
+	// DeadByClass counts the run's open dead letters by class; nil when there are none.
+	DeadByClass map[dlq.Class]int64
 	Elapsed     time.Duration
 }
 
@@ -132,6 +135,10 @@ func Run(ctx context.Context, f *Flow, opts RunOptions) (*Result, error) {
 	wg.Wait()
 
 	final := context.WithoutCancel(ctx)
+	// Failed units that a resume has now done are no longer dead letters.
+	if _, err := opts.Store.CloseDeadLetters(final, run.ID); err != nil {
+		log.Error("closing the dead letters of units now done", "err", err)
+	}
 	status := StateDone
 	for _, st := range r.state {
 		if st == StateFailed || st == StateUpstreamFailed {
@@ -147,6 +154,11 @@ func Run(ctx context.Context, f *Flow, opts RunOptions) (*Result, error) {
 	}
 	res := &Result{RunID: run.ID, Status: status, Resumed: run.Resumed, Summary: sum,
 		TaskStates: r.state, FailedTasks: r.fails, Elapsed: time.Since(start)}
+	if sum.UnitsDead > 0 {
+		if res.DeadByClass, err = opts.Store.DeadLetterCounts(final, run.ID); err != nil {
+			log.Error("counting dead letters", "err", err)
+		}
+	}
 	log.Info("run finished", "flow", f.Name, "run", run.ID, "status", status,
 		"units_done", sum.UnitsDone, "units_total", sum.UnitsTotal, "dead", sum.UnitsDead,
 		"inserted", sum.Inserted, "skipped", sum.Skipped, "updated", sum.Updated, "elapsed", res.Elapsed.Round(time.Millisecond))
@@ -215,7 +227,10 @@ type runner struct {
 	run   *pgstore.Run
 
 	done  map[string]chan struct{} // closed when a task has ended; read-only after setup
-	mu    sync.Mutex
+	// replaying marks a runner executing dead letters again: a failure adds to the
+	// entry's replay history.
+	replaying bool
+	mu        sync.Mutex
 	state map[string]string
 	fails map[string]string
 }
@@ -326,37 +341,26 @@ func (r *runner) execute(ctx, work context.Context, t *Task) (state, msg string,
 	prog.addTotal(int64(len(open)))
 	log.Info("task started", "units", len(open), "planned", len(planned))
 
-	workers := cmp.Or(t.RateLimit.Concurrency, 4)
-	q := newQueue(open)
 	var deadUnits, interrupted atomic.Int64
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				u, ok := q.pop(ctx)
-				if !ok {
-					return
-				}
-				children, state := r.unit(work, task, env, u, prog)
-				switch state {
-				case StateFailed:
-					deadUnits.Add(1)
-				case StateInterrupted:
-					interrupted.Add(1)
-				}
-				prog.addTotal(int64(len(children)))
-				q.finish(children)
-			}
-		}()
-	}
-	wg.Wait()
+	r.drain(ctx, work, task, env, open, cmp.Or(t.RateLimit.Concurrency, 4), prog, func(_ tasks.Unit, state string) {
+		switch state {
+		case StateFailed:
+			deadUnits.Add(1)
+		case StateInterrupted:
+			interrupted.Add(1)
+		}
+	})
 	switch {
 	case ctx.Err() != nil || interrupted.Load() > 0:
 		return StateInterrupted, "", deadUnits.Load()
 	case deadUnits.Load() > 0:
 		return StateFailed, fmt.Sprintf("%d units failed", deadUnits.Load()), deadUnits.Load()
+	}
+	if fin, ok := task.(tasks.Finisher); ok {
+		// A failed check is reported loudly but does not undo work that is stored.
+		if err := fin.Finish(final, env); err != nil {
+			log.Error("task finished with a problem", "err", err)
+		}
 	}
 	return StateDone, "", 0
 }
@@ -376,15 +380,59 @@ func (r *runner) unit(work context.Context, task tasks.Task, env *tasks.Env, u t
 			_ = store.EndUnit(final, ref, StateInterrupted, "interrupted by shutdown")
 			return nil, StateInterrupted
 		}
-		env.Logger.Error("unit failed", "unit", u.Key, "err", err)
 		prog.failed()
-		if err := store.EndUnit(final, ref, StateFailed, err.Error()); err != nil {
-			env.Logger.Error("recording failed unit", "unit", u.Key, "err", err)
-		}
+		r.deadLetter(final, env, u, err)
 		return nil, StateFailed
 	}
 	prog.finished(res)
 	return res.Children, StateDone
+}
+
+// deadLetter records a unit that failed for good: the unit's failed state and its
+// dead-letter entry (classified, redacted) commit together. Only the redacted error is
+// logged, so no credential reaches the logs either.
+func (r *runner) deadLetter(ctx context.Context, env *tasks.Env, u tasks.Unit, err error) {
+	store := r.opts.Store
+	ref := tasks.UnitRef{RunID: env.RunID, TaskID: env.TaskID, Key: u.Key}
+	e := dlq.FromError(err, pgstore.IsDatabase)
+	e.Flow, e.Task, e.RunID, e.Unit, e.BBox = env.Flow, env.TaskID, env.RunID, u.Key, u.BBox
+	if r.replaying {
+		e.History = []dlq.ReplayItem{{At: time.Now().UTC(), Result: dlq.ReplayFailed, Class: e.Class, Error: e.Error}}
+	}
+	env.Logger.Error("unit failed", "unit", u.Key, "class", e.Class, "err", e.Error)
+	if _, rerr := store.RecordDeadLetter(ctx, ref, e); rerr != nil {
+		env.Logger.Error("recording the dead letter", "unit", u.Key, "err", rerr)
+		// Without its entry, the unit is at least failed, so a resume runs it again.
+		if rerr := store.EndUnit(ctx, ref, StateFailed, e.Error); rerr != nil {
+			env.Logger.Error("recording failed unit", "unit", u.Key, "err", rerr)
+		}
+	}
+}
+
+// drain executes units, and the children they plan, with a pool of workers until none
+// are left or ctx is cancelled (units in flight then run on under work). ended is called,
+// from the workers, after each unit with the state it ended in.
+func (r *runner) drain(ctx, work context.Context, task tasks.Task, env *tasks.Env, units []tasks.Unit, workers int,
+	prog *TaskProgress, ended func(u tasks.Unit, state string)) {
+	q := newQueue(units)
+	var wg sync.WaitGroup
+	for range max(workers, 1) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				u, ok := q.pop(ctx)
+				if !ok {
+					return
+				}
+				children, state := r.unit(work, task, env, u, prog)
+				ended(u, state)
+				prog.addTotal(int64(len(children)))
+				q.finish(children)
+			}
+		}()
+	}
+	wg.Wait()
 }
 
 // queue hands units to workers; units may add children while others run. It ends when

@@ -2,6 +2,9 @@ package tasks
 
 import (
 	"context"
+	"fmt"
+
+	"github.com/paulmach/orb"
 
 	"github.com/geoflow/geoflow/spatial"
 )
@@ -72,4 +75,29 @@ type FeatureTable struct {
 	Columns []Column // property columns in order
 	Mode    string   // ModeAppend (default) or ModeUpsert
 	Key     []string // column names of the upsert key
+}
+
+// PropertyError is a feature property whose value does not fit its column (a word in an
+// integer column, say). Writers return it from WriteFeatures; it is bad data, not a
+// database failure, so retrying the same response cannot help.
+type PropertyError struct {
+	FeatureID, Property string
+	Type                ColumnType
+	Value               string
+}
+
+func (e *PropertyError) Error() string {
+	return fmt.Sprintf("feature %q: property %q: %q is not a valid %s", e.FeatureID, e.Property, e.Value, e.Type)
+}
+
+// FeatureCounter is implemented by stores that can count the distinct features of a
+// table inside a lon/lat box, for completeness checks.
+type FeatureCounter interface {
+	CountFeatures(ctx context.Context, t *FeatureTable, bbox orb.Bound) (int64, error)
+}
+
+// Finisher is implemented by tasks that check their work once all units are done, such
+// as a WFS harvest comparing the server's count with the features stored.
+type Finisher interface {
+	Finish(ctx context.Context, env *Env) error
 }

@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/paulmach/orb"
 	"github.com/paulmach/orb/encoding/wkb"
 
 	"github.com/geoflow/geoflow/spatial"
@@ -214,17 +215,6 @@ func (c *copySource) Next() bool {
 func (c *copySource) Values() ([]any, error) { return c.row, nil }
 func (c *copySource) Err() error             { return c.err }
 
-// PropertyError is a feature property that does not fit its column.
-type PropertyError struct {
-	FeatureID, Property string
-	Type                tasks.ColumnType
-	Value               string
-}
-
-func (e *PropertyError) Error() string {
-	return fmt.Sprintf("feature %q: property %q: %q is not a valid %s", e.FeatureID, e.Property, e.Value, e.Type)
-}
-
 func featureRow(f *spatial.Feature, t *tasks.FeatureTable) ([]any, error) {
 	hash := spatial.PayloadHash(f)
 	row := make([]any, 3+len(t.Columns))
@@ -246,7 +236,7 @@ func featureRow(f *spatial.Feature, t *tasks.FeatureTable) ([]any, error) {
 		}
 		s, err := textValue(v, c.Type)
 		if err != nil {
-			return nil, &PropertyError{FeatureID: f.ID, Property: c.Property, Type: c.Type, Value: fmt.Sprint(v)}
+			return nil, &tasks.PropertyError{FeatureID: f.ID, Property: c.Property, Type: c.Type, Value: fmt.Sprint(v)}
 		}
 		row[3+i] = s
 	}
@@ -424,4 +414,20 @@ func pgTypeName(t tasks.ColumnType) string {
 		return "text"
 	}
 	return string(t)
+}
+
+var _ tasks.FeatureCounter = (*Store)(nil)
+
+// CountFeatures implements tasks.FeatureCounter: distinct feature ids (or payloads, for
+// features without ids) whose geometry's box overlaps bbox, which is what a WFS BBOX
+// filter selects.
+func (s *Store) CountFeatures(ctx context.Context, t *tasks.FeatureTable, bbox orb.Bound) (int64, error) {
+	env := "ST_MakeEnvelope($1, $2, $3, $4, 4326)"
+	if t.SRID > 0 && t.SRID != 4326 {
+		env = fmt.Sprintf("ST_Transform(%s, %d)", env, t.SRID)
+	}
+	var n int64
+	err := s.pool.QueryRow(ctx, fmt.Sprintf(`SELECT count(DISTINCT coalesce(gf_feature_id, encode(gf_payload_hash, 'hex')))
+		FROM %s WHERE geom && %s`, tableIdent(t), env), bbox.Min[0], bbox.Min[1], bbox.Max[0], bbox.Max[1]).Scan(&n)
+	return n, translate(fmt.Sprintf("counting features in %s", tableIdent(t)), err)
 }
