@@ -165,3 +165,53 @@ func redacted(s string) string {
 	}
 	return u.Redacted()
 }
+
+// Rows runs a query for a test's assertions and returns every row's values as pgx decodes
+// them. Production code reads the database only through internal/pgstore; tests use this
+// to look at what it wrote without going through the code under test.
+func Rows(t testing.TB, dbURL, sql string, args ...any) [][]any {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	c, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		t.Fatalf("testdb: connecting: %v", err)
+	}
+	defer c.Close(ctx)
+	rows, err := c.Query(ctx, sql, args...)
+	if err != nil {
+		t.Fatalf("testdb: %s: %v", sql, err)
+	}
+	defer rows.Close()
+	var out [][]any
+	for rows.Next() {
+		v, err := rows.Values()
+		if err != nil {
+			t.Fatalf("testdb: %s: %v", sql, err)
+		}
+		out = append(out, v)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatalf("testdb: %s: %v", sql, err)
+	}
+	return out
+}
+
+// Int64 runs a query returning one integer.
+func Int64(t testing.TB, dbURL, sql string, args ...any) int64 {
+	t.Helper()
+	rows := Rows(t, dbURL, sql, args...)
+	if len(rows) != 1 || len(rows[0]) != 1 {
+		t.Fatalf("testdb: %s: want one value, got %v", sql, rows)
+	}
+	switch v := rows[0][0].(type) {
+	case int64:
+		return v
+	case int32:
+		return int64(v)
+	case nil:
+		return 0
+	}
+	t.Fatalf("testdb: %s: %T is not an integer", sql, rows[0][0])
+	return 0
+}

@@ -1,0 +1,139 @@
+// Package wfs is the `type: wfs` task: it harvests one feature type of a WFS server over
+// a bounding box into a PostGIS table, completely (adaptive quadtree tiling sized by
+// RESULTTYPE=hits, paging with SORTBY only where a tile cannot be split further), exactly
+// (axis order checked against the requested box) and idempotently (payload-hash keys).
+package wfs
+
+import (
+	"fmt"
+	"net/url"
+	"regexp"
+	"strings"
+
+	"github.com/geoflow/geoflow/internal/redact"
+	"github.com/geoflow/geoflow/spatial"
+	"github.com/geoflow/geoflow/tasks"
+)
+
+// Kind returns the task kind to register.
+func Kind() tasks.Kind {
+	return tasks.Kind{Name: "wfs", NewConfig: func() tasks.Config { return NewConfig() }}
+}
+
+// Config is a wfs task's YAML configuration.
+type Config struct {
+	// URL is the service's base URL; it may carry its own query (?map=...).
+	URL string `yaml:"url"`
+	// TypeName is the feature type, with or without a namespace prefix.
+	TypeName string `yaml:"typename"`
+	// Version is auto (negotiated from GetCapabilities), 2.0.0, 1.1.0 or 1.0.0.
+	Version string `yaml:"version" enum:"auto,2.0.0,1.1.0,1.0.0"`
+	// BBox is the area to harvest, in BBoxCRS. Defaults to the feature type's
+	// WGS84 extent from the capabilities.
+	BBox *[4]float64 `yaml:"bbox"`
+	// BBoxCRS is the CRS of BBox: EPSG:4326 (default, lon/lat) or EPSG:3857.
+	BBoxCRS string `yaml:"bbox_crs"`
+	// SRS is the CRS requested; features are stored with its SRID. Defaults to EPSG:4326.
+	SRS string `yaml:"srs"`
+	// OutputFormat is auto (GeoJSON when offered, else GML), geojson, gml, or a
+	// server-specific MIME type passed as is.
+	OutputFormat string `yaml:"output_format"`
+	// Filter is an optional FES 2.0 (or OGC 1.1 for WFS 1.x) filter, passed through.
+	// It replaces BBOX in the request, so tiling adds the tile as a BBOX inside it.
+	Filter string `yaml:"filter"`
+	// PageSize caps features per request. Defaults to the server's CountDefault, else 1000.
+	PageSize int `yaml:"page_size"`
+	// SortBy is the property to sort pages by where paging is needed. Defaults to the
+	// upsert key, else the first property.
+	SortBy string `yaml:"sort_by"`
+	// Headers are sent with every request (an API key header, say).
+	Headers map[string]string `yaml:"headers"`
+	Target  Target            `yaml:"target"`
+}
+
+// Target says where features land.
+type Target struct {
+	// Table is [schema.]table, created when missing.
+	Table string `yaml:"table"`
+	// Mode is append (payload-hash key, default) or upsert (with Key).
+	Mode string   `yaml:"mode" enum:"append,upsert"`
+	Key  []string `yaml:"key"`
+}
+
+// NewConfig returns a Config with its defaults.
+func NewConfig() *Config {
+	return &Config{Version: "auto", SRS: "EPSG:4326", OutputFormat: "auto", BBoxCRS: "EPSG:4326", Target: Target{Mode: tasks.ModeAppend}}
+}
+
+var identRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_$]*$`)
+
+// Check implements tasks.Config.
+func (c *Config) Check(p tasks.Problems) {
+	if c.URL == "" {
+		p.At("", "url is required (the service's base URL)")
+	} else if u, err := url.Parse(c.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		p.At("url", "%q is not an http(s) URL", redact.URL(c.URL))
+	}
+	if c.TypeName == "" {
+		p.At("", "typename is required")
+	}
+	geographic := false
+	switch strings.ToUpper(c.BBoxCRS) {
+	case "EPSG:4326", "CRS:84", "":
+		geographic = true
+	case "EPSG:3857":
+	default:
+		p.At("bbox_crs", "%q: only EPSG:4326 and EPSG:3857 are supported", c.BBoxCRS)
+	}
+	if c.BBox != nil {
+		if err := spatial.ValidateBBox(*c.BBox, geographic); err != nil {
+			p.At("bbox", "%v", err)
+		}
+	}
+	if _, err := spatial.SRID(c.SRS); err != nil {
+		p.At("srs", "%q is not a CRS geoflow can store (use EPSG:NNNN): %v", c.SRS, err)
+	}
+	if c.PageSize < 0 {
+		p.At("page_size", "must not be negative")
+	}
+	if c.Target.Table == "" {
+		p.At("", "target.table is required")
+	} else if _, _, err := splitTable(c.Target.Table); err != nil {
+		p.At("target.table", "%v", err)
+	}
+	if c.Target.Mode == tasks.ModeUpsert && len(c.Target.Key) == 0 {
+		p.At("target.key", "upsert mode needs target.key (the properties that identify a feature)")
+	}
+	if c.Target.Mode != tasks.ModeUpsert && len(c.Target.Key) > 0 {
+		p.At("target.key", "only used with mode: upsert")
+	}
+	for _, k := range c.Target.Key {
+		if launder(k) != k {
+			p.At("target.key", "%q: name key columns as they are stored (lowercase, e.g. %q)", k, launder(k))
+		}
+	}
+}
+
+// splitTable splits "schema.table" and checks both parts are plain identifiers; they
+// are quoted when used, but odd names are far more often typos than intent.
+func splitTable(s string) (schema, table string, err error) {
+	schema, table = "public", s
+	if i := strings.IndexByte(s, '.'); i >= 0 {
+		schema, table = s[:i], s[i+1:]
+	}
+	for _, part := range []string{schema, table} {
+		if !identRE.MatchString(part) || len(part) > 63 {
+			return "", "", fmt.Errorf("%q is not a table name: use [schema.]table with letters, digits and _ (at most 63 each)", s)
+		}
+	}
+	return schema, table, nil
+}
+
+// New implements tasks.Config.
+func (c *Config) New(id string) (tasks.Task, error) {
+	schema, table, err := splitTable(c.Target.Table)
+	if err != nil {
+		return nil, err
+	}
+	return &Task{id: id, cfg: *c, schema: schema, table: table}, nil
+}

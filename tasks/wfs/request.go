@@ -1,0 +1,423 @@
+package wfs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync/atomic"
+
+	"github.com/paulmach/orb"
+
+	"github.com/geoflow/geoflow/internal/redact"
+	"github.com/geoflow/geoflow/retry"
+	"github.com/geoflow/geoflow/spatial"
+	"github.com/geoflow/geoflow/spatial/geojson"
+	"github.com/geoflow/geoflow/spatial/gml"
+	"github.com/geoflow/geoflow/tasks"
+)
+
+// prepare negotiates with the server once: version and formats from GetCapabilities,
+// properties from DescribeFeatureType, then the target table. A failure is not cached,
+// so a later unit (or a replay) tries again.
+func (t *Task) prepare(ctx context.Context, env *tasks.Env) (*prepared, error) {
+	t.once.Lock()
+	defer t.once.Unlock()
+	if t.p != nil {
+		return t.p, nil
+	}
+	p := &prepared{}
+	caps, err := t.capabilities(ctx, env)
+	if err != nil {
+		return nil, err
+	}
+	p.caps = caps
+	p.version = caps.Version
+	if t.cfg.Version != "auto" && t.cfg.Version != "" {
+		p.version = t.cfg.Version
+	}
+	ft, err := caps.findType(t.cfg.TypeName)
+	if err != nil {
+		return nil, err
+	}
+	p.typeName = ft.Name
+	if err := p.chooseFormat(t.cfg.OutputFormat); err != nil {
+		return nil, err
+	}
+	if p.srid, err = spatial.SRID(t.cfg.SRS); err != nil {
+		return nil, fmt.Errorf("srs %q: %w", t.cfg.SRS, err)
+	}
+	p.latLonCRS = spatial.LatLonOrder(urnCRS(p.srid), "2.0.0")
+	p.srsParam = t.cfg.SRS
+	switch {
+	case p.geoJSON:
+		// GeoJSON is lon/lat (RFC 7946), but servers asked with a URN CRS write its
+		// latitude-first order into GeoJSON (GeoServer does); the short form keeps them
+		// to x/y. The first coordinates are still checked against the box.
+		p.srsParam = fmt.Sprintf("EPSG:%d", p.srid)
+	case p.version != "1.0.0":
+		// An unambiguous axis order for GML: the URN form is latitude-first for
+		// geographic CRSs by definition, where "EPSG:4326" means different things to
+		// different servers.
+		p.srsParam = urnCRS(p.srid)
+	}
+	switch {
+	case t.cfg.BBox != nil:
+		b := *t.cfg.BBox
+		p.area = orb.Bound{Min: orb.Point{b[0], b[1]}, Max: orb.Point{b[2], b[3]}}
+		if strings.EqualFold(t.cfg.BBoxCRS, "EPSG:3857") {
+			p.area = mercatorToLonLat(p.area)
+		}
+	case ft.WGS84 != nil:
+		p.area = *ft.WGS84
+		env.Logger.Info("no bbox given: harvesting the feature type's advertised extent", "bbox", fmtBound(p.area))
+	default:
+		return nil, fmt.Errorf("no bbox given and the server advertises no extent for %q: set bbox", ft.Name)
+	}
+	schema, err := t.describe(ctx, env, p)
+	if err != nil {
+		return nil, err
+	}
+	p.table = &tasks.FeatureTable{Schema: t.schema, Name: t.table, SRID: p.srid, Mode: t.cfg.Target.Mode, Key: t.cfg.Target.Key}
+	p.table.Columns = columns(schema.Properties)
+	for _, k := range t.cfg.Target.Key {
+		found := false
+		for _, c := range p.table.Columns {
+			found = found || c.Name == k
+		}
+		if !found {
+			return nil, fmt.Errorf("target.key %q is not a property of %s (its columns: %s)", k, ft.Name, columnNames(p.table.Columns))
+		}
+	}
+	p.sortBy = t.cfg.SortBy
+	if p.sortBy == "" && len(t.cfg.Target.Key) > 0 {
+		for _, c := range p.table.Columns {
+			if c.Name == t.cfg.Target.Key[0] {
+				p.sortBy = c.Property
+			}
+		}
+	}
+	if p.sortBy == "" && len(schema.Properties) > 0 {
+		p.sortBy = schema.Properties[0].Name
+	}
+	if err := env.Store.EnsureFeatureTable(ctx, p.table); err != nil {
+		return nil, err
+	}
+	ps := int64(defaultPageSize)
+	if caps.CountDefault > 0 {
+		ps = int64(caps.CountDefault)
+	}
+	if t.cfg.PageSize > 0 && (caps.CountDefault == 0 || int64(t.cfg.PageSize) < ps) {
+		ps = int64(t.cfg.PageSize)
+	}
+	t.pageSize.Store(ps)
+	env.Logger.Info("wfs negotiated", "version", p.version, "typename", p.typeName, "format", firstNonEmpty(p.format, "GML (server default)"),
+		"page_size", ps, "hits", caps.Hits, "sorting", caps.ImplementsSorting, "table", p.table.Schema+"."+p.table.Name, "srid", p.srid)
+	t.p = p
+	return p, nil
+}
+
+func urnCRS(srid int) string { return fmt.Sprintf("urn:ogc:def:crs:EPSG::%d", srid) }
+
+func (p *prepared) chooseFormat(want string) error {
+	isJSON := func(f string) bool { return strings.Contains(strings.ToLower(f), "json") }
+	switch strings.ToLower(want) {
+	case "auto", "":
+		for _, f := range p.caps.OutputFormats {
+			if isJSON(f) {
+				p.format, p.geoJSON = f, true
+				return nil
+			}
+		}
+		p.format = p.gmlFormat()
+	case "geojson", "json":
+		for _, f := range p.caps.OutputFormats {
+			if isJSON(f) {
+				p.format, p.geoJSON = f, true
+				return nil
+			}
+		}
+		return fmt.Errorf("output_format geojson: the server offers only %s", strings.Join(p.caps.OutputFormats, ", "))
+	case "gml":
+		p.format = p.gmlFormat()
+	default:
+		p.format, p.geoJSON = want, isJSON(want)
+	}
+	return nil
+}
+
+// gmlFormat prefers GML 3.2 in WFS 2.0 when offered; elsewhere the server's default.
+func (p *prepared) gmlFormat() string {
+	if p.version == "2.0.0" {
+		for _, f := range p.caps.OutputFormats {
+			if strings.Contains(f, "3.2") {
+				return f
+			}
+		}
+	}
+	return ""
+}
+
+// query builds a request URL on the configured base URL, keeping its own parameters
+// (?map=...) but replacing any of ours it already carries, whatever their case.
+func (t *Task) query(params [][2]string) string {
+	u, err := url.Parse(t.cfg.URL)
+	if err != nil {
+		return t.cfg.URL
+	}
+	q := u.Query()
+	for _, kv := range params {
+		for k := range q {
+			if strings.EqualFold(k, kv[0]) {
+				q.Del(k)
+			}
+		}
+	}
+	var b strings.Builder
+	b.WriteString(q.Encode())
+	for _, kv := range params {
+		if b.Len() > 0 {
+			b.WriteByte('&')
+		}
+		b.WriteString(url.QueryEscape(kv[0]))
+		b.WriteByte('=')
+		b.WriteString(url.QueryEscape(kv[1]))
+	}
+	u.RawQuery = b.String()
+	return u.String()
+}
+
+func (t *Task) capabilities(ctx context.Context, env *tasks.Env) (*Capabilities, error) {
+	params := [][2]string{{"SERVICE", "WFS"}, {"REQUEST", "GetCapabilities"}}
+	if t.cfg.Version == "auto" || t.cfg.Version == "" {
+		params = append(params, [2]string{"ACCEPTVERSIONS", "2.0.0,1.1.0,1.0.0"})
+	} else {
+		params = append(params, [2]string{"VERSION", t.cfg.Version}, [2]string{"ACCEPTVERSIONS", t.cfg.Version})
+	}
+	var caps *Capabilities
+	err := env.HTTP.Do(ctx, t.plainRequest(env, "capabilities", t.query(params)), func(resp *http.Response) error {
+		root, err := parseDOM(resp.Body)
+		if err != nil {
+			return classify(err, nil)
+		}
+		caps, err = parseCapabilities(root)
+		if err != nil {
+			return retry.Permanent(retry.ClassParse, err)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("reading the capabilities of %s: %w", redact.URL(t.cfg.URL), err)
+	}
+	return caps, nil
+}
+
+func (t *Task) describe(ctx context.Context, env *tasks.Env, p *prepared) (*Schema, error) {
+	tn := "TYPENAMES"
+	if p.version != "2.0.0" {
+		tn = "TYPENAME"
+	}
+	u := t.query([][2]string{{"SERVICE", "WFS"}, {"VERSION", p.version}, {"REQUEST", "DescribeFeatureType"}, {tn, p.typeName}})
+	var s *Schema
+	err := env.HTTP.Do(ctx, t.plainRequest(env, "describe", u), func(resp *http.Response) error {
+		root, err := parseDOM(resp.Body)
+		if err != nil {
+			return classify(err, nil)
+		}
+		if s, err = parseSchema(root, p.typeName); err != nil {
+			return retry.Permanent(retry.ClassParse, err)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("describing feature type %q: %w", p.typeName, err)
+	}
+	return s, nil
+}
+
+// getFeature builds a GetFeature URL for one box.
+func (t *Task) getFeature(p *prepared, bbox orb.Bound, start, count int64, hits, sorted bool) string {
+	v2 := p.version == "2.0.0"
+	params := [][2]string{{"SERVICE", "WFS"}, {"VERSION", p.version}, {"REQUEST", "GetFeature"}}
+	if v2 {
+		params = append(params, [2]string{"TYPENAMES", p.typeName})
+	} else {
+		params = append(params, [2]string{"TYPENAME", p.typeName})
+	}
+	if p.version != "1.0.0" {
+		params = append(params, [2]string{"SRSNAME", p.srsParam})
+	}
+	if hits {
+		params = append(params, [2]string{"RESULTTYPE", "hits"})
+	} else {
+		if p.format != "" {
+			params = append(params, [2]string{"OUTPUTFORMAT", p.format})
+		}
+		if v2 {
+			params = append(params, [2]string{"COUNT", strconv.FormatInt(count, 10)})
+		} else {
+			params = append(params, [2]string{"MAXFEATURES", strconv.FormatInt(count, 10)})
+		}
+		if start > 0 {
+			params = append(params, [2]string{"STARTINDEX", strconv.FormatInt(start, 10)})
+		}
+		if sorted && p.caps.ImplementsSorting && p.sortBy != "" {
+			dir := " ASC"
+			if p.version == "1.1.0" {
+				dir = " A"
+			}
+			params = append(params, [2]string{"SORTBY", p.sortBy + dir})
+		}
+	}
+	box := bboxParam(p.version, bbox)
+	if t.cfg.Filter != "" {
+		params = append(params, [2]string{"FILTER", combineFilter(t.cfg.Filter, p.version, bbox)})
+	} else {
+		params = append(params, [2]string{"BBOX", box})
+	}
+	return t.query(params)
+}
+
+// bboxParam writes a lon/lat box as the version expects: latitude first with the URN CRS
+// in 1.1/2.0, which every server reads the same way, and plain lon/lat in 1.0.
+func bboxParam(version string, b orb.Bound) string {
+	f := func(x float64) string { return strconv.FormatFloat(x, 'f', -1, 64) }
+	if version == "1.0.0" {
+		return strings.Join([]string{f(b.Min[0]), f(b.Min[1]), f(b.Max[0]), f(b.Max[1])}, ",")
+	}
+	return strings.Join([]string{f(b.Min[1]), f(b.Min[0]), f(b.Max[1]), f(b.Max[0]), urnCRS(4326)}, ",")
+}
+
+// combineFilter ANDs the user's filter with the tile's box, since KVP BBOX and FILTER
+// are mutually exclusive.
+func combineFilter(user, version string, b orb.Bound) string {
+	inner := strings.TrimSpace(user)
+	if i := strings.Index(inner, ">"); strings.Contains(inner[:max(i, 0)], "Filter") && i >= 0 {
+		if j := strings.LastIndex(inner, "</"); j > i {
+			inner = inner[i+1 : j]
+		}
+	}
+	f := func(x float64) string { return strconv.FormatFloat(x, 'f', -1, 64) }
+	if version == "2.0.0" {
+		return `<fes:Filter xmlns:fes="http://www.opengis.net/fes/2.0" xmlns:gml="http://www.opengis.net/gml/3.2"><fes:And>` + inner +
+			`<fes:BBOX><gml:Envelope srsName="` + urnCRS(4326) + `"><gml:lowerCorner>` + f(b.Min[1]) + " " + f(b.Min[0]) +
+			`</gml:lowerCorner><gml:upperCorner>` + f(b.Max[1]) + " " + f(b.Max[0]) + `</gml:upperCorner></gml:Envelope></fes:BBOX></fes:And></fes:Filter>`
+	}
+	return `<ogc:Filter xmlns:ogc="http://www.opengis.net/ogc" xmlns:gml="http://www.opengis.net/gml"><ogc:And>` + inner +
+		`<ogc:BBOX><gml:Envelope srsName="EPSG:4326"><gml:lowerCorner>` + f(b.Min[0]) + " " + f(b.Min[1]) +
+		`</gml:lowerCorner><gml:upperCorner>` + f(b.Max[0]) + " " + f(b.Max[1]) + `</gml:upperCorner></gml:Envelope></ogc:BBOX></ogc:And></ogc:Filter>`
+}
+
+func (t *Task) plainRequest(env *tasks.Env, unit, u string) retry.Request {
+	return retry.Request{
+		Unit: unit, Policy: env.Retry, RateLimit: env.RateLimit,
+		New: func(ctx context.Context) (*http.Request, error) {
+			req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+			if err != nil {
+				return nil, err
+			}
+			for k, v := range t.cfg.Headers {
+				req.Header.Set(k, v)
+			}
+			req.Header.Set("User-Agent", "geoflow")
+			return req, nil
+		},
+	}
+}
+
+func (t *Task) request(env *tasks.Env, p *prepared, unit, u string) retry.Request {
+	r := t.plainRequest(env, unit, u)
+	if p.geoJSON {
+		r.New = wrapAccept(r.New, "application/json, application/geo+json;q=0.9, */*;q=0.1")
+	}
+	return r
+}
+
+func wrapAccept(next func(context.Context) (*http.Request, error), accept string) func(context.Context) (*http.Request, error) {
+	return func(ctx context.Context) (*http.Request, error) {
+		req, err := next(ctx)
+		if err == nil {
+			req.Header.Set("Accept", accept)
+		}
+		return req, err
+	}
+}
+
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// featureSource decodes a response for the sink: it fixes the axis order where the
+// server wrote latitude first against its own declaration, and skips features the
+// decoder refuses (curves), logging each one.
+type featureSource struct {
+	next    func() (*spatial.Feature, error)
+	metaFn  func() spatial.Meta
+	env     *tasks.Env
+	unit    string
+	bbox    orb.Bound
+	check   bool // geographic: compare the first coordinates with the box
+	decided bool
+	swap    bool
+	refused int
+	err     error        // the decoder's final error, if any
+	warned  *atomic.Bool // shared by the task: the swap is logged once
+}
+
+func (t *Task) source(env *tasks.Env, p *prepared, unit string, body io.Reader, bbox orb.Bound) *featureSource {
+	s := &featureSource{env: env, unit: unit, bbox: bbox, check: p.latLonCRS, warned: &t.warnedSwap}
+	if p.geoJSON {
+		r := geojson.NewReader(body, geojson.Options{})
+		s.next, s.metaFn = r.Next, r.Meta
+	} else {
+		r := gml.NewReader(body, gml.Options{WFSVersion: p.version, DefaultSRS: p.srsParam, TypeName: p.typeName})
+		s.next, s.metaFn = r.Next, r.Meta
+	}
+	return s
+}
+
+func (s *featureSource) meta() spatial.Meta { return s.metaFn() }
+
+// Next implements tasks.FeatureSource.
+func (s *featureSource) Next() (*spatial.Feature, error) {
+	for {
+		f, err := s.next()
+		var fe *spatial.FeatureError
+		if errors.As(err, &fe) {
+			s.refused++
+			s.env.Logger.Error("feature refused", "unit", s.unit, "feature", fe.ID, "err", fe.Err)
+			continue
+		}
+		if err != nil {
+			if err != io.EOF {
+				s.err = err
+			}
+			return nil, err
+		}
+		if s.check && f.Geometry != nil {
+			if !s.decided {
+				if swapped, ok := spatial.LooksSwapped(f.Geometry, s.bbox); ok {
+					s.decided, s.swap = true, swapped
+					if swapped && s.warned.CompareAndSwap(false, true) {
+						s.env.Logger.Warn("the server writes latitude/longitude against its own axis order; swapping x/y (logged once)", "unit", s.unit)
+					}
+				}
+			}
+			if s.swap {
+				f.Geometry = spatial.SwapXY(f.Geometry)
+			}
+		}
+		return f, nil
+	}
+}
