@@ -4,12 +4,15 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/geoflow/geoflow/tasks"
+	"github.com/geoflow/geoflow/tasks/wfs"
 )
 
 // registerKinds registers every task kind. Each kind's package is named here, once.
 func registerKinds(r *tasks.Registry) {
+	r.Register(wfs.Kind())
 }
 
 // addMoreCommands adds the commands of later subsystems (dlq, dev, serve...).
 func addMoreCommands(root *cobra.Command, g *globals) {
+	root.AddCommand(newDevCmd(g))
 }
