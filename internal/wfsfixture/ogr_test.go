@@ -6,10 +6,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/paulmach/orb"
 )
 
 // gdalTools finds ogrinfo and ogr2ogr. GDAL is only for comparisons, so the
@@ -131,5 +134,42 @@ func TestOGRReadsFixture(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestOGRSpatialFilter checks the FILTER GDAL sends for -spat (a fes:BBOX
+// envelope in lat,lon without srsName) selects exactly the ground truth.
+func TestOGRSpatialFilter(t *testing.T) {
+	_, ogr2ogr := gdalTools(t)
+	s, ts := newTestServer(t, Options{Features: 5000})
+	area := orb.Bound{Min: orb.Point{11.47, 48.07}, Max: orb.Point{11.49, 48.08}}
+	out := filepath.Join(t.TempDir(), "area.json")
+	runTool(t, ogr2ogr, "-f", "GeoJSON", out, "WFS:"+ts.URL+"/wfs", s.TypeName(),
+		"-spat", "11.47", "48.07", "11.49", "48.08", "--config", "OGR_WFS_PAGE_SIZE", "1000")
+	data, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fc struct {
+		Features []struct {
+			Properties struct {
+				ID string `json:"gml_id"`
+			} `json:"properties"`
+		} `json:"features"`
+	}
+	if err := json.Unmarshal(data, &fc); err != nil {
+		t.Fatal(err)
+	}
+	var got []int
+	for _, f := range fc.Features {
+		i, _ := strconv.Atoi(strings.TrimPrefix(f.Properties.ID, "parcels."))
+		got = append(got, i)
+	}
+	slices.Sort(got)
+	if want := s.FeaturesIn(area); !slices.Equal(got, want) {
+		t.Errorf("ogr2ogr -spat got %d parcels, ground truth %d", len(got), len(want))
+	}
+	if st := s.Stats(); len(st.BBoxes) == 0 || st.BBoxes[0] != area {
+		t.Errorf("recorded bboxes %v, want %v", st.BBoxes, area)
 	}
 }
