@@ -272,11 +272,45 @@ func (s *Store) PurgeDeadLetters(ctx context.Context, before time.Time, statuses
 	return tag.RowsAffected(), nil
 }
 
-// RunFlowFile returns the flow name and the absolute path of the flow file of a run, as
-// recorded when it started ("" for runs that recorded none).
-func (s *Store) RunFlowFile(ctx context.Context, runID int64) (flow, file string, err error) {
-	err = s.pool.QueryRow(ctx, `SELECT flow, coalesce(flow_file, '') FROM geoflow_runs WHERE id = $1`, runID).Scan(&flow, &file)
-	return flow, file, translate(fmt.Sprintf("reading run %d", runID), err)
+// CloseDeadLetters marks replayed the open entries of a run whose unit is now done (a
+// resumed run executed it again), with a history item saying so, and returns how many.
+func (s *Store) CloseDeadLetters(ctx context.Context, runID int64) (int64, error) {
+	tag, err := s.pool.Exec(ctx, `
+		UPDATE geoflow_dlq d SET status = 'replayed',
+			replay_history = d.replay_history || jsonb_build_array(jsonb_build_object(
+				'at', to_jsonb(now()), 'result', 'replayed', 'error', 'done by a resumed run'))
+		FROM geoflow_units u
+		WHERE d.run_id = $1 AND d.status = 'open'
+		  AND u.run_id = d.run_id AND u.task = d.task AND u.key = d.unit_key AND u.state = 'done'`, runID)
+	if err != nil {
+		return 0, translate(fmt.Sprintf("closing the dead letters of run %d", runID), err)
+	}
+	return tag.RowsAffected(), nil
+}
+
+// RunInfo is what a run recorded when it started, as a replay needs it.
+type RunInfo struct {
+	ID       int64
+	Flow     string
+	FlowFile string // absolute path; "" for runs that recorded none
+	Status   string
+	Area     *orb.Bound // --bbox of the run; nil for none
+}
+
+// RunInfo reads a run, or fails wrapping ErrNotFound.
+func (s *Store) RunInfo(ctx context.Context, runID int64) (RunInfo, error) {
+	ri := RunInfo{ID: runID}
+	var x0, y0, x1, y1 *float64
+	err := s.pool.QueryRow(ctx, `SELECT flow, coalesce(flow_file, ''), status,
+		ST_XMin(area), ST_YMin(area), ST_XMax(area), ST_YMax(area) FROM geoflow_runs WHERE id = $1`, runID).
+		Scan(&ri.Flow, &ri.FlowFile, &ri.Status, &x0, &y0, &x1, &y1)
+	if err != nil {
+		return ri, translate(fmt.Sprintf("reading run %d", runID), err)
+	}
+	if x0 != nil {
+		ri.Area = &orb.Bound{Min: orb.Point{*x0, *y0}, Max: orb.Point{*x1, *y1}}
+	}
+	return ri, nil
 }
 
 // Unit returns a recorded unit (key, parent, bbox and spec, as planned) and its state.

@@ -304,3 +304,57 @@ func TestHoldRun(t *testing.T) {
 	}
 	h.Close()
 }
+
+func TestCloseDeadLettersOfDoneUnits(t *testing.T) {
+	ctx := context.Background()
+	s := openTestStore(t)
+	run := startRun(t, s, "parcels", "wfs", 3)
+	done := record(t, s, "parcels", run, "wfs", 0, dlq.ClassTimeout, "")
+	still := record(t, s, "parcels", run, "wfs", 1, dlq.ClassTimeout, "")
+	// A resumed run executes u000 again, successfully.
+	_, err := s.CommitUnit(ctx, tasks.UnitRef{RunID: run, TaskID: "wfs", Key: "u000"},
+		func(context.Context, tasks.Tx) (tasks.Result, error) { return tasks.Result{}, nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := s.CloseDeadLetters(ctx, run)
+	if err != nil || n != 1 {
+		t.Fatalf("closed %d (%v), want 1", n, err)
+	}
+	for id, want := range map[int64]dlq.Status{done: dlq.StatusReplayed, still: dlq.StatusOpen} {
+		e, err := s.GetDeadLetter(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.Status != want {
+			t.Errorf("entry of %s is %s, want %s", e.Unit, e.Status, want)
+		}
+	}
+	info, err := s.RunInfo(ctx, run)
+	if err != nil || info.Flow != "parcels" || info.FlowFile != "/flows/parcels.yaml" || info.Area != nil {
+		t.Errorf("RunInfo = %+v (%v)", info, err)
+	}
+}
+
+// TestNoSecretAnywhere: whatever a task's error carries, no credential lands in the
+// dead-letter table or the unit's row.
+func TestNoSecretAnywhere(t *testing.T) {
+	ctx := context.Background()
+	s := openTestStore(t)
+	run := startRun(t, s, "parcels", "wfs", 1)
+	_, err := s.RecordDeadLetter(ctx, tasks.UnitRef{RunID: run, TaskID: "wfs", Key: "u000"}, dlq.Entry{
+		Flow: "parcels", Class: dlq.ClassHTTP4xx, HTTPStatus: 401,
+		Error:   "GET https://x.example/wfs?token=SECRET: Authorization: Bearer SECRET",
+		Snippet: "invalid key=SECRET",
+		Request: dlq.Request{Method: "POST", URL: "https://user:SECRET@x.example/wfs?access_token=SECRET", Body: "password=SECRET"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	err = s.pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM geoflow_dlq d WHERE d::text LIKE '%SECRET%')
+		+ (SELECT count(*) FROM geoflow_units u WHERE u::text LIKE '%SECRET%')`).Scan(&n)
+	if err != nil || n != 0 {
+		t.Errorf("%d rows hold the secret (%v)", n, err)
+	}
+}
