@@ -226,13 +226,13 @@ type runner struct {
 	grace time.Duration
 	run   *pgstore.Run
 
-	done  map[string]chan struct{} // closed when a task has ended; read-only after setup
+	done map[string]chan struct{} // closed when a task has ended; read-only after setup
 	// replaying marks a runner executing dead letters again: a failure adds to the
 	// entry's replay history.
 	replaying bool
 	mu        sync.Mutex
-	state map[string]string
-	fails map[string]string
+	state     map[string]string
+	fails     map[string]string
 }
 
 func (r *runner) setState(id, st string) {
