@@ -90,9 +90,19 @@ func redactDSN(dsn string) string {
 	return strings.Join(fields, " ")
 }
 
-// redactErr keeps pgx's message but never the password it may quote.
+// redactErr keeps pgx's message, on one line (pgx lists every address it tried on a line
+// of its own, often the same one twice), but never the password it may quote.
 func redactErr(err error, dsn string) string {
-	msg := err.Error()
+	var parts []string
+	seen := map[string]bool{}
+	for _, l := range strings.Split(err.Error(), "\n") {
+		l = strings.TrimSpace(l)
+		if l != "" && !seen[l] {
+			seen[l] = true
+			parts = append(parts, strings.TrimSuffix(l, ":"))
+		}
+	}
+	msg := strings.Join(parts, ": ")
 	if u, perr := url.Parse(dsn); perr == nil && u.User != nil {
 		if pw, ok := u.User.Password(); ok && pw != "" {
 			msg = strings.ReplaceAll(msg, pw, "REDACTED")
