@@ -7,7 +7,8 @@
 // (Seed, index) on every request: nothing is stored per feature, and a BBOX
 // finds its candidates from the grid-cell range. Parcel i is parcel_id
 // "GF-%08d" and gml:id "<typename>.<i>", so parcel_id order is index order.
-// Responses are streamed as they are generated.
+// Responses are streamed as they are generated. Tests mount a Server with
+// httptest.NewServer; `geoflow dev wfs` uses Server.ListenAndServe.
 //
 // The server speaks WFS 2.0.0, 1.1.0 and 1.0.0 over KVP GET (and GetFeature
 // as XML POST): GetCapabilities, DescribeFeatureType and GetFeature with

@@ -210,7 +210,12 @@ func (qs *quotaState) admit(h http.Header, now time.Time) bool {
 		h.Set("X-RateLimit-Reset", strconv.FormatInt(int64(math.Ceil(float64(reset.UnixNano())/1e9)), 10))
 	}
 	if !ok && qs.q.RetryAfter {
-		h.Set("Retry-After", secs(max(retry, time.Second)))
+		retry = max(retry, time.Second)
+		if qs.q.RetryAfterHTTPDate {
+			h.Set("Retry-After", now.Add(retry+time.Second-1).Truncate(time.Second).UTC().Format(http.TimeFormat))
+		} else {
+			h.Set("Retry-After", secs(retry))
+		}
 	}
 	return ok
 }

@@ -86,6 +86,9 @@ type Quota struct {
 	Headers string
 	// RetryAfter adds Retry-After (delay-seconds) to 429 responses.
 	RetryAfter bool
+	// RetryAfterHTTPDate writes Retry-After as an IMF-fixdate instead of
+	// delay-seconds (both are RFC 9110 forms; clients must read either).
+	RetryAfterHTTPDate bool
 }
 
 // Faults are failure rates for GetFeature requests, each a probability in

@@ -1,6 +1,7 @@
 package wfsfixture
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -552,6 +553,11 @@ func TestQuota(t *testing.T) {
 				t.Errorf("Retry-After %q, want 50", h.Get("Retry-After"))
 			}
 		}, 3},
+		{"retry-after as http-date", Quota{Limit: 5, Window: time.Minute, RetryAfter: true, RetryAfterHTTPDate: true}, func(t *testing.T, h http.Header) {
+			if want := "Thu, 01 Jan 2026 12:01:00 GMT"; h.Get("Retry-After") != want {
+				t.Errorf("Retry-After %q, want %q", h.Get("Retry-After"), want)
+			}
+		}, 3},
 		{"ietf headers", Quota{Limit: 5, Window: time.Minute, Headers: "ietf"}, func(t *testing.T, h http.Header) {
 			if h.Get("RateLimit-Policy") != `"default";q=5;w=60` || h.Get("RateLimit") != `"default";r=0;t=50` {
 				t.Errorf("headers %v", h)
@@ -808,5 +814,27 @@ func TestAppendFixed7MatchesFormatFloat(t *testing.T) {
 		if got, want := string(appendFixed7(nil, v)), strconv.FormatFloat(v, 'f', -1, 64); got != want {
 			t.Fatalf("appendFixed7(%v) = %s, want %s", v, got, want)
 		}
+	}
+}
+
+func TestListenAndServe(t *testing.T) {
+	s := New(Options{Features: 10})
+	ctx, cancel := context.WithCancel(context.Background())
+	urls := make(chan string, 1)
+	done := make(chan error, 1)
+	go func() { done <- s.ListenAndServe(ctx, "127.0.0.1:0", func(u string) { urls <- u }) }()
+	u := <-urls
+	resp, err := http.Get(u + "?SERVICE=WFS&REQUEST=GetCapabilities")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(body), `xlink:href="`+u+`"`) {
+		t.Errorf("capabilities do not advertise %s", u)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("ListenAndServe: %v", err)
 	}
 }
