@@ -15,4 +15,5 @@ func registerKinds(r *tasks.Registry) {
 // addMoreCommands adds the commands of later subsystems (dlq, dev, serve...).
 func addMoreCommands(root *cobra.Command, g *globals) {
 	root.AddCommand(newDevCmd(g))
+	root.AddCommand(newDLQCmd(g))
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/paulmach/orb/project"
 	"github.com/spf13/cobra"
 
+	"github.com/geoflow/geoflow/dlq"
 	"github.com/geoflow/geoflow/flows"
 	"github.com/geoflow/geoflow/internal/pgstore"
 	"github.com/geoflow/geoflow/retry"
@@ -143,11 +144,9 @@ func parseArea(s, crs string) (*orb.Bound, error) {
 
 func printSummary(g *globals, f *flows.Flow, res *flows.Result) {
 	s := res.Summary
-	fmt.Fprintf(g.stdout, "run %d of %s %s in %s: %d of %d units done", res.RunID, f.Name, res.Status,
-		res.Elapsed.Round(10*time.Millisecond), s.UnitsDone, s.UnitsTotal)
-	if s.UnitsDead > 0 {
-		fmt.Fprintf(g.stdout, "; %d dead letter%s: geoflow dlq list --run %d", s.UnitsDead, plural(int(s.UnitsDead)), res.RunID)
-	}
+	// "983 of 1000 units done; 17 dead letters (12 http_5xx, 5 parse): geoflow dlq list --run 42"
+	fmt.Fprintf(g.stdout, "run %d of %s %s in %s: %s", res.RunID, f.Name, res.Status,
+		res.Elapsed.Round(10*time.Millisecond), dlq.Summary(s.UnitsDone, s.UnitsTotal, s.UnitsDead, res.RunID, res.DeadByClass))
 	fmt.Fprintf(g.stdout, "\n  features: %d inserted, %d already present, %d updated; %.1f MB read\n",
 		s.Inserted, s.Skipped, s.Updated, float64(s.Bytes)/1e6)
 	for _, t := range f.Tasks {

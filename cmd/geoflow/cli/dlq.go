@@ -1,0 +1,519 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/geoflow/geoflow/dlq"
+	"github.com/geoflow/geoflow/flows"
+	"github.com/geoflow/geoflow/internal/pgstore"
+	"github.com/geoflow/geoflow/retry"
+)
+
+func newDLQCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "dlq",
+		Short: "Triage dead letters: units that failed for good",
+		Long: "Units that still fail after the rate-limit handler gives up land in the dead-letter queue, one entry\n" +
+			"per unit, with the redacted request, the error class and a snippet of the last response.\n" +
+			"List and inspect them, replay them once the cause is fixed, or discard them.",
+	}
+	cmd.AddCommand(newDLQListCmd(g), newDLQShowCmd(g), newDLQStatsCmd(g), newDLQReplayCmd(g),
+		newDLQDiscardCmd(g), newDLQPurgeCmd(g))
+	return cmd
+}
+
+// filterFlags are the filters list, stats and replay share.
+type filterFlags struct {
+	args   dlq.FilterArgs
+	status string
+}
+
+func (ff *filterFlags) add(f *pflag.FlagSet, defaultStatus string) {
+	f.StringVar(&ff.args.Flow, "flow", "", "only entries of this flow")
+	f.StringVar(&ff.args.Task, "task", "", "only entries of this task")
+	f.Int64Var(&ff.args.Run, "run", 0, "only entries of this run id")
+	f.StringVar(&ff.args.Class, "class", "", "only this error class: "+classNames())
+	f.StringVar(&ff.status, "status", defaultStatus, "only this status: open, replayed, discarded, or all")
+	f.StringVar(&ff.args.Since, "since", "", "only entries that last failed since this age (24h, 7d) or RFC 3339 time")
+	f.StringVar(&ff.args.BBox, "bbox", "", "only entries whose unit intersects minx,miny,maxx,maxy (lon/lat)")
+}
+
+func (ff *filterFlags) filter() (dlq.Filter, error) {
+	a := ff.args
+	if !strings.EqualFold(ff.status, "all") {
+		a.Status = ff.status
+	}
+	return a.Parse(time.Now())
+}
+
+func classNames() string {
+	var names []string
+	for _, c := range dlq.Classes() {
+		names = append(names, string(c))
+	}
+	return strings.Join(names, ", ")
+}
+
+// openDLQStore opens the database and brings its schema up to date: the DLQ commands may be
+// the first thing run against a database.
+func openDLQStore(ctx context.Context, g *globals) (*pgstore.Store, error) {
+	store, err := pgstore.Open(ctx, g.databaseURL(), nil)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := store.Migrate(ctx); err != nil {
+		store.Close()
+		return nil, fmt.Errorf("migrating the database: %w", err)
+	}
+	return store, nil
+}
+
+func writeDLQJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+func newDLQListCmd(g *globals) *cobra.Command {
+	var (
+		ff    filterFlags
+		asJS  bool
+		limit int
+	)
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List dead letters (open ones unless --status says otherwise)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			f, err := ff.filter()
+			if err != nil {
+				return err
+			}
+			f.Limit = limit
+			store, err := openDLQStore(cmd.Context(), g)
+			if err != nil {
+				return err
+			}
+			defer store.Close()
+			entries, err := store.ListDeadLetters(cmd.Context(), f)
+			if err != nil {
+				return err
+			}
+			if asJS {
+				return writeDLQJSON(g.stdout, nonNilEntries(entries))
+			}
+			if len(entries) == 0 {
+				fmt.Fprintln(g.stdout, "no dead letters")
+				return nil
+			}
+			return printEntries(g.stdout, entries)
+		},
+	}
+	ff.add(cmd.Flags(), string(dlq.StatusOpen))
+	cmd.Flags().BoolVar(&asJS, "json", false, "print a JSON array, for scripts")
+	cmd.Flags().IntVar(&limit, "limit", 0, "list at most this many entries (0: all)")
+	return cmd
+}
+
+func nonNilEntries(es []dlq.Entry) []dlq.Entry {
+	if es == nil {
+		return []dlq.Entry{}
+	}
+	return es
+}
+
+func printEntries(w io.Writer, entries []dlq.Entry) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tRUN\tFLOW\tTASK\tUNIT\tCLASS\tHTTP\tATTEMPTS\tSTATUS\tLAST FAILED\tERROR")
+	for _, e := range entries {
+		status := "-"
+		if e.HTTPStatus != 0 {
+			status = strconv.Itoa(e.HTTPStatus)
+		}
+		fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", e.ID, e.RunID, e.Flow, e.Task, e.Unit, e.Class,
+			status, e.Attempts, e.Status, e.LastFailedAt.Local().Format(time.DateTime), dlqOneLine(e.Error, 72))
+	}
+	return tw.Flush()
+}
+
+// dlqOneLine flattens s to one line of at most n runes.
+func dlqOneLine(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
+}
+
+func parseDLQID(s string) (int64, error) {
+	id, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || id <= 0 {
+		return 0, fmt.Errorf("%q is not a dead-letter id (a positive number, as geoflow dlq list shows)", s)
+	}
+	return id, nil
+}
+
+func parseDLQIDs(args []string) ([]int64, error) {
+	ids := make([]int64, 0, len(args))
+	for _, a := range args {
+		id, err := parseDLQID(a)
+		if err != nil {
+			return nil, err
+		}
+		ids = append(ids, id)
+	}
+	return ids, nil
+}
+
+func newDLQShowCmd(g *globals) *cobra.Command {
+	var asJS bool
+	cmd := &cobra.Command{
+		Use:   "show ID",
+		Short: "Show everything about one dead letter: request, error, response snippet, replays",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id, err := parseDLQID(args[0])
+			if err != nil {
+				return err
+			}
+			store, err := openDLQStore(cmd.Context(), g)
+			if err != nil {
+				return err
+			}
+			defer store.Close()
+			e, err := store.GetDeadLetter(cmd.Context(), id)
+			if err != nil {
+				return err
+			}
+			if asJS {
+				return writeDLQJSON(g.stdout, e)
+			}
+			printEntry(g.stdout, e)
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJS, "json", false, "print JSON, for scripts")
+	return cmd
+}
+
+func printEntry(w io.Writer, e dlq.Entry) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	row := func(k, v string) { fmt.Fprintf(tw, "%s:\t%s\n", k, v) }
+	row("id", strconv.FormatInt(e.ID, 10))
+	row("status", string(e.Status))
+	row("flow", e.Flow)
+	row("task", e.Task)
+	row("run", strconv.FormatInt(e.RunID, 10))
+	row("unit", e.Unit)
+	if b := e.BBoxArray(); b != nil {
+		row("bbox", fmt.Sprintf("%g,%g,%g,%g", b[0], b[1], b[2], b[3]))
+	}
+	row("class", string(e.Class))
+	if e.HTTPStatus != 0 {
+		row("http status", strconv.Itoa(e.HTTPStatus))
+	}
+	row("attempts", strconv.Itoa(e.Attempts))
+	row("first failed", e.FirstFailedAt.Local().Format(time.RFC3339))
+	row("last failed", e.LastFailedAt.Local().Format(time.RFC3339))
+	if e.Request.URL != "" || e.Request.Method != "" {
+		row("request", strings.TrimSpace(e.Request.Method+" "+e.Request.URL))
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "error:\n%s\n", dlqIndent(e.Error))
+	if e.Request.Body != "" {
+		fmt.Fprintf(w, "request body:\n%s\n", dlqIndent(e.Request.Body))
+	}
+	if e.Snippet != "" {
+		fmt.Fprintf(w, "response snippet:\n%s\n", dlqIndent(e.Snippet))
+	}
+	if len(e.History) > 0 {
+		fmt.Fprintln(w, "replays:")
+		for _, h := range e.History {
+			line := fmt.Sprintf("  %s  %s", h.At.Local().Format(time.RFC3339), h.Result)
+			if h.Class != "" {
+				line += " " + string(h.Class)
+			}
+			if h.Error != "" {
+				line += ": " + dlqOneLine(h.Error, 200)
+			}
+			fmt.Fprintln(w, line)
+		}
+	}
+}
+
+func dlqIndent(s string) string {
+	return "  " + strings.ReplaceAll(strings.TrimRight(s, "\n"), "\n", "\n  ")
+}
+
+func newDLQStatsCmd(g *globals) *cobra.Command {
+	var (
+		ff   filterFlags
+		asJS bool
+	)
+	cmd := &cobra.Command{
+		Use:   "stats",
+		Short: "Count dead letters by class, task, host and status",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			f, err := ff.filter()
+			if err != nil {
+				return err
+			}
+			store, err := openDLQStore(cmd.Context(), g)
+			if err != nil {
+				return err
+			}
+			defer store.Close()
+			rows, err := store.DeadLetterStats(cmd.Context(), f)
+			if err != nil {
+				return err
+			}
+			st := dlq.Aggregate(rows)
+			if asJS {
+				return writeDLQJSON(g.stdout, st)
+			}
+			fmt.Fprintf(g.stdout, "%d dead letter%s\n", st.Total, plural(int(st.Total)))
+			for _, sec := range []struct {
+				title  string
+				counts []dlq.Count
+			}{{"CLASS", st.ByClass}, {"TASK", st.ByTask}, {"HOST", st.ByHost}, {"STATUS", st.ByStatus}} {
+				if len(sec.counts) == 0 {
+					continue
+				}
+				fmt.Fprintln(g.stdout)
+				tw := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
+				fmt.Fprintf(tw, "%s\tCOUNT\t\n", sec.title)
+				for _, c := range sec.counts {
+					fmt.Fprintf(tw, "%s\t%d\t\n", c.Key, c.N)
+				}
+				if err := tw.Flush(); err != nil {
+					return err
+				}
+			}
+			return nil
+		},
+	}
+	ff.add(cmd.Flags(), "all")
+	cmd.Flags().BoolVar(&asJS, "json", false, "print JSON, for scripts")
+	return cmd
+}
+
+func newDLQReplayCmd(g *globals) *cobra.Command {
+	var (
+		ff     filterFlags
+		all    bool
+		dryRun bool
+		grace  time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   "replay [ID...]",
+		Short: "Execute dead units again, through the same handler and sink",
+		Long: "Replay executes exactly the units of the named open dead letters again (or, with --all or\n" +
+			"filters, of every open entry they select) under their original run, loading the run's flow file.\n" +
+			"A success marks the entry replayed; a failure updates it.\n\n" +
+			"Exit codes: 0 every unit succeeded; 1 error; 2 some units failed again.",
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return replayDLQ(cmd, g, args, ff, all, dryRun, grace)
+		},
+	}
+	ff.add(cmd.Flags(), string(dlq.StatusOpen))
+	f := cmd.Flags()
+	f.BoolVar(&all, "all", false, "replay every open entry (the filters may narrow it)")
+	f.BoolVar(&dryRun, "dry-run", false, "list what would be replayed, and do nothing")
+	f.DurationVar(&grace, "grace", 30*time.Second, "on SIGINT/SIGTERM, how long in-flight units may take to finish")
+	return cmd
+}
+
+func replayDLQ(cmd *cobra.Command, g *globals, args []string, ff filterFlags, all, dryRun bool, grace time.Duration) error {
+	ctx := cmd.Context()
+	ids, err := parseDLQIDs(args)
+	if err != nil {
+		return err
+	}
+	filtered := false
+	cmd.Flags().Visit(func(fl *pflag.Flag) {
+		switch fl.Name {
+		case "flow", "task", "run", "class", "since", "bbox":
+			filtered = true
+		}
+	})
+	if len(ids) == 0 && !all && !filtered {
+		return errors.New("name what to replay: entry ids, --all, or filters such as --run or --class")
+	}
+	if len(ids) > 0 && all {
+		return errors.New("give entry ids or --all, not both")
+	}
+	if ff.status != string(dlq.StatusOpen) {
+		return errors.New("only open entries are replayed; --status cannot change that")
+	}
+	f, err := ff.filter()
+	if err != nil {
+		return err
+	}
+	log, err := g.logger()
+	if err != nil {
+		return err
+	}
+	store, err := openDLQStore(ctx, g)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	if len(ids) > 0 {
+		// Named entries must all exist and be open: replaying a closed one would redo work
+		// silently, and a typo must not pass unnoticed.
+		f.Status = ""
+		f.IDs = ids
+	}
+	entries, err := store.ListDeadLetters(ctx, f)
+	if err != nil {
+		return err
+	}
+	if len(ids) > 0 {
+		found := map[int64]dlq.Entry{}
+		for _, e := range entries {
+			found[e.ID] = e
+		}
+		var problems []string
+		for _, id := range ids {
+			e, ok := found[id]
+			switch {
+			case !ok:
+				problems = append(problems, fmt.Sprintf("no dead letter %d", id))
+			case e.Status != dlq.StatusOpen:
+				problems = append(problems, fmt.Sprintf("dead letter %d is %s, not open", id, e.Status))
+			}
+		}
+		if len(problems) > 0 {
+			return errors.New(strings.Join(problems, "; "))
+		}
+	}
+	if len(entries) == 0 {
+		fmt.Fprintln(g.stdout, "no open dead letters to replay")
+		return nil
+	}
+	if dryRun {
+		fmt.Fprintf(g.stdout, "would replay %d dead letter%s:\n", len(entries), plural(len(entries)))
+		return printEntries(g.stdout, entries)
+	}
+	res, err := flows.Replay(ctx, entries, flows.ReplayOptions{
+		Store:    store,
+		HTTP:     retry.New(&retry.Options{Logger: log}),
+		Registry: registry(),
+		Logger:   log,
+		Grace:    grace,
+	})
+	if err != nil {
+		return err
+	}
+	replayed := 0
+	for _, o := range res.Outcomes {
+		if o.OK {
+			replayed++
+			fmt.Fprintf(g.stdout, "replayed %d: run %d, task %s, unit %s\n", o.Entry.ID, o.Entry.RunID, o.Entry.Task, o.Entry.Unit)
+			continue
+		}
+		fmt.Fprintf(g.stdout, "still open %d: run %d, task %s, unit %s: %s\n", o.Entry.ID, o.Entry.RunID, o.Entry.Task, o.Entry.Unit, dlqOneLine(o.Error, 200))
+	}
+	fmt.Fprintf(g.stdout, "%d of %d dead letters replayed (%d units executed, %d failed)\n",
+		replayed, len(res.Outcomes), res.Units, res.Dead)
+	for _, n := range res.Notes {
+		fmt.Fprintf(g.stdout, "note: %s\n", n)
+	}
+	var se *SignalError
+	if errors.As(context.Cause(ctx), &se) {
+		return &exitError{code: se.ExitCode(), err: fmt.Errorf("interrupted by %s: what was not replayed is still open", se.Signal)}
+	}
+	if !res.OK() {
+		return &exitError{code: ExitDeadLetters, err: errors.New("some units failed again: geoflow dlq list --status open")}
+	}
+	return nil
+}
+
+func newDLQDiscardCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "discard ID...",
+		Short: "Give up open dead letters: they stay for the record but are no longer open",
+		Args:  cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ids, err := parseDLQIDs(args)
+			if err != nil {
+				return err
+			}
+			store, err := openDLQStore(cmd.Context(), g)
+			if err != nil {
+				return err
+			}
+			defer store.Close()
+			done, err := store.DiscardDeadLetters(cmd.Context(), ids)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(g.stdout, "discarded %d dead letter%s\n", len(done), plural(len(done)))
+			if len(done) < len(ids) {
+				got := map[int64]bool{}
+				for _, id := range done {
+					got[id] = true
+				}
+				var missed []string
+				for _, id := range ids {
+					if !got[id] {
+						missed = append(missed, strconv.FormatInt(id, 10))
+					}
+				}
+				return fmt.Errorf("not discarded (no such entry, or not open): %s", strings.Join(missed, ", "))
+			}
+			return nil
+		},
+	}
+}
+
+func newDLQPurgeCmd(g *globals) *cobra.Command {
+	var (
+		olderThan   string
+		includeOpen bool
+	)
+	cmd := &cobra.Command{
+		Use:   "purge --older-than AGE",
+		Short: "Delete replayed and discarded dead letters that last failed longer ago than AGE",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if olderThan == "" {
+				return errors.New("--older-than is required, such as --older-than 30d")
+			}
+			age, err := dlq.ParseAge(olderThan)
+			if err != nil {
+				return fmt.Errorf("--older-than %q: %w", olderThan, err)
+			}
+			statuses := []dlq.Status{dlq.StatusReplayed, dlq.StatusDiscarded}
+			if includeOpen {
+				statuses = append(statuses, dlq.StatusOpen)
+			}
+			store, err := openDLQStore(cmd.Context(), g)
+			if err != nil {
+				return err
+			}
+			defer store.Close()
+			n, err := store.PurgeDeadLetters(cmd.Context(), time.Now().Add(-age), statuses...)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(g.stdout, "purged %d dead letter%s\n", n, plural(int(n)))
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&olderThan, "older-than", "", "age of the last failure: 30d, 2w, 36h...")
+	cmd.Flags().BoolVar(&includeOpen, "include-open", false, "purge open entries too (they are never replayed then)")
+	return cmd
+}
