@@ -208,9 +208,17 @@ tasks:
 // and recorded as interrupted, not failed.
 func TestRunGraceExpires(t *testing.T) {
 	store := openStore(t)
-	f := mustParse(t, nil, "name: grace\ntasks:\n  a: {type: fake, units: 4, sleep: 1h}\n")
+	rec := &recorder{}
+	f := mustParse(t, rec, "name: grace\ntasks:\n  a: {type: fake, units: 4, sleep: 1h}\n")
 	ctx, cancel := context.WithCancel(context.Background())
-	time.AfterFunc(200*time.Millisecond, cancel)
+	go func() {
+		// Cancel once the units are in flight, however slow the machine is.
+		for len(rec.list()) == 0 {
+			time.Sleep(5 * time.Millisecond)
+		}
+		time.Sleep(100 * time.Millisecond)
+		cancel()
+	}()
 	res, err := Run(ctx, f, RunOptions{Store: store, Grace: 100 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)

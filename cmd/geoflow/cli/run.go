@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"runtime/pprof"
 	"strings"
 	"time"
 
@@ -26,6 +28,7 @@ type runFlags struct {
 	withDownstream bool
 	grace          time.Duration
 	progress       string
+	cpuProfile     string
 }
 
 func newRunCmd(g *globals) *cobra.Command {
@@ -49,6 +52,8 @@ func newRunCmd(g *globals) *cobra.Command {
 	f.BoolVar(&rf.withDownstream, "with-downstream", false, "with --task, also run the tasks that depend on it")
 	f.DurationVar(&rf.grace, "grace", 30*time.Second, "on SIGINT/SIGTERM, how long in-flight units may take to finish")
 	f.StringVar(&rf.progress, "progress", "auto", "progress display: auto (live on a terminal), live, log or off")
+	f.StringVar(&rf.cpuProfile, "cpuprofile", "", "write a CPU profile to this file (for benchmarks)")
+	_ = f.MarkHidden("cpuprofile")
 	return cmd
 }
 
@@ -56,6 +61,17 @@ func runFlow(ctx context.Context, g *globals, path string, rf runFlags) error {
 	log, err := g.logger()
 	if err != nil {
 		return err
+	}
+	if rf.cpuProfile != "" {
+		f, err := os.Create(rf.cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
 	}
 	f, err := loadFlow(path, registry())
 	if err != nil {
