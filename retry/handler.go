@@ -95,7 +95,8 @@ func (b Breaker) withDefaults() Breaker {
 // the default noted on the field.
 type Options struct {
 	// Client sends the requests. Defaults to a client with a 60s timeout
-	// on a clone of http.DefaultTransport.
+	// on a clone of http.DefaultTransport keeping 16 idle connections per
+	// host.
 	Client *http.Client
 	// Logger receives one line per retry and per capped server delay.
 	// Defaults to discarding.
@@ -143,7 +144,11 @@ func New(opts *Options) *Handler {
 		tr, _ := http.DefaultTransport.(*http.Transport)
 		var rt http.RoundTripper = http.DefaultTransport
 		if tr != nil {
-			rt = tr.Clone()
+			c := tr.Clone()
+			// Keep a connection for each request in flight, or the
+			// default of 2 idle per host churns connections under pacing.
+			c.MaxIdleConnsPerHost = 4 * DefaultConcurrency
+			rt = c
 		}
 		o.Client = &http.Client{Timeout: 60 * time.Second, Transport: rt}
 	}
@@ -459,6 +464,12 @@ func (h *Handler) attempt(ctx context.Context, hs *host, req *http.Request, r Re
 			// Retry-After is about the host, not just this request.
 			if until := now.Add(o.hint); until.After(hs.gate) {
 				hs.gate, hs.gateLen = until, o.hint
+			}
+		}
+		if o.class == ClassRateLimited && !o.hasHint {
+			d := hs.adaptive.pause(p.BaseDelay, h.rand01())
+			if until := now.Add(d); until.After(hs.gate) {
+				hs.gate, hs.gateLen = until, 0
 			}
 		}
 	}

@@ -77,8 +77,12 @@ func (q *quotaPacer) grant(now time.Time, rnd func() float64) time.Time {
 			return start
 		}
 		gap := time.Duration(float64(left) / (q.est + 1))
-		if sg := q.sustainableGap(); sg > 0 && sg < gap {
-			gap = sg
+		if sg := q.sustainableGap(); sg > 0 {
+			// Above a reserve of a tenth of the quota go faster than the
+			// sustainable rate (up to twice at half), so a token bucket
+			// settles near the reserve instead of at half full.
+			boost := 1 + max(0, q.est+1-0.1*q.limit)/(0.4*q.limit)
+			gap = min(gap, time.Duration(float64(sg)/boost))
 		}
 		q.next = start.Add(gap)
 		return start
@@ -176,8 +180,9 @@ type adaptiveRate struct {
 	lastMax     float64
 	lastCut     time.Time
 	k           float64 // seconds from lastCut back to lastMax
+	streak      int     // 429s in a row
 	next        time.Time
-	acceptTimes []time.Time // successes in the last second, oldest first
+	acceptTimes []time.Time // successes in the last acceptMemory, oldest first
 }
 
 const (
@@ -186,12 +191,14 @@ const (
 	minRate      = 0.5 // requests per second
 	cutCooldown  = 500 * time.Millisecond
 	acceptWindow = time.Second
+	acceptMemory = 5 * time.Second
 )
 
 // accepted records a request the server answered without throttling.
 func (a *adaptiveRate) accepted(now time.Time) {
 	a.trim(now)
 	a.acceptTimes = append(a.acceptTimes, now)
+	a.streak = 0
 	if a.rate == 0 {
 		return
 	}
@@ -207,9 +214,23 @@ func (a *adaptiveRate) accepted(now time.Time) {
 	}
 }
 
+// peakAccepted is the most successes the server gave in any one second of
+// the recent past, the best estimate of its quota: a cut taken from the
+// last second alone collapses after a pause the server asked for.
+func (a *adaptiveRate) peakAccepted() float64 {
+	best, j := 0, 0
+	for i := range a.acceptTimes {
+		for a.acceptTimes[i].Sub(a.acceptTimes[j]) > acceptWindow {
+			j++
+		}
+		best = max(best, i-j+1)
+	}
+	return float64(best) / acceptWindow.Seconds()
+}
+
 func (a *adaptiveRate) trim(now time.Time) {
 	cut := 0
-	for cut < len(a.acceptTimes) && now.Sub(a.acceptTimes[cut]) > acceptWindow {
+	for cut < len(a.acceptTimes) && now.Sub(a.acceptTimes[cut]) > acceptMemory {
 		cut++
 	}
 	if cut > 0 {
@@ -227,7 +248,7 @@ func (a *adaptiveRate) throttled(now time.Time) {
 		return
 	}
 	a.trim(now)
-	acc := float64(len(a.acceptTimes)) / acceptWindow.Seconds()
+	acc := a.peakAccepted()
 	cur := a.rate
 	if cur == 0 {
 		cur = math.Inf(1)
@@ -240,6 +261,16 @@ func (a *adaptiveRate) throttled(now time.Time) {
 	a.rate = math.Max(base*cubicBeta, minRate)
 	a.k = math.Cbrt(a.lastMax * (1 - cubicBeta) / cubicC)
 	a.lastCut = now
+}
+
+// pause is how long the whole host should rest after a 429 that came with
+// no hint of when to return: 50ms doubling with each 429 in a row, up to
+// maxPause, half of it random, so that with many workers someone is not
+// always ready to send into a spent window. A success ends the streak.
+func (a *adaptiveRate) pause(maxPause time.Duration, rnd float64) time.Duration {
+	a.streak++
+	d := min(50*time.Millisecond<<min(a.streak-1, 20), maxPause)
+	return d/2 + time.Duration(rnd*float64(d/2))
 }
 
 // grant returns the earliest instant the next request may go.

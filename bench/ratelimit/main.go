@@ -1,0 +1,268 @@
+// Command ratelimit measures how geoflow's rate-limit handler (package
+// retry) harvests from a quota-enforcing server, beside the naive retry
+// strategies most clients use. The server listens on 127.0.0.1 only.
+//
+//	go run ./bench/ratelimit            # full matrix, a few minutes on 2 cores
+//	go run ./bench/ratelimit -quick     # 4 workers, fewer requests
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"net/http"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+type options struct {
+	quick    bool
+	requests int
+	quota    float64
+	workers  []int
+	faults   float64
+	seed     int64
+	timeout  time.Duration
+	server   string // fixed, bucket or all
+	headers  string // on, off or all
+	retryAft string // on, off or all
+	strats   string // comma-separated, or all
+}
+
+func pick(filter, v string) bool { return filter == "all" || filter == v }
+
+func main() {
+	var o options
+	var workers string
+	flag.BoolVar(&o.quick, "quick", false, "quick mode: 4 workers, 200 requests, fewer strategies")
+	flag.IntVar(&o.requests, "requests", 500, "logical requests per run")
+	flag.Float64Var(&o.quota, "quota", 200, "server quota, requests per second (halved mid-run)")
+	flag.StringVar(&workers, "workers", "4,16,64", "comma-separated worker counts")
+	flag.Float64Var(&o.faults, "faults", 0.05, "share of admitted requests that fail transiently (503 or truncated body)")
+	flag.Int64Var(&o.seed, "seed", 1, "random seed")
+	flag.DurationVar(&o.timeout, "timeout", 60*time.Second, "give up on a run after this long (unfinished units count as lost)")
+	flag.StringVar(&o.server, "server", "all", "fixed, bucket or all")
+	flag.StringVar(&o.headers, "headers", "all", "rate-limit headers: on, off or all")
+	flag.StringVar(&o.retryAft, "retry-after", "all", "Retry-After on 429: on, off or all")
+	flag.StringVar(&o.strats, "strategies", "all", "comma-separated: geoflow, immediate, exponential, full-jitter, or all")
+	flag.Parse()
+	for _, s := range strings.Split(workers, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n <= 0 {
+			fmt.Fprintf(os.Stderr, "bad -workers %q\n", workers)
+			os.Exit(2)
+		}
+		o.workers = append(o.workers, n)
+	}
+	if o.quick {
+		o.workers, o.requests = []int{4}, 200
+	}
+	if err := run(context.Background(), os.Stdout, o); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+}
+
+// result is one row of the table.
+type result struct {
+	fixture   fixtureConfig
+	workers   int
+	strategy  string
+	elapsed   time.Duration
+	ok, lost  int
+	attempts  int64
+	throttled int64
+	admitted  int64
+	capacity  float64
+	p99       time.Duration
+	goodput   float64
+	utilised  float64
+	share429  float64
+	amplify   float64
+}
+
+func run(ctx context.Context, w io.Writer, o options) error {
+	type scenario struct {
+		bucket, headers, retryAfter bool
+		strategies                  []string
+	}
+	all := []string{"geoflow", "immediate", "exponential", "full-jitter"}
+	var scenarios []scenario
+	for _, bucket := range []bool{false, true} {
+		// The naive strategies read no header, so they run once per
+		// window kind, against a server that sends every header.
+		naive := all[1:]
+		if o.quick {
+			naive = []string{"full-jitter"}
+		}
+		scenarios = append(scenarios,
+			scenario{bucket, true, true, append([]string{"geoflow"}, naive...)},
+			scenario{bucket, true, false, []string{"geoflow"}},
+			scenario{bucket, false, true, []string{"geoflow"}},
+			scenario{bucket, false, false, []string{"geoflow"}},
+		)
+	}
+	fmt.Fprintf(w, "quota %.0f req/s (halved after %d successes), %d logical requests, %.0f%% transient faults\n\n",
+		o.quota, o.requests/2, o.requests, o.faults*100)
+	fmt.Fprintln(w, "| server | headers | Retry-After | workers | strategy | goodput (units/s) | quota used | 429 share | amplification | p99 latency | units lost |")
+	fmt.Fprintln(w, "|---|---|---|---:|---|---:|---:|---:|---:|---:|---:|")
+	var results []result
+	onOff := map[bool]string{true: "on", false: "off"}
+	for _, sc := range scenarios {
+		server := "fixed"
+		if sc.bucket {
+			server = "bucket"
+		}
+		if !pick(o.server, server) || !pick(o.headers, onOff[sc.headers]) || !pick(o.retryAft, onOff[sc.retryAfter]) {
+			continue
+		}
+		for _, n := range o.workers {
+			for _, st := range sc.strategies {
+				if o.strats != "all" && !slices.Contains(strings.Split(o.strats, ","), st) {
+					continue
+				}
+				cfg := fixtureConfig{Bucket: sc.bucket, Headers: sc.headers, RetryAfter: sc.retryAfter, Quota: o.quota,
+					FaultRate: o.faults, HalveAfter: int64(o.requests / 2), Service: 2 * time.Millisecond, Seed: uint64(o.seed)}
+				r, err := runOne(ctx, cfg, n, st, o)
+				if err != nil {
+					return err
+				}
+				results = append(results, r)
+				fmt.Fprintln(w, r.row())
+			}
+		}
+	}
+	fmt.Fprintln(w)
+	summarise(w, results)
+	return nil
+}
+
+func (r result) row() string {
+	server := "fixed 1s windows"
+	if r.fixture.Bucket {
+		server = "token bucket"
+	}
+	onOff := func(b bool) string {
+		if b {
+			return "on"
+		}
+		return "off"
+	}
+	return fmt.Sprintf("| %s | %s | %s | %d | %s | %.1f | %.0f%% | %.1f%% | %.2f | %s | %d |",
+		server, onOff(r.fixture.Headers), onOff(r.fixture.RetryAfter), r.workers, r.strategy,
+		r.goodput, r.utilised*100, r.share429*100, r.amplify, r.p99.Round(time.Millisecond), r.lost)
+}
+
+// summarise checks the goals of the handler against the rows.
+func summarise(w io.Writer, rs []result) {
+	var worstHdrUtil, worstHdr429, worstNoHdr429, worstAmp = 1.0, 0.0, 0.0, 0.0
+	lost := 0
+	for _, r := range rs {
+		if r.strategy != "geoflow" {
+			continue
+		}
+		lost += r.lost
+		worstAmp = math.Max(worstAmp, r.amplify)
+		if r.fixture.Headers {
+			worstHdrUtil = math.Min(worstHdrUtil, r.utilised)
+			worstHdr429 = math.Max(worstHdr429, r.share429)
+		} else {
+			worstNoHdr429 = math.Max(worstNoHdr429, r.share429)
+		}
+	}
+	check := func(ok bool) string {
+		if ok {
+			return "met"
+		}
+		return "NOT met"
+	}
+	fmt.Fprintf(w, "geoflow, worst case over the runs above:\n")
+	fmt.Fprintf(w, "- with headers: quota used >= %.0f%% (goal >= 90%%: %s), 429 share <= %.1f%% (goal <= 2%%: %s)\n",
+		worstHdrUtil*100, check(worstHdrUtil >= 0.9), worstHdr429*100, check(worstHdr429 <= 0.02))
+	fmt.Fprintf(w, "- without headers: 429 share <= %.1f%% (goal <= 15%%: %s)\n", worstNoHdr429*100, check(worstNoHdr429 <= 0.15))
+	fmt.Fprintf(w, "- amplification <= %.2f (goal <= 1.1 at 5%% faults, 429 retries included: %s)\n", worstAmp, check(worstAmp <= 1.1))
+	fmt.Fprintf(w, "- units lost: %d (goal 0: %s)\n", lost, check(lost == 0))
+}
+
+func runOne(ctx context.Context, cfg fixtureConfig, workers int, name string, o options) (result, error) {
+	fx := newFixture(cfg)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return result{}, fmt.Errorf("listening on loopback: %w", err)
+	}
+	srv := &http.Server{Handler: fx, ErrorLog: nil}
+	go srv.Serve(ln)
+	defer srv.Close()
+
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConnsPerHost = 128
+	client := &http.Client{Transport: tr, Timeout: 30 * time.Second}
+	defer tr.CloseIdleConnections()
+
+	var st strategy
+	switch name {
+	case "geoflow":
+		st = newGeoflow(client, o.seed)
+	default:
+		st = &naive{client: client, rule: name, rnd: randFor(o.seed)}
+	}
+
+	ctx, cancel := context.WithTimeout(ctx, o.timeout)
+	defer cancel()
+	base := "http://" + ln.Addr().String() + "/collections/roads/items?bbox="
+	jobs := make(chan int)
+	var (
+		mu    sync.Mutex
+		lat   []time.Duration
+		okN   atomic.Int64
+		lostN atomic.Int64
+		wg    sync.WaitGroup
+	)
+	start := time.Now()
+	for range workers {
+		wg.Go(func() {
+			for j := range jobs {
+				t0 := time.Now()
+				if err := st.fetch(ctx, base+strconv.Itoa(j)); err != nil {
+					lostN.Add(1)
+					continue
+				}
+				okN.Add(1)
+				mu.Lock()
+				lat = append(lat, time.Since(t0))
+				mu.Unlock()
+			}
+		})
+	}
+	for j := range o.requests {
+		jobs <- j
+	}
+	close(jobs)
+	wg.Wait()
+	elapsed := time.Since(start)
+	fx.start = start
+
+	r := result{fixture: cfg, workers: workers, strategy: name, elapsed: elapsed,
+		ok: int(okN.Load()), lost: int(lostN.Load()),
+		attempts: fx.attempts.Load(), throttled: fx.throttled.Load(), admitted: fx.admitted.Load(),
+		capacity: fx.capacity(start.Add(elapsed))}
+	slices.Sort(lat)
+	if len(lat) > 0 {
+		r.p99 = lat[min(len(lat)-1, int(math.Ceil(0.99*float64(len(lat))))-1)]
+	}
+	r.goodput = float64(r.ok) / elapsed.Seconds()
+	r.utilised = math.Min(float64(r.admitted)/r.capacity, 1)
+	if r.attempts > 0 {
+		r.share429 = float64(r.throttled) / float64(r.attempts)
+	}
+	r.amplify = float64(r.attempts) / float64(o.requests)
+	return r, nil
+}
