@@ -446,7 +446,11 @@ func (h *Handler) attempt(ctx context.Context, hs *host, req *http.Request, r Re
 		hs.quota.observe(now, hn.quota, seq, hs.seq-seq)
 	}
 	if o.class == ClassRateLimited {
-		hs.adaptive.throttled(now)
+		// With quota headers the pacer has the server's own numbers;
+		// the adaptive rate is for servers that say nothing.
+		if !hn.hasQuota {
+			hs.adaptive.throttled(now)
+		}
 	} else if o.status != 0 && !o.canceled {
 		hs.adaptive.accepted(now)
 	}

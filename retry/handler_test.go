@@ -593,6 +593,7 @@ func TestPacingAheadOfQuota(t *testing.T) {
 				})
 			}
 			wg.Wait()
+			t.Logf("%d answered, %d of them 429", q.ok.Load()+q.tmr.Load(), q.tmr.Load())
 			if failed.Load() != 0 {
 				t.Errorf("%d units lost", failed.Load())
 			}

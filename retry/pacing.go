@@ -10,14 +10,16 @@ import (
 // the server's last word minus what was sent since that word was given and
 // what has been granted but not yet sent. Callers hold the host's lock.
 type quotaPacer struct {
-	have    bool
-	limit   float64
-	est     float64 // requests left in the current window, after grants
-	reset   time.Time
-	window  time.Duration
-	obsSeq  uint64 // send sequence number of the observation in force
-	pending int    // slots granted, not yet sent
-	next    time.Time
+	have   bool
+	limit  float64
+	est    float64 // requests left in the current window, after grants
+	reset  time.Time
+	window time.Duration
+	// windowInferred says window was guessed from two resets, not sent.
+	windowInferred bool
+	obsSeq         uint64 // send sequence number of the observation in force
+	pending        int    // slots granted, not yet sent
+	next           time.Time
 }
 
 // roll starts a new window when the known reset has passed.
@@ -126,7 +128,7 @@ func (q *quotaPacer) observe(now time.Time, o quotaObs, seq uint64, sentSince ui
 		q.limit = float64(o.remaining)
 	}
 	if o.window > 0 {
-		q.window = o.window
+		q.window, q.windowInferred = o.window, false
 	}
 	if !o.reset.IsZero() {
 		if !o.reset.After(now) {
@@ -134,8 +136,11 @@ func (q *quotaPacer) observe(now time.Time, o quotaObs, seq uint64, sentSince ui
 		} else if o.window == 0 && !q.reset.IsZero() && !now.Before(q.reset) {
 			// A fixed window rolled over: its length is the distance
 			// between the two resets.
-			if w := o.reset.Sub(q.reset); w >= 100*time.Millisecond && w <= 24*time.Hour {
-				q.window = w
+			// Observations can skip a window, so keep the shortest
+			// distance seen.
+			if w := o.reset.Sub(q.reset); w >= 100*time.Millisecond && w <= 24*time.Hour &&
+				(q.window == 0 || q.windowInferred && w < q.window*9/10) {
+				q.window, q.windowInferred = w, true
 			}
 		}
 	}
@@ -217,7 +222,14 @@ func (a *adaptiveRate) accepted(now time.Time) {
 // peakAccepted is the most successes the server gave in any one second of
 // the recent past, the best estimate of its quota: a cut taken from the
 // last second alone collapses after a pause the server asked for.
-func (a *adaptiveRate) peakAccepted() float64 {
+func (a *adaptiveRate) peakAccepted(now time.Time) float64 {
+	if len(a.acceptTimes) == 0 {
+		return 0
+	}
+	if span := now.Sub(a.acceptTimes[0]); span < acceptWindow {
+		// Less than a second of history: a rate over what there is.
+		return float64(len(a.acceptTimes)) / max(span, 100*time.Millisecond).Seconds()
+	}
 	best, j := 0, 0
 	for i := range a.acceptTimes {
 		for a.acceptTimes[i].Sub(a.acceptTimes[j]) > acceptWindow {
@@ -248,7 +260,7 @@ func (a *adaptiveRate) throttled(now time.Time) {
 		return
 	}
 	a.trim(now)
-	acc := a.peakAccepted()
+	acc := a.peakAccepted(now)
 	cur := a.rate
 	if cur == 0 {
 		cur = math.Inf(1)
