@@ -93,14 +93,12 @@ func (u *unitTx) WriteFeatures(ctx context.Context, t *tasks.FeatureTable, src t
 		fmt.Fprintf(&cols, ", c%d text", i)
 		names = append(names, fmt.Sprintf("c%d", i))
 	}
-	// ON COMMIT DELETE ROWS keeps the table for the connection's next unit; created in
-	// this transaction, it also vanishes with a rollback.
+	// ON COMMIT DELETE ROWS empties the table at every commit and keeps it for the
+	// connection's next unit; rows of a rolled-back unit vanish with the rollback. So the
+	// table is always empty here, without a TRUNCATE (which would cost a new file).
 	if _, err := u.tx.Exec(ctx, fmt.Sprintf(`CREATE TEMP TABLE IF NOT EXISTS %s
 		(gf_feature_id text, gf_payload_hash bytea NOT NULL, gf_wkb bytea%s) ON COMMIT DELETE ROWS`, stage, cols.String())); err != nil {
 		return tasks.Result{}, translate("creating the staging table", err)
-	}
-	if _, err := u.tx.Exec(ctx, "TRUNCATE "+stage); err != nil {
-		return tasks.Result{}, translate("emptying the staging table", err)
 	}
 	rows := &copySource{src: src, table: t}
 	staged, err := u.tx.CopyFrom(ctx, pgx.Identifier{stage}, names, rows)
