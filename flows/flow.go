@@ -3,6 +3,7 @@
 package flows
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"os"
@@ -23,9 +24,17 @@ import (
 
 // Flow is a validated flow.
 type Flow struct {
-	File             string
-	Name             string
-	Schedule         string
+	File     string
+	Name     string
+	Schedule string
+	// Timezone is the IANA name the schedule is read in (timezone:), "" when not set.
+	Timezone string
+	// Overlap says what a scheduled fire does while the previous run of the flow is still
+	// going: skip (the default; the fire is recorded as skipped), queue or allow.
+	Overlap string
+	// Catchup says which fires missed while no scheduler was up are made up for: none
+	// (the default), last or all.
+	Catchup          string
 	MaxParallelTasks int
 	Tasks            []*Task // in file order
 }
@@ -83,6 +92,8 @@ type flowDoc struct {
 	Name             string   `yaml:"name"`
 	Schedule         string   `yaml:"schedule"`
 	Timezone         string   `yaml:"timezone"`
+	Overlap          string   `yaml:"overlap" enum:"skip,queue,allow"`
+	Catchup          string   `yaml:"catchup" enum:"none,last,all"`
 	MaxParallelTasks int      `yaml:"max_parallel_tasks"`
 	Defaults         defaults `yaml:"defaults"`
 	Tasks            deferred `yaml:"tasks"` // decoded by decodeTasks, which knows each task's type
@@ -165,15 +176,27 @@ func Parse(file string, src []byte, opts Options) (*Flow, error) {
 	// decodeStruct sees "tasks" as a known key; its generic value is ignored.
 	d.decodeStruct(root, "", "the flow", reflect.ValueOf(&doc))
 
-	f := &Flow{File: file, Name: doc.Name, Schedule: doc.Schedule, MaxParallelTasks: doc.MaxParallelTasks}
+	f := &Flow{File: file, Name: doc.Name, Schedule: doc.Schedule, Timezone: doc.Timezone,
+		Overlap: cmp.Or(doc.Overlap, "skip"), Catchup: cmp.Or(doc.Catchup, "none"), MaxParallelTasks: doc.MaxParallelTasks}
 	if doc.Name == "" {
 		d.errorf(root, "the flow has no name: add `name: my_flow` ([a-z0-9_]+)")
 	} else if !flowNameRE.MatchString(doc.Name) {
 		d.errorf(d.keys["name"], "name: %q must match [a-z0-9_]+ (it identifies the flow in the database)", doc.Name)
 	}
+	tzOK := true
+	if doc.Timezone != "" {
+		if _, err := time.LoadLocation(doc.Timezone); err != nil {
+			tzOK = false
+			d.errorf(d.keys["timezone"], "timezone: %q is not a time zone: use an IANA name such as Europe/Berlin or UTC", doc.Timezone)
+		}
+	}
 	if doc.Schedule != "" {
 		spec := doc.Schedule
-		if doc.Timezone != "" {
+		if doc.Timezone != "" && (strings.HasPrefix(spec, "CRON_TZ=") || strings.HasPrefix(spec, "TZ=")) {
+			tzOK = false
+			d.errorf(d.keys["timezone"], "timezone: the schedule names its own time zone; set it once, with timezone: or with CRON_TZ= in schedule:")
+		}
+		if doc.Timezone != "" && tzOK {
 			spec = "CRON_TZ=" + doc.Timezone + " " + spec
 		}
 		if _, err := cron.ParseStandard(spec); err != nil {
