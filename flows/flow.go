@@ -199,7 +199,10 @@ func Parse(file string, src []byte, opts Options) (*Flow, error) {
 		if doc.Timezone != "" && tzOK {
 			spec = "CRON_TZ=" + doc.Timezone + " " + spec
 		}
-		if _, err := cron.ParseStandard(spec); err != nil {
+		if (strings.HasPrefix(spec, "CRON_TZ=") || strings.HasPrefix(spec, "TZ=")) && !strings.Contains(spec, " ") {
+			// robfig/cron panics on a zone with nothing after it.
+			d.errorf(d.keys["schedule"], "schedule: %q names a time zone but no schedule", doc.Schedule)
+		} else if _, err := cron.ParseStandard(spec); err != nil {
 			d.errorf(d.keys["schedule"], "schedule: %q is not a cron schedule: %v", doc.Schedule, err)
 		}
 	}
