@@ -26,6 +26,8 @@ type RunStart struct {
 	Trigger   string     // manual (default), schedule, replay
 	Area      *orb.Bound // --bbox, lon/lat; nil for none
 	OnlyTasks []string   // --task; nil for all
+	// ScheduledFor is the fire time of a scheduled run (Trigger "schedule"); nil otherwise.
+	ScheduledFor *time.Time
 	// Resume continues the latest unfinished run of Flow (running with nobody holding
 	// it, or interrupted) instead of starting a new one.
 	Resume bool
@@ -104,9 +106,9 @@ func (s *Store) startRun(ctx context.Context, conn *pgxpool.Conn, st RunStart) (
 		trigger = "manual"
 	}
 	var run Run
-	err := conn.QueryRow(ctx, `INSERT INTO geoflow_runs (flow, trigger, area, only_tasks, flow_file)
-		VALUES ($1, $2, `+envelopeSQL(3)+`, $7, NULLIF($8, '')) RETURNING id, started_at`,
-		append(append([]any{st.Flow, trigger}, envelopeArgs(st.Area)...), st.OnlyTasks, st.FlowFile)...).Scan(&run.ID, &run.StartedAt)
+	err := conn.QueryRow(ctx, `INSERT INTO geoflow_runs (flow, trigger, area, only_tasks, flow_file, scheduled_for)
+		VALUES ($1, $2, `+envelopeSQL(3)+`, $7, NULLIF($8, ''), $9) RETURNING id, started_at`,
+		append(append([]any{st.Flow, trigger}, envelopeArgs(st.Area)...), st.OnlyTasks, st.FlowFile, st.ScheduledFor)...).Scan(&run.ID, &run.StartedAt)
 	if err != nil {
 		return nil, translate("recording a new run", err)
 	}
