@@ -2,7 +2,9 @@ package tasks
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/paulmach/orb"
 
@@ -20,6 +22,28 @@ type Store interface {
 	// columns and indexes, and fails with a clear error when a table of that name exists
 	// with incompatible columns. It is called before anything is fetched.
 	EnsureFeatureTable(ctx context.Context, t *FeatureTable) error
+	TileStore
+	AssetStore
+}
+
+// TileStore keeps the index of map tiles written to disk.
+type TileStore interface {
+	// EnsureTileTable creates t when it is missing (a GiST index on footprint, a unique
+	// key on z, x, y) and fails clearly when a table of that name has other columns.
+	EnsureTileTable(ctx context.Context, t *TileTable) error
+	// LookupTile returns what is stored of tile z/x/y, or nil when it has no row, so a
+	// fetch can revalidate it (If-None-Match, If-Modified-Since).
+	LookupTile(ctx context.Context, t *TileTable, z, x, y int) (*StoredFile, error)
+}
+
+// AssetStore keeps the index of imagery files (WMS chips, STAC assets) written to disk.
+type AssetStore interface {
+	// EnsureAssetTable creates t when it is missing (a GiST index on footprint, a unique
+	// key on collection, item, asset) and fails clearly when a table of that name has
+	// other columns.
+	EnsureAssetTable(ctx context.Context, t *AssetTable) error
+	// LookupAsset returns what is stored of one asset, or nil when it has no row.
+	LookupAsset(ctx context.Context, t *AssetTable, collection, item, asset string) (*StoredFile, error)
 }
 
 // Tx is the write side of one unit's transaction.
@@ -30,6 +54,12 @@ type Tx interface {
 	// aborts the write and is returned unchanged (wrapped), so the caller can tell a
 	// truncated response from a database failure.
 	WriteFeatures(ctx context.Context, t *FeatureTable, src FeatureSource) (Result, error)
+	// UpsertTile records one tile: Inserted 1 for a new row, Updated 1 for a changed
+	// one. The tile's file must already be in place (renamed into its final path): the
+	// row commits with the unit, after the file.
+	UpsertTile(ctx context.Context, t *TileTable, row TileRow) (Result, error)
+	// UpsertAsset records one imagery file, as UpsertTile does a tile.
+	UpsertAsset(ctx context.Context, t *AssetTable, row AssetRow) (Result, error)
 }
 
 // FeatureSource yields features one at a time and io.EOF at the end; spatial readers
@@ -100,4 +130,71 @@ type FeatureCounter interface {
 // as a WFS harvest comparing the server's count with the features stored.
 type Finisher interface {
 	Finish(ctx context.Context, env *Env) error
+}
+
+// TaskExtenter is implemented by stores that can tell the lon/lat extent of what another
+// task of a flow stored (bbox_from). ok is false when the task has no finished run with
+// data.
+type TaskExtenter interface {
+	TaskExtent(ctx context.Context, flow, task string) (b orb.Bound, ok bool, err error)
+}
+
+// TileTable describes a target table for map tiles: one row per tile, keyed on (z, x, y)
+// in XYZ numbering whatever the server's scheme.
+type TileTable struct {
+	Schema string // defaults to "public"
+	Name   string
+}
+
+// AssetTable describes a target table for imagery: one row per file, keyed on
+// (collection, item, asset). WMS chips are stored with the layers as collection, the
+// chip's key as item and "image" as asset.
+type AssetTable struct {
+	Schema string // defaults to "public"
+	Name   string
+}
+
+// Statuses of stored files.
+const (
+	FileOK      = "ok"
+	FileMissing = "missing" // a 404 inside the range with missing_ok: a row, no file
+)
+
+// StoredFile is what the index holds about a file already fetched.
+type StoredFile struct {
+	Status       string // FileOK or FileMissing
+	Path         string
+	Hash         []byte // sha-256 of the content
+	Bytes        int64
+	ETag         string
+	LastModified string // as the server sent it, for If-Modified-Since
+}
+
+// TileRow is one map tile to record.
+type TileRow struct {
+	Z, X, Y      int
+	Footprint    orb.Bound // lon/lat
+	Status       string    // FileOK or FileMissing
+	Path         string    // the file, "" when missing
+	Hash         []byte    // sha-256 of the content; nil when missing
+	Bytes        int64
+	ContentType  string
+	ETag         string
+	LastModified string
+}
+
+// AssetRow is one imagery file to record.
+type AssetRow struct {
+	Collection, Item, Asset string
+	Footprint               orb.Geometry // lon/lat polygon
+	Datetime                *time.Time   // acquisition time, nil when unknown
+	Properties              json.RawMessage
+	Href                    string // where it was fetched from, redacted
+	Path                    string
+	Hash                    []byte // sha-256 of the content
+	Checksum                string // file:checksum as the item carries it, verified; "" when none
+	Bytes                   int64
+	ContentType             string
+	ETag                    string
+	LastModified            string
 }

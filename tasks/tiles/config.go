@@ -1,0 +1,144 @@
+// Package tiles is the `type: tiles` task: it mirrors the map tiles of an XYZ, TMS or WMTS
+// server over a bounding box and a zoom range into files (z/x/y.ext, written atomically)
+// indexed in a PostGIS table. Each tile is a unit, so pacing, retries, the dead-letter
+// queue, resume and --bbox reruns work per tile. Tiles already stored are revalidated
+// (If-None-Match, If-Modified-Since): a 304 rewrites nothing. A response that is not an
+// image (a proxy's HTML page answered with 200) is never stored.
+package tiles
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+
+	"github.com/geoflow/geoflow/internal/redact"
+	"github.com/geoflow/geoflow/spatial"
+	"github.com/geoflow/geoflow/tasks"
+)
+
+// Kind returns the task kind to register.
+func Kind() tasks.Kind {
+	return tasks.Kind{Name: "tiles", NewConfig: func() tasks.Config { return NewConfig() }}
+}
+
+// MaxZoom is the deepest zoom level accepted; level 24 tiles are a few millimetres.
+const MaxZoom = 24
+
+// Config is a tiles task's YAML configuration.
+type Config struct {
+	// URL is the tile URL template; see Template for its placeholders.
+	URL string `yaml:"url"`
+	// Scheme is xyz (default: rows from the north) or tms (rows from the south) and
+	// says what {y} means.
+	Scheme string `yaml:"scheme" enum:"xyz,tms"`
+	// BBox is the lon/lat area to mirror.
+	BBox *[4]float64 `yaml:"bbox"`
+	// BBoxFrom names another task of the flow whose stored extent is the area (give it
+	// in depends_on, so that it has run first).
+	BBoxFrom string `yaml:"bbox_from"`
+	// Zoom is [min, max] (or [z] for one level).
+	Zoom []int `yaml:"zoom"`
+	// MissingOK records a 404 (or 204) inside the range as a missing tile rather than
+	// a failure: many servers have no tiles over the sea or beyond their data.
+	MissingOK bool `yaml:"missing_ok"`
+	// Headers are sent with every request (an API key, a Referer).
+	Headers map[string]string `yaml:"headers"`
+	Target  Target            `yaml:"target"`
+}
+
+// Target says where tiles land.
+type Target struct {
+	// Dir receives z/x/y.ext files (XYZ numbering whatever the server's scheme).
+	Dir string `yaml:"dir"`
+	// Table is the [schema.]table indexing the tiles, created when missing.
+	Table string `yaml:"table"`
+}
+
+// NewConfig returns a Config with its defaults.
+func NewConfig() *Config {
+	return &Config{Scheme: "xyz"}
+}
+
+var (
+	identRE  = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_$]*$`)
+	taskIDRE = regexp.MustCompile(`^[a-z0-9_]+$`)
+)
+
+// Check implements tasks.Config.
+func (c *Config) Check(p tasks.Problems) {
+	if c.URL == "" {
+		p.At("", "url is required (a tile URL template such as https://tiles.example.org/{z}/{x}/{y}.png)")
+	} else if _, err := ParseTemplate(c.URL, c.Scheme == "tms"); err != nil {
+		p.At("url", "%q: %v", redact.URL(c.URL), err)
+	}
+	switch {
+	case c.BBox == nil && c.BBoxFrom == "":
+		p.At("", "bbox or bbox_from is required")
+	case c.BBox != nil && c.BBoxFrom != "":
+		p.At("bbox_from", "give bbox or bbox_from, not both")
+	case c.BBox != nil:
+		if err := spatial.ValidateBBox(*c.BBox, true); err != nil {
+			p.At("bbox", "%v", err)
+		}
+	case !taskIDRE.MatchString(c.BBoxFrom):
+		p.At("bbox_from", "%q is not a task id", c.BBoxFrom)
+	}
+	if _, _, err := zoomRange(c.Zoom); err != nil {
+		p.At("zoom", "%v", err)
+	}
+	if c.Target.Dir == "" {
+		p.At("", "target.dir is required (where z/x/y files are written)")
+	}
+	if c.Target.Table == "" {
+		p.At("", "target.table is required")
+	} else if _, _, err := SplitTable(c.Target.Table); err != nil {
+		p.At("target.table", "%v", err)
+	}
+}
+
+func zoomRange(z []int) (lo, hi int, err error) {
+	switch len(z) {
+	case 1:
+		lo, hi = z[0], z[0]
+	case 2:
+		lo, hi = z[0], z[1]
+	default:
+		return 0, 0, fmt.Errorf("give [min, max] or [z], got %d values", len(z))
+	}
+	if lo < 0 || hi > MaxZoom || lo > hi {
+		return 0, 0, fmt.Errorf("[%d, %d]: zoom levels must satisfy 0 <= min <= max <= %d", lo, hi, MaxZoom)
+	}
+	return lo, hi, nil
+}
+
+// SplitTable splits "schema.table" and checks both parts are plain identifiers; they
+// are quoted when used, but odd names are far more often typos than intent.
+func SplitTable(s string) (schema, table string, err error) {
+	schema, table = "public", s
+	if i := strings.IndexByte(s, '.'); i >= 0 {
+		schema, table = s[:i], s[i+1:]
+	}
+	for _, part := range []string{schema, table} {
+		if !identRE.MatchString(part) || len(part) > 63 {
+			return "", "", fmt.Errorf("%q is not a table name: use [schema.]table with letters, digits and _ (at most 63 each)", s)
+		}
+	}
+	return schema, table, nil
+}
+
+// New implements tasks.Config.
+func (c *Config) New(id string) (tasks.Task, error) {
+	schema, table, err := SplitTable(c.Target.Table)
+	if err != nil {
+		return nil, err
+	}
+	tpl, err := ParseTemplate(c.URL, c.Scheme == "tms")
+	if err != nil {
+		return nil, fmt.Errorf("url: %w", err)
+	}
+	lo, hi, err := zoomRange(c.Zoom)
+	if err != nil {
+		return nil, fmt.Errorf("zoom: %w", err)
+	}
+	return &Task{id: id, cfg: *c, tpl: tpl, zmin: lo, zmax: hi, table: &tasks.TileTable{Schema: schema, Name: table}}, nil
+}

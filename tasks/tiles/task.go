@@ -1,0 +1,392 @@
+package tiles
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/paulmach/orb"
+
+	"github.com/geoflow/geoflow/retry"
+	"github.com/geoflow/geoflow/tasks"
+)
+
+var _ tasks.Task = (*Task)(nil)
+
+const (
+	// expandDepth is how many zoom levels one expansion unit plans: a tile's
+	// descendants down to 4 levels (at most 340 tiles), and expansion units for the
+	// level after, so a deep zoom range is planned as it goes, never all at once.
+	expandDepth = 4
+	// maxTileBytes bounds a tile read into memory.
+	maxTileBytes = 32 << 20
+	// expandPrefix starts the keys of expansion units ("e/z/x/y"); fetch units are
+	// "z/x/y".
+	expandPrefix = "e/"
+)
+
+// Task is a configured tiles task. Execute is safe for concurrent use and works for any
+// unit it ever planned, in this process or another (resume, dead-letter replay).
+type Task struct {
+	id         string
+	cfg        Config
+	tpl        *Template
+	zmin, zmax int
+	table      *tasks.TileTable
+
+	mu      sync.Mutex
+	ensured bool
+}
+
+// spec is what an expansion unit carries: the area its descendants are cut to, so that
+// a replay plans exactly what the run would have (bbox_from and --bbox included).
+type spec struct {
+	Area [4]float64 `json:"area"`
+}
+
+// ensure creates the index table once; a failure is not remembered, so a later unit
+// (or a replay) tries again.
+func (t *Task) ensure(ctx context.Context, env *tasks.Env) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.ensured {
+		return nil
+	}
+	if err := env.Store.EnsureTileTable(ctx, t.table); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(t.cfg.Target.Dir, 0o755); err != nil {
+		return fmt.Errorf("creating target.dir: %w", err)
+	}
+	t.ensured = true
+	return nil
+}
+
+// area returns the lon/lat area to mirror: bbox, or the extent bbox_from names, cut to
+// the run's --bbox. ok is false when nothing is left.
+func (t *Task) area(ctx context.Context, env *tasks.Env) (orb.Bound, bool, error) {
+	var a orb.Bound
+	switch {
+	case t.cfg.BBox != nil:
+		b := *t.cfg.BBox
+		a = orb.Bound{Min: orb.Point{b[0], b[1]}, Max: orb.Point{b[2], b[3]}}
+	default:
+		ext, isExt := env.Store.(tasks.TaskExtenter)
+		if !isExt {
+			return a, false, fmt.Errorf("bbox_from: this store cannot tell the extent of task %q", t.cfg.BBoxFrom)
+		}
+		b, ok, err := ext.TaskExtent(ctx, env.Flow, t.cfg.BBoxFrom)
+		if err != nil {
+			return a, false, fmt.Errorf("bbox_from %q: %w", t.cfg.BBoxFrom, err)
+		}
+		if !ok {
+			return a, false, fmt.Errorf("bbox_from: task %q of flow %q has no finished run that stored anything "+
+				"(is it a task of this flow? list it in depends_on: [%s] so that it runs first)", t.cfg.BBoxFrom, env.Flow, t.cfg.BBoxFrom)
+		}
+		a = b
+		env.Logger.Info("area from another task's extent", "bbox_from", t.cfg.BBoxFrom, "bbox", fmtBound(a))
+	}
+	if env.Area != nil {
+		if !a.Intersects(*env.Area) {
+			return a, false, nil
+		}
+		a = intersect(a, *env.Area)
+	}
+	return a, true, nil
+}
+
+// Plan implements tasks.Task: the tiles of the first zoom level, and an expansion unit
+// per tile of it that plans the levels below as the run goes.
+func (t *Task) Plan(ctx context.Context, env *tasks.Env) ([]tasks.Unit, error) {
+	if err := t.ensure(ctx, env); err != nil {
+		return nil, err
+	}
+	a, ok, err := t.area(ctx, env)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		env.Logger.Info("the run's --bbox does not touch this task's area: nothing to do")
+		return nil, nil
+	}
+	sp, _ := json.Marshal(spec{Area: [4]float64{a.Min[0], a.Min[1], a.Max[0], a.Max[1]}})
+	x0, x1, y0, y1 := tileRange(a, t.zmin)
+	n := (x1 - x0 + 1) * (y1 - y0 + 1)
+	per := 1
+	if t.zmax > t.zmin {
+		per = 2
+	}
+	units := make([]tasks.Unit, 0, n*per)
+	for x := x0; x <= x1; x++ {
+		for y := y0; y <= y1; y++ {
+			units = append(units, fetchUnit(t.zmin, x, y))
+			if t.zmax > t.zmin {
+				units = append(units, expandUnit(t.zmin, x, y, sp))
+			}
+		}
+	}
+	env.Logger.Info("tiles planned", "zoom", fmt.Sprintf("%d-%d", t.zmin, t.zmax), "first_level_tiles", n,
+		"total_tiles", CountTiles(a, t.zmin, t.zmax), "bbox", fmtBound(a))
+	return units, nil
+}
+
+func fetchUnit(z, x, y int) tasks.Unit {
+	b := tileBound(z, x, y)
+	return tasks.Unit{Key: tileKey(z, x, y), BBox: &b}
+}
+
+func expandUnit(z, x, y int, sp json.RawMessage) tasks.Unit {
+	b := tileBound(z, x, y)
+	return tasks.Unit{Key: expandPrefix + tileKey(z, x, y), BBox: &b, Spec: sp}
+}
+
+func tileKey(z, x, y int) string {
+	return strconv.Itoa(z) + "/" + strconv.Itoa(x) + "/" + strconv.Itoa(y)
+}
+
+// parseKey reads "z/x/y" and checks the tile exists.
+func parseKey(k string) (z, x, y int, err error) {
+	parts := strings.Split(k, "/")
+	if len(parts) != 3 {
+		return 0, 0, 0, fmt.Errorf("unit key %q is not z/x/y", k)
+	}
+	var v [3]int
+	for i, p := range parts {
+		if v[i], err = strconv.Atoi(p); err != nil {
+			return 0, 0, 0, fmt.Errorf("unit key %q is not z/x/y", k)
+		}
+	}
+	z, x, y = v[0], v[1], v[2]
+	if z < 0 || z > MaxZoom || x < 0 || y < 0 || x >= 1<<uint(z) || y >= 1<<uint(z) {
+		return 0, 0, 0, fmt.Errorf("unit key %q is not a tile", k)
+	}
+	return z, x, y, nil
+}
+
+// CountTiles returns how many tiles levels zmin..zmax hold over a.
+func CountTiles(a orb.Bound, zmin, zmax int) int64 {
+	var n int64
+	for z := zmin; z <= zmax; z++ {
+		x0, x1, y0, y1 := tileRange(a, z)
+		n += int64(x1-x0+1) * int64(y1-y0+1)
+	}
+	return n
+}
+
+// Execute implements tasks.Task.
+func (t *Task) Execute(ctx context.Context, env *tasks.Env, u tasks.Unit) (tasks.Result, error) {
+	if err := t.ensure(ctx, env); err != nil {
+		return tasks.Result{}, retry.Permanent(retry.ClassDatabase, err)
+	}
+	if rest, ok := strings.CutPrefix(u.Key, expandPrefix); ok {
+		return t.expand(ctx, env, u, rest)
+	}
+	z, x, y, err := parseKey(u.Key)
+	if err != nil {
+		return tasks.Result{}, retry.Permanent(retry.ClassInvalid, err)
+	}
+	return t.fetch(ctx, env, u, z, x, y)
+}
+
+// expand commits an expansion unit with its children: the tile's descendants over the
+// area for the next expandDepth levels, and expansion units below them.
+func (t *Task) expand(ctx context.Context, env *tasks.Env, u tasks.Unit, key string) (tasks.Result, error) {
+	z, x, y, err := parseKey(key)
+	if err != nil {
+		return tasks.Result{}, retry.Permanent(retry.ClassInvalid, err)
+	}
+	var sp spec
+	if err := json.Unmarshal(u.Spec, &sp); err != nil {
+		return tasks.Result{}, retry.Permanent(retry.ClassInvalid, fmt.Errorf("unit %s: bad spec %s: %w", u.Key, u.Spec, err))
+	}
+	a := orb.Bound{Min: orb.Point{sp.Area[0], sp.Area[1]}, Max: orb.Point{sp.Area[2], sp.Area[3]}}
+	var children []tasks.Unit
+	last := min(z+expandDepth, t.zmax)
+	for zz := z + 1; zz <= last; zz++ {
+		dx0, dx1, dy0, dy1 := descendants(z, x, y, zz)
+		ax0, ax1, ay0, ay1 := tileRange(a, zz)
+		for cx := max(dx0, ax0); cx <= min(dx1, ax1); cx++ {
+			for cy := max(dy0, ay0); cy <= min(dy1, ay1); cy++ {
+				children = append(children, fetchUnit(zz, cx, cy))
+				if zz == last && last < t.zmax {
+					children = append(children, expandUnit(zz, cx, cy, u.Spec))
+				}
+			}
+		}
+	}
+	res, err := env.Store.CommitUnit(ctx, ref(env, u), func(context.Context, tasks.Tx) (tasks.Result, error) {
+		return tasks.Result{Children: children}, nil
+	})
+	if err != nil {
+		return res, retry.Permanent(retry.ClassDatabase, err)
+	}
+	return res, nil
+}
+
+func ref(env *tasks.Env, u tasks.Unit) tasks.UnitRef {
+	return tasks.UnitRef{RunID: env.RunID, TaskID: env.TaskID, Key: u.Key}
+}
+
+// response is what a tile request brought back.
+type response struct {
+	notModified bool
+	missing     bool
+	body        []byte
+	format      string
+	contentType string
+	etag        string
+	lastMod     string
+}
+
+// fetch downloads one tile, revalidating what is stored, and commits its file and row.
+func (t *Task) fetch(ctx context.Context, env *tasks.Env, u tasks.Unit, z, x, y int) (tasks.Result, error) {
+	stored, err := env.Store.LookupTile(ctx, t.table, z, x, y)
+	if err != nil {
+		return tasks.Result{}, retry.Permanent(retry.ClassDatabase, err)
+	}
+	// Revalidate only what is really on disk: a row whose file was deleted is fetched
+	// in full again.
+	revalidate := stored != nil && stored.Status == tasks.FileOK && FileIntact(stored.Path, stored.Bytes) &&
+		(stored.ETag != "" || stored.LastModified != "")
+	accept := []int{http.StatusNotModified}
+	if t.cfg.MissingOK {
+		accept = append(accept, http.StatusNotFound)
+	}
+	tileURL := t.tpl.Expand(z, x, y)
+	req := retry.Request{
+		Unit: env.TaskID + "/" + u.Key, Policy: env.Retry, RateLimit: env.RateLimit, AcceptStatus: accept,
+		New: func(ctx context.Context) (*http.Request, error) {
+			r, err := http.NewRequestWithContext(ctx, http.MethodGet, tileURL, nil)
+			if err != nil {
+				return nil, err
+			}
+			for k, v := range t.cfg.Headers {
+				r.Header.Set(k, v)
+			}
+			if r.Header.Get("User-Agent") == "" {
+				r.Header.Set("User-Agent", "geoflow")
+			}
+			r.Header.Set("Accept", "image/*")
+			if revalidate {
+				if stored.ETag != "" {
+					r.Header.Set("If-None-Match", stored.ETag)
+				}
+				if stored.LastModified != "" {
+					r.Header.Set("If-Modified-Since", stored.LastModified)
+				}
+			}
+			return r, nil
+		},
+	}
+	var got response
+	err = env.HTTP.Do(ctx, req, func(resp *http.Response) error {
+		got = response{contentType: resp.Header.Get("Content-Type"), etag: resp.Header.Get("ETag"), lastMod: resp.Header.Get("Last-Modified")}
+		switch {
+		case resp.StatusCode == http.StatusNotModified:
+			if !revalidate {
+				return retry.Permanent(retry.ClassHTTP4xx, errors.New("304 Not Modified to a request that was not conditional"))
+			}
+			got.notModified = true
+			return nil
+		case resp.StatusCode == http.StatusNotFound, resp.StatusCode == http.StatusNoContent:
+			if !t.cfg.MissingOK {
+				return retry.Permanent(retry.ClassHTTP4xx, fmt.Errorf("%s: no tile here (set missing_ok: true to record such tiles as missing)", resp.Status))
+			}
+			got.missing = true
+			return nil
+		}
+		body, err := io.ReadAll(io.LimitReader(resp.Body, maxTileBytes+1))
+		if err != nil {
+			return err // the handler classifies a cut-off body as truncated, and retries
+		}
+		if len(body) > maxTileBytes {
+			return retry.Permanent(retry.ClassParse, fmt.Errorf("tile larger than %d MiB", maxTileBytes>>20))
+		}
+		if cl := resp.ContentLength; cl >= 0 && int64(len(body)) != cl {
+			return retry.Transient(retry.ClassTruncated, fmt.Errorf("%d of %d bytes", len(body), cl))
+		}
+		got.format, err = CheckImage(got.contentType, body)
+		if err != nil {
+			return err
+		}
+		got.body = body
+		return nil
+	})
+	if err != nil {
+		return tasks.Result{}, fmt.Errorf("fetching tile %s: %w", u.Key, err)
+	}
+	return t.commit(ctx, env, u, z, x, y, stored, got)
+}
+
+// commit stores what fetch brought: nothing for a 304, a missing row for a 404 with
+// missing_ok, else the file (atomically, before the row; a crash in between leaves a
+// file without a row, which the next run does not trust and overwrites) and its row.
+func (t *Task) commit(ctx context.Context, env *tasks.Env, u tasks.Unit, z, x, y int, stored *tasks.StoredFile, got response) (tasks.Result, error) {
+	row := tasks.TileRow{Z: z, X: x, Y: y, Footprint: tileBound(z, x, y), ContentType: got.contentType, ETag: got.etag, LastModified: got.lastMod}
+	var oldPath string
+	res, err := env.Store.CommitUnit(ctx, ref(env, u), func(ctx context.Context, tx tasks.Tx) (tasks.Result, error) {
+		switch {
+		case got.notModified:
+			return tasks.Result{Skipped: 1}, nil
+		case got.missing:
+			row.Status = tasks.FileMissing
+			if stored != nil && stored.Status == tasks.FileOK {
+				oldPath = stored.Path // the server no longer has it
+			}
+			if _, err := tx.UpsertTile(ctx, t.table, row); err != nil {
+				return tasks.Result{}, err
+			}
+			return tasks.Result{Skipped: 1}, nil
+		}
+		sum := sha256.Sum256(got.body)
+		row.Status, row.Hash, row.Bytes = tasks.FileOK, sum[:], int64(len(got.body))
+		row.Path = filepath.Join(t.cfg.Target.Dir, strconv.Itoa(z), strconv.Itoa(x), strconv.Itoa(y)+"."+got.format)
+		if stored != nil && stored.Status == tasks.FileOK && bytes.Equal(stored.Hash, row.Hash) && stored.Path == row.Path &&
+			FileIntact(stored.Path, stored.Bytes) {
+			// Same content from a server that does not revalidate: refresh the
+			// validators, leave the file alone.
+			if _, err := tx.UpsertTile(ctx, t.table, row); err != nil {
+				return tasks.Result{}, err
+			}
+			return tasks.Result{Skipped: 1, Bytes: row.Bytes}, nil
+		}
+		if err := WriteFileAtomic(row.Path, got.body); err != nil {
+			return tasks.Result{}, retry.Permanent(retry.ClassDatabase, fmt.Errorf("writing %s: %w", row.Path, err))
+		}
+		if stored != nil && stored.Path != "" && stored.Path != row.Path {
+			oldPath = stored.Path // another format than before
+		}
+		return tx.UpsertTile(ctx, t.table, row)
+	})
+	if err != nil {
+		return res, retry.Permanent(retry.ClassDatabase, err)
+	}
+	if oldPath != "" {
+		if err := os.Remove(oldPath); err != nil && !errors.Is(err, os.ErrNotExist) {
+			env.Logger.Warn("removing a tile's previous file", "unit", u.Key, "path", oldPath, "err", err)
+		}
+	}
+	return res, nil
+}
+
+func fmtBound(b orb.Bound) string {
+	return fmt.Sprintf("%g,%g,%g,%g", b.Min[0], b.Min[1], b.Max[0], b.Max[1])
+}
+
+func intersect(a, b orb.Bound) orb.Bound {
+	return orb.Bound{
+		Min: orb.Point{math.Max(a.Min[0], b.Min[0]), math.Max(a.Min[1], b.Min[1])},
+		Max: orb.Point{math.Min(a.Max[0], b.Max[0]), math.Min(a.Max[1], b.Max[1])},
+	}
+}
