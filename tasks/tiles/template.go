@@ -88,7 +88,7 @@ func (t *Template) Expand(z, x, y int) string {
 		return ""
 	}
 	var b strings.Builder
-	tmsY := (1<<uint(z))-1-y
+	tmsY := (1 << uint(z)) - 1 - y
 	for _, p := range t.parts {
 		switch p.ph {
 		case phNone:
