@@ -259,6 +259,9 @@ func (rp *replayer) task(ctx, work context.Context, r *runner, t *Task, runID in
 			rp.fail([]int{i}, msg)
 		}
 	})
+	if work.Err() == nil {
+		finish(final, task, env)
+	}
 	return nil
 }
 

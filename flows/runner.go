@@ -353,16 +353,22 @@ func (r *runner) execute(ctx, work context.Context, t *Task) (state, msg string,
 	switch {
 	case ctx.Err() != nil || interrupted.Load() > 0:
 		return StateInterrupted, "", deadUnits.Load()
-	case deadUnits.Load() > 0:
+	}
+	finish(final, task, env)
+	if deadUnits.Load() > 0 {
 		return StateFailed, fmt.Sprintf("%d units failed", deadUnits.Load()), deadUnits.Load()
 	}
+	return StateDone, "", 0
+}
+
+// finish lets a task finish its work (index its table, check completeness). A problem is
+// reported loudly but does not undo work that is stored.
+func finish(ctx context.Context, task tasks.Task, env *tasks.Env) {
 	if fin, ok := task.(tasks.Finisher); ok {
-		// A failed check is reported loudly but does not undo work that is stored.
-		if err := fin.Finish(final, env); err != nil {
-			log.Error("task finished with a problem", "err", err)
+		if err := fin.Finish(ctx, env); err != nil {
+			env.Logger.Error("task finished with a problem", "err", err)
 		}
 	}
-	return StateDone, "", 0
 }
 
 // unit runs one unit and records how it ended.

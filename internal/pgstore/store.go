@@ -150,6 +150,14 @@ func (e *DBError) Error() string { return fmt.Sprintf("%s: %s", e.What, e.Msg) }
 // Unwrap returns the underlying error.
 func (e *DBError) Unwrap() error { return e.err }
 
+// Temporary tells failures that a new attempt of the same transaction may not meet: a
+// deadlock, a serialization failure, a lost or refused connection, a server shutting
+// down (SQLSTATE classes 40, 08 and 57P).
+func (e *DBError) Temporary() bool {
+	return strings.HasPrefix(e.Code, "40") || strings.HasPrefix(e.Code, "08") || strings.HasPrefix(e.Code, "57P") ||
+		(e.Code == "" && e.err != nil && !errors.Is(e.err, ErrNotFound))
+}
+
 // IsDatabase tells a database failure from others; the dead-letter table classes it so.
 func IsDatabase(err error) bool {
 	var d *DBError

@@ -277,6 +277,11 @@ func classify(err error, src *featureSource) error {
 	case src != nil && src.err != nil:
 		return retry.Permanent(retry.ClassParse, err)
 	}
+	var tmp interface{ Temporary() bool }
+	if errors.As(err, &tmp) && tmp.Temporary() {
+		// A deadlock or a dropped connection: the whole unit is worth another attempt.
+		return retry.Transient(retry.ClassDatabase, err)
+	}
 	return retry.Permanent(retry.ClassDatabase, err)
 }
 
@@ -353,15 +358,22 @@ func mercatorToLonLat(b orb.Bound) orb.Bound {
 	return orb.Bound{Min: project.Mercator.ToWGS84(b.Min), Max: project.Mercator.ToWGS84(b.Max)}
 }
 
-// Finish implements tasks.Finisher: the server's count for the area against the distinct
-// features stored there. A shortfall is an error, which the runner logs loudly.
+// Finish implements tasks.Finisher: it builds the indexes deferred while a new table was
+// first filled, then compares the server's count for the area with the distinct features
+// stored there. A shortfall is an error, which the runner logs loudly.
 func (t *Task) Finish(ctx context.Context, env *tasks.Env) error {
 	want := t.expected.Load()
 	t.once.Lock()
 	p := t.p
 	t.once.Unlock()
+	if p == nil {
+		return nil
+	}
+	if err := env.Store.FinishFeatureTable(ctx, p.table); err != nil {
+		return err
+	}
 	counter, ok := env.Store.(tasks.FeatureCounter)
-	if want < 0 || p == nil || !ok {
+	if want < 0 || !ok {
 		return nil
 	}
 	area := p.area
