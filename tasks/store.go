@@ -22,6 +22,10 @@ type Store interface {
 	// columns and indexes, and fails with a clear error when a table of that name exists
 	// with incompatible columns. It is called before anything is fetched.
 	EnsureFeatureTable(ctx context.Context, t *FeatureTable) error
+	// FinishFeatureTable creates indexes that EnsureFeatureTable deferred for a table it
+	// created (the spatial index, built once over the first harvest's rows). It is
+	// idempotent and cheap when there is nothing to do.
+	FinishFeatureTable(ctx context.Context, t *FeatureTable) error
 	TileStore
 	AssetStore
 }
@@ -126,8 +130,10 @@ type FeatureCounter interface {
 	CountFeatures(ctx context.Context, t *FeatureTable, bbox orb.Bound) (int64, error)
 }
 
-// Finisher is implemented by tasks that check their work once all units are done, such
-// as a WFS harvest comparing the server's count with the features stored.
+// Finisher is implemented by tasks that finish their work once no unit is left to run
+// (all done, or some dead): indexing a table, comparing the server's count with the
+// features stored. The runner calls it unless the task was interrupted; a replay calls it
+// after re-executing a task's dead units.
 type Finisher interface {
 	Finish(ctx context.Context, env *Env) error
 }
