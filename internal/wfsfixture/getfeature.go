@@ -2,11 +2,13 @@ package wfsfixture
 
 import (
 	"bufio"
+	"context"
 	"math"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 )
 
@@ -178,7 +180,22 @@ func (s *Server) serveGetFeature(w http.ResponseWriter, r *http.Request, q *quer
 		lo := min(q.startIndex, total)
 		ids = o.page(sel, lo, min(total, lo+q.count))
 	}
-	fw := &featureWriter{s: s, q: q, total: total, ids: ids, baseURL: s.baseURL(r)}
+	if rc := s.opts.RowCost; rc > 0 {
+		read := total / 10
+		if !q.hits {
+			read = min(q.startIndex, total) + len(ids)
+		}
+		if !s.opts.Sleep(r.Context(), time.Duration(read)*rc) {
+			return
+		}
+	}
+	fw := &featureWriter{s: s, q: q, total: total, ids: ids, baseURL: s.baseURL(r), ctx: r.Context()}
+	if ec := s.opts.EncodeCost; ec > 0 {
+		fw.encodeCost = ec
+		if q.format != fmtJSON {
+			fw.encodeCost = 2 * ec
+		}
+	}
 	if kind == faultTruncate {
 		fw.truncateAt = int(v * float64(len(ids)+1))
 		fw.truncate = true
@@ -240,6 +257,9 @@ type featureWriter struct {
 	truncate   bool
 	truncateAt int
 
+	ctx        context.Context
+	encodeCost time.Duration // per feature, slept every costEvery features
+
 	w   *bufio.Writer
 	rw  http.ResponseWriter
 	b   []byte
@@ -276,10 +296,17 @@ func (fw *featureWriter) emit() {
 	fw.b = fw.b[:0]
 }
 
+// costEvery is how many features the encoding cost is slept for at once: timers are too
+// coarse to sleep per feature.
+const costEvery = 50
+
 // feature writes feature k of the page and handles flushing and truncation.
 func (fw *featureWriter) afterFeature(k int) {
 	fw.emit()
 	fw.s.served.Add(1)
+	if fw.encodeCost > 0 && (k+1)%costEvery == 0 {
+		fw.s.opts.Sleep(fw.ctx, costEvery*fw.encodeCost)
+	}
 	if fw.truncate && k+1 >= fw.truncateAt {
 		fw.abort()
 	}

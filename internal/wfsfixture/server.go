@@ -63,6 +63,19 @@ type Options struct {
 	Faults Faults
 	// Latency delays every request.
 	Latency time.Duration
+	// RowCost is what the server's database spends per row it reads for a GetFeature:
+	// the rows returned and, as with SQL OFFSET, every row skipped before them, so deep
+	// STARTINDEX pages cost far more than early ones (FIELD-NOTES). A hits request reads
+	// a tenth of that per matched row. The cost is slept, not burnt: it models a server
+	// on another machine. Zero (the default) serves at full speed.
+	RowCost time.Duration
+	// EncodeCost is the server's time per feature written as GeoJSON; GML costs twice
+	// as much (FIELD-NOTES: the same server answered GeoJSON about twice as fast as
+	// GML 3.2). Slept while the response streams. Zero (the default) adds nothing.
+	EncodeCost time.Duration
+	// Sleep waits for the modelled costs and Latency, returning false when ctx ends
+	// first. Defaults to a timer; tests record the costs instead of waiting.
+	Sleep func(ctx context.Context, d time.Duration) bool
 	// BaseURL is the service URL written into capabilities and next links.
 	// Defaults to the URL the request arrived at.
 	BaseURL string
@@ -160,6 +173,9 @@ type Server struct {
 // unknown Flavor or a Features count below zero, which are programming errors.
 func New(opts Options) *Server {
 	opts.Features = cmp.Or(opts.Features, 1000)
+	if opts.Sleep == nil {
+		opts.Sleep = sleep
+	}
 	if opts.Features < 0 {
 		panic("wfsfixture: negative Features")
 	}
@@ -288,7 +304,7 @@ func (s *Server) SetFaults(f Faults) { s.faults.Store(newFaultState(f)) }
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.requests.Add(1)
 	if s.opts.Latency > 0 {
-		if !sleep(r.Context(), s.opts.Latency) {
+		if !s.opts.Sleep(r.Context(), s.opts.Latency) {
 			return
 		}
 	}

@@ -53,6 +53,8 @@ func newDevCmd(g *globals) *cobra.Command {
 	f.BoolVar(&opts.UnstableOrder, "unstable-order", false, "without SORTBY, return rows in a different order per request")
 	f.BoolVar(&opts.NoGeoJSON, "no-geojson", false, "do not offer GeoJSON output")
 	f.DurationVar(&opts.Latency, "latency", 0, "delay every request by this much")
+	f.DurationVar(&opts.RowCost, "row-cost", 0, "modelled database time per row read, skipped STARTINDEX rows included (deep pages cost more)")
+	f.DurationVar(&opts.EncodeCost, "encode-cost", 0, "modelled time per feature written as GeoJSON (GML costs twice as much)")
 	f.IntVar(&quota, "quota", 0, "allow this many requests per --quota-window (0: no limit)")
 	f.DurationVar(&window, "quota-window", time.Second, "quota window")
 	f.BoolVar(&bucket, "token-bucket", false, "refill the quota continuously instead of per fixed window")
