@@ -17,7 +17,8 @@ vet:
 
 ## test: the whole suite against a real PostGIS it provisions itself
 test: vet
-	$(POSTGIS) run -- $(GO) test -count=1 -timeout 40m ./...
+	@gdal=$$($(POSTGIS) gdal) && \
+	env $$gdal $(POSTGIS) run -- $(GO) test -count=1 -timeout 40m ./...
 
 ## demo: a local sample WFS, a local PostGIS, and flows/parcels.yaml end to end
 demo: build
