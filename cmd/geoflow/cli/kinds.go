@@ -16,4 +16,7 @@ func registerKinds(r *tasks.Registry) {
 func addMoreCommands(root *cobra.Command, g *globals) {
 	root.AddCommand(newDevCmd(g))
 	root.AddCommand(newDLQCmd(g))
+	root.AddCommand(newServeCmd(g))
+	root.AddCommand(newScheduleCmd(g))
+	root.AddCommand(newRunsCmd(g))
 }

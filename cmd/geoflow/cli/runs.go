@@ -1,0 +1,143 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/geoflow/geoflow/internal/pgstore"
+)
+
+func newRunsCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "runs",
+		Short: "Look at the run history",
+	}
+	cmd.AddCommand(newRunsListCmd(g), newRunsShowCmd(g))
+	return cmd
+}
+
+func newRunsListCmd(g *globals) *cobra.Command {
+	var (
+		filter pgstore.RunFilter
+		asJS   bool
+	)
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List runs, latest first",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if filter.Limit < 1 {
+				return fmt.Errorf("--limit must be at least 1")
+			}
+			store, err := openDLQStore(cmd.Context(), g)
+			if err != nil {
+				return err
+			}
+			defer store.Close()
+			runs, err := store.ListRuns(cmd.Context(), filter)
+			if err != nil {
+				return err
+			}
+			if asJS {
+				if runs == nil {
+					runs = []pgstore.RunRecord{}
+				}
+				return writeDLQJSON(g.stdout, runs)
+			}
+			if len(runs) == 0 {
+				fmt.Fprintln(g.stdout, "no runs")
+				return nil
+			}
+			return printRuns(g.stdout, runs)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&filter.Flow, "flow", "", "only runs of this flow")
+	f.StringVar(&filter.Status, "status", "", "only runs in this status: running, done, failed, interrupted")
+	f.IntVar(&filter.Limit, "limit", 50, "list at most this many runs")
+	f.BoolVar(&asJS, "json", false, "print a JSON array, for scripts")
+	return cmd
+}
+
+func newRunsShowCmd(g *globals) *cobra.Command {
+	var asJS bool
+	cmd := &cobra.Command{
+		Use:   "show ID",
+		Short: "Show one run and its tasks",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id, err := strconv.ParseInt(args[0], 10, 64)
+			if err != nil || id < 1 {
+				return fmt.Errorf("run id %q: want a positive whole number", args[0])
+			}
+			store, err := openDLQStore(cmd.Context(), g)
+			if err != nil {
+				return err
+			}
+			defer store.Close()
+			run, err := store.GetRun(cmd.Context(), id)
+			if err != nil {
+				return err
+			}
+			if asJS {
+				return writeDLQJSON(g.stdout, run)
+			}
+			return printRun(g.stdout, run)
+		},
+	}
+	cmd.Flags().BoolVar(&asJS, "json", false, "print JSON, for scripts")
+	return cmd
+}
+
+func fmtTime(t *time.Time) string {
+	if t == nil {
+		return "-"
+	}
+	return t.Local().Format(time.DateTime)
+}
+
+func printRuns(w io.Writer, runs []pgstore.RunRecord) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tFLOW\tSTATUS\tTRIGGER\tSCHEDULED FOR\tSTARTED\tFINISHED\tUNITS DONE\tDEAD\tINSERTED\tSKIPPED")
+	for _, r := range runs {
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%d/%d\t%d\t%d\t%d\n", r.ID, r.Flow, r.Status, r.Trigger,
+			fmtTime(r.ScheduledFor), fmtTime(&r.StartedAt), fmtTime(r.FinishedAt),
+			r.UnitsDone, r.UnitsTotal, r.UnitsDead, r.FeaturesInserted, r.FeaturesSkipped)
+	}
+	return tw.Flush()
+}
+
+func printRun(w io.Writer, r pgstore.RunRecord) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "run\t%d\n", r.ID)
+	fmt.Fprintf(tw, "flow\t%s\n", r.Flow)
+	fmt.Fprintf(tw, "status\t%s\n", r.Status)
+	fmt.Fprintf(tw, "trigger\t%s\n", r.Trigger)
+	fmt.Fprintf(tw, "scheduled for\t%s\n", fmtTime(r.ScheduledFor))
+	fmt.Fprintf(tw, "started\t%s\n", fmtTime(&r.StartedAt))
+	fmt.Fprintf(tw, "finished\t%s\n", fmtTime(r.FinishedAt))
+	fmt.Fprintf(tw, "units\t%d of %d done, %d dead\n", r.UnitsDone, r.UnitsTotal, r.UnitsDead)
+	fmt.Fprintf(tw, "features\t%d inserted, %d already present, %d updated\n", r.FeaturesInserted, r.FeaturesSkipped, r.FeaturesUpdated)
+	if r.Error != "" {
+		fmt.Fprintf(tw, "error\t%s\n", r.Error)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(r.Tasks) == 0 {
+		return nil
+	}
+	fmt.Fprintln(w)
+	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "TASK\tTYPE\tSTATE\tSTARTED\tFINISHED\tUNITS DONE\tDEAD\tINSERTED\tSKIPPED\tERROR")
+	for _, t := range r.Tasks {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d/%d\t%d\t%d\t%d\t%s\n", t.Task, t.Type, t.State, fmtTime(t.StartedAt), fmtTime(t.FinishedAt),
+			t.UnitsDone, t.UnitsTotal, t.UnitsDead, t.FeaturesInserted, t.FeaturesSkipped, dlqOneLine(t.Error, 60))
+	}
+	return tw.Flush()
+}

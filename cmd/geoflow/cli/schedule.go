@@ -1,0 +1,102 @@
+package cli
+
+import (
+	"fmt"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/geoflow/geoflow/flows"
+	"github.com/geoflow/geoflow/internal/scheduler"
+)
+
+func newScheduleCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "schedule",
+		Short: "Look at the schedules of flows",
+	}
+	cmd.AddCommand(newScheduleListCmd(g))
+	return cmd
+}
+
+func newScheduleListCmd(g *globals) *cobra.Command {
+	var (
+		dir  string
+		n    int
+		asJS bool
+	)
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List the scheduled flows of a directory with their next fire times, in each flow's time zone",
+		Long: "List every flow of --flows that has a schedule:, with its next fire times in its own time zone\n" +
+			"(UTC unless timezone: or CRON_TZ= says otherwise). Needs no database.\n\n" +
+			"Exit codes: 0 when every flow file loads; 1 when some do not (their problems are printed).",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if n < 1 {
+				return fmt.Errorf("--next must be at least 1")
+			}
+			infos, err := scheduler.List(dir, flows.Options{Registry: registry()}, time.Now(), n)
+			if err != nil {
+				return err
+			}
+			bad := 0
+			for _, fi := range infos {
+				if fi.Problem != "" {
+					bad++
+					fmt.Fprintln(g.stderr, indentProblem(fi.File, fi.Problem))
+				}
+			}
+			if asJS {
+				if err := writeDLQJSON(g.stdout, infos); err != nil {
+					return err
+				}
+			} else if err := printSchedules(g, infos); err != nil {
+				return err
+			}
+			if bad > 0 {
+				return &exitError{code: ExitError, err: fmt.Errorf("%d flow file%s in %s did not load", bad, plural(bad), dir)}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&dir, "flows", "flows", "directory of flow files")
+	cmd.Flags().IntVar(&n, "next", 3, "how many fire times to list per flow")
+	cmd.Flags().BoolVar(&asJS, "json", false, "print a JSON array, for scripts")
+	return cmd
+}
+
+// indentProblem prints a load problem; validation problems already name their file.
+func indentProblem(file, problem string) string {
+	if strings.HasPrefix(problem, file) {
+		return problem
+	}
+	return file + ": " + problem
+}
+
+func printSchedules(g *globals, infos []scheduler.FlowInfo) error {
+	n := 0
+	tw := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "FLOW\tSCHEDULE\tTIMEZONE\tOVERLAP\tCATCHUP\tNEXT FIRES")
+	for _, fi := range infos {
+		if fi.Name == "" {
+			continue
+		}
+		n++
+		next := make([]string, len(fi.NextFires))
+		for i, t := range fi.NextFires {
+			next[i] = t.Format("2006-01-02 15:04:05 MST")
+		}
+		if len(next) == 0 {
+			next = []string{"never"}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", fi.Name, fi.Schedule, fi.Timezone, fi.Overlap, fi.Catchup, strings.Join(next, ", "))
+	}
+	if n == 0 {
+		fmt.Fprintln(g.stdout, "no scheduled flows")
+		return nil
+	}
+	return tw.Flush()
+}

@@ -1,0 +1,161 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/spf13/cobra"
+
+	"github.com/geoflow/geoflow/flows"
+	"github.com/geoflow/geoflow/internal/pgstore"
+	"github.com/geoflow/geoflow/internal/scheduler"
+	"github.com/geoflow/geoflow/internal/serve"
+	"github.com/geoflow/geoflow/retry"
+)
+
+type serveFlags struct {
+	dir      string
+	listen   string
+	grace    time.Duration
+	instance string
+}
+
+func newServeCmd(g *globals) *cobra.Command {
+	var sf serveFlags
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Fire flows on their schedule, and serve metrics, health and run history over HTTP",
+		Long: "Fire every flow of --flows that has a schedule:, until SIGTERM or SIGINT. Several instances may\n" +
+			"run over one database: each fire is claimed there first and runs once. SIGHUP, or a changed flow\n" +
+			"file, reloads the flows; a flow that no longer validates keeps its previous version.\n\n" +
+			"On SIGTERM, no more fires start; runs still going may finish within the first half of --grace,\n" +
+			"then they stop taking new units and their units in flight get most of the rest. What did not\n" +
+			"finish is recorded interrupted (continue it with geoflow run FLOW --resume).\n\n" +
+			"HTTP on --listen: /metrics, /healthz, /readyz, /api/flows, /api/runs, /api/runs/{id}, /api/fires.\n\n" +
+			"Exit codes: 0 after a clean shutdown; 1 error (no database, --flows unreadable, --listen taken).",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runServe(cmd.Context(), g, sf)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&sf.dir, "flows", "flows", "directory of flow files; those with a schedule: are fired")
+	f.StringVar(&sf.listen, "listen", "127.0.0.1:8080", "address of the HTTP endpoints")
+	f.DurationVar(&sf.grace, "grace", 30*time.Second, "on SIGTERM/SIGINT, how long runs still going may take to finish or stop")
+	f.StringVar(&sf.instance, "instance", "", "name of this instance in the fires it claims (default hostname:pid)")
+	return cmd
+}
+
+func runServe(ctx context.Context, g *globals, sf serveFlags) error {
+	log, err := g.logger()
+	if err != nil {
+		return err
+	}
+	if sf.grace <= 0 {
+		return errors.New("--grace must be above 0")
+	}
+	if st, err := os.Stat(sf.dir); err != nil || !st.IsDir() {
+		return fmt.Errorf("--flows %q is not a directory", sf.dir)
+	}
+	store, err := pgstore.Open(ctx, g.databaseURL(), nil)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	if _, err := store.Migrate(ctx); err != nil {
+		return fmt.Errorf("migrating the database: %w", err)
+	}
+	ln, err := net.Listen("tcp", sf.listen)
+	if err != nil {
+		return fmt.Errorf("--listen: %w", err)
+	}
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	metrics, err := scheduler.NewMetrics(reg)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	sched, err := scheduler.New(scheduler.Options{
+		Store:    store,
+		Dir:      sf.dir,
+		Flows:    flows.Options{Registry: registry()},
+		Logger:   log,
+		Metrics:  metrics,
+		Instance: sf.instance,
+		RunOptions: flows.RunOptions{
+			HTTP:   retry.New(&retry.Options{Logger: log, Registerer: reg}),
+			Logger: log,
+			// Half of --grace to finish normally (Drain), 40% for units in flight to
+			// stop, the rest for the bookkeeping after.
+			Grace: sf.grace * 2 / 5,
+		},
+		Drain: sf.grace / 2,
+	})
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	ctx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	var ready atomic.Bool
+	ready.Store(true)
+	// Not ready from the first signal on, while runs drain and the endpoints still answer.
+	context.AfterFunc(ctx, func() { ready.Store(false) })
+	h, err := serve.Handler(serve.Options{Store: store, Flows: sched, Registry: reg, Ready: &ready, Logger: log})
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	httpDone := make(chan error, 1)
+	go func() { httpDone <- srv.Serve(ln) }()
+	log.Info("serving", "listen", ln.Addr().String(), "flows", sf.dir)
+
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	go func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-hup:
+				log.Info("SIGHUP: reloading flows")
+				_ = sched.Reload(ctx)
+			}
+		}
+	}()
+
+	schedErr := make(chan error, 1)
+	go func() { schedErr <- sched.Run(ctx) }()
+	select {
+	case err = <-schedErr:
+	case herr := <-httpDone:
+		err = fmt.Errorf("serving HTTP: %w", herr)
+		stop(err)
+		<-schedErr
+		return err
+	}
+	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+	defer cancel()
+	_ = srv.Shutdown(shutdownCtx)
+	if err != nil {
+		return err
+	}
+	if cause := context.Cause(ctx); cause != nil {
+		log.Info("stopped", "cause", cause.Error())
+	}
+	return nil
+}
