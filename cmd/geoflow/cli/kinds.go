@@ -4,12 +4,14 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/geoflow/geoflow/tasks"
+	"github.com/geoflow/geoflow/tasks/tiles"
 	"github.com/geoflow/geoflow/tasks/wfs"
 )
 
 // registerKinds registers every task kind. Each kind's package is named here, once.
 func registerKinds(r *tasks.Registry) {
 	r.Register(wfs.Kind())
+	r.Register(tiles.Kind())
 }
 
 // addMoreCommands adds the commands of later subsystems (dlq, dev, serve...).
