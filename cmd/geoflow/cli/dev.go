@@ -89,6 +89,7 @@ func serveDevWFS(ctx context.Context, g *globals, listen string, opts wfsfixture
 		return err
 	}
 	st := srv.Stats()
-	fmt.Fprintf(g.stdout, "served %d requests (%d GetFeature, %d hits), %d features\n", st.Requests, st.GetFeature, st.Hits, st.FeaturesServed)
+	fmt.Fprintf(g.stdout, "served %d requests (%d GetFeature, %d hits, %d answered 429, %d faults injected), %d features\n",
+		st.Requests, st.GetFeature, st.Hits, st.TooManyRequests, st.Faults, st.FeaturesServed)
 	return nil
 }
