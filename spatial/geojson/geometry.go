@@ -1,140 +1,360 @@
 package geojson
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 
 	"github.com/paulmach/orb"
 )
 
-type rawGeometry struct {
-	Type        string            `json:"type"`
-	Coordinates json.RawMessage   `json:"coordinates"`
-	Geometries  []json.RawMessage `json:"geometries"`
+// geomKind is a geometry "type".
+type geomKind uint8
+
+const (
+	kindNone geomKind = iota // absent or null
+	kindPoint
+	kindMultiPoint
+	kindLineString
+	kindMultiLineString
+	kindPolygon
+	kindMultiPolygon
+	kindCollection
+	kindOther // not supported
+)
+
+var kindNames = [...]string{
+	kindPoint:           "Point",
+	kindMultiPoint:      "MultiPoint",
+	kindLineString:      "LineString",
+	kindMultiLineString: "MultiLineString",
+	kindPolygon:         "Polygon",
+	kindMultiPolygon:    "MultiPolygon",
+	kindCollection:      "GeometryCollection",
 }
 
-// maxCollectionDepth bounds nested GeometryCollections.
-const maxCollectionDepth = 8
-
-// parseGeometry decodes a GeoJSON geometry object; null or absent is a nil
-// geometry.
-func parseGeometry(raw json.RawMessage) (orb.Geometry, error) {
-	return parseGeometryDepth(raw, 0)
+func geomKindOf(b []byte) geomKind {
+	for k, name := range kindNames {
+		if name != "" && string(b) == name {
+			return geomKind(k)
+		}
+	}
+	if len(b) == 0 {
+		return kindNone
+	}
+	return kindOther
 }
 
-func parseGeometryDepth(raw json.RawMessage, depth int) (orb.Geometry, error) {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || string(raw) == "null" {
-		return nil, nil
-	}
-	var g rawGeometry
-	if err := json.Unmarshal(raw, &g); err != nil {
-		return nil, fmt.Errorf("geojson geometry: %w", err)
-	}
-	if g.Type == "GeometryCollection" {
-		if depth >= maxCollectionDepth {
-			return nil, errors.New("geojson geometry: GeometryCollection nested too deep")
-		}
-		c := make(orb.Collection, 0, len(g.Geometries))
-		for _, m := range g.Geometries {
-			part, err := parseGeometryDepth(m, depth+1)
-			if err != nil {
-				return nil, err
-			}
-			if part == nil {
-				return nil, errors.New("geojson geometry: null member of a GeometryCollection")
-			}
-			c = append(c, part)
-		}
-		return c, nil
-	}
-	p := coordParser{b: g.Coordinates}
-	var out orb.Geometry
-	var err error
-	switch g.Type {
-	case "Point":
-		out, err = p.position()
-	case "MultiPoint":
-		var ps []orb.Point
-		ps, err = p.positions()
-		out = orb.MultiPoint(ps)
-	case "LineString":
-		var ps []orb.Point
-		ps, err = p.positions()
-		if err == nil && len(ps) < 2 {
-			err = fmt.Errorf("LineString with %d positions", len(ps))
-		}
-		out = orb.LineString(ps)
-	case "MultiLineString":
-		var ls [][]orb.Point
-		ls, err = p.lines()
-		ml := make(orb.MultiLineString, len(ls))
-		for i, l := range ls {
-			ml[i] = l
-		}
-		out = ml
-	case "Polygon":
-		var rs [][]orb.Point
-		rs, err = p.lines()
-		out = toPolygon(rs)
-	case "MultiPolygon":
-		var ps [][][]orb.Point
-		ps, err = p.polygons()
-		mp := make(orb.MultiPolygon, len(ps))
-		for i, rs := range ps {
-			mp[i] = toPolygon(rs)
-		}
-		out = mp
-	case "":
-		return nil, errors.New("geojson geometry without a type")
+// hasCoordinates tells whether the kind is read from "coordinates".
+func (k geomKind) hasCoordinates() bool { return k >= kindPoint && k <= kindMultiPolygon }
+
+// geomResult is a decoded member of "geometries".
+type geomResult struct {
+	g   orb.Geometry
+	err error
+}
+
+// semantic is a problem with coordinates that are well-formed JSON; it
+// refuses the feature unless a syntax error follows.
+type semantic struct{ err error }
+
+func (e semantic) Error() string { return e.err.Error() }
+
+// geometry decodes the geometry value at pos, GeometryCollections nested
+// level deep. gerr refuses the feature; err is final.
+func (r *Reader) geometry(level int) (g orb.Geometry, gerr, err error) {
+	s := &r.s
+	switch c := s.buf[s.pos]; c {
+	case 'n':
+		_, err := s.literal()
+		return nil, nil, err
+	case '{':
 	default:
-		return nil, fmt.Errorf("geojson geometry type %q not supported", g.Type)
+		if err := s.skip(false); err != nil {
+			return nil, nil, err
+		}
+		return nil, fmt.Errorf("geojson geometry: %w", typeErr(kindOf(c), "Go value of type geojson.rawGeometry")), nil
 	}
-	if err == nil {
-		err = p.end()
+	if err := s.open(); err != nil {
+		return nil, nil, err
+	}
+	var (
+		kind       geomKind
+		typ        string // kind's name, or the unsupported type
+		terr       error
+		coordStart int64    = -1
+		coordKind  geomKind // the kind coordinates were decoded as, if any
+		cg         orb.Geometry
+		cerr       error
+		members    []geomResult
+	)
+	for first := true; ; first = false {
+		more, err := s.next(first, '}')
+		if err != nil {
+			return nil, nil, err
+		}
+		if !more {
+			break
+		}
+		k, err := s.key(&r.scratch)
+		if err != nil {
+			return nil, nil, err
+		}
+		var field string
+		for _, f := range [...]string{"type", "coordinates", "geometries"} {
+			if foldEq(k, f) {
+				field = f
+				break
+			}
+		}
+		if err := s.colon(); err != nil {
+			return nil, nil, err
+		}
+		c := s.buf[s.pos]
+		switch {
+		case field == "type" && c == '"':
+			b, err := s.str(&r.scratch)
+			if err != nil {
+				return nil, nil, err
+			}
+			kind = geomKindOf(b)
+			typ = kindNames[min(kind, kindCollection)]
+			if kind == kindOther {
+				typ = string(b)
+			}
+		case field == "type" && c != 'n', field == "geometries" && c != 'n' && c != '[':
+			if terr == nil {
+				target := "Go struct field rawGeometry.type of type string"
+				if field == "geometries" {
+					target = "Go struct field rawGeometry.geometries of type []json.RawMessage"
+				}
+				terr = typeErr(kindOf(c), target)
+			}
+			err = s.skip(false)
+		case field == "coordinates":
+			coordStart, coordKind = s.offset(), kindNone
+			if kind.hasCoordinates() {
+				coordKind = kind
+				cg, cerr, err = r.coordinates(kind, true)
+			} else {
+				err = s.skip(false)
+			}
+		case field == "geometries" && c == '[':
+			members, err = r.collectionMembers(level)
+		case field == "geometries":
+			members = nil
+			_, err = s.literal()
+		default:
+			err = s.skip(false)
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+	}
+	switch {
+	case terr != nil:
+		return nil, fmt.Errorf("geojson geometry: %w", terr), nil
+	case kind == kindCollection:
+		if level >= maxCollectionDepth {
+			return nil, errors.New("geojson geometry: GeometryCollection nested too deep"), nil
+		}
+		c := make(orb.Collection, 0, len(members))
+		for _, m := range members {
+			if m.err != nil {
+				return nil, m.err, nil
+			}
+			if m.g == nil {
+				return nil, errors.New("geojson geometry: null member of a GeometryCollection"), nil
+			}
+			c = append(c, m.g)
+		}
+		return c, nil, nil
+	case kind == kindNone:
+		return nil, errors.New("geojson geometry without a type"), nil
+	case kind == kindOther:
+		return nil, fmt.Errorf("geojson geometry type %q not supported", typ), nil
+	}
+	switch {
+	case coordStart < 0:
+		cg, cerr = nil, errors.New("missing")
+	case coordKind != kind:
+		// "type" followed "coordinates" (or changed): decode them again,
+		// they are still in the window.
+		pos, depth := s.pos, s.depth
+		s.pos = int(coordStart - s.base)
+		cg, cerr, err = r.coordinates(kind, false)
+		s.pos, s.depth = pos, depth
+		if err != nil {
+			return nil, nil, err
+		}
+	}
+	if cerr != nil {
+		return nil, fmt.Errorf("geojson %s coordinates: %w", typ, cerr), nil
+	}
+	return cg, nil, nil
+}
+
+// collectionMembers decodes the "geometries" array at pos.
+func (r *Reader) collectionMembers(level int) ([]geomResult, error) {
+	s := &r.s
+	if err := s.open(); err != nil {
+		return nil, err
+	}
+	ms := []geomResult{}
+	for first := true; ; first = false {
+		more, err := s.next(first, ']')
+		if err != nil {
+			return nil, err
+		}
+		if !more {
+			return ms, nil
+		}
+		g, gerr, err := r.geometry(level + 1)
+		if err != nil {
+			return nil, err
+		}
+		ms = append(ms, geomResult{g, gerr})
+	}
+}
+
+// coordinates decodes the "coordinates" value at pos as kind. cerr refuses
+// the feature. With check, the value has not been checked yet: after a
+// problem it is checked to the end, and a syntax error there is final.
+func (r *Reader) coordinates(kind geomKind, check bool) (g orb.Geometry, cerr, err error) {
+	s := &r.s
+	start, depth := s.offset(), s.depth
+	if check && depth+4 > maxDepth {
+		// Let skip judge the nesting, then decode what it passed.
+		if err := s.skip(false); err != nil {
+			return nil, nil, err
+		}
+		pos := s.pos
+		s.pos, s.depth = int(start-s.base), depth
+		g, cerr, err = r.coordinates(kind, false)
+		s.pos, s.depth = pos, depth
+		return g, cerr, err
+	}
+	cp := coordParser{r: r, start: start}
+	g, err = cp.geometry(kind)
+	var sem semantic
+	if errors.As(err, &sem) {
+		cerr, err = sem.err, nil
+		if check {
+			s.pos, s.depth = int(start-s.base), depth
+			err = s.skip(false)
+		}
 	}
 	if err != nil {
-		return nil, fmt.Errorf("geojson %s coordinates: %w", g.Type, err)
+		return nil, nil, err
 	}
-	return out, nil
+	return g, cerr, nil
 }
 
-func toPolygon(rs [][]orb.Point) orb.Polygon {
-	p := make(orb.Polygon, len(rs))
-	for i, r := range rs {
-		p[i] = r
+// coordParser reads the nested number arrays of "coordinates" into points
+// without building interface values. Its problems with well-formed JSON are
+// semantic errors, with the messages and offsets (from start) the reader
+// always gave; it may take a syntax error for one too, which the caller's
+// check then finds.
+type coordParser struct {
+	r     *Reader
+	start int64
+}
+
+func (p *coordParser) at() int64 { return p.r.s.offset() - p.start }
+
+func (p *coordParser) geometry(kind geomKind) (orb.Geometry, error) {
+	r := p.r
+	r.pts, r.ends, r.polys = r.pts[:0], r.ends[:0], r.polys[:0]
+	switch kind {
+	case kindPoint:
+		if err := p.position(); err != nil {
+			return nil, err
+		}
+		return r.pts[0], nil
+	case kindMultiPoint:
+		if err := p.positions(); err != nil {
+			return nil, err
+		}
+		return orb.MultiPoint(r.line(r.points(), 0, len(r.pts))), nil
+	case kindLineString:
+		if err := p.positions(); err != nil {
+			return nil, err
+		}
+		if len(r.pts) < 2 {
+			return nil, semantic{fmt.Errorf("LineString with %d positions", len(r.pts))}
+		}
+		return orb.LineString(r.line(r.points(), 0, len(r.pts))), nil
+	case kindMultiLineString:
+		if err := p.lines(); err != nil {
+			return nil, err
+		}
+		all := r.points()
+		ml := make(orb.MultiLineString, len(r.ends))
+		a := 0
+		for i, b := range r.ends {
+			ml[i] = r.line(all, a, b)
+			a = b
+		}
+		return ml, nil
+	case kindPolygon:
+		if err := p.lines(); err != nil {
+			return nil, err
+		}
+		return r.polygon(r.points(), 0, len(r.ends)), nil
+	default: // kindMultiPolygon
+		if err := p.polygons(); err != nil {
+			return nil, err
+		}
+		all := r.points()
+		mp := make(orb.MultiPolygon, len(r.polys))
+		a := 0
+		for i, b := range r.polys {
+			mp[i] = r.polygon(all, a, b)
+			a = b
+		}
+		return mp, nil
+	}
+}
+
+// points copies the points read into one new slice.
+func (r *Reader) points() []orb.Point {
+	if len(r.pts) == 0 {
+		return nil
+	}
+	return append([]orb.Point(nil), r.pts...)
+}
+
+// line returns all[a:b], nil when empty, as the reader always made them.
+func (r *Reader) line(all []orb.Point, a, b int) []orb.Point {
+	if a == b {
+		return nil
+	}
+	return all[a:b:b]
+}
+
+// polygon returns the polygon of lines i to j.
+func (r *Reader) polygon(all []orb.Point, i, j int) orb.Polygon {
+	p := make(orb.Polygon, j-i)
+	a := 0
+	if i > 0 {
+		a = r.ends[i-1]
+	}
+	for k := i; k < j; k++ {
+		p[k-i] = r.line(all, a, r.ends[k])
+		a = r.ends[k]
 	}
 	return p
 }
 
-// coordParser reads the nested number arrays of "coordinates" without
-// building interface values.
-type coordParser struct {
-	b []byte
-	i int
-}
-
-func (p *coordParser) skipSpace() {
-	for p.i < len(p.b) && (p.b[p.i] == ' ' || p.b[p.i] == '\n' || p.b[p.i] == '\t' || p.b[p.i] == '\r') {
-		p.i++
+func (p *coordParser) open() error {
+	s := &p.r.s
+	c, err := s.peek()
+	if err != nil {
+		return err
 	}
-}
-
-func (p *coordParser) expect(c byte) error {
-	p.skipSpace()
-	if p.i >= len(p.b) {
-		if len(p.b) == 0 {
-			return errors.New("missing")
-		}
-		return fmt.Errorf("want %q, got end", c)
+	if c != '[' {
+		return semantic{fmt.Errorf("want %q at offset %d, got %q", '[', p.at(), c)}
 	}
-	if p.b[p.i] != c {
-		return fmt.Errorf("want %q at offset %d, got %q", c, p.i, p.b[p.i])
-	}
-	p.i++
+	s.pos++
 	return nil
 }
 
@@ -142,64 +362,62 @@ func (p *coordParser) expect(c byte) error {
 // bracket or previous element was read, consuming the comma or the closing
 // bracket.
 func (p *coordParser) next(first bool) (bool, error) {
-	p.skipSpace()
-	if p.i >= len(p.b) {
-		return false, errors.New("unterminated array")
+	s := &p.r.s
+	c, err := s.peek()
+	if err != nil {
+		return false, err
 	}
-	switch c := p.b[p.i]; {
+	switch {
 	case c == ']':
-		p.i++
+		s.pos++
 		return false, nil
 	case first:
 		return true, nil
 	case c == ',':
-		p.i++
+		s.pos++
 		return true, nil
-	default:
-		return false, fmt.Errorf("want ',' or ']' at offset %d, got %q", p.i, c)
 	}
+	return false, s.syntaxErr("after an array element")
 }
 
 func (p *coordParser) number() (float64, error) {
-	p.skipSpace()
-	j := p.i
-	for j < len(p.b) {
-		c := p.b[j]
-		if c >= '0' && c <= '9' || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E' {
-			j++
-			continue
-		}
-		break
-	}
-	if j == p.i {
-		return 0, fmt.Errorf("want a number at offset %d", p.i)
-	}
-	f, err := strconv.ParseFloat(string(p.b[p.i:j]), 64)
+	s := &p.r.s
+	c, err := s.peek()
 	if err != nil {
-		return 0, fmt.Errorf("bad number %q", p.b[p.i:j])
+		return 0, err
 	}
-	p.i = j
+	if c != '-' && (c < '0' || c > '9') {
+		return 0, semantic{fmt.Errorf("want a number at offset %d", p.at())}
+	}
+	num, err := s.number()
+	if err != nil {
+		return 0, err
+	}
+	f, ok := parseNumber(num)
+	if !ok {
+		return 0, semantic{fmt.Errorf("bad number %q", num)}
+	}
 	return f, nil
 }
 
-// position reads [x, y, ...] and keeps x and y.
-func (p *coordParser) position() (orb.Point, error) {
-	var pt orb.Point
-	if err := p.expect('['); err != nil {
-		return pt, err
+// position reads [x, y, ...] and keeps x and y (swapped with SwapXY).
+func (p *coordParser) position() error {
+	if err := p.open(); err != nil {
+		return err
 	}
+	var pt orb.Point
 	n := 0
 	for {
 		more, err := p.next(n == 0)
 		if err != nil {
-			return pt, err
+			return err
 		}
 		if !more {
 			break
 		}
 		f, err := p.number()
 		if err != nil {
-			return pt, err
+			return err
 		}
 		if n < 2 {
 			pt[n] = f
@@ -207,78 +425,58 @@ func (p *coordParser) position() (orb.Point, error) {
 		n++
 	}
 	if n < 2 {
-		return pt, fmt.Errorf("position with %d values, want at least 2", n)
+		return semantic{fmt.Errorf("position with %d values, want at least 2", n)}
 	}
-	return pt, nil
-}
-
-func (p *coordParser) positions() ([]orb.Point, error) {
-	if err := p.expect('['); err != nil {
-		return nil, err
+	if p.r.opts.SwapXY {
+		pt[0], pt[1] = pt[1], pt[0]
 	}
-	var ps []orb.Point
-	for {
-		more, err := p.next(len(ps) == 0)
-		if err != nil {
-			return nil, err
-		}
-		if !more {
-			return ps, nil
-		}
-		pt, err := p.position()
-		if err != nil {
-			return nil, err
-		}
-		ps = append(ps, pt)
-	}
-}
-
-func (p *coordParser) lines() ([][]orb.Point, error) {
-	if err := p.expect('['); err != nil {
-		return nil, err
-	}
-	var ls [][]orb.Point
-	for {
-		more, err := p.next(len(ls) == 0)
-		if err != nil {
-			return nil, err
-		}
-		if !more {
-			return ls, nil
-		}
-		l, err := p.positions()
-		if err != nil {
-			return nil, err
-		}
-		ls = append(ls, l)
-	}
-}
-
-func (p *coordParser) polygons() ([][][]orb.Point, error) {
-	if err := p.expect('['); err != nil {
-		return nil, err
-	}
-	var ps [][][]orb.Point
-	for {
-		more, err := p.next(len(ps) == 0)
-		if err != nil {
-			return nil, err
-		}
-		if !more {
-			return ps, nil
-		}
-		rs, err := p.lines()
-		if err != nil {
-			return nil, err
-		}
-		ps = append(ps, rs)
-	}
-}
-
-func (p *coordParser) end() error {
-	p.skipSpace()
-	if p.i != len(p.b) {
-		return fmt.Errorf("trailing data at offset %d", p.i)
-	}
+	p.r.pts = append(p.r.pts, pt)
 	return nil
+}
+
+func (p *coordParser) positions() error {
+	if err := p.open(); err != nil {
+		return err
+	}
+	for first := true; ; first = false {
+		more, err := p.next(first)
+		if err != nil || !more {
+			return err
+		}
+		if err := p.position(); err != nil {
+			return err
+		}
+	}
+}
+
+func (p *coordParser) lines() error {
+	if err := p.open(); err != nil {
+		return err
+	}
+	for first := true; ; first = false {
+		more, err := p.next(first)
+		if err != nil || !more {
+			return err
+		}
+		if err := p.positions(); err != nil {
+			return err
+		}
+		p.r.ends = append(p.r.ends, len(p.r.pts))
+	}
+}
+
+func (p *coordParser) polygons() error {
+	if err := p.open(); err != nil {
+		return err
+	}
+	for first := true; ; first = false {
+		more, err := p.next(first)
+		if err != nil || !more {
+			return err
+		}
+		if err := p.lines(); err != nil {
+			return err
+		}
+		p.r.polys = append(p.r.polys, len(p.r.ends))
+	}
 }

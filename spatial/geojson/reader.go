@@ -1,8 +1,10 @@
 // Package geojson streams the features of a GeoJSON FeatureCollection, as
 // WFS servers answer GetFeature with outputFormat=application/json. The
-// top-level object is walked with encoding/json Decoder tokens and each
-// member of "features" is decoded on its own, so memory stays flat however
-// many features the response holds.
+// response is read through a window that holds at most the feature being
+// decoded, and each feature is decoded in one pass over its bytes, so
+// memory stays flat however many features the response holds. Values,
+// errors and their messages are those encoding/json gave, which the reader
+// used before.
 //
 // Properties keep their JSON types: float64, string, bool, nil, []any and
 // map[string]any. The feature ID is the "id" member: a string as is, a
@@ -24,15 +26,15 @@
 package geojson
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"encoding/xml"
-	"errors"
 	"fmt"
 	"io"
 	"strconv"
 	"strings"
+
+	"github.com/paulmach/orb"
 
 	"github.com/geoflow/geoflow/spatial"
 	"github.com/geoflow/geoflow/spatial/internal/sniff"
@@ -51,25 +53,41 @@ type Options struct {
 // spatial.Reader. A Reader is not safe for concurrent use.
 type Reader struct {
 	opts Options
-	br   *bufio.Reader
-	dec  *json.Decoder
-	peek []byte
+	s    scanner
+	peek []byte // the first bytes of the body, for NotFeaturesError
 
-	started     bool
-	inFeatures  bool
-	sawFeatures bool
-	err         error
-	index       int
-	meta        spatial.Meta
-	total       int64 // totalFeatures, -1 unknown
+	started      bool
+	firstMember  bool // no member of the top-level object read yet
+	inFeatures   bool
+	firstFeature bool // no member of "features" read yet
+	sawFeatures  bool
+	err          error
+	index        int
+	meta         spatial.Meta
+	total        int64 // totalFeatures, -1 unknown
 
 	typ     string
 	exc     *spatial.ExceptionReport
-	errText string // {"error": ...}
 	code    string // OGC API exception "code"
 	descr   string // OGC API exception "description"
-	single  rawFeature
+	single  singleFeature
 	singleN int // members of a top-level Feature seen
+
+	// Reused across features.
+	scratch []byte            // unescaped strings
+	keys    map[string]string // interned property names
+	slots   []propSlot        // the previous feature's properties
+	nprops  int               // how many properties the previous feature had
+	pts     []orb.Point       // coordinates read
+	ends    []int             // ends of lines in pts
+	polys   []int             // ends of polygons in ends
+}
+
+// singleFeature holds the members of a top-level Feature (GetFeatureById)
+// until the object ends: the raw id and geometry, the properties decoded.
+type singleFeature struct {
+	id, geometry []byte
+	props        map[string]any
 }
 
 var _ spatial.Reader = (*Reader)(nil)
@@ -77,20 +95,18 @@ var _ spatial.Reader = (*Reader)(nil)
 // NewReader returns a Reader of the GeoJSON response in r. It reads r only
 // when Next is called, through its own buffer.
 func NewReader(r io.Reader, opts Options) *Reader {
-	br := bufio.NewReaderSize(r, 64<<10)
-	return &Reader{opts: opts, br: br, meta: spatial.UnknownMeta(), total: -1}
+	return &Reader{
+		opts:  opts,
+		s:     newScanner(r),
+		meta:  spatial.UnknownMeta(),
+		total: -1,
+		keys:  make(map[string]string),
+	}
 }
 
 // Meta returns what the collection's members said. Members after
 // "features" are known only once Next has returned io.EOF.
 func (r *Reader) Meta() spatial.Meta { return r.meta }
-
-type rawFeature struct {
-	Type       string          `json:"type"`
-	ID         json.RawMessage `json:"id"`
-	Geometry   json.RawMessage `json:"geometry"`
-	Properties map[string]any  `json:"properties"`
-}
 
 // Next returns the next feature, io.EOF after the last one, a
 // *spatial.FeatureError for a refused feature (call Next again to go on),
@@ -108,26 +124,38 @@ func (r *Reader) Next() (*spatial.Feature, error) {
 			return nil, r.setErr(err)
 		}
 	}
+	s := &r.s
 	for r.inFeatures {
-		if !r.dec.More() {
-			if _, err := r.dec.Token(); err != nil { // ']'
-				return nil, r.setErr(r.jsonErr(err))
-			}
+		c, err := s.peek()
+		if err != nil {
+			return nil, r.setErr(err)
+		}
+		if c == ']' {
+			s.pos++
 			r.inFeatures = false
 			if err := r.members(); err != nil {
 				return nil, r.setErr(err)
 			}
 			break
 		}
-		var raw rawFeature
-		err := r.dec.Decode(&raw)
-		if err != nil {
-			var te *json.UnmarshalTypeError
-			if !errors.As(err, &te) {
-				return nil, r.setErr(r.jsonErr(err))
+		if !r.firstFeature {
+			if c != ',' {
+				return nil, r.setErr(s.syntaxErr("after a member of \"features\""))
+			}
+			s.pos++
+			if _, err := s.peek(); err != nil {
+				return nil, r.setErr(err)
 			}
 		}
-		return r.feature(&raw, err)
+		r.firstFeature = false
+		f, err := r.feature()
+		if err != nil {
+			if _, ok := err.(*spatial.FeatureError); ok {
+				return nil, err
+			}
+			return nil, r.setErr(err)
+		}
+		return f, nil
 	}
 	// members() returned at the end of the top-level object.
 	return r.finish()
@@ -140,52 +168,18 @@ func (r *Reader) setErr(err error) error {
 	return r.err
 }
 
-// feature converts one decoded feature; decodeErr is a type error from
-// decoding it, which refuses it.
-func (r *Reader) feature(raw *rawFeature, decodeErr error) (*spatial.Feature, error) {
-	idx := r.index
-	r.index++
-	id := featureID(raw.ID)
-	if decodeErr != nil {
-		return nil, &spatial.FeatureError{ID: id, Index: idx, Err: fmt.Errorf("geojson: %w", decodeErr)}
-	}
-	g, err := parseGeometry(raw.Geometry)
-	if err != nil {
-		return nil, &spatial.FeatureError{ID: id, Index: idx, Err: err}
-	}
-	if r.opts.SwapXY {
-		g = spatial.SwapXY(g)
-	}
-	props := raw.Properties
-	if props == nil {
-		props = map[string]any{}
-	}
-	return &spatial.Feature{ID: id, Geometry: g, Properties: props}, nil
-}
-
-func featureID(raw json.RawMessage) string {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || string(raw) == "null" {
-		return ""
-	}
-	if raw[0] == '"' {
-		var s string
-		if json.Unmarshal(raw, &s) == nil {
-			return s
-		}
-	}
-	return string(raw)
-}
-
 // begin classifies the body from its first bytes and reads the opening
 // brace of the top-level object.
 func (r *Reader) begin() error {
-	peek, perr := r.br.Peek(512)
-	r.peek = peek
+	s := &r.s
+	for s.end < 512 && s.fill() {
+	}
+	peek := s.buf[:min(s.end, 512)]
+	r.peek = bytes.Clone(peek)
 	switch k := sniff.Kind(peek); k {
 	case "empty":
-		if perr != nil && perr != io.EOF {
-			return fmt.Errorf("geojson: reading response: %w", perr)
+		if s.rerr != nil && s.rerr != io.EOF {
+			return fmt.Errorf("geojson: reading response: %w", s.rerr)
 		}
 		return &spatial.TruncatedError{Offset: int64(len(peek)), Err: io.ErrUnexpectedEOF}
 	case "xml":
@@ -197,14 +191,13 @@ func (r *Reader) begin() error {
 	default:
 		return &spatial.NotFeaturesError{Kind: k, Snippet: spatial.Snippet(peek, 200)}
 	}
-	body := io.Reader(r.br)
 	if bytes.HasPrefix(peek, []byte("\xef\xbb\xbf")) {
-		r.br.Discard(3)
+		s.pos = 3
 	}
-	r.dec = json.NewDecoder(body)
-	if _, err := r.dec.Token(); err != nil { // '{'
-		return r.jsonErr(err)
+	if err := s.expect('{', "looking for the beginning of the response"); err != nil {
+		return err
 	}
+	r.firstMember = true
 	return nil
 }
 
@@ -212,9 +205,19 @@ func (r *Reader) notFeatures() error {
 	return &spatial.NotFeaturesError{Kind: "json", Snippet: spatial.Snippet(r.peek, 200)}
 }
 
+// errReader returns err.
+type errReader struct{ err error }
+
+func (e errReader) Read([]byte) (int, error) { return 0, e.err }
+
 // xmlBody reads an XML body: an OGC exception report, or something else.
 func (r *Reader) xmlBody() error {
-	d := xml.NewDecoder(r.br)
+	s := &r.s
+	rest := s.src
+	if s.rerr != nil {
+		rest = errReader{s.rerr}
+	}
+	d := xml.NewDecoder(io.MultiReader(bytes.NewReader(s.buf[s.pos:s.end]), rest))
 	d.CharsetReader = func(label string, in io.Reader) (io.Reader, error) {
 		return in, nil // only the report's ASCII structure matters here
 	}
@@ -244,33 +247,23 @@ func (r *Reader) xmlBody() error {
 	}
 }
 
-// jsonErr classifies an error of the JSON decoder. Every read happens inside
-// the top-level object, so running out of input is a cut-off body.
-func (r *Reader) jsonErr(err error) error {
-	if err == io.EOF || errors.Is(err, io.ErrUnexpectedEOF) {
-		return &spatial.TruncatedError{Offset: r.dec.InputOffset(), Err: io.ErrUnexpectedEOF}
-	}
-	var se *json.SyntaxError
-	if errors.As(err, &se) {
-		return fmt.Errorf("geojson: malformed JSON near byte %d: %w", se.Offset, err)
-	}
-	return fmt.Errorf("geojson: reading response: %w", err)
-}
-
 // members reads top-level members until the "features" array opens (then
 // inFeatures is set) or the top-level object ends.
 func (r *Reader) members() error {
+	s := &r.s
 	for {
-		tok, err := r.dec.Token()
+		more, err := s.next(r.firstMember, '}')
+		r.firstMember = false
+		if err != nil || !more {
+			return err
+		}
+		k, err := s.key(&r.scratch)
 		if err != nil {
-			return r.jsonErr(err)
+			return err
 		}
-		if d, ok := tok.(json.Delim); ok && d == '}' {
-			return nil
-		}
-		key, ok := tok.(string)
-		if !ok {
-			return fmt.Errorf("geojson: unexpected %v in the top-level object", tok)
+		key := string(k)
+		if err := s.colon(); err != nil {
+			return err
 		}
 		if err := r.member(key); err != nil {
 			return err
@@ -281,32 +274,48 @@ func (r *Reader) members() error {
 	}
 }
 
+// member reads the value of the top-level member key at pos. Only
+// "features" is walked here; the others are few and small, so they are
+// checked and then decoded with encoding/json as the reader always did.
 func (r *Reader) member(key string) error {
+	s := &r.s
+	s.depth = 0
 	switch key {
 	case "features":
-		tok, err := r.dec.Token()
-		if err != nil {
-			return r.jsonErr(err)
-		}
-		switch tok {
-		case json.Delim('['):
-			r.inFeatures, r.sawFeatures = true, true
+		switch s.buf[s.pos] {
+		case '[':
+			s.pos++
+			r.inFeatures, r.firstFeature, r.sawFeatures = true, true, true
 			return nil
-		case nil:
+		case 'n':
+			if _, err := s.literal(); err != nil {
+				return err
+			}
 			r.sawFeatures = true
 			return nil
 		}
-		if d, ok := tok.(json.Delim); ok {
-			// An object: not a collection; consume it to stay in step.
-			if err := r.skipRest(d); err != nil {
-				return err
-			}
+		// Not a collection; an object is read to its end first.
+		if err := s.skip(true); err != nil {
+			return err
 		}
 		return r.notFeatures()
+	case "numberMatched", "numberReturned", "totalFeatures", "links", "crs", "type",
+		"exceptions", "error", "code", "description", "id", "geometry", "properties":
+	default:
+		return s.skip(false)
+	}
+	start := s.offset()
+	s.pin = start
+	defer func() { s.pin = -1 }()
+	if err := s.skip(false); err != nil {
+		return err
+	}
+	raw := s.buf[start-s.base : s.pos]
+	switch key {
 	case "numberMatched", "numberReturned", "totalFeatures":
 		var v any
-		if err := r.dec.Decode(&v); err != nil {
-			return r.decodeErr(err)
+		if err := json.Unmarshal(raw, &v); err != nil {
+			return r.notFeatures()
 		}
 		n := count(v)
 		switch key {
@@ -322,8 +331,8 @@ func (r *Reader) member(key string) error {
 			Href string `json:"href"`
 			Rel  string `json:"rel"`
 		}
-		if err := r.dec.Decode(&links); err != nil {
-			return r.decodeErr(err)
+		if err := json.Unmarshal(raw, &links); err != nil {
+			return r.notFeatures()
 		}
 		for _, l := range links {
 			if l.Rel == "next" && r.meta.Next == "" {
@@ -336,24 +345,24 @@ func (r *Reader) member(key string) error {
 				Name string `json:"name"`
 			} `json:"properties"`
 		}
-		if err := r.dec.Decode(&crs); err != nil {
-			return r.decodeErr(err)
+		if err := json.Unmarshal(raw, &crs); err != nil {
+			return r.notFeatures()
 		}
 		r.meta.SRSName = crs.Properties.Name
 	case "type":
-		var s any
-		if err := r.dec.Decode(&s); err != nil {
-			return r.decodeErr(err)
+		var v any
+		if err := json.Unmarshal(raw, &v); err != nil {
+			return r.notFeatures()
 		}
-		r.typ, _ = s.(string)
+		r.typ, _ = v.(string)
 	case "exceptions":
 		var exs []struct {
 			Code    string `json:"code"`
 			Locator string `json:"locator"`
 			Text    string `json:"text"`
 		}
-		if err := r.dec.Decode(&exs); err != nil {
-			return r.decodeErr(err)
+		if err := json.Unmarshal(raw, &exs); err != nil {
+			return r.notFeatures()
 		}
 		rep := &spatial.ExceptionReport{}
 		var texts []string
@@ -367,72 +376,32 @@ func (r *Reader) member(key string) error {
 		}
 		rep.Text = strings.Join(texts, "; ")
 		r.exc = rep
-	case "error":
+	case "error", "code", "description":
 		var v any
-		if err := r.dec.Decode(&v); err != nil {
-			return r.decodeErr(err)
+		if err := json.Unmarshal(raw, &v); err != nil {
+			return r.notFeatures()
 		}
-		r.errorMember(v)
-	case "code", "description":
-		var v any
-		if err := r.dec.Decode(&v); err != nil {
-			return r.decodeErr(err)
-		}
-		if key == "code" {
+		switch key {
+		case "error":
+			r.errorMember(v)
+		case "code":
 			r.code = scalarText(v)
-		} else {
+		default:
 			r.descr = scalarText(v)
 		}
-	case "id", "geometry", "properties":
-		// Members of a top-level Feature (GetFeatureById); decoded into
-		// the same shape a collection member has.
-		var err error
-		switch key {
-		case "id":
-			err = r.dec.Decode(&r.single.ID)
-		case "geometry":
-			err = r.dec.Decode(&r.single.Geometry)
-		default:
-			err = r.dec.Decode(&r.single.Properties)
-		}
-		if err != nil {
-			return r.decodeErr(err)
+	case "id":
+		// Members of a top-level Feature (GetFeatureById), read as a
+		// member of "features" is once the object ends.
+		r.single.id = append(r.single.id[:0], raw...)
+		r.singleN++
+	case "geometry":
+		r.single.geometry = append(r.single.geometry[:0], raw...)
+		r.singleN++
+	case "properties":
+		if err := json.Unmarshal(raw, &r.single.props); err != nil {
+			return r.notFeatures()
 		}
 		r.singleN++
-	default:
-		var skip json.RawMessage
-		if err := r.dec.Decode(&skip); err != nil {
-			return r.decodeErr(err)
-		}
-	}
-	return nil
-}
-
-// decodeErr classifies an error from Decode of a top-level member: a type
-// mismatch means the body is not the collection it claims to be.
-func (r *Reader) decodeErr(err error) error {
-	var te *json.UnmarshalTypeError
-	if errors.As(err, &te) {
-		return r.notFeatures()
-	}
-	return r.jsonErr(err)
-}
-
-// skipRest consumes tokens to the end of the container opened by d.
-func (r *Reader) skipRest(d json.Delim) error {
-	depth := 1
-	for depth > 0 {
-		tok, err := r.dec.Token()
-		if err != nil {
-			return r.jsonErr(err)
-		}
-		if d, ok := tok.(json.Delim); ok {
-			if d == '[' || d == '{' {
-				depth++
-			} else {
-				depth--
-			}
-		}
 	}
 	return nil
 }
@@ -490,10 +459,41 @@ func (r *Reader) finish() (*spatial.Feature, error) {
 		return nil, r.setErr(&spatial.ExceptionReport{Code: r.code, Text: r.descr})
 	case r.typ == "Feature" && r.singleN > 0:
 		r.err = io.EOF
-		return r.feature(&r.single, nil)
+		return r.singleFeature()
 	case !r.sawFeatures:
 		return nil, r.setErr(r.notFeatures())
 	}
 	r.err = io.EOF
 	return nil, io.EOF
+}
+
+// singleFeature makes the feature of a top-level Feature object.
+func (r *Reader) singleFeature() (*spatial.Feature, error) {
+	idx := r.index
+	r.index++
+	saved := r.s
+	defer func() { r.s = saved }()
+	var id string
+	if raw := r.single.id; len(raw) > 0 && string(raw) != "null" {
+		id = string(raw)
+		if raw[0] == '"' {
+			r.s = bytesScanner(raw)
+			b, _ := r.s.str(&r.scratch)
+			id = string(b)
+		}
+	}
+	var g orb.Geometry
+	if raw := r.single.geometry; len(raw) > 0 {
+		r.s = bytesScanner(raw)
+		var gerr error
+		g, gerr, _ = r.geometry(0)
+		if gerr != nil {
+			return nil, &spatial.FeatureError{ID: id, Index: idx, Err: gerr}
+		}
+	}
+	props := r.single.props
+	if props == nil {
+		props = map[string]any{}
+	}
+	return &spatial.Feature{ID: id, Geometry: g, Properties: props}, nil
 }

@@ -1,0 +1,336 @@
+package geojson
+
+import (
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/paulmach/orb"
+
+	"github.com/geoflow/geoflow/spatial"
+)
+
+// The decoder below reads each feature in one pass and gives the results
+// the encoding/json based reader gave, which decoded a feature into
+//
+//	struct { Type string; ID, Geometry json.RawMessage; Properties map[string]any }
+//
+// and its geometry into
+//
+//	struct { Type string; Coordinates json.RawMessage; Geometries []json.RawMessage }
+//
+// So member names match case-insensitively, the last of repeated members
+// wins (repeated "properties" objects merge), a member of the wrong JSON
+// type refuses the feature with the error message encoding/json wrote, and
+// a syntax error anywhere in the feature counts before any such problem.
+
+// maxCollectionDepth bounds nested GeometryCollections.
+const maxCollectionDepth = 8
+
+// maxInterned bounds the property names kept for reuse across features.
+const maxInterned = 4096
+
+// propSlot remembers the n-th property of the previous feature, whose name
+// and often value the next feature repeats.
+type propSlot struct {
+	key string
+	val any
+}
+
+// typeErr is the message of the *json.UnmarshalTypeError encoding/json
+// gave for a value of the wrong kind.
+func typeErr(kind, target string) error {
+	return errors.New("json: cannot unmarshal " + kind + " into " + target)
+}
+
+// kindOf names the JSON kind of the value starting with c.
+func kindOf(c byte) string {
+	switch c {
+	case '{':
+		return "object"
+	case '[':
+		return "array"
+	case '"':
+		return "string"
+	case 't', 'f':
+		return "bool"
+	}
+	return "number"
+}
+
+// feature decodes the member of "features" at pos. A non-nil error is
+// final; a refused feature is a *spatial.FeatureError feature returns as
+// its first result's stand-in, see Next.
+func (r *Reader) feature() (*spatial.Feature, error) {
+	s := &r.s
+	s.pin = s.offset()
+	s.depth = 0
+	defer func() { s.pin = -1 }()
+	var (
+		id    string
+		g     orb.Geometry
+		gerr  error
+		props map[string]any
+		terr  error // the first type error
+	)
+	switch c := s.buf[s.pos]; c {
+	case '{':
+		if err := s.open(); err != nil {
+			return nil, err
+		}
+		for first := true; ; first = false {
+			more, err := s.next(first, '}')
+			if err != nil {
+				return nil, err
+			}
+			if !more {
+				break
+			}
+			k, err := s.key(&r.scratch)
+			if err != nil {
+				return nil, err
+			}
+			field := featureField(k)
+			if err := s.colon(); err != nil {
+				return nil, err
+			}
+			c := s.buf[s.pos]
+			switch field {
+			case "type":
+				if c != '"' && c != 'n' && terr == nil {
+					terr = typeErr(kindOf(c), "Go struct field rawFeature.type of type string")
+				}
+				err = s.skip(false)
+			case "id":
+				id, err = r.featureID()
+			case "geometry":
+				g, gerr, err = r.geometry(0)
+			case "properties":
+				switch c {
+				case 'n':
+					_, err = s.literal()
+					props = nil
+				case '{':
+					props, err = r.properties(props, &terr)
+				default:
+					if terr == nil {
+						terr = typeErr(kindOf(c), "Go struct field rawFeature.properties of type map[string]interface {}")
+					}
+					err = s.skip(false)
+				}
+			default:
+				err = s.skip(false)
+			}
+			if err != nil {
+				return nil, err
+			}
+		}
+	case 'n':
+		if _, err := s.literal(); err != nil {
+			return nil, err
+		}
+	default:
+		if err := s.skip(false); err != nil {
+			return nil, err
+		}
+		terr = typeErr(kindOf(c), "Go value of type geojson.rawFeature")
+	}
+	idx := r.index
+	r.index++
+	if terr != nil {
+		return nil, &spatial.FeatureError{ID: id, Index: idx, Err: fmt.Errorf("geojson: %w", terr)}
+	}
+	if gerr != nil {
+		return nil, &spatial.FeatureError{ID: id, Index: idx, Err: gerr}
+	}
+	if props == nil {
+		props = map[string]any{}
+	}
+	return &spatial.Feature{ID: id, Geometry: g, Properties: props}, nil
+}
+
+// featureField names the member of a feature key k stands for, "" for
+// others.
+func featureField(k []byte) string {
+	for _, f := range [...]string{"type", "id", "geometry", "properties"} {
+		if foldEq(k, f) {
+			return f
+		}
+	}
+	return ""
+}
+
+// featureID reads the "id" member at pos: a string as is, null as "", and
+// anything else as written.
+func (r *Reader) featureID() (string, error) {
+	s := &r.s
+	if s.buf[s.pos] == '"' {
+		b, err := s.str(&r.scratch)
+		return string(b), err
+	}
+	start := s.offset()
+	if err := s.skip(false); err != nil {
+		return "", err
+	}
+	raw := s.buf[start-s.base : s.pos]
+	if string(raw) == "null" {
+		return "", nil
+	}
+	return string(raw), nil
+}
+
+// intern returns b as a string, the same string for the same bytes.
+func (r *Reader) intern(b []byte) string {
+	if k, ok := r.keys[string(b)]; ok {
+		return k
+	}
+	k := string(b)
+	if len(r.keys) < maxInterned {
+		r.keys[k] = k
+	}
+	return k
+}
+
+// properties decodes the object at pos into m, made when nil.
+func (r *Reader) properties(m map[string]any, terr *error) (map[string]any, error) {
+	s := &r.s
+	if err := s.open(); err != nil {
+		return m, err
+	}
+	if m == nil {
+		m = make(map[string]any, r.nprops)
+	}
+	n := 0
+	for first := true; ; first = false {
+		more, err := s.next(first, '}')
+		if err != nil {
+			return m, err
+		}
+		if !more {
+			break
+		}
+		k, err := s.key(&r.scratch)
+		if err != nil {
+			return m, err
+		}
+		var (
+			key  string
+			prev any
+		)
+		switch {
+		case n < len(r.slots) && r.slots[n].key == string(k):
+			key, prev = r.slots[n].key, r.slots[n].val
+		case n < len(r.slots):
+			key = r.intern(k)
+			r.slots[n] = propSlot{key: key}
+		default:
+			key = r.intern(k)
+			if n < maxInterned {
+				r.slots = append(r.slots, propSlot{key: key})
+			}
+		}
+		if err := s.colon(); err != nil {
+			return m, err
+		}
+		v, err := r.value(prev, terr)
+		if err != nil {
+			return m, err
+		}
+		if n < len(r.slots) {
+			r.slots[n].val = v
+		}
+		m[key] = v
+		n++
+	}
+	r.nprops = len(m)
+	return m, nil
+}
+
+// value decodes the value at pos as encoding/json decodes into an any.
+// It returns prev instead of an equal string or number, saving an
+// allocation.
+func (r *Reader) value(prev any, terr *error) (any, error) {
+	s := &r.s
+	switch c := s.buf[s.pos]; c {
+	case '"':
+		b, err := s.str(&r.scratch)
+		if err != nil {
+			return nil, err
+		}
+		if p, ok := prev.(string); ok && p == string(b) {
+			return prev, nil
+		}
+		return string(b), nil
+	case '{':
+		if err := s.open(); err != nil {
+			return nil, err
+		}
+		m := make(map[string]any)
+		for first := true; ; first = false {
+			more, err := s.next(first, '}')
+			if err != nil {
+				return nil, err
+			}
+			if !more {
+				return m, nil
+			}
+			k, err := s.key(&r.scratch)
+			if err != nil {
+				return nil, err
+			}
+			key := r.intern(k)
+			if err := s.colon(); err != nil {
+				return nil, err
+			}
+			v, err := r.value(nil, terr)
+			if err != nil {
+				return nil, err
+			}
+			m[key] = v
+		}
+	case '[':
+		if err := s.open(); err != nil {
+			return nil, err
+		}
+		a := make([]any, 0)
+		for first := true; ; first = false {
+			more, err := s.next(first, ']')
+			if err != nil {
+				return nil, err
+			}
+			if !more {
+				return a, nil
+			}
+			v, err := r.value(nil, terr)
+			if err != nil {
+				return nil, err
+			}
+			a = append(a, v)
+		}
+	case 't', 'f', 'n':
+		c, err := s.literal()
+		switch c {
+		case 't':
+			return true, err
+		case 'f':
+			return false, err
+		}
+		return nil, err
+	default:
+		num, err := s.number()
+		if err != nil {
+			return nil, err
+		}
+		f, ok := parseNumber(num)
+		if !ok {
+			if *terr == nil {
+				*terr = typeErr("number "+string(num), "Go struct field rawFeature.properties of type float64")
+			}
+			return nil, nil
+		}
+		if p, ok := prev.(float64); ok && math.Float64bits(p) == math.Float64bits(f) {
+			return prev, nil
+		}
+		return f, nil
+	}
+}
