@@ -317,11 +317,10 @@ func (r *Reader) value(prev any, terr *error) (any, error) {
 		}
 		return nil, err
 	default:
-		num, err := s.number()
+		f, ok, num, err := s.float()
 		if err != nil {
 			return nil, err
 		}
-		f, ok := parseNumber(num)
 		if !ok {
 			if *terr == nil {
 				*terr = typeErr("number "+string(num), "Go struct field rawFeature.properties of type float64")

@@ -169,6 +169,13 @@ func FuzzParseNumber(f *testing.F) {
 		if ok != (werr == nil) || math.Float64bits(got) != math.Float64bits(want) {
 			t.Fatalf("parseNumber(%q) = %v, %v; strconv: %v, %v", s, got, ok, want, werr)
 		}
+		for _, tail := range []string{"", ","} {
+			sc := bytesScanner([]byte(s + tail))
+			got, ok, _, err := sc.float()
+			if err != nil || sc.pos != len(s) || ok != (werr == nil) || ok && math.Float64bits(got) != math.Float64bits(want) {
+				t.Fatalf("float(%q) = %v, %v, %v at %d; strconv: %v, %v", s+tail, got, ok, err, sc.pos, want, werr)
+			}
+		}
 	})
 }
 

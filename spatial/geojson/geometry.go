@@ -389,11 +389,10 @@ func (p *coordParser) number() (float64, error) {
 	if c != '-' && (c < '0' || c > '9') {
 		return 0, semantic{fmt.Errorf("want a number at offset %d", p.at())}
 	}
-	num, err := s.number()
+	f, ok, num, err := s.float()
 	if err != nil {
 		return 0, err
 	}
-	f, ok := parseNumber(num)
 	if !ok {
 		return 0, semantic{fmt.Errorf("bad number %q", num)}
 	}

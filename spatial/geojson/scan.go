@@ -100,6 +100,15 @@ func (s *scanner) syntaxErr(what string) error {
 
 // peek skips white space and returns the next byte without consuming it.
 func (s *scanner) peek() (byte, error) {
+	if s.pos < s.end {
+		if c := s.buf[s.pos]; c > ' ' {
+			return c, nil
+		}
+	}
+	return s.peekSpace()
+}
+
+func (s *scanner) peekSpace() (byte, error) {
 	for {
 		for s.pos < s.end {
 			c := s.buf[s.pos]
@@ -207,7 +216,7 @@ func (s *scanner) rawStr() (raw []byte, plain bool, err error) {
 	for {
 		for j < s.end {
 			c := s.buf[j]
-			if c >= 0x20 && c != '"' && c != '\\' && c < utf8.RuneSelf {
+			if plainByte[c] {
 				j++
 				continue
 			}
@@ -259,6 +268,14 @@ func (s *scanner) rawStr() (raw []byte, plain bool, err error) {
 		j = s.pos + k
 	}
 }
+
+// plainByte tells the bytes that stand for themselves in a string.
+var plainByte = func() (t [256]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
 
 func isHex(c byte) bool {
 	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
@@ -439,6 +456,68 @@ func (s *scanner) number() ([]byte, error) {
 		}
 		j = s.pos + k
 	}
+}
+
+// float consumes the number at pos and converts it as parseNumber does.
+// The text is returned only when ok is false.
+func (s *scanner) float() (f float64, ok bool, text []byte, err error) {
+	// Fast path: a number with at most 15 significant digits and no
+	// exponent, followed by another byte in the window.
+	b, i, end := s.buf, s.pos, s.end
+	neg := false
+	if i < end && b[i] == '-' {
+		neg = true
+		i++
+	}
+	var mant uint64
+	nd, exp := 0, 0
+	if i >= end || b[i] < '0' || b[i] > '9' {
+		goto slow
+	}
+	if b[i] == '0' {
+		i++
+	} else {
+		for ; i < end && '0' <= b[i] && b[i] <= '9'; i++ {
+			mant = mant*10 + uint64(b[i]-'0')
+			nd++
+		}
+	}
+	if i < end && b[i] == '.' {
+		i++
+		k := i
+		for ; i < end && '0' <= b[i] && b[i] <= '9'; i++ {
+			if mant != 0 || b[i] != '0' {
+				nd++
+			}
+			mant = mant*10 + uint64(b[i]-'0')
+		}
+		if i == k {
+			goto slow
+		}
+		exp = k - i
+	}
+	if i >= end || b[i] == 'e' || b[i] == 'E' || nd > 15 || exp < -22 {
+		goto slow
+	}
+	s.pos = i
+	f = float64(mant)
+	if exp < 0 {
+		f /= pow10[-exp]
+	}
+	if neg {
+		f = -f
+	}
+	return f, true, nil, nil
+slow:
+	num, err := s.number()
+	if err != nil {
+		return 0, false, nil, err
+	}
+	f, ok = parseNumber(num)
+	if !ok {
+		text = num
+	}
+	return f, ok, text, nil
 }
 
 var pow10 = [...]float64{1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9,
