@@ -363,6 +363,18 @@ func (p *coordParser) open() error {
 // bracket.
 func (p *coordParser) next(first bool) (bool, error) {
 	s := &p.r.s
+	if s.pos < s.end {
+		switch s.buf[s.pos] {
+		case ']':
+			s.pos++
+			return false, nil
+		case ',':
+			if !first {
+				s.pos++
+				return true, nil
+			}
+		}
+	}
 	c, err := s.peek()
 	if err != nil {
 		return false, err
@@ -401,6 +413,20 @@ func (p *coordParser) number() (float64, error) {
 
 // position reads [x, y, ...] and keeps x and y (swapped with SwapXY).
 func (p *coordParser) position() error {
+	// Fast path: [x,y] with simple numbers, in the window.
+	s := &p.r.s
+	if b, i, end := s.buf, s.pos, s.end; i < end && b[i] == '[' {
+		if x, j, ok := fastFloat(b, i+1, end); ok && b[j] == ',' {
+			if y, k, ok := fastFloat(b, j+1, end); ok && b[k] == ']' {
+				s.pos = k + 1
+				if p.r.opts.SwapXY {
+					x, y = y, x
+				}
+				p.r.pts = append(p.r.pts, orb.Point{x, y})
+				return nil
+			}
+		}
+	}
 	if err := p.open(); err != nil {
 		return err
 	}

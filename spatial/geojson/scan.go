@@ -151,6 +151,10 @@ func (s *scanner) open() error {
 // pos is at it, or at the key of an object), consuming the closing byte
 // otherwise.
 func (s *scanner) next(first bool, closing byte) (bool, error) {
+	if !first && s.pos+1 < s.end && s.buf[s.pos] == ',' && s.buf[s.pos+1] > ' ' {
+		s.pos++
+		return true, nil
+	}
 	c, err := s.peek()
 	if err != nil {
 		return false, err
@@ -184,6 +188,10 @@ func (s *scanner) key(scratch *[]byte) ([]byte, error) {
 
 // colon consumes the colon after a key and the white space up to the value.
 func (s *scanner) colon() error {
+	if s.pos+1 < s.end && s.buf[s.pos] == ':' && s.buf[s.pos+1] > ' ' {
+		s.pos++
+		return nil
+	}
 	if err := s.expect(':', "after an object key"); err != nil {
 		return err
 	}
@@ -237,12 +245,12 @@ func (s *scanner) rawStr() (raw []byte, plain bool, err error) {
 				case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
 					j += 2
 				case 'u':
-					if j+6 > s.end {
-						goto more
-					}
-					for _, h := range s.buf[j+2 : j+6] {
-						if !isHex(h) {
-							s.pos = j + 2
+					for h := j + 2; h < j+6; h++ {
+						if h >= s.end {
+							goto more
+						}
+						if !isHex(s.buf[h]) {
+							s.pos = h
 							return nil, false, s.syntaxErr("in \\u hexadecimal character escape")
 						}
 					}
@@ -458,48 +466,53 @@ func (s *scanner) number() ([]byte, error) {
 	}
 }
 
-// float consumes the number at pos and converts it as parseNumber does.
-// The text is returned only when ok is false.
-func (s *scanner) float() (f float64, ok bool, text []byte, err error) {
-	// Fast path: a number with at most 15 significant digits and no
-	// exponent, followed by another byte in the window.
-	b, i, end := s.buf, s.pos, s.end
+// fastFloat converts the number at b[i:end] when it has at most 19
+// digits, a mantissa below 2^53, no exponent and a byte after it, with the
+// one correctly rounded division strconv.ParseFloat uses for those too. It
+// returns where the number ends; ok is false when the caller must take
+// the general path, which checks the syntax.
+func fastFloat(b []byte, i, end int) (f float64, next int, ok bool) {
 	neg := false
 	if i < end && b[i] == '-' {
 		neg = true
 		i++
 	}
+	start := i
 	var mant uint64
-	nd, exp := 0, 0
-	if i >= end || b[i] < '0' || b[i] > '9' {
-		goto slow
-	}
-	if b[i] == '0' {
+	if i < end && b[i] == '0' {
 		i++
 	} else {
-		for ; i < end && '0' <= b[i] && b[i] <= '9'; i++ {
-			mant = mant*10 + uint64(b[i]-'0')
-			nd++
+		for ; i < end; i++ {
+			d := b[i] - '0'
+			if d > 9 {
+				break
+			}
+			mant = mant*10 + uint64(d)
+		}
+		if i == start {
+			return 0, 0, false
 		}
 	}
+	digits, exp := i-start, 0
 	if i < end && b[i] == '.' {
 		i++
 		k := i
-		for ; i < end && '0' <= b[i] && b[i] <= '9'; i++ {
-			if mant != 0 || b[i] != '0' {
-				nd++
+		for ; i < end; i++ {
+			d := b[i] - '0'
+			if d > 9 {
+				break
 			}
-			mant = mant*10 + uint64(b[i]-'0')
+			mant = mant*10 + uint64(d)
 		}
 		if i == k {
-			goto slow
+			return 0, 0, false
 		}
 		exp = k - i
+		digits += i - k
 	}
-	if i >= end || b[i] == 'e' || b[i] == 'E' || nd > 15 || exp < -22 {
-		goto slow
+	if i >= end || b[i] == 'e' || b[i] == 'E' || digits > 19 || mant > 1<<53 || exp < -22 {
+		return 0, 0, false
 	}
-	s.pos = i
 	f = float64(mant)
 	if exp < 0 {
 		f /= pow10[-exp]
@@ -507,8 +520,16 @@ func (s *scanner) float() (f float64, ok bool, text []byte, err error) {
 	if neg {
 		f = -f
 	}
-	return f, true, nil, nil
-slow:
+	return f, i, true
+}
+
+// float consumes the number at pos and converts it as parseNumber does.
+// The text is returned only when ok is false.
+func (s *scanner) float() (f float64, ok bool, text []byte, err error) {
+	if f, next, ok := fastFloat(s.buf, s.pos, s.end); ok {
+		s.pos = next
+		return f, true, nil, nil
+	}
 	num, err := s.number()
 	if err != nil {
 		return 0, false, nil, err
@@ -669,6 +690,9 @@ func (s *scanner) rawStrKey() error {
 // encoding/json matches struct field names: exactly, or under Unicode
 // simple folding (so "TYPE" and "propertieſ" match too).
 func foldEq(key []byte, name string) bool {
+	if string(key) == name {
+		return true
+	}
 	i := 0
 	for _, n := range []byte(name) {
 		if i >= len(key) {
