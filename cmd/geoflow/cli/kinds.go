@@ -4,6 +4,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/geoflow/geoflow/tasks"
+	"github.com/geoflow/geoflow/tasks/imagery"
 	"github.com/geoflow/geoflow/tasks/tiles"
 	"github.com/geoflow/geoflow/tasks/wfs"
 )
@@ -12,6 +13,7 @@ import (
 func registerKinds(r *tasks.Registry) {
 	r.Register(wfs.Kind())
 	r.Register(tiles.Kind())
+	r.Register(imagery.Kind())
 }
 
 // addMoreCommands adds the commands of later subsystems (dlq, dev, serve...).

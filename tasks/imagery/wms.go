@@ -1,0 +1,371 @@
+package imagery
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"encoding/xml"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"net/url"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/paulmach/orb"
+	"github.com/paulmach/orb/project"
+
+	"github.com/geoflow/geoflow/internal/redact"
+	"github.com/geoflow/geoflow/retry"
+	"github.com/geoflow/geoflow/tasks"
+	"github.com/geoflow/geoflow/tasks/tiles"
+)
+
+const (
+	chipPrefix   = "chip/"
+	maxChipBytes = 256 << 20
+)
+
+// wmsCaps is what a WMS GetCapabilities document says that chips need.
+type wmsCaps struct {
+	Version   string
+	MaxWidth  int // 0 when not advertised
+	MaxHeight int
+	Formats   []string
+	Layers    map[string]bool
+}
+
+type capsDoc struct {
+	XMLName xml.Name
+	Version string `xml:"version,attr"`
+	Service struct {
+		MaxWidth  int `xml:"MaxWidth"`
+		MaxHeight int `xml:"MaxHeight"`
+	} `xml:"Service"`
+	Capability struct {
+		Request struct {
+			GetMap struct {
+				Formats []string `xml:"Format"`
+			} `xml:"GetMap"`
+		} `xml:"Request"`
+		Layers []capsLayer `xml:"Layer"`
+	} `xml:"Capability"`
+	// ServiceException is set when the document is an exception report.
+	ServiceException []string `xml:"ServiceException"`
+}
+
+type capsLayer struct {
+	Name   string      `xml:"Name"`
+	Layers []capsLayer `xml:"Layer"`
+}
+
+// ParseCapabilities reads the parts of a WMS 1.3.0 or 1.1.1 capabilities document that
+// chips need. An exception report is an error carrying its text.
+func ParseCapabilities(r io.Reader) (*wmsCaps, error) {
+	var d capsDoc
+	dec := xml.NewDecoder(io.LimitReader(r, 32<<20))
+	dec.Strict = false
+	dec.CharsetReader = func(_ string, in io.Reader) (io.Reader, error) { return in, nil }
+	if err := dec.Decode(&d); err != nil {
+		return nil, fmt.Errorf("not a WMS capabilities document: %w", err)
+	}
+	switch d.XMLName.Local {
+	case "WMS_Capabilities", "WMT_MS_Capabilities":
+	case "ServiceExceptionReport":
+		return nil, fmt.Errorf("the server answered an exception: %s", strings.TrimSpace(strings.Join(d.ServiceException, "; ")))
+	default:
+		return nil, fmt.Errorf("not a WMS capabilities document: root element <%s>", d.XMLName.Local)
+	}
+	c := &wmsCaps{Version: d.Version, MaxWidth: max(d.Service.MaxWidth, 0), MaxHeight: max(d.Service.MaxHeight, 0), Layers: map[string]bool{}}
+	for _, f := range d.Capability.Request.GetMap.Formats {
+		if f = strings.TrimSpace(f); f != "" {
+			c.Formats = append(c.Formats, f)
+		}
+	}
+	var walk func([]capsLayer, int)
+	walk = func(ls []capsLayer, depth int) {
+		for _, l := range ls {
+			if n := strings.TrimSpace(l.Name); n != "" {
+				c.Layers[n] = true
+			}
+			if depth < 32 {
+				walk(l.Layers, depth+1)
+			}
+		}
+	}
+	walk(d.Capability.Layers, 0)
+	return c, nil
+}
+
+// capabilities reads the server's capabilities once; a failure is not remembered.
+func (t *Task) capabilities(ctx context.Context, env *tasks.Env) (*wmsCaps, error) {
+	t.mu.Lock()
+	c := t.caps
+	t.mu.Unlock()
+	if c != nil {
+		return c, nil
+	}
+	w := t.cfg.WMS
+	u := withQuery(w.URL, [][2]string{{"SERVICE", "WMS"}, {"REQUEST", "GetCapabilities"}, {"VERSION", w.Version}})
+	err := env.HTTP.Do(ctx, t.request(env, "capabilities", u, nil, nil), func(resp *http.Response) error {
+		var err error
+		c, err = ParseCapabilities(resp.Body)
+		if err != nil {
+			return retry.Permanent(retry.ClassParse, err)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("reading the capabilities of %s: %w", redact.URL(w.URL), err)
+	}
+	for _, l := range strings.Split(w.Layers, ",") {
+		if l = strings.TrimSpace(l); !c.Layers[l] {
+			return nil, fmt.Errorf("wms.layers: the server has no layer %q", l)
+		}
+	}
+	t.mu.Lock()
+	t.caps = c
+	t.mu.Unlock()
+	return c, nil
+}
+
+// chooseFormat picks the GetMap format: GeoTIFF when offered (the georeferencing travels
+// inside the file), else PNG, else JPEG, unless the configuration names one.
+func chooseFormat(want string, offered []string) (string, error) {
+	if want != "auto" {
+		for _, f := range offered {
+			if strings.EqualFold(f, want) {
+				return f, nil
+			}
+		}
+		return "", fmt.Errorf("wms.format %q: the server offers %s", want, strings.Join(offered, ", "))
+	}
+	for _, pref := range []string{"image/geotiff", "image/png", "image/jpeg"} {
+		for _, f := range offered {
+			if strings.EqualFold(f, pref) {
+				return f, nil
+			}
+		}
+	}
+	return "", fmt.Errorf("the server offers no GeoTIFF, PNG or JPEG for GetMap (only %s)", strings.Join(offered, ", "))
+}
+
+// chipSpec is what a chip unit carries.
+type chipSpec struct {
+	BBox   [4]float64 `json:"bbox"` // in the chip CRS
+	Width  int        `json:"w"`
+	Height int        `json:"h"`
+	Format string     `json:"format"`
+}
+
+// planWMS cuts the task's area into a grid of chips of the requested resolution, each
+// within the server's MaxWidth/MaxHeight and max_size. The grid is laid over the task's
+// own area, so a --bbox run plans the same chips (those touching it) under the same keys.
+func (t *Task) planWMS(ctx context.Context, env *tasks.Env, a orb.Bound) ([]tasks.Unit, error) {
+	c, err := t.capabilities(ctx, env)
+	if err != nil {
+		return nil, err
+	}
+	w := t.cfg.WMS
+	format, err := chooseFormat(w.Format, c.Formats)
+	if err != nil {
+		return nil, err
+	}
+	cw, ch := w.MaxSize, w.MaxSize
+	if c.MaxWidth > 0 {
+		cw = min(cw, c.MaxWidth)
+	}
+	if c.MaxHeight > 0 {
+		ch = min(ch, c.MaxHeight)
+	}
+	p := t.toCRS(a)
+	gw, gh := float64(cw)*w.Resolution, float64(ch)*w.Resolution
+	cols := max(1, int(math.Ceil((p.Max[0]-p.Min[0])/gw-1e-9)))
+	rows := max(1, int(math.Ceil((p.Max[1]-p.Min[1])/gh-1e-9)))
+	var units []tasks.Unit
+	for r := range rows {
+		for col := range cols {
+			x0, y1 := p.Min[0]+float64(col)*gw, p.Max[1]-float64(r)*gh
+			cb := orb.Bound{Min: orb.Point{x0, y1 - gh}, Max: orb.Point{x0 + gw, y1}}
+			fp := t.toLonLat(cb)
+			if env.Area != nil && !fp.Intersects(*env.Area) {
+				continue
+			}
+			sp, _ := json.Marshal(chipSpec{BBox: [4]float64{cb.Min[0], cb.Min[1], cb.Max[0], cb.Max[1]}, Width: cw, Height: ch, Format: format})
+			units = append(units, tasks.Unit{Key: fmt.Sprintf("%s%d/%d", chipPrefix, r, col), BBox: &fp, Spec: sp})
+		}
+	}
+	env.Logger.Info("wms chips planned", "chips", len(units), "grid", fmt.Sprintf("%dx%d", rows, cols),
+		"chip_px", fmt.Sprintf("%dx%d", cw, ch), "format", format, "server_max", fmt.Sprintf("%dx%d", c.MaxWidth, c.MaxHeight))
+	return units, nil
+}
+
+func (t *Task) toCRS(b orb.Bound) orb.Bound {
+	if t.epsg == 4326 {
+		return b
+	}
+	return orb.Bound{Min: project.WGS84.ToMercator(b.Min), Max: project.WGS84.ToMercator(b.Max)}
+}
+
+func (t *Task) toLonLat(b orb.Bound) orb.Bound {
+	if t.epsg == 4326 {
+		return b
+	}
+	return orb.Bound{Min: project.Mercator.ToWGS84(b.Min), Max: project.Mercator.ToWGS84(b.Max)}
+}
+
+// getMap builds the GetMap URL of a chip: BBOX in the CRS's axis order, which for
+// EPSG:4326 in WMS 1.3.0 is latitude first.
+func (t *Task) getMap(sp chipSpec) string {
+	w := t.cfg.WMS
+	f := func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
+	b := sp.BBox
+	box := strings.Join([]string{f(b[0]), f(b[1]), f(b[2]), f(b[3])}, ",")
+	crsKey, crs := "CRS", fmt.Sprintf("EPSG:%d", t.epsg)
+	if w.Version == "1.1.1" {
+		crsKey = "SRS"
+	} else if t.epsg == 4326 {
+		box = strings.Join([]string{f(b[1]), f(b[0]), f(b[3]), f(b[2])}, ",")
+	}
+	return withQuery(w.URL, [][2]string{{"SERVICE", "WMS"}, {"VERSION", w.Version}, {"REQUEST", "GetMap"},
+		{"LAYERS", w.Layers}, {"STYLES", w.Styles}, {crsKey, crs}, {"BBOX", box},
+		{"WIDTH", strconv.Itoa(sp.Width)}, {"HEIGHT", strconv.Itoa(sp.Height)}, {"FORMAT", sp.Format}})
+}
+
+// executeChip fetches one chip and stores it with its georeferencing.
+func (t *Task) executeChip(ctx context.Context, env *tasks.Env, u tasks.Unit) (tasks.Result, error) {
+	var sp chipSpec
+	if err := json.Unmarshal(u.Spec, &sp); err != nil || sp.Width <= 0 || sp.Height <= 0 {
+		return tasks.Result{}, retry.Permanent(retry.ClassInvalid, fmt.Errorf("unit %s: bad spec %s", u.Key, u.Spec))
+	}
+	w := t.cfg.WMS
+	item := strings.TrimPrefix(u.Key, chipPrefix)
+	stored, err := env.Store.LookupAsset(ctx, t.table, w.Layers, u.Key, "image")
+	if err != nil {
+		return tasks.Result{}, retry.Permanent(retry.ClassDatabase, err)
+	}
+	revalidate := stored != nil && stored.ETag != "" && tiles.FileIntact(stored.Path, stored.Bytes)
+	mapURL := t.getMap(sp)
+	var body []byte
+	var format, ct, etag, lastMod string
+	notModified := false
+	req := t.request(env, u.Key, mapURL, []int{http.StatusNotModified}, func(r *http.Request) {
+		if revalidate {
+			r.Header.Set("If-None-Match", stored.ETag)
+		}
+	})
+	err = env.HTTP.Do(ctx, req, func(resp *http.Response) error {
+		ct, etag, lastMod = resp.Header.Get("Content-Type"), resp.Header.Get("ETag"), resp.Header.Get("Last-Modified")
+		if resp.StatusCode == http.StatusNotModified {
+			if !revalidate {
+				return retry.Permanent(retry.ClassHTTP4xx, errNotConditional)
+			}
+			notModified = true
+			return nil
+		}
+		b, err := io.ReadAll(io.LimitReader(resp.Body, maxChipBytes+1))
+		if err != nil {
+			return err
+		}
+		if len(b) > maxChipBytes {
+			return retry.Permanent(retry.ClassParse, fmt.Errorf("chip larger than %d MiB", maxChipBytes>>20))
+		}
+		// A WMS answers a bad request with a ServiceExceptionReport, often with 200:
+		// CheckImage refuses it with the server's words in the snippet.
+		if format, err = tiles.CheckImage(ct, b); err != nil {
+			return err
+		}
+		body = b
+		return nil
+	})
+	if err != nil {
+		return tasks.Result{}, fmt.Errorf("fetching chip %s: %w", item, err)
+	}
+	if notModified {
+		return commitSkipped(ctx, env, u)
+	}
+	base := filepath.Join(t.cfg.Target.Dir, "chip_"+strings.ReplaceAll(item, "/", "_"))
+	path := base + "." + format
+	sum := sha256.Sum256(body)
+	geotiff := format == tiles.FormatTIFF && strings.Contains(strings.ToLower(sp.Format), "geotiff")
+	world := ""
+	if !geotiff {
+		world = base + "." + worldExt(format)
+	}
+	res := float64(0)
+	if sp.Width > 0 {
+		res = (sp.BBox[2] - sp.BBox[0]) / float64(sp.Width)
+	}
+	props, _ := json.Marshal(map[string]any{
+		"crs": fmt.Sprintf("EPSG:%d", t.epsg), "bbox": sp.BBox, "width": sp.Width, "height": sp.Height,
+		"resolution": res, "format": sp.Format, "world_file": world, "georeferencing": map[bool]string{true: "geotiff", false: "world_file"}[geotiff],
+	})
+	fp := t.toLonLat(orb.Bound{Min: orb.Point{sp.BBox[0], sp.BBox[1]}, Max: orb.Point{sp.BBox[2], sp.BBox[3]}})
+	row := tasks.AssetRow{Collection: w.Layers, Item: u.Key, Asset: "image", Footprint: boundPolygon(fp), Properties: props,
+		Href: redact.URL(mapURL), Path: path, Hash: sum[:], Bytes: int64(len(body)), ContentType: ct, ETag: etag, LastModified: lastMod}
+	return t.commitFile(ctx, env, u, row, stored, func() error {
+		if world != "" {
+			if err := tiles.WriteFileAtomic(world, worldFile(sp)); err != nil {
+				return err
+			}
+		}
+		return tiles.WriteFileAtomic(path, body)
+	})
+}
+
+// worldExt is the world file extension for an image format (ESRI's convention: the
+// first and last letters of the image's extension and a "w").
+func worldExt(format string) string {
+	switch format {
+	case tiles.FormatPNG:
+		return "pgw"
+	case tiles.FormatJPEG:
+		return "jgw"
+	case tiles.FormatTIFF:
+		return "tfw"
+	case tiles.FormatGIF:
+		return "gfw"
+	}
+	return "wld"
+}
+
+// worldFile is the six-line ESRI world file of a chip: pixel size in x, two rotation
+// terms, negative pixel size in y, and the centre of the upper-left pixel.
+func worldFile(sp chipSpec) []byte {
+	b := sp.BBox
+	px := (b[2] - b[0]) / float64(sp.Width)
+	py := (b[3] - b[1]) / float64(sp.Height)
+	f := func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
+	return []byte(strings.Join([]string{f(px), "0", "0", f(-py), f(b[0] + px/2), f(b[3] - py/2)}, "\n") + "\n")
+}
+
+// withQuery adds params to a base URL, keeping its own (?map=...) but replacing any of
+// ours it carries, whatever their case.
+func withQuery(base string, params [][2]string) string {
+	u, err := url.Parse(base)
+	if err != nil {
+		return base
+	}
+	q := u.Query()
+	for _, kv := range params {
+		for k := range q {
+			if strings.EqualFold(k, kv[0]) {
+				q.Del(k)
+			}
+		}
+	}
+	var b strings.Builder
+	b.WriteString(q.Encode())
+	for _, kv := range params {
+		if b.Len() > 0 {
+			b.WriteByte('&')
+		}
+		b.WriteString(url.QueryEscape(kv[0]))
+		b.WriteByte('=')
+		b.WriteString(url.QueryEscape(kv[1]))
+	}
+	u.RawQuery = b.String()
+	return u.String()
+}
