@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"strconv"
 	"testing"
 
@@ -196,6 +197,9 @@ func wfsFixtureDoc(t testing.TB, n int) ([]byte, int) {
 func benchmarkDoc(b *testing.B, doc []byte, want int, read func(io.Reader) spatial.Reader) {
 	b.SetBytes(int64(len(doc)))
 	b.ReportAllocs()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	mallocs, cpu := ms.Mallocs, cpuTime()
 	for b.Loop() {
 		r := read(bytes.NewReader(doc))
 		n := 0
@@ -213,7 +217,11 @@ func benchmarkDoc(b *testing.B, doc []byte, want int, read func(io.Reader) spati
 			b.Fatalf("read %d features, want %d", n, want)
 		}
 	}
+	cpu = cpuTime() - cpu
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*want), "ns/feature")
+	b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N*want), "cpu-ns/feature")
+	runtime.ReadMemStats(&ms)
+	b.ReportMetric(float64(ms.Mallocs-mallocs)/float64(b.N*want), "allocs/feature")
 }
 
 // BenchmarkFixture reads 10,000 parcels as the fixture server writes them
