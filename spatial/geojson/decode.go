@@ -200,6 +200,7 @@ func (r *Reader) properties(m map[string]any, terr *error) (map[string]any, erro
 	if m == nil {
 		m = make(map[string]any, r.nprops)
 	}
+	r.strs, r.pending = r.strs[:0], r.pending[:0]
 	n := 0
 	for first := true; ; first = false {
 		more, err := s.next(first, '}')
@@ -232,18 +233,65 @@ func (r *Reader) properties(m map[string]any, terr *error) (map[string]any, erro
 		if err := s.colon(); err != nil {
 			return m, err
 		}
-		v, err := r.value(prev, terr)
-		if err != nil {
+		var v any
+		pending := false
+		if s.buf[s.pos] == '"' {
+			// Strings go into one allocation for the whole object.
+			b, err := s.str(&r.scratch)
+			if err != nil {
+				return m, err
+			}
+			if p, ok := prev.(string); ok && p == string(b) {
+				v = prev
+			} else {
+				a := len(r.strs)
+				r.strs = append(r.strs, b...)
+				r.pending = append(r.pending, pendingStr{key: key, slot: n, a: a, b: len(r.strs)})
+				pending = true
+			}
+		} else if v, err = r.value(prev, terr); err != nil {
 			return m, err
 		}
 		if n < len(r.slots) {
 			r.slots[n].val = v
 		}
+		size := len(m)
 		m[key] = v
+		if len(m) == size && len(r.pending) > 0 {
+			// A repeated name: the strings before it come first.
+			r.flush(m)
+			if !pending {
+				m[key] = v
+			}
+		}
 		n++
 	}
+	r.flush(m)
 	r.nprops = len(m)
 	return m, nil
+}
+
+// pendingStr is a string property waiting in Reader.strs.
+type pendingStr struct {
+	key  string
+	slot int
+	a, b int
+}
+
+// flush stores the pending string properties in m.
+func (r *Reader) flush(m map[string]any) {
+	if len(r.pending) == 0 {
+		return
+	}
+	all := string(r.strs)
+	for _, p := range r.pending {
+		v := any(all[p.a:p.b])
+		m[p.key] = v
+		if p.slot < len(r.slots) {
+			r.slots[p.slot].val = v
+		}
+	}
+	r.strs, r.pending = r.strs[:0], r.pending[:0]
 }
 
 // value decodes the value at pos as encoding/json decodes into an any.

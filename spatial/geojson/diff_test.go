@@ -109,6 +109,7 @@ func diffSeeds(t testing.TB) [][]byte {
 		`{"links":[{"rel":"next","href":"a"},{"REL":"next","HREF":"b"}],"features":[],"crs":{"properties":{"name":"EPSG:4326"}}}`,
 		`{"code":"X","description":"bad","error":{"code":1,"message":"m","details":["d",2]}}`,
 		`{"features":{"a":[1e999]}}`,
+		`{"features":[{"properties":{"a":"x","b":"y","a":1,"b":"z","c":"","a":"w"},"properties":{"c":"v","d":"u","b":2}},{"properties":{"a":"x","b":"z","c":"","a":"w"}}]}`,
 		"\xef\xbb\xbf {\"features\":[{\"properties\":{\"\\u00e9\xff\":\"\xed\xa0\x80\"}}]}",
 	} {
 		docs = append(docs, []byte(s))

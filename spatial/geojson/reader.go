@@ -78,6 +78,8 @@ type Reader struct {
 	keys    map[string]string // interned property names
 	slots   []propSlot        // the previous feature's properties
 	nprops  int               // how many properties the previous feature had
+	strs    []byte            // string properties of the current object
+	pending []pendingStr      // where they go
 	pts     []orb.Point       // coordinates read
 	ends    []int             // ends of lines in pts
 	polys   []int             // ends of polygons in ends
