@@ -589,6 +589,12 @@ func (s *Scheduler) acquire(ctx context.Context, f *flows.Flow, at time.Time, lo
 			return lock, true
 		}
 	}
+	if err != nil && ctx.Err() != nil {
+		// Shutdown came while the fire was being claimed.
+		mark(pgstore.FireCancelled, 0, "shutdown came before the fire could start")
+		s.o.Metrics.fire(f.Name, pgstore.FireCancelled)
+		return nil, false
+	}
 	if f.Overlap != OverlapQueue || err != nil {
 		msg := "the previous run of the flow is still going"
 		if err != nil {
