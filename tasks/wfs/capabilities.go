@@ -176,7 +176,7 @@ func parseCapabilities(root *node) (*Capabilities, error) {
 			}
 		}
 		switch con.attr("name") {
-		case "CountDefault":
+		case "CountDefault", "DefaultMaxFeatures": // the latter is MapServer's, in 1.1
 			if n, err := strconv.Atoi(val); err == nil && n > 0 && (c.CountDefault == 0 || n < c.CountDefault) {
 				c.CountDefault = n
 			}

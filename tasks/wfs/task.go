@@ -71,7 +71,15 @@ type spec struct {
 	Depth int   `json:"d"`
 	Page  bool  `json:"p,omitempty"`
 	Start int64 `json:"s,omitempty"`
+	// Count is the features the tile holds: the server's count when Exact, else an
+	// estimate from its parent's count (0 without Exact: unknown).
+	Count int64 `json:"n,omitempty"`
+	Exact bool  `json:"x,omitempty"`
 }
+
+// fill is the share of a page a tile is cut to hold, leaving room for uneven density so
+// that tiles estimated from their parent's count can be fetched without counting first.
+const fill = 0.7
 
 // Plan implements tasks.Task: one root tile over the area; tiles split as they learn
 // how many features they hold.
@@ -97,7 +105,11 @@ func (t *Task) Plan(ctx context.Context, env *tasks.Env) ([]tasks.Unit, error) {
 			env.Logger.Warn("could not count the area's features; completeness will not be checked", "err", err)
 		}
 	}
-	sp, _ := json.Marshal(spec{})
+	root := spec{}
+	if n := t.expected.Load(); n >= 0 {
+		root = spec{Count: n, Exact: true} // the root tile need not be counted twice
+	}
+	sp, _ := json.Marshal(root)
 	return []tasks.Unit{{Key: "q", BBox: &area, Spec: sp}}, nil
 }
 
@@ -121,8 +133,17 @@ func (t *Task) Execute(ctx context.Context, env *tasks.Env, u tasks.Unit) (tasks
 	if sp.Page {
 		return t.fetch(ctx, env, p, u, bbox, sp.Start, ps, -1, false)
 	}
+	// How many features does the tile hold? Known exactly (the plan counted the root),
+	// estimated from the parent's count (small enough: fetch at once, a full page says
+	// otherwise), or asked of the server with RESULTTYPE=hits.
 	n := int64(-1)
-	if p.caps.Hits {
+	switch {
+	case sp.Exact:
+		n = sp.Count
+	case sp.Count > 0 && float64(sp.Count) <= fill*float64(ps) && p.version == "2.0.0":
+		// Only WFS 2.0 says reliably in the response how many features matched, which is
+		// what tells an overfull tile fetched without counting.
+	case p.caps.Hits:
 		if n, err = t.hits(ctx, env, p, u.Key, bbox); err != nil {
 			return tasks.Result{}, err
 		}
@@ -130,33 +151,63 @@ func (t *Task) Execute(ctx context.Context, env *tasks.Env, u tasks.Unit) (tasks
 	switch {
 	case n == 0:
 		return t.commitEmpty(ctx, env, u, nil)
-	case n > 0 && n > ps:
+	case n > ps:
 		return t.split(ctx, env, p, u, sp, bbox, n)
 	}
 	res, err := t.fetch(ctx, env, p, u, bbox, 0, ps, n, true)
 	var short *shortPage
-	if errors.As(err, &short) {
-		if short.got > 0 && short.got < ps {
-			// The server caps pages below what it advertised: learn its real page size.
-			if t.pageSize.CompareAndSwap(ps, short.got) {
-				env.Logger.Warn("server returns fewer features per page than advertised; using its real page size",
-					"advertised", ps, "actual", short.got)
-			}
-		}
-		return t.split(ctx, env, p, u, sp, bbox, max(n, short.matched))
+	if !errors.As(err, &short) {
+		return res, err
 	}
-	return res, err
+	if short.got > 0 && short.got < ps {
+		// The server caps pages below what it advertised: learn its real page size.
+		if t.pageSize.CompareAndSwap(ps, short.got) {
+			env.Logger.Warn("server returns fewer features per page than advertised; using its real page size",
+				"advertised", ps, "actual", short.got)
+		}
+	}
+	n = max(n, short.matched)
+	if n < 0 && p.caps.Hits {
+		if n, err = t.hits(ctx, env, p, u.Key, bbox); err != nil {
+			return tasks.Result{}, err
+		}
+	}
+	return t.split(ctx, env, p, u, sp, bbox, n)
 }
 
-// split commits the unit with its four quadrants as children, or, where the tile cannot
-// be split further (all features on one spot), with sorted pages.
+// split commits the unit with a grid of smaller tiles as children, or, where the tile
+// cannot be split further (all features on one spot), with sorted pages. With a count n,
+// the grid is cut at once to tiles of about fill pages each (k x k, k up to 16), instead
+// of halving again and again, and each child carries its share of n as an estimate;
+// without one (-1), the tile is quartered and its children count themselves.
 func (t *Task) split(ctx context.Context, env *tasks.Env, p *prepared, u tasks.Unit, sp spec, bbox orb.Bound, n int64) (tasks.Result, error) {
+	ps := t.pageSize.Load()
+	k := 2
+	if n > 0 {
+		k = min(16, max(2, int(math.Ceil(math.Sqrt(float64(n)/(fill*float64(ps)))))))
+	}
+	w, h := (bbox.Max[0]-bbox.Min[0])/float64(k), (bbox.Max[1]-bbox.Min[1])/float64(k)
 	var children []tasks.Unit
-	if sp.Depth < maxDepth && bbox.Max[0]-bbox.Min[0] > minTileDeg && bbox.Max[1]-bbox.Min[1] > minTileDeg {
-		for i, q := range spatial.Quadrants(bbox) {
-			b := q
-			cs, _ := json.Marshal(spec{Depth: sp.Depth + 1})
-			children = append(children, tasks.Unit{Key: fmt.Sprintf("%s%d", u.Key, i), BBox: &b, Spec: cs})
+	if sp.Depth < maxDepth && w > minTileDeg && h > minTileDeg {
+		var est int64
+		if n > 0 {
+			est = max(1, (n+int64(k*k)-1)/int64(k*k))
+		}
+		for i := range k {
+			for j := range k {
+				b := orb.Bound{
+					Min: orb.Point{bbox.Min[0] + float64(i)*w, bbox.Min[1] + float64(j)*h},
+					Max: orb.Point{bbox.Min[0] + float64(i+1)*w, bbox.Min[1] + float64(j+1)*h},
+				}
+				if i == k-1 {
+					b.Max[0] = bbox.Max[0] // no gap from rounding at the far edges
+				}
+				if j == k-1 {
+					b.Max[1] = bbox.Max[1]
+				}
+				cs, _ := json.Marshal(spec{Depth: sp.Depth + 1, Count: est})
+				children = append(children, tasks.Unit{Key: fmt.Sprintf("%s.%d.%d", u.Key, i, j), BBox: &b, Spec: cs})
+			}
 		}
 	} else {
 		if n < 0 {
@@ -165,7 +216,6 @@ func (t *Task) split(ctx context.Context, env *tasks.Env, p *prepared, u tasks.U
 		if !p.caps.ImplementsSorting && t.warnedOrd.CompareAndSwap(false, true) {
 			env.Logger.Warn("paging a tile that cannot be split, on a server without sorting: pages may overlap or miss features", "unit", u.Key)
 		}
-		ps := t.pageSize.Load()
 		for start := int64(0); start < n; start += ps {
 			b := bbox
 			cs, _ := json.Marshal(spec{Depth: sp.Depth, Page: true, Start: start})
@@ -218,6 +268,11 @@ func (t *Task) fetch(ctx context.Context, env *tasks.Env, p *prepared, u tasks.U
 			got := r.Inserted + r.Skipped + r.Updated
 			meta := src.meta()
 			matched := meta.NumberMatched
+			if p.version != "2.0.0" && matched <= got {
+				// 1.x numberOfFeatures may count what this response holds, not what
+				// matched: only a larger number proves the page short.
+				matched = -1
+			}
 			if expected >= 0 && start == 0 && got < expected {
 				matched = max(matched, expected)
 			}
