@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -27,6 +29,7 @@ func newDevCmd(g *globals) *cobra.Command {
 		retryAfter, bucket  bool
 		f5xx, trunc, exc200 float64
 		html200             float64
+		failOneIn           int
 	)
 	wfs := &cobra.Command{
 		Use:   "wfs",
@@ -40,6 +43,9 @@ func newDevCmd(g *globals) *cobra.Command {
 				opts.Quota = &wfsfixture.Quota{Limit: quota, Window: window, Headers: headers, RetryAfter: retryAfter, TokenBucket: bucket}
 			}
 			opts.Faults = wfsfixture.Faults{Rate5xx: f5xx, RateTruncate: trunc, RateException200: exc200, RateHTML200: html200, Seed: opts.Seed}
+			if failOneIn > 0 {
+				opts.Faults.FailForever = failOneURLIn(failOneIn)
+			}
 			return serveDevWFS(cmd.Context(), g, listen, opts)
 		},
 	}
@@ -64,8 +70,31 @@ func newDevCmd(g *globals) *cobra.Command {
 	f.Float64Var(&trunc, "fault-truncate", 0, "share of GetFeature bodies cut off mid-stream")
 	f.Float64Var(&exc200, "fault-exception-200", 0, "share answered an exception report with HTTP 200")
 	f.Float64Var(&html200, "fault-html-200", 0, "share answered a proxy HTML page with HTTP 200")
+	f.IntVar(&failOneIn, "fail-one-in", 0, "answer 500 forever to one GetFeature URL in N (by a hash of the URL); restart without it to heal")
 	cmd.AddCommand(wfs)
 	return cmd
+}
+
+// failOneURLIn picks one GetFeature URL in n, by a hash of its query, to fail forever;
+// the same URL fails on every attempt, as a broken area of a real server does.
+func failOneURLIn(n int) func(*http.Request) bool {
+	return func(r *http.Request) bool {
+		q := r.URL.Query()
+		get := func(k string) string {
+			for key, v := range q {
+				if strings.EqualFold(key, k) && len(v) > 0 {
+					return v[0]
+				}
+			}
+			return ""
+		}
+		if !strings.EqualFold(get("REQUEST"), "GetFeature") {
+			return false
+		}
+		h := fnv.New32a()
+		h.Write([]byte(r.URL.RawQuery))
+		return h.Sum32()%uint32(n) == 0
+	}
 }
 
 func serveDevWFS(ctx context.Context, g *globals, listen string, opts wfsfixture.Options) error {
