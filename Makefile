@@ -7,7 +7,7 @@ LDFLAGS := -X github.com/geoflow/geoflow/cmd/geoflow/cli.Version=$(VERSION)
 # throwaway Debian cluster started and stopped around the command.
 POSTGIS := bash internal/testdb/postgis.sh
 
-.PHONY: build test demo vet bench bench-ratelimit fuzz clean
+.PHONY: build test demo vet bench bench-recovery bench-ratelimit fuzz clean
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/geoflow
@@ -27,6 +27,10 @@ demo: build
 ## bench: geoflow vs the raw download limit vs ogr2ogr (writes docs/benchmarks.md figures)
 bench: build
 	$(POSTGIS) run --env GEOFLOW_DATABASE_URL -- bash bench/wfs.sh $(BIN)
+
+## bench-recovery: requests spent by a bbox rerun, a resume after SIGKILL, and dead-letter replay
+bench-recovery: build
+	$(POSTGIS) run --env GEOFLOW_DATABASE_URL -- bash bench/recovery.sh $(BIN)
 
 ## bench-ratelimit: goodput of the rate-limit handler vs naive retry strategies
 bench-ratelimit:
