@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
-	"hash"
 	"math"
 	"slices"
 	"strconv"
@@ -35,146 +34,271 @@ const hashVersion = "geoflow-payload-v1\x00"
 //
 // A nil f hashes like a feature with no geometry and no properties.
 func PayloadHash(f *Feature) [32]byte {
-	h := sha256.New()
-	h.Write([]byte(hashVersion))
-	e := hashEncoder{h: h}
+	// The encoding is appended to a buffer on the stack (spilling to the
+	// heap only for large features) and hashed in one go: writing to a
+	// hash.Hash interface makes everything written escape.
+	var arr [4096]byte
+	b := append(arr[:0], hashVersion...)
 	var g orb.Geometry
 	var props map[string]any
 	if f != nil {
 		g, props = f.Geometry, f.Properties
 	}
-	e.geometry(g)
-	e.object(props)
-	var sum [32]byte
-	h.Sum(sum[:0])
-	return sum
+	b = appendGeometry(b, g)
+	b = appendValue(b, props)
+	return sha256.Sum256(b)
 }
 
-type hashEncoder struct {
-	h   hash.Hash
-	buf [binary.MaxVarintLen64 + 1]byte
+func appendStr(b []byte, t byte, s string) []byte {
+	b = append(b, t)
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	return append(b, s...)
 }
 
-func (e *hashEncoder) tag(t byte) { e.h.Write([]byte{t}) }
-
-func (e *hashEncoder) uvarint(n uint64) {
-	k := binary.PutUvarint(e.buf[:], n)
-	e.h.Write(e.buf[:k])
+// withLen puts the uvarint length of b[start:] before it.
+func withLen(b []byte, start int) []byte {
+	var arr [binary.MaxVarintLen64]byte
+	l := binary.PutUvarint(arr[:], uint64(len(b)-start))
+	b = append(b, arr[:l]...)
+	copy(b[start+l:], b[start:len(b)-l])
+	copy(b[start:], arr[:l])
+	return b
 }
 
-func (e *hashEncoder) str(t byte, s string) {
-	e.tag(t)
-	e.uvarint(uint64(len(s)))
-	e.h.Write([]byte(s))
-}
-
-func (e *hashEncoder) geometry(g orb.Geometry) {
+func appendGeometry(b []byte, g orb.Geometry) []byte {
 	if g == nil {
-		e.tag('0')
-		return
+		return append(b, '0')
 	}
-	b, err := wkb.Marshal(g, binary.LittleEndian)
+	b = append(b, 'G')
+	start := len(b)
+	if w, ok := appendWKB(b, g); ok {
+		return withLen(w, start)
+	}
+	// A type appendWKB does not know: as orb/encoding/wkb encodes it.
+	b = b[:start-1]
+	w, err := wkb.Marshal(g, binary.LittleEndian)
 	if err != nil {
 		// A type WKB cannot carry; still deterministic.
-		e.str('X', fmt.Sprintf("%T:%v", g, g))
-		return
+		return appendStr(b, 'X', fmt.Sprintf("%T:%v", g, g))
 	}
-	e.tag('G')
-	e.uvarint(uint64(len(b)))
-	e.h.Write(b)
+	b = append(b, 'G')
+	b = binary.AppendUvarint(b, uint64(len(w)))
+	return append(b, w...)
 }
 
-func (e *hashEncoder) object(m map[string]any) {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
+// WKB geometry types.
+const (
+	wkbPoint              = 1
+	wkbLineString         = 2
+	wkbPolygon            = 3
+	wkbMultiPoint         = 4
+	wkbMultiLineString    = 5
+	wkbMultiPolygon       = 6
+	wkbGeometryCollection = 7
+)
+
+// appendWKB appends g as little-endian WKB, byte for byte what
+// orb/encoding/wkb writes (nil slices write nothing, a Ring is a Polygon, a
+// Bound its Polygon). It reports false for a type it does not know.
+func appendWKB(b []byte, g orb.Geometry) ([]byte, bool) {
+	le := binary.LittleEndian
+	head := func(b []byte, t uint32, n int) []byte {
+		b = append(b, 1)
+		b = le.AppendUint32(b, t)
+		return le.AppendUint32(b, uint32(n))
 	}
-	slices.Sort(keys)
-	e.tag('{')
-	e.uvarint(uint64(len(keys)))
-	for _, k := range keys {
-		e.str('k', k)
-		e.value(m[k])
+	points := func(b []byte, ps []orb.Point) []byte {
+		for _, p := range ps {
+			b = le.AppendUint64(b, math.Float64bits(p[0]))
+			b = le.AppendUint64(b, math.Float64bits(p[1]))
+		}
+		return b
 	}
+	polygon := func(b []byte, p orb.Polygon) []byte {
+		if p == nil {
+			return b
+		}
+		b = head(b, wkbPolygon, len(p))
+		for _, r := range p {
+			b = le.AppendUint32(b, uint32(len(r)))
+			b = points(b, r)
+		}
+		return b
+	}
+	switch g := g.(type) {
+	case nil:
+	case orb.Point:
+		b = append(b, 1)
+		b = le.AppendUint32(b, wkbPoint)
+		b = points(b, []orb.Point{g})
+	case orb.MultiPoint:
+		if g == nil {
+			break
+		}
+		b = head(b, wkbMultiPoint, len(g))
+		for _, p := range g {
+			b = append(b, 1)
+			b = le.AppendUint32(b, wkbPoint)
+			b = points(b, []orb.Point{p})
+		}
+	case orb.LineString:
+		if g == nil {
+			break
+		}
+		b = points(head(b, wkbLineString, len(g)), g)
+	case orb.MultiLineString:
+		if g == nil {
+			break
+		}
+		b = head(b, wkbMultiLineString, len(g))
+		for _, ls := range g {
+			if ls != nil {
+				b = points(head(b, wkbLineString, len(ls)), ls)
+			}
+		}
+	case orb.Ring:
+		if g != nil {
+			b = polygon(b, orb.Polygon{g})
+		}
+	case orb.Bound:
+		b = polygon(b, g.ToPolygon())
+	case orb.Polygon:
+		b = polygon(b, g)
+	case orb.MultiPolygon:
+		if g == nil {
+			break
+		}
+		b = head(b, wkbMultiPolygon, len(g))
+		for _, p := range g {
+			b = polygon(b, p)
+		}
+	case orb.Collection:
+		if g == nil {
+			break
+		}
+		b = head(b, wkbGeometryCollection, len(g))
+		for _, m := range g {
+			var ok bool
+			if b, ok = appendWKB(b, m); !ok {
+				return b, false
+			}
+		}
+	default:
+		return b, false
+	}
+	return b, true
 }
 
-func (e *hashEncoder) value(v any) {
+// appendFloat appends a number tagged 'd', as canonFloat writes it.
+func appendFloat(b []byte, f float64) []byte {
+	b = append(b, 'd')
+	return withLen(appendCanonFloat(b, f), len(b))
+}
+
+func appendInt(b []byte, i int64) []byte {
+	b = append(b, 'd')
+	return withLen(strconv.AppendInt(b, i, 10), len(b))
+}
+
+func appendUint(b []byte, u uint64) []byte {
+	b = append(b, 'd')
+	return withLen(strconv.AppendUint(b, u, 10), len(b))
+}
+
+func appendValue(b []byte, v any) []byte {
 	switch v := v.(type) {
 	case nil:
-		e.tag('n')
+		return append(b, 'n')
 	case bool:
 		if v {
-			e.tag('t')
-		} else {
-			e.tag('f')
+			return append(b, 't')
 		}
+		return append(b, 'f')
 	case string:
-		e.str('s', v)
+		return appendStr(b, 's', v)
 	case float64:
-		e.str('d', canonFloat(v))
+		return appendFloat(b, v)
 	case float32:
-		e.str('d', canonFloat(float64(v)))
+		return appendFloat(b, float64(v))
 	case int:
-		e.str('d', strconv.FormatInt(int64(v), 10))
+		return appendInt(b, int64(v))
 	case int8:
-		e.str('d', strconv.FormatInt(int64(v), 10))
+		return appendInt(b, int64(v))
 	case int16:
-		e.str('d', strconv.FormatInt(int64(v), 10))
+		return appendInt(b, int64(v))
 	case int32:
-		e.str('d', strconv.FormatInt(int64(v), 10))
+		return appendInt(b, int64(v))
 	case int64:
-		e.str('d', strconv.FormatInt(v, 10))
+		return appendInt(b, v)
 	case uint:
-		e.str('d', strconv.FormatUint(uint64(v), 10))
+		return appendUint(b, uint64(v))
 	case uint8:
-		e.str('d', strconv.FormatUint(uint64(v), 10))
+		return appendUint(b, uint64(v))
 	case uint16:
-		e.str('d', strconv.FormatUint(uint64(v), 10))
+		return appendUint(b, uint64(v))
 	case uint32:
-		e.str('d', strconv.FormatUint(uint64(v), 10))
+		return appendUint(b, uint64(v))
 	case uint64:
-		e.str('d', strconv.FormatUint(v, 10))
+		return appendUint(b, v)
 	case json.Number:
-		e.str('d', canonJSONNumber(v))
+		return appendStr(b, 'd', canonJSONNumber(v))
 	case map[string]any:
-		e.object(v)
+		// Inline, not in a function of its own: escape analysis takes b
+		// to escape through mutually recursive calls.
+		var arr [32]string
+		keys := arr[:0]
+		for k := range v {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		b = append(b, '{')
+		b = binary.AppendUvarint(b, uint64(len(keys)))
+		for _, k := range keys {
+			b = appendStr(b, 'k', k)
+			b = appendValue(b, v[k])
+		}
+		return b
 	case []any:
-		e.tag('[')
-		e.uvarint(uint64(len(v)))
+		b = append(b, '[')
+		b = binary.AppendUvarint(b, uint64(len(v)))
 		for _, x := range v {
-			e.value(x)
+			b = appendValue(b, x)
 		}
+		return b
 	case []string:
-		e.tag('[')
-		e.uvarint(uint64(len(v)))
+		b = append(b, '[')
+		b = binary.AppendUvarint(b, uint64(len(v)))
 		for _, x := range v {
-			e.str('s', x)
+			b = appendStr(b, 's', x)
 		}
+		return b
 	case []float64:
-		e.tag('[')
-		e.uvarint(uint64(len(v)))
+		b = append(b, '[')
+		b = binary.AppendUvarint(b, uint64(len(v)))
 		for _, x := range v {
-			e.str('d', canonFloat(x))
+			b = appendFloat(b, x)
 		}
+		return b
 	case orb.Geometry:
-		e.geometry(v)
-	default:
-		e.str('x', fmt.Sprintf("%T:%v", v, v))
+		return appendGeometry(b, v)
 	}
+	return appendStr(b, 'x', fmt.Sprintf("%T:%v", v, v))
 }
 
 // canonFloat writes integral values without exponent or fraction, so that
 // they match the integer types' decimal form.
-func canonFloat(f float64) string {
+func canonFloat(f float64) string { return string(appendCanonFloat(nil, f)) }
+
+func appendCanonFloat(b []byte, f float64) []byte {
 	switch {
 	case f == 0:
-		return "0" // also -0
+		return append(b, '0') // also -0
 	case math.IsNaN(f) || math.IsInf(f, 0):
-		return strconv.FormatFloat(f, 'g', -1, 64)
+		return strconv.AppendFloat(b, f, 'g', -1, 64)
 	case f == math.Trunc(f) && math.Abs(f) < 1e21:
-		return strconv.FormatFloat(f, 'f', -1, 64)
+		return strconv.AppendFloat(b, f, 'f', -1, 64)
 	}
-	return strconv.FormatFloat(f, 'g', -1, 64)
+	return strconv.AppendFloat(b, f, 'g', -1, 64)
 }
 
 func canonJSONNumber(n json.Number) string {
