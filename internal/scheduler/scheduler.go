@@ -349,13 +349,19 @@ func (s *Scheduler) reload(ctx, runCtx context.Context, startup bool) error {
 			s.remove(e, "flow file removed")
 		}
 	}
-	invalid := 0
+	invalid, scheduled := 0, 0
 	for _, e := range s.entries {
 		if e.problem != "" {
 			invalid++
 		}
+		if e.flow != nil {
+			scheduled++
+		}
 	}
 	s.o.Metrics.invalidFiles(invalid)
+	if startup && scheduled == 0 {
+		s.log.Warn("no scheduled flows: nothing will fire until a flow file with a schedule: appears", "dir", s.o.Dir)
+	}
 	return nil
 }
 

@@ -67,7 +67,9 @@ func runServe(ctx context.Context, g *globals, sf serveFlags) error {
 	if st, err := os.Stat(sf.dir); err != nil || !st.IsDir() {
 		return fmt.Errorf("--flows %q is not a directory", sf.dir)
 	}
-	store, err := pgstore.Open(ctx, g.databaseURL(), nil)
+	// Each scheduled run holds a connection for its flow's lock and one for its own, on top
+	// of its workers': more than a single run needs.
+	store, err := pgstore.Open(ctx, g.databaseURL(), &pgstore.Options{MaxConns: 32})
 	if err != nil {
 		return err
 	}
