@@ -58,9 +58,8 @@ func kindOf(c byte) string {
 	return "number"
 }
 
-// feature decodes the member of "features" at pos. A non-nil error is
-// final; a refused feature is a *spatial.FeatureError feature returns as
-// its first result's stand-in, see Next.
+// feature decodes the member of "features" at pos. It refuses a feature
+// with a *spatial.FeatureError; any other error is final.
 func (r *Reader) feature() (*spatial.Feature, error) {
 	s := &r.s
 	s.pin = s.offset()

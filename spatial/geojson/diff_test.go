@@ -144,11 +144,18 @@ func TestDifferential(t *testing.T) {
 	docs = append(docs, fixture)
 	for i, doc := range docs {
 		chunks := []int{1, 7, 4096, 1 << 20}
-		if testing.Short() {
+		switch {
+		case testing.Short():
 			chunks = chunks[1:2]
+		case len(doc) > 4096:
+			chunks = chunks[1:]
 		}
 		for _, chunk := range chunks {
-			for cut := 0; cut <= len(doc); cut += max(1, len(doc)/97) {
+			cuts := 97
+			if len(doc) > 8192 {
+				cuts = 13
+			}
+			for cut := 0; cut <= len(doc); cut += max(1, len(doc)/cuts) {
 				if err := diff(doc[:cut], chunk%2 == 1, chunk); err != nil {
 					t.Fatalf("doc %d cut at %d, chunk %d: %v\n%q", i, cut, chunk, err, doc[:cut])
 				}
