@@ -2,9 +2,9 @@
 // WFS servers answer GetFeature with outputFormat=application/json. The
 // response is read through a window that holds at most the feature being
 // decoded, and each feature is decoded in one pass over its bytes, so
-// memory stays flat however many features the response holds. Values,
-// errors and their messages are those encoding/json gave, which the reader
-// used before.
+// memory stays flat however many features the response holds. Values and
+// the messages of refused features are what encoding/json, which the
+// reader used before, made of them.
 //
 // Properties keep their JSON types: float64, string, bool, nil, []any and
 // map[string]any. The feature ID is the "id" member: a string as is, a
