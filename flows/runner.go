@@ -44,6 +44,9 @@ type RunOptions struct {
 	Resume bool
 	// Trigger records why the run started: manual (default), schedule, replay.
 	Trigger string
+	// ScheduledFor is the fire time of a scheduled run, recorded with the run from its
+	// start; nil for other runs.
+	ScheduledFor *time.Time
 	// Grace is how long in-flight units may take to commit or roll back once ctx is
 	// cancelled. Defaults to 30s.
 	Grace time.Duration
@@ -86,7 +89,7 @@ func Run(ctx context.Context, f *Flow, opts RunOptions) (*Result, error) {
 		return nil, fmt.Errorf("migrating the database: %w", err)
 	}
 	run, err := opts.Store.StartRun(ctx, pgstore.RunStart{
-		Flow: f.Name, FlowFile: absPath(f.File), Trigger: opts.Trigger, Area: opts.Area, OnlyTasks: opts.OnlyTasks, Resume: opts.Resume,
+		Flow: f.Name, FlowFile: absPath(f.File), Trigger: opts.Trigger, ScheduledFor: opts.ScheduledFor, Area: opts.Area, OnlyTasks: opts.OnlyTasks, Resume: opts.Resume,
 	})
 	if err != nil {
 		return nil, err

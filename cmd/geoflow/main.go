@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"runtime/debug"
+	_ "time/tzdata" // flow timezones must not depend on the host's zoneinfo (minimal images lack it)
 
 	"github.com/geoflow/geoflow/cmd/geoflow/cli"
 )

@@ -164,8 +164,7 @@ func (s *Scheduler) runFlow(ctx context.Context, f *flows.Flow, at time.Time) (*
 	o := s.o.RunOptions
 	o.Trigger = TriggerSchedule
 	o.Logger = cmp.Or(o.Logger, s.log).With("scheduled_for", at.Format(time.RFC3339))
-	// flows.RunOptions cannot pass the fire time yet: MarkFire links run and fire once
-	// the run has ended.
+	o.ScheduledFor = &at
 	return flows.Run(ctx, f, o)
 }
 
