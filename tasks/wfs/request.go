@@ -371,6 +371,11 @@ type featureSource struct {
 	decided bool
 	swap    bool
 	refused int
+	// limit, when above zero, makes the first Next fail with *shortPage as soon as the
+	// response says it matched more features than one page holds: a tile fetched on an
+	// estimate that needs splitting is abandoned before its page is downloaded.
+	limit   int64
+	started bool
 	err     error        // the decoder's final error, if any
 	warned  *atomic.Bool // shared by the task: the swap is logged once
 }
@@ -393,6 +398,13 @@ func (s *featureSource) meta() spatial.Meta { return s.metaFn() }
 func (s *featureSource) Next() (*spatial.Feature, error) {
 	for {
 		f, err := s.next()
+		if !s.started && err == nil && s.limit > 0 {
+			s.started = true
+			if m := s.metaFn().NumberMatched; m > s.limit {
+				s.err = &shortPage{got: 0, matched: m}
+				return nil, s.err
+			}
+		}
 		var fe *spatial.FeatureError
 		if errors.As(err, &fe) {
 			s.refused++

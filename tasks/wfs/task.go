@@ -49,6 +49,9 @@ type Task struct {
 	expected   atomic.Int64 // numberMatched of the whole area, -1 unknown
 	warnedOrd  atomic.Bool
 	warnedSwap atomic.Bool
+	// optimistic counts tiles fetched on an estimated count, overflows those that held
+	// more than a page after all: uneven data makes estimates wrong.
+	optimistic, overflows atomic.Int64
 }
 
 // prepared is what a task learned from the server; read-only once set.
@@ -137,12 +140,14 @@ func (t *Task) Execute(ctx context.Context, env *tasks.Env, u tasks.Unit) (tasks
 	// estimated from the parent's count (small enough: fetch at once, a full page says
 	// otherwise), or asked of the server with RESULTTYPE=hits.
 	n := int64(-1)
+	optimistic := false
 	switch {
 	case sp.Exact:
 		n = sp.Count
-	case sp.Count > 0 && float64(sp.Count) <= fill*float64(ps) && p.version == "2.0.0":
+	case sp.Count > 0 && float64(sp.Count) <= fill*float64(ps) && p.version == "2.0.0" && t.estimatesHold():
 		// Only WFS 2.0 says reliably in the response how many features matched, which is
 		// what tells an overfull tile fetched without counting.
+		optimistic = true
 	case p.caps.Hits:
 		if n, err = t.hits(ctx, env, p, u.Key, bbox); err != nil {
 			return tasks.Result{}, err
@@ -156,7 +161,14 @@ func (t *Task) Execute(ctx context.Context, env *tasks.Env, u tasks.Unit) (tasks
 	}
 	res, err := t.fetch(ctx, env, p, u, bbox, 0, ps, n, true)
 	var short *shortPage
-	if !errors.As(err, &short) {
+	isShort := errors.As(err, &short)
+	if optimistic {
+		t.optimistic.Add(1)
+		if isShort {
+			t.overflows.Add(1)
+		}
+	}
+	if !isShort {
 		return res, err
 	}
 	if short.got > 0 && short.got < ps {
@@ -173,6 +185,14 @@ func (t *Task) Execute(ctx context.Context, env *tasks.Env, u tasks.Unit) (tasks
 		}
 	}
 	return t.split(ctx, env, p, u, sp, bbox, n)
+}
+
+// estimatesHold tells whether fetching tiles on their estimated count still pays: every
+// overflow wastes a page, so once more than one in eight overflows (the data is uneven)
+// tiles are counted first again.
+func (t *Task) estimatesHold() bool {
+	n := t.optimistic.Load()
+	return n < 8 || 8*t.overflows.Load() <= n
 }
 
 // split commits the unit with a grid of smaller tiles as children, or, where the tile
@@ -259,6 +279,9 @@ func (t *Task) fetch(ctx context.Context, env *tasks.Env, p *prepared, u tasks.U
 		}
 		body := &countingReader{r: resp.Body}
 		src := t.source(env, p, u.Key, body, bbox)
+		if mayShort && p.version == "2.0.0" {
+			src.limit = count
+		}
 		var err error
 		res, err = env.Store.CommitUnit(ctx, ref(env, u), func(ctx context.Context, tx tasks.Tx) (tasks.Result, error) {
 			r, err := tx.WriteFeatures(ctx, p.table, src)
@@ -284,7 +307,8 @@ func (t *Task) fetch(ctx context.Context, env *tasks.Env, p *prepared, u tasks.U
 			return r, nil
 		})
 		if err != nil {
-			if src.err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && cutOff(resp.Body) {
+			var short *shortPage
+			if src.err != nil && !errors.As(err, &short) && !errors.Is(err, io.ErrUnexpectedEOF) && cutOff(resp.Body) {
 				// A decode error followed by a broken connection is a body cut off
 				// mid-stream, whatever bytes came before the cut.
 				return retry.Transient(retry.ClassTruncated, fmt.Errorf("body cut off mid-stream after %d bytes: %w", body.n, err))
