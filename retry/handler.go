@@ -65,10 +65,12 @@ func (b Budget) withDefaults() Budget {
 	return b
 }
 
-// Breaker configures the per-host circuit breaker. It counts attempts that
-// failed for the host's sake (5xx, timeouts, network errors, truncated
-// bodies); 4xx answers, 429s and the caller's cancellations are not host
-// failures. Zero fields take their defaults: it opens after
+// Breaker configures the per-host circuit breaker. It counts units whose first
+// attempt failed for the host's sake (5xx, timeouts, network errors, truncated
+// bodies), and successes; a retry that fails again is the same broken request,
+// not more evidence against the host, so one URL failing forever cannot open
+// the breaker for every other unit. 4xx answers, 429s and the caller's
+// cancellations are not host failures. Zero fields take their defaults: it opens after
 // ConsecutiveFailures 10 failures in a row, or when FailureRatio 0.5 of the
 // last Window 20 attempts failed; it stays open for Cooldown 30s, failing
 // calls at once with ClassCircuitOpen, then lets HalfOpenProbes 1 attempt
@@ -320,7 +322,7 @@ func (h *Handler) Do(ctx context.Context, r Request, read func(*http.Response) e
 		secrets := redact.Secrets(req.URL, req.Header)
 		hs := h.host(hostKey(req.URL), r.RateLimit)
 
-		last = h.attempt(ctx, hs, req, r, read, p, secrets)
+		last = h.attempt(ctx, hs, req, r, read, p, secrets, attempt)
 		if last.err == nil {
 			hs.mu.Lock()
 			hs.budget.success(paid)
@@ -406,7 +408,7 @@ func idempotent(method string, declared bool) bool {
 }
 
 // attempt makes one paced attempt: breaker, concurrency, pacing, send, read.
-func (h *Handler) attempt(ctx context.Context, hs *host, req *http.Request, r Request, read func(*http.Response) error, p Policy, secrets []string) outcome {
+func (h *Handler) attempt(ctx context.Context, hs *host, req *http.Request, r Request, read func(*http.Response) error, p Policy, secrets []string, n int) outcome {
 	now := h.clock.Now()
 	hs.mu.Lock()
 	allowed, probe := hs.breaker.allow(now)
@@ -477,7 +479,10 @@ func (h *Handler) attempt(ctx context.Context, hs *host, req *http.Request, r Re
 			}
 		}
 	}
-	if !o.canceled {
+	// A unit that keeps failing is one broken request, not a broken host: its retries
+	// count against the breaker only when they succeed. A host that is down fails the
+	// first attempt of unit after unit, which is what opens the breaker.
+	if !o.canceled && (n == 1 || !o.hostFault || probe) {
 		hs.breaker.record(now, o.hostFault, probe)
 		verdict = true
 	}

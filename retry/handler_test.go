@@ -364,13 +364,19 @@ func TestDoCircuitBreaker(t *testing.T) {
 	req := Request{Policy: Policy{MaxAttempts: 5, MaxElapsed: 10 * time.Hour}, New: get(srv.URL)}
 	noop := func(*http.Response) error { return nil }
 
+	// A down host fails unit after unit: the first attempts of three units open it. The
+	// retries of one unit are one broken request and do not count.
 	err := h.Do(context.Background(), req, noop)
-	if ClassOf(err) != ClassCircuitOpen || hits.Load() != 3 {
-		t.Fatalf("first unit: %v after %d hits, want circuit_open after 3", err, hits.Load())
+	if ClassOf(err) != ClassHTTP5xx || hits.Load() != 5 {
+		t.Fatalf("first unit: %v after %d hits, want http_5xx after all 5 attempts", err, hits.Load())
 	}
+	for range 2 {
+		_ = h.Do(context.Background(), req, noop)
+	}
+	before := hits.Load()
 	err = h.Do(context.Background(), req, noop)
-	if ClassOf(err) != ClassCircuitOpen || hits.Load() != 3 {
-		t.Fatalf("while open: %v after %d hits, want fail fast", err, hits.Load())
+	if ClassOf(err) != ClassCircuitOpen || hits.Load() != before {
+		t.Fatalf("after three failed units: %v after %d more hits, want circuit_open at once", err, hits.Load()-before)
 	}
 	clock.Advance(time.Hour)
 	healthy.Store(true)
@@ -380,8 +386,36 @@ func TestDoCircuitBreaker(t *testing.T) {
 	if err := h.Do(context.Background(), req, noop); err != nil {
 		t.Fatalf("closed again: %v", err)
 	}
-	if hits.Load() != 5 {
-		t.Errorf("hits = %d, want 5", hits.Load())
+	if hits.Load() != before+2 {
+		t.Errorf("hits = %d, want %d", hits.Load(), before+2)
+	}
+}
+
+// TestBreakerOneBrokenURL: one URL failing forever among healthy ones must not open the
+// breaker for the others, however often it is retried.
+func TestBreakerOneBrokenURL(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/broken" {
+			w.WriteHeader(500)
+			return
+		}
+		w.WriteHeader(200)
+	}))
+	defer srv.Close()
+	h, _ := newHandler(t, newFakeClock(true), Options{Budget: Budget{Disabled: true}, Breaker: Breaker{ConsecutiveFailures: 3}})
+	noop := func(*http.Response) error { return nil }
+	for i := range 20 {
+		path := "/ok"
+		if i%5 == 0 {
+			path = "/broken"
+		}
+		err := h.Do(context.Background(), Request{Policy: Policy{MaxAttempts: 6, MaxElapsed: time.Hour}, New: get(srv.URL + path)}, noop)
+		switch {
+		case path == "/ok" && err != nil:
+			t.Fatalf("unit %d (healthy URL): %v", i, err)
+		case path == "/broken" && ClassOf(err) != ClassHTTP5xx:
+			t.Fatalf("unit %d (broken URL): %v, want http_5xx", i, err)
+		}
 	}
 }
 
