@@ -70,13 +70,15 @@ func newDevCmd(g *globals) *cobra.Command {
 	f.Float64Var(&trunc, "fault-truncate", 0, "share of GetFeature bodies cut off mid-stream")
 	f.Float64Var(&exc200, "fault-exception-200", 0, "share answered an exception report with HTTP 200")
 	f.Float64Var(&html200, "fault-html-200", 0, "share answered a proxy HTML page with HTTP 200")
-	f.IntVar(&failOneIn, "fail-one-in", 0, "answer 500 forever to one GetFeature URL in N (by a hash of the URL); restart without it to heal")
+	f.IntVar(&failOneIn, "fail-one-in", 0, "answer 500 forever to one GetFeature URL in N (by a hash of the URL; counts spared); restart without it to heal")
 	cmd.AddCommand(wfs)
 	return cmd
 }
 
 // failOneURLIn picks one GetFeature URL in n, by a hash of its query, to fail forever;
-// the same URL fails on every attempt, as a broken area of a real server does.
+// the same URL fails on every attempt, as a broken area of a real server does. Counts
+// (RESULTTYPE=hits) are spared, so that the failures fall on the fetches of some tiles
+// rather than, by chance, on the count of the whole area.
 func failOneURLIn(n int) func(*http.Request) bool {
 	return func(r *http.Request) bool {
 		q := r.URL.Query()
@@ -88,7 +90,7 @@ func failOneURLIn(n int) func(*http.Request) bool {
 			}
 			return ""
 		}
-		if !strings.EqualFold(get("REQUEST"), "GetFeature") {
+		if !strings.EqualFold(get("REQUEST"), "GetFeature") || strings.EqualFold(get("RESULTTYPE"), "hits") {
 			return false
 		}
 		h := fnv.New32a()
