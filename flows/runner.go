@@ -378,11 +378,10 @@ func finish(ctx context.Context, task tasks.Task, env *tasks.Env) {
 func (r *runner) unit(work context.Context, task tasks.Task, env *tasks.Env, u tasks.Unit, prog *TaskProgress) ([]tasks.Unit, string) {
 	store := r.opts.Store
 	ref := tasks.UnitRef{RunID: env.RunID, TaskID: env.TaskID, Key: u.Key}
+	// No commit of its own marks the unit running: its start time rides along in the
+	// context and is recorded, with the attempt, by whatever records its outcome.
+	work = tasks.WithUnitStart(work, time.Now())
 	final := context.WithoutCancel(work)
-	if err := store.StartUnit(final, ref); err != nil {
-		env.Logger.Error("starting unit", "unit", u.Key, "err", err)
-		return nil, StateFailed
-	}
 	res, err := task.Execute(work, env, u)
 	if err != nil {
 		if work.Err() != nil && errors.Is(err, context.Canceled) {

@@ -48,7 +48,12 @@ func index(events []string, prefix string) (first, last int) {
 }
 
 func TestRunDependencyOrder(t *testing.T) {
-	store := openStore(t)
+	dbURL := testdb.URL(t)
+	store, err := pgstore.Open(context.Background(), dbURL, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(store.Close)
 	rec := &recorder{}
 	f := mustParse(t, rec, `
 name: order
@@ -78,6 +83,11 @@ tasks:
 	}
 	if !slices.Contains(ev, "a u002/a") || !slices.Contains(ev, "a u002/b") {
 		t.Errorf("children of the split unit did not run: %v", ev)
+	}
+	// Each unit's attempt and start are recorded with its outcome, in order.
+	if n := testdb.Int64(t, dbURL, `SELECT count(*) FROM geoflow_units
+		WHERE attempts = 1 AND started_at IS NOT NULL AND finished_at >= started_at`); n != 14 {
+		t.Errorf("%d of 14 units have one attempt and a start before their finish", n)
 	}
 }
 

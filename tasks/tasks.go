@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"log/slog"
 	"net/http"
+	"time"
 
 	"github.com/paulmach/orb"
 
@@ -91,6 +92,20 @@ type Env struct {
 	// the task's own), to be put in every retry.Request.
 	Retry     retry.Policy
 	RateLimit retry.RateLimit
+}
+
+type unitStartKey struct{}
+
+// WithUnitStart returns ctx carrying the time the runner started a unit, so that the
+// store records it with the unit's outcome instead of in a commit of its own.
+func WithUnitStart(ctx context.Context, t time.Time) context.Context {
+	return context.WithValue(ctx, unitStartKey{}, t)
+}
+
+// UnitStart returns the start time WithUnitStart put in ctx, if any.
+func UnitStart(ctx context.Context) (time.Time, bool) {
+	t, ok := ctx.Value(unitStartKey{}).(time.Time)
+	return t, ok
 }
 
 // UnitRef names a unit in the database.

@@ -31,8 +31,9 @@ func (s *Store) RecordDeadLetter(ctx context.Context, ref tasks.UnitRef, e dlq.E
 	what := fmt.Sprintf("recording unit %s of task %q as a dead letter", ref.Key, ref.TaskID)
 	var id int64
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `UPDATE geoflow_units SET state = 'failed', finished_at = now(), error = NULLIF($4, '')
-			WHERE run_id = $1 AND task = $2 AND key = $3`, ref.RunID, ref.TaskID, ref.Key, e.Error); err != nil {
+		if _, err := tx.Exec(ctx, `UPDATE geoflow_units SET state = 'failed', finished_at = now(), error = NULLIF($4, ''),
+			attempts = attempts + CASE WHEN $5::timestamptz IS NULL THEN 0 ELSE 1 END, started_at = coalesce($5, started_at)
+			WHERE run_id = $1 AND task = $2 AND key = $3`, ref.RunID, ref.TaskID, ref.Key, e.Error, unitStart(ctx)); err != nil {
 			return err
 		}
 		args := append([]any{e.Flow, ref.TaskID, ref.RunID, ref.Key}, envelopeArgs(e.BBox)...)

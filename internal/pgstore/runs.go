@@ -251,7 +251,9 @@ func (s *Store) OpenUnits(ctx context.Context, runID int64, task string) ([]task
 	return out, translate(fmt.Sprintf("reading the open units of task %q", task), err)
 }
 
-// StartUnit marks a unit running and counts the attempt.
+// StartUnit marks a unit running and counts the attempt. The runner does not call it:
+// a unit's attempt and start time are recorded with its outcome (see unitStart), which
+// saves a commit per unit; it remains for tools and tests that want the running state.
 func (s *Store) StartUnit(ctx context.Context, ref tasks.UnitRef) error {
 	_, err := s.pool.Exec(ctx, `UPDATE geoflow_units SET state = 'running', attempts = attempts + 1,
 		started_at = now(), finished_at = NULL WHERE run_id = $1 AND task = $2 AND key = $3`, ref.RunID, ref.TaskID, ref.Key)
@@ -261,9 +263,19 @@ func (s *Store) StartUnit(ctx context.Context, ref tasks.UnitRef) error {
 // EndUnit records a unit that did not complete: state is "failed" (it became a dead
 // letter) or "interrupted" (shutdown cut it short; a resume runs it again).
 func (s *Store) EndUnit(ctx context.Context, ref tasks.UnitRef, state, errMsg string) error {
-	_, err := s.pool.Exec(ctx, `UPDATE geoflow_units SET state = $4, finished_at = now(), error = NULLIF($5, '')
-		WHERE run_id = $1 AND task = $2 AND key = $3`, ref.RunID, ref.TaskID, ref.Key, state, errMsg)
+	_, err := s.pool.Exec(ctx, `UPDATE geoflow_units SET state = $4, finished_at = now(), error = NULLIF($5, ''),
+		attempts = attempts + CASE WHEN $6::timestamptz IS NULL THEN 0 ELSE 1 END, started_at = coalesce($6, started_at)
+		WHERE run_id = $1 AND task = $2 AND key = $3`, ref.RunID, ref.TaskID, ref.Key, state, errMsg, unitStart(ctx))
 	return translate(fmt.Sprintf("recording unit %s of task %q as %s", ref.Key, ref.TaskID, state), err)
+}
+
+// unitStart is the start time the runner put in ctx (tasks.WithUnitStart), or nil: the
+// statement that records a unit's outcome also counts its attempt and records its start.
+func unitStart(ctx context.Context) *time.Time {
+	if t, ok := tasks.UnitStart(ctx); ok {
+		return &t
+	}
+	return nil
 }
 
 // RunSummary is what a run did, summed over its tasks.

@@ -48,9 +48,10 @@ func (s *Store) CommitUnit(ctx context.Context, ref tasks.UnitRef, write func(ct
 		}
 	}
 	_, err = tx.Exec(ctx, `UPDATE geoflow_units SET state = 'done', finished_at = now(), error = NULL,
-		features_inserted = $4, features_skipped = $5, features_updated = $6, bytes = $7
+		features_inserted = $4, features_skipped = $5, features_updated = $6, bytes = $7,
+		attempts = attempts + CASE WHEN $8::timestamptz IS NULL THEN 0 ELSE 1 END, started_at = coalesce($8, started_at)
 		WHERE run_id = $1 AND task = $2 AND key = $3`,
-		ref.RunID, ref.TaskID, ref.Key, res.Inserted, res.Skipped, res.Updated, res.Bytes)
+		ref.RunID, ref.TaskID, ref.Key, res.Inserted, res.Skipped, res.Updated, res.Bytes, unitStart(ctx))
 	if err != nil {
 		return res, translate(fmt.Sprintf("marking unit %s done", ref.Key), err)
 	}
