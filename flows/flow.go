@@ -434,6 +434,28 @@ func (d *decoder) checkGraph(f *Flow) {
 			}
 		}
 	}
+	// Tasks named in a task's keys (bbox_from) must exist and run before it.
+	for _, t := range f.Tasks {
+		ref, ok := t.Config.(tasks.Referrer)
+		if !ok {
+			continue
+		}
+		for key, id := range ref.References() {
+			pos := d.keys[fmt.Sprintf("tasks.%s.%s", t.ID, key)]
+			switch _, exists := byID[id]; {
+			case !exists:
+				msg := fmt.Sprintf("task %q: %s: no task %q in this flow", t.ID, key, id)
+				if s := suggest(id, ids); s != "" {
+					msg += fmt.Sprintf(" (did you mean %q?)", s)
+				}
+				d.errorf(pos, "%s", msg)
+			case id == t.ID:
+				d.errorf(pos, "task %q: %s: a task cannot take its own output", t.ID, key)
+			case !dependsOn(byID, t.ID, id):
+				d.errorf(pos, "task %q: %s names %q, which must run first: add it to depends_on", t.ID, key, id)
+			}
+		}
+	}
 	// Depth-first search; a grey node met again closes a cycle, whose path is printed.
 	const (
 		white = iota
@@ -477,4 +499,27 @@ func (d *decoder) checkGraph(f *Flow) {
 			visit(id)
 		}
 	}
+}
+
+// dependsOn tells whether task from depends on task on, directly or through others.
+func dependsOn(byID map[string]*Task, from, on string) bool {
+	seen := map[string]bool{}
+	var walk func(id string) bool
+	walk = func(id string) bool {
+		if seen[id] {
+			return false
+		}
+		seen[id] = true
+		t := byID[id]
+		if t == nil {
+			return false
+		}
+		for _, d := range t.DependsOn {
+			if d == on || walk(d) {
+				return true
+			}
+		}
+		return false
+	}
+	return walk(from)
 }

@@ -26,6 +26,7 @@ type testConfig struct {
 	Fail     []string      `yaml:"fail_units"`
 	Sleep    time.Duration `yaml:"sleep"`
 	Mode     string        `yaml:"mode" enum:"append,upsert"`
+	BBoxFrom string        `yaml:"bbox_from"`
 	Target   struct {
 		Table string   `yaml:"table"`
 		Key   []string `yaml:"key"`
@@ -60,6 +61,13 @@ func (c *testConfig) Check(p tasks.Problems) {
 	if c.Mode == "upsert" && len(c.Target.Key) == 0 {
 		p.At("target.key", "upsert mode needs target.key")
 	}
+}
+
+func (c *testConfig) References() map[string]string {
+	if c.BBoxFrom == "" {
+		return nil
+	}
+	return map[string]string{"bbox_from": c.BBoxFrom}
 }
 
 func (c *testConfig) New(id string) (tasks.Task, error) { return &testTask{id: id, c: c}, nil }

@@ -16,6 +16,15 @@ type Config interface {
 	New(id string) (Task, error)
 }
 
+// Referrer is implemented by configs that name other tasks of their flow (bbox_from: the
+// extent of what another task stored). The flow validator checks that each named task
+// exists and that this task depends on it, directly or not, so that it has run first.
+type Referrer interface {
+	// References maps each key that names a task to the task id it names; keys with no
+	// value are left out.
+	References() map[string]string
+}
+
 // Problems collects configuration problems of one task. It is not safe for concurrent use.
 type Problems interface {
 	// At reports a problem at the given key path below the task ("bbox", "target.table");

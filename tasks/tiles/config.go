@@ -64,6 +64,14 @@ var (
 	taskIDRE = regexp.MustCompile(`^[a-z0-9_]+$`)
 )
 
+// References implements tasks.Referrer: bbox_from names another task of the flow.
+func (c *Config) References() map[string]string {
+	if c.BBoxFrom == "" {
+		return nil
+	}
+	return map[string]string{"bbox_from": c.BBoxFrom}
+}
+
 // Check implements tasks.Config.
 func (c *Config) Check(p tasks.Problems) {
 	if c.URL == "" {

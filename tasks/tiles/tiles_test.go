@@ -420,8 +420,8 @@ func TestAreaRestrictsPlanning(t *testing.T) {
 	}
 }
 
-// TestBBoxFrom: a task takes its area from what another stored; naming a task that
-// never stored anything fails planning with advice.
+// TestBBoxFrom: a task takes its area from what another stored; naming a task that does
+// not exist, or one it does not depend on, is refused when the flow is validated.
 func TestBBoxFrom(t *testing.T) {
 	h := newHarness(t, tilefixture.Options{})
 	small := orb.Bound{Min: orb.Point{11.46, 48.06}, Max: orb.Point{11.47, 48.07}}
@@ -432,12 +432,6 @@ func TestBBoxFrom(t *testing.T) {
     depends_on: [basemap]
     zoom: [12, 12]
     target: {dir: $DIR/overview, table: public.overview_tiles}
-  orphan:
-    type: tiles
-    url: $URL/{z}/{x}/{y}.png
-    bbox_from: nothing_here
-    zoom: [12, 12]
-    target: {dir: $DIR/orphan, table: public.orphan_tiles}
 `)
 	res := h.run(f, flows.RunOptions{})
 	if res.TaskStates["basemap"] != flows.StateDone || res.TaskStates["overview"] != flows.StateDone {
@@ -446,8 +440,16 @@ func TestBBoxFrom(t *testing.T) {
 	if n := testdb.Int64(t, h.dbURL, "SELECT count(*) FROM public.overview_tiles"); n < int64(len(cover(small, 12, 12))) {
 		t.Errorf("overview stored %d tiles; the basemap's area needs at least %d", n, len(cover(small, 12, 12)))
 	}
-	if msg := res.FailedTasks["orphan"]; !strings.Contains(msg, "depends_on") {
-		t.Errorf("orphan failed with %q; want advice to use depends_on", msg)
+	for _, tt := range []struct{ name, task, want string }{
+		{"unknown task", "bbox_from: nothing_here", `no task "nothing_here" in this flow`},
+		{"not a dependency", "bbox_from: basemap", `bbox_from names "basemap", which must run first: add it to depends_on`},
+	} {
+		src := "name: refs\ntasks:\n  basemap: {type: tiles, url: \"http://t/{z}/{x}/{y}.png\", bbox: [0, 0, 1, 1], zoom: [1, 1], target: {dir: /tmp/x}}\n" +
+			"  orphan: {type: tiles, url: \"http://t/{z}/{x}/{y}.png\", zoom: [1, 1], target: {dir: /tmp/y}, " + tt.task + "}\n"
+		_, err := flows.Parse("refs.yaml", []byte(src), flows.Options{Registry: registry()})
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s: validation said %v; want %q", tt.name, err, tt.want)
+		}
 	}
 }
 
