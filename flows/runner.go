@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -95,6 +96,19 @@ func Run(ctx context.Context, f *Flow, opts RunOptions) (*Result, error) {
 		return nil, err
 	}
 	defer run.Close()
+	if run.Resumed {
+		// A resumed run goes on over the area and tasks it started with: planning a
+		// different area would add units the run never had (and check completeness over
+		// the wrong box); other tasks would run inside a run that never chose them.
+		if !sameArea(opts.Area, run.Area) || (opts.OnlyTasks != nil && !slices.Equal(opts.OnlyTasks, run.OnlyTasks)) {
+			log.Warn("resuming a run with the --bbox and --task it started with, not those given now",
+				"run", run.ID, "bbox", fmtArea(run.Area), "tasks", run.OnlyTasks)
+		}
+		opts.Area, opts.OnlyTasks = run.Area, run.OnlyTasks
+		if selected, err = selectTasks(f, opts.OnlyTasks); err != nil {
+			return nil, fmt.Errorf("resuming run %d: %w", run.ID, err)
+		}
+	}
 	start := time.Now()
 	log.Info("run started", "flow", f.Name, "run", run.ID, "resumed", run.Resumed, "tasks", len(selected))
 
@@ -166,6 +180,20 @@ func Run(ctx context.Context, f *Flow, opts RunOptions) (*Result, error) {
 		"units_done", sum.UnitsDone, "units_total", sum.UnitsTotal, "dead", sum.UnitsDead,
 		"inserted", sum.Inserted, "skipped", sum.Skipped, "updated", sum.Updated, "elapsed", res.Elapsed.Round(time.Millisecond))
 	return res, nil
+}
+
+func sameArea(a, b *orb.Bound) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a.Equal(*b)
+}
+
+func fmtArea(b *orb.Bound) string {
+	if b == nil {
+		return "none"
+	}
+	return fmt.Sprintf("%g,%g,%g,%g", b.Min[0], b.Min[1], b.Max[0], b.Max[1])
 }
 
 func absPath(p string) string {

@@ -237,3 +237,43 @@ func TestRunGraceExpires(t *testing.T) {
 		t.Fatalf("status %s dead %d done %d; want interrupted, 0, 0", res.Status, res.DeadLetters(), res.Summary.UnitsDone)
 	}
 }
+
+// TestRunResumeKeepsAreaAndTasks resumes a crashed run that was started with --bbox and
+// --task without repeating them: the resume must go on over the run's own area and
+// tasks, not plan the whole flow into it.
+func TestRunResumeKeepsAreaAndTasks(t *testing.T) {
+	store := openStore(t)
+	rec := &recorder{}
+	f := mustParse(t, rec, `
+name: resume_area
+tasks:
+  a: {type: fake, units: 10}
+  b: {type: fake, units: 10}
+`)
+	area := orb.Bound{Min: orb.Point{2.5, 0}, Max: orb.Point{4.5, 1}}
+	if _, err := store.Migrate(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	// A run that crashed right after it started: recorded running, held by nobody.
+	run, err := store.StartRun(context.Background(), pgstore.RunStart{Flow: f.Name, Area: &area, OnlyTasks: []string{"a"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run.Close()
+
+	res, err := Run(context.Background(), f, RunOptions{Store: store, Resume: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Resumed || res.RunID != run.ID || res.Status != StateDone {
+		t.Fatalf("resume: run %d resumed=%v status %s, want run %d resumed and done", res.RunID, res.Resumed, res.Status, run.ID)
+	}
+	ev := rec.list()
+	slices.Sort(ev)
+	if got := strings.Join(ev, ","); got != "a u002,a u003,a u004,plan a" {
+		t.Errorf("events = %s, want only task a's units inside the run's area", got)
+	}
+	if res.Summary.UnitsTotal != 3 {
+		t.Errorf("units = %d, want 3", res.Summary.UnitsTotal)
+	}
+}

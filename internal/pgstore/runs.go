@@ -39,6 +39,10 @@ type Run struct {
 	Flow      string
 	Resumed   bool
 	StartedAt time.Time
+	// Area and OnlyTasks are what the run was started with (RunStart's); a resumed run
+	// carries those it recorded when it first started, whatever the resume asked for.
+	Area      *orb.Bound
+	OnlyTasks []string
 	conn      *pgxpool.Conn // holds the run's advisory lock
 }
 
@@ -91,13 +95,18 @@ func (s *Store) startRun(ctx context.Context, conn *pgxpool.Conn, st RunStart) (
 			if !locked {
 				continue // still running in another process
 			}
-			var started time.Time
+			run := &Run{ID: id, Flow: st.Flow, Resumed: true}
+			var x0, y0, x1, y1 *float64
 			err := conn.QueryRow(ctx, `UPDATE geoflow_runs SET status = 'running', finished_at = NULL, error = NULL
-				WHERE id = $1 RETURNING started_at`, id).Scan(&started)
+				WHERE id = $1 RETURNING started_at, ST_XMin(area), ST_YMin(area), ST_XMax(area), ST_YMax(area), only_tasks`, id).
+				Scan(&run.StartedAt, &x0, &y0, &x1, &y1, &run.OnlyTasks)
 			if err != nil {
 				return nil, translate(fmt.Sprintf("resuming run %d", id), err)
 			}
-			return &Run{ID: id, Flow: st.Flow, Resumed: true, StartedAt: started}, nil
+			if x0 != nil {
+				run.Area = &orb.Bound{Min: orb.Point{*x0, *y0}, Max: orb.Point{*x1, *y1}}
+			}
+			return run, nil
 		}
 		return nil, fmt.Errorf("flow %q: %w (no interrupted or crashed run that no other process holds)", st.Flow, ErrNothingToResume)
 	}
@@ -115,7 +124,7 @@ func (s *Store) startRun(ctx context.Context, conn *pgxpool.Conn, st RunStart) (
 	if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock($1, $2)", runLockClass, int32(run.ID)); err != nil {
 		return nil, translate("locking the new run", err)
 	}
-	run.Flow = st.Flow
+	run.Flow, run.Area, run.OnlyTasks = st.Flow, st.Area, st.OnlyTasks
 	return &run, nil
 }
 
