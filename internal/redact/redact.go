@@ -14,10 +14,15 @@ import (
 // Mask is what a secret is replaced with.
 const Mask = "REDACTED"
 
-// sensitiveParam reports whether a query parameter carries a credential.
+// sensitiveParam reports whether a query parameter carries a credential: an API key or
+// token, or the signature and credentials of a presigned object-store URL (AWS S3
+// X-Amz-*, Google Cloud Storage X-Goog-*, an Azure SAS token's sig), which STAC catalogues
+// hand out as asset hrefs and which grant access until they expire.
 func sensitiveParam(name string) bool {
 	switch strings.ToLower(name) {
-	case "key", "token", "apikey", "api_key", "access_token", "password", "secret", "signature":
+	case "key", "token", "apikey", "api_key", "access_token", "password", "secret", "signature",
+		"sig", "x-amz-signature", "x-amz-credential", "x-amz-security-token",
+		"x-goog-signature", "x-goog-credential":
 		return true
 	}
 	return false
@@ -33,8 +38,10 @@ func sensitiveHeader(name string) bool {
 }
 
 // URL returns s with the password of its userinfo and the values of the query
-// parameters key, token, apikey, api_key, access_token, password, secret and
-// signature (compared case-insensitively) replaced by Mask. The order of the
+// parameters key, token, apikey, api_key, access_token, password, secret,
+// signature and those of presigned object-store URLs (sig, X-Amz-Signature,
+// X-Amz-Credential, X-Amz-Security-Token, X-Goog-Signature, X-Goog-Credential;
+// compared case-insensitively) replaced by Mask. The order of the
 // parameters is kept. A string that does not parse as a URL is redacted as
 // free text by String, so a secret never slips through a parse error.
 func URL(s string) string {
@@ -89,7 +96,7 @@ func Header(h http.Header) http.Header {
 var (
 	// paramRe finds credential-carrying query parameters inside free text,
 	// such as a URL echoed back in a server's error page.
-	paramRe = regexp.MustCompile(`(?i)\b(key|token|apikey|api_key|access_token|password|secret|signature)=([^&\s"'<>]+)`)
+	paramRe = regexp.MustCompile(`(?i)\b(key|token|apikey|api_key|access_token|password|secret|signature|sig|credential)=([^&\s"'<>]+)`)
 	// userinfoRe finds "scheme://user:password@" inside free text.
 	userinfoRe = regexp.MustCompile(`(://[^/\s:@]*):[^/\s@]*@`)
 	// bearerRe finds HTTP authorization credentials inside free text.

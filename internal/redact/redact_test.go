@@ -21,6 +21,12 @@ func TestURL(t *testing.T) {
 		{name: "every listed name", in: "https://e.com/?key=1&password=2&secret=3&signature=4", want: "https://e.com/?key=REDACTED&password=REDACTED&secret=REDACTED&signature=REDACTED"},
 		{name: "order kept", in: "https://e.com/?b=1&key=2&a=3", want: "https://e.com/?b=1&key=REDACTED&a=3"},
 		{name: "escaped name", in: "https://e.com/?api%5Fkey=x", want: "https://e.com/?api%5Fkey=REDACTED"},
+		{name: "AWS presigned URL", in: "https://b.s3.amazonaws.com/a.tif?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=AKIA1%2F2024&X-Amz-Security-Token=FwoG&X-Amz-Signature=9f3e",
+			want: "https://b.s3.amazonaws.com/a.tif?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=REDACTED&X-Amz-Security-Token=REDACTED&X-Amz-Signature=REDACTED"},
+		{name: "Azure SAS token", in: "https://a.blob.core.windows.net/c/a.tif?st=2024&se=2025&sp=rl&sv=2021&sr=c&sig=uK%2Fx3D",
+			want: "https://a.blob.core.windows.net/c/a.tif?st=2024&se=2025&sp=rl&sv=2021&sr=c&sig=REDACTED"},
+		{name: "GCS signed URL", in: "https://storage.googleapis.com/b/a.tif?X-Goog-Credential=sa%2F2024&X-Goog-Signature=abcd",
+			want: "https://storage.googleapis.com/b/a.tif?X-Goog-Credential=REDACTED&X-Goog-Signature=REDACTED"},
 		{name: "similar names untouched", in: "https://e.com/?keyword=x&monkey=y", want: "https://e.com/?keyword=x&monkey=y"},
 		{name: "unparsable falls back to text", in: "http://[::1%zz/?token=abc", want: "http://[::1%zz/?token=REDACTED"},
 	}
@@ -68,6 +74,7 @@ func TestString(t *testing.T) {
 		{name: "echoed url", in: `<a href="https://e.com/?key=zzz&x=1">`, want: `<a href="https://e.com/?key=REDACTED&x=1">`},
 		{name: "userinfo in text", in: "fetch ftp://u:pw@h/ failed", want: "fetch ftp://u:REDACTED@h/ failed"},
 		{name: "bearer", in: "Authorization: Bearer eyJhbGciOi.x", want: "Authorization: Bearer REDACTED"},
+		{name: "echoed SAS signature", in: `BlobNotFound: https://a.blob.core.windows.net/c/x?sv=2021&sig=uK%2Fx3D`, want: `BlobNotFound: https://a.blob.core.windows.net/c/x?sv=2021&sig=REDACTED`},
 		{name: "nothing to do", in: "plain text", want: "plain text"},
 	}
 	for _, tt := range tests {
