@@ -55,10 +55,13 @@ install_postgis() {
   fi
 }
 
+# free_port picks a port nothing listens on, below Linux's ephemeral range (32768-60999):
+# a port in that range may be the local end of any outgoing connection, which a connect
+# test cannot see but which makes the server's bind fail.
 free_port() {
   local p
   for _ in $(seq 1 50); do
-    p=$(( 40000 + RANDOM % 20000 ))
+    p=$(( 20000 + RANDOM % 12000 ))
     if ! (exec 3<>/dev/tcp/127.0.0.1/$p) 2>/dev/null; then echo "$p"; return 0; fi
   done
   log "no free port found"; return 1
@@ -70,13 +73,26 @@ start_cluster() {
   dir=$(mktemp -d /tmp/geoflow-pg.XXXXXX)
   chmod 755 "$dir"
   [ "$(id -u)" = 0 ] && chown postgres: "$dir"
-  port=$(free_port)
   as_owner "$bin/initdb" -D "$dir/data" -U postgres -A trust -E UTF8 --no-sync >"$dir/initdb.log" 2>&1 || {
-    log "initdb failed:"; cat "$dir/initdb.log" >&2; return 1; }
-  # Durability settings off: this cluster is thrown away, and tests should not wait on fsync.
-  as_owner "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 \
-    -o "-p $port -k $dir -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=300 -c shared_buffers=256MB" \
-    start >/dev/null || { log "the server did not start:"; tail -n 20 "$dir/server.log" >&2; return 1; }
+    log "initdb failed:"; cat "$dir/initdb.log" >&2; rm -rf "$dir"; return 1; }
+  # The port is only known free when it is bound: another process (a parallel test run,
+  # an outgoing connection) may take it between free_port and the server's start, so a
+  # start that fails on the address is tried again on another port.
+  local try
+  for try in 1 2 3 4 5; do
+    port=$(free_port) || { rm -rf "$dir"; return 1; }
+    # Durability settings off: this cluster is thrown away, and tests should not wait on fsync.
+    if as_owner "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.$try.log" -w -t 60 \
+      -o "-p $port -k $dir -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=300 -c shared_buffers=256MB" \
+      start >/dev/null; then
+      break
+    fi
+    if [ "$try" -lt 5 ] && grep -q "Address already in use" "$dir/server.$try.log"; then
+      log "port $port was taken before the server could bind it; trying another"
+      continue
+    fi
+    log "the server did not start:"; tail -n 20 "$dir/server.$try.log" >&2; rm -rf "$dir"; return 1
+  done
   "$bin/psql" -q -h 127.0.0.1 -p "$port" -U postgres -d postgres -c "CREATE DATABASE geoflow" >/dev/null
   echo "postgres://postgres@127.0.0.1:$port/geoflow?sslmode=disable $dir"
 }
