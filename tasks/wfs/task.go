@@ -1,6 +1,7 @@
 package wfs
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -74,6 +75,11 @@ type spec struct {
 	Depth int   `json:"d"`
 	Page  bool  `json:"p,omitempty"`
 	Start int64 `json:"s,omitempty"`
+	// Size and Total are a page's size and its tile's count, fixed when the tile was
+	// paged: a page is fetched at the size it was planned with, whatever the task has
+	// learnt since, so that pages neither overlap nor leave gaps.
+	Size  int64 `json:"z,omitempty"`
+	Total int64 `json:"t,omitempty"`
 	// Count is the features the tile holds: the server's count when Exact, else an
 	// estimate from its parent's count (0 without Exact: unknown).
 	Count int64 `json:"n,omitempty"`
@@ -134,7 +140,7 @@ func (t *Task) Execute(ctx context.Context, env *tasks.Env, u tasks.Unit) (tasks
 	bbox := *u.BBox
 	ps := t.pageSize.Load()
 	if sp.Page {
-		return t.fetch(ctx, env, p, u, bbox, sp.Start, ps, -1, false)
+		return t.fetch(ctx, env, p, u, bbox, sp.Start, cmp.Or(sp.Size, ps), -1, false, &sp)
 	}
 	// How many features does the tile hold? Known exactly (the plan counted the root),
 	// estimated from the parent's count (small enough: fetch at once, a full page says
@@ -159,7 +165,7 @@ func (t *Task) Execute(ctx context.Context, env *tasks.Env, u tasks.Unit) (tasks
 	case n > ps:
 		return t.split(ctx, env, p, u, sp, bbox, n)
 	}
-	res, err := t.fetch(ctx, env, p, u, bbox, 0, ps, n, true)
+	res, err := t.fetch(ctx, env, p, u, bbox, 0, ps, n, true, nil)
 	var short *shortPage
 	isShort := errors.As(err, &short)
 	if optimistic {
@@ -238,7 +244,7 @@ func (t *Task) split(ctx context.Context, env *tasks.Env, p *prepared, u tasks.U
 		}
 		for start := int64(0); start < n; start += ps {
 			b := bbox
-			cs, _ := json.Marshal(spec{Depth: sp.Depth, Page: true, Start: start})
+			cs, _ := json.Marshal(spec{Depth: sp.Depth, Page: true, Start: start, Size: ps, Total: n})
 			children = append(children, tasks.Unit{Key: fmt.Sprintf("%s/p%d", u.Key, start), BBox: &b, Spec: cs})
 		}
 	}
@@ -269,8 +275,10 @@ func (e *shortPage) Error() string {
 
 // fetch downloads one page of a tile and writes it in the unit's transaction. expected
 // is the tile's hits count, or -1. With mayShort, a response holding less than the
-// tile's features fails with *shortPage so that Execute splits the tile instead.
-func (t *Task) fetch(ctx context.Context, env *tasks.Env, p *prepared, u tasks.Unit, bbox orb.Bound, start, count, expected int64, mayShort bool) (tasks.Result, error) {
+// tile's features fails with *shortPage so that Execute splits the tile instead. page is
+// the spec of a page unit (nil for a tile): a page that comes back short while its tile
+// has more plans the rest as another page, in the same commit.
+func (t *Task) fetch(ctx context.Context, env *tasks.Env, p *prepared, u tasks.Unit, bbox orb.Bound, start, count, expected int64, mayShort bool, page *spec) (tasks.Result, error) {
 	q := t.getFeature(p, bbox, start, count, false, !mayShort)
 	var res tasks.Result
 	err := env.HTTP.Do(ctx, t.request(env, p, u.Key, q), func(resp *http.Response) error {
@@ -288,7 +296,9 @@ func (t *Task) fetch(ctx context.Context, env *tasks.Env, p *prepared, u tasks.U
 			if err != nil {
 				return r, err
 			}
-			got := r.Inserted + r.Skipped + r.Updated
+			// Features the decoder refused (curves) were in the response: they count
+			// as received, or one refusal would make the tile look short forever.
+			got := r.Inserted + r.Skipped + r.Updated + int64(src.refused)
 			meta := src.meta()
 			matched := meta.NumberMatched
 			if p.version != "2.0.0" && matched <= got {
@@ -302,6 +312,15 @@ func (t *Task) fetch(ctx context.Context, env *tasks.Env, p *prepared, u tasks.U
 			// A full page that is not the whole tile: the tile needs splitting.
 			if mayShort && (matched > got || (matched < 0 && expected < 0 && got >= count)) {
 				return r, &shortPage{got: got, matched: matched}
+			}
+			if page != nil && got > 0 && got < count && start+got < page.Total {
+				// The server capped this page below its planned size: the rest of the
+				// page is another page, or those features would never be asked for.
+				rest, _ := json.Marshal(spec{Depth: page.Depth, Page: true, Start: start + got, Size: count - got, Total: page.Total})
+				tile, _, _ := strings.Cut(u.Key, "/p")
+				b := bbox
+				r.Children = []tasks.Unit{{Key: fmt.Sprintf("%s/p%d", tile, start+got), BBox: &b, Spec: rest}}
+				env.Logger.Warn("page came back short; asking for the rest", "unit", u.Key, "got", got, "size", count)
 			}
 			r.Bytes = body.n
 			return r, nil
