@@ -69,7 +69,12 @@ func (s *Store) StartRun(ctx context.Context, st RunStart) (*Run, error) {
 	}
 	run, err := s.startRun(ctx, conn, st)
 	if err != nil {
-		conn.Release()
+		// The session may hold a run's advisory lock taken before the failure (a
+		// cancelled UPDATE, say): back in the pool, it would keep that run locked for
+		// as long as the process lives. Closing the session releases every lock it holds.
+		closeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_ = conn.Hijack().Close(closeCtx)
 		return nil, err
 	}
 	run.conn = conn

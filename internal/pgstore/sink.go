@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"maps"
 	"math"
 	"slices"
@@ -401,12 +402,26 @@ func (s *Store) ensureIndexes(ctx context.Context, t *tasks.FeatureTable, spatia
 		stmts = append(stmts, fmt.Sprintf("CREATE INDEX IF NOT EXISTS %s ON %s USING gist (geom)", idx("geom_idx"), target))
 	}
 	if t.Mode == tasks.ModeUpsert {
+		// A feature whose key is NULL must still be one row: NULLS NOT DISTINCT (since
+		// PostgreSQL 15) makes NULL keys conflict like any other value. Older servers
+		// cannot, and are told so.
+		nullsNotDistinct := ""
+		var version int
+		if err := s.pool.QueryRow(ctx, "SELECT current_setting('server_version_num')::int").Scan(&version); err != nil {
+			return translate("reading the server version", err)
+		}
+		if version >= 150000 {
+			nullsNotDistinct = " NULLS NOT DISTINCT"
+		} else {
+			slog.Warn("PostgreSQL before 15 cannot treat NULL upsert keys as equal: features with a NULL key are added again on every run",
+				"table", target)
+		}
 		keys := make([]string, len(t.Key))
 		for i, k := range t.Key {
 			keys[i] = pgx.Identifier{k}.Sanitize()
 		}
 		stmts = append(stmts,
-			fmt.Sprintf("CREATE UNIQUE INDEX IF NOT EXISTS %s ON %s (%s)", idx("gf_key"), target, strings.Join(keys, ", ")),
+			fmt.Sprintf("CREATE UNIQUE INDEX IF NOT EXISTS %s ON %s (%s)%s", idx("gf_key"), target, strings.Join(keys, ", "), nullsNotDistinct),
 			fmt.Sprintf("CREATE INDEX IF NOT EXISTS %s ON %s (gf_payload_hash)", idx("gf_payload_hash_idx"), target))
 	} else {
 		stmts = append(stmts, fmt.Sprintf("CREATE UNIQUE INDEX IF NOT EXISTS %s ON %s (gf_payload_hash)", idx("gf_payload_hash_key"), target))
