@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"regexp"
+	"strings"
 	"time"
 
 	"github.com/paulmach/orb"
@@ -203,4 +205,22 @@ type AssetRow struct {
 	ContentType             string
 	ETag                    string
 	LastModified            string
+}
+
+var identRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_$]*$`)
+
+// SplitTable splits a target table name "[schema.]table" (schema defaults to public) and
+// checks both parts are plain identifiers. They are quoted when used in SQL either way;
+// the check is because odd names are far more often typos than intent.
+func SplitTable(s string) (schema, table string, err error) {
+	schema, table = "public", s
+	if i := strings.IndexByte(s, '.'); i >= 0 {
+		schema, table = s[:i], s[i+1:]
+	}
+	for _, part := range []string{schema, table} {
+		if !identRE.MatchString(part) || len(part) > 63 {
+			return "", "", fmt.Errorf("%q is not a table name: use [schema.]table with letters, digits and _ (at most 63 each)", s)
+		}
+	}
+	return schema, table, nil
 }

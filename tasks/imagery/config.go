@@ -17,7 +17,6 @@ import (
 	"github.com/geoflow/geoflow/internal/redact"
 	"github.com/geoflow/geoflow/spatial"
 	"github.com/geoflow/geoflow/tasks"
-	"github.com/geoflow/geoflow/tasks/tiles"
 )
 
 // Kind returns the task kind to register.
@@ -151,7 +150,7 @@ func (c *Config) Check(p tasks.Problems) {
 	}
 	if c.Target.Table == "" {
 		p.At("", "target.table is required")
-	} else if _, _, err := tiles.SplitTable(c.Target.Table); err != nil {
+	} else if _, _, err := tasks.SplitTable(c.Target.Table); err != nil {
 		p.At("target.table", "%v", err)
 	}
 }
@@ -169,7 +168,7 @@ func crsOf(s string) (int, error) {
 
 // New implements tasks.Config.
 func (c *Config) New(id string) (tasks.Task, error) {
-	schema, table, err := tiles.SplitTable(c.Target.Table)
+	schema, table, err := tasks.SplitTable(c.Target.Table)
 	if err != nil {
 		return nil, err
 	}

@@ -9,7 +9,6 @@ import (
 	"io"
 	"math"
 	"net/http"
-	"net/url"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -17,6 +16,7 @@ import (
 	"github.com/paulmach/orb"
 	"github.com/paulmach/orb/project"
 
+	"github.com/geoflow/geoflow/internal/ows"
 	"github.com/geoflow/geoflow/internal/redact"
 	"github.com/geoflow/geoflow/retry"
 	"github.com/geoflow/geoflow/tasks"
@@ -108,7 +108,7 @@ func (t *Task) capabilities(ctx context.Context, env *tasks.Env) (*wmsCaps, erro
 		return c, nil
 	}
 	w := t.cfg.WMS
-	u := withQuery(w.URL, [][2]string{{"SERVICE", "WMS"}, {"REQUEST", "GetCapabilities"}, {"VERSION", w.Version}})
+	u := ows.URL(w.URL, [][2]string{{"SERVICE", "WMS"}, {"REQUEST", "GetCapabilities"}, {"VERSION", w.Version}})
 	err := env.HTTP.Do(ctx, t.request(env, "capabilities", u, nil, nil), func(resp *http.Response) error {
 		var err error
 		c, err = ParseCapabilities(resp.Body)
@@ -229,7 +229,7 @@ func (t *Task) getMap(sp chipSpec) string {
 	} else if t.epsg == 4326 {
 		box = strings.Join([]string{f(b[1]), f(b[0]), f(b[3]), f(b[2])}, ",")
 	}
-	return withQuery(w.URL, [][2]string{{"SERVICE", "WMS"}, {"VERSION", w.Version}, {"REQUEST", "GetMap"},
+	return ows.URL(w.URL, [][2]string{{"SERVICE", "WMS"}, {"VERSION", w.Version}, {"REQUEST", "GetMap"},
 		{"LAYERS", w.Layers}, {"STYLES", w.Styles}, {crsKey, crs}, {"BBOX", box},
 		{"WIDTH", strconv.Itoa(sp.Width)}, {"HEIGHT", strconv.Itoa(sp.Height)}, {"FORMAT", sp.Format}})
 }
@@ -339,33 +339,4 @@ func worldFile(sp chipSpec) []byte {
 	py := (b[3] - b[1]) / float64(sp.Height)
 	f := func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
 	return []byte(strings.Join([]string{f(px), "0", "0", f(-py), f(b[0] + px/2), f(b[3] - py/2)}, "\n") + "\n")
-}
-
-// withQuery adds params to a base URL, keeping its own (?map=...) but replacing any of
-// ours it carries, whatever their case.
-func withQuery(base string, params [][2]string) string {
-	u, err := url.Parse(base)
-	if err != nil {
-		return base
-	}
-	q := u.Query()
-	for _, kv := range params {
-		for k := range q {
-			if strings.EqualFold(k, kv[0]) {
-				q.Del(k)
-			}
-		}
-	}
-	var b strings.Builder
-	b.WriteString(q.Encode())
-	for _, kv := range params {
-		if b.Len() > 0 {
-			b.WriteByte('&')
-		}
-		b.WriteString(url.QueryEscape(kv[0]))
-		b.WriteByte('=')
-		b.WriteString(url.QueryEscape(kv[1]))
-	}
-	u.RawQuery = b.String()
-	return u.String()
 }

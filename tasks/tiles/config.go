@@ -9,7 +9,6 @@ package tiles
 import (
 	"fmt"
 	"regexp"
-	"strings"
 
 	"github.com/geoflow/geoflow/internal/redact"
 	"github.com/geoflow/geoflow/spatial"
@@ -60,7 +59,6 @@ func NewConfig() *Config {
 }
 
 var (
-	identRE  = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_$]*$`)
 	taskIDRE = regexp.MustCompile(`^[a-z0-9_]+$`)
 )
 
@@ -99,7 +97,7 @@ func (c *Config) Check(p tasks.Problems) {
 	}
 	if c.Target.Table == "" {
 		p.At("", "target.table is required")
-	} else if _, _, err := SplitTable(c.Target.Table); err != nil {
+	} else if _, _, err := tasks.SplitTable(c.Target.Table); err != nil {
 		p.At("target.table", "%v", err)
 	}
 }
@@ -119,24 +117,9 @@ func zoomRange(z []int) (lo, hi int, err error) {
 	return lo, hi, nil
 }
 
-// SplitTable splits "schema.table" and checks both parts are plain identifiers; they
-// are quoted when used, but odd names are far more often typos than intent.
-func SplitTable(s string) (schema, table string, err error) {
-	schema, table = "public", s
-	if i := strings.IndexByte(s, '.'); i >= 0 {
-		schema, table = s[:i], s[i+1:]
-	}
-	for _, part := range []string{schema, table} {
-		if !identRE.MatchString(part) || len(part) > 63 {
-			return "", "", fmt.Errorf("%q is not a table name: use [schema.]table with letters, digits and _ (at most 63 each)", s)
-		}
-	}
-	return schema, table, nil
-}
-
 // New implements tasks.Config.
 func (c *Config) New(id string) (tasks.Task, error) {
-	schema, table, err := SplitTable(c.Target.Table)
+	schema, table, err := tasks.SplitTable(c.Target.Table)
 	if err != nil {
 		return nil, err
 	}

@@ -5,9 +5,7 @@
 package wfs
 
 import (
-	"fmt"
 	"net/url"
-	"regexp"
 	"strings"
 
 	"github.com/geoflow/geoflow/internal/redact"
@@ -65,8 +63,6 @@ func NewConfig() *Config {
 	return &Config{Version: "auto", SRS: "EPSG:4326", OutputFormat: "auto", BBoxCRS: "EPSG:4326", Target: Target{Mode: tasks.ModeAppend}}
 }
 
-var identRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_$]*$`)
-
 // Check implements tasks.Config.
 func (c *Config) Check(p tasks.Problems) {
 	if c.URL == "" {
@@ -98,7 +94,7 @@ func (c *Config) Check(p tasks.Problems) {
 	}
 	if c.Target.Table == "" {
 		p.At("", "target.table is required")
-	} else if _, _, err := splitTable(c.Target.Table); err != nil {
+	} else if _, _, err := tasks.SplitTable(c.Target.Table); err != nil {
 		p.At("target.table", "%v", err)
 	}
 	if c.Target.Mode == tasks.ModeUpsert && len(c.Target.Key) == 0 {
@@ -114,24 +110,9 @@ func (c *Config) Check(p tasks.Problems) {
 	}
 }
 
-// splitTable splits "schema.table" and checks both parts are plain identifiers; they
-// are quoted when used, but odd names are far more often typos than intent.
-func splitTable(s string) (schema, table string, err error) {
-	schema, table = "public", s
-	if i := strings.IndexByte(s, '.'); i >= 0 {
-		schema, table = s[:i], s[i+1:]
-	}
-	for _, part := range []string{schema, table} {
-		if !identRE.MatchString(part) || len(part) > 63 {
-			return "", "", fmt.Errorf("%q is not a table name: use [schema.]table with letters, digits and _ (at most 63 each)", s)
-		}
-	}
-	return schema, table, nil
-}
-
 // New implements tasks.Config.
 func (c *Config) New(id string) (tasks.Task, error) {
-	schema, table, err := splitTable(c.Target.Table)
+	schema, table, err := tasks.SplitTable(c.Target.Table)
 	if err != nil {
 		return nil, err
 	}

@@ -6,13 +6,13 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 	"sync/atomic"
 
 	"github.com/paulmach/orb"
 
+	"github.com/geoflow/geoflow/internal/ows"
 	"github.com/geoflow/geoflow/internal/redact"
 	"github.com/geoflow/geoflow/retry"
 	"github.com/geoflow/geoflow/spatial"
@@ -162,35 +162,6 @@ func (p *prepared) gmlFormat() string {
 	return ""
 }
 
-// query builds a request URL on the configured base URL, keeping its own parameters
-// (?map=...) but replacing any of ours it already carries, whatever their case.
-func (t *Task) query(params [][2]string) string {
-	u, err := url.Parse(t.cfg.URL)
-	if err != nil {
-		return t.cfg.URL
-	}
-	q := u.Query()
-	for _, kv := range params {
-		for k := range q {
-			if strings.EqualFold(k, kv[0]) {
-				q.Del(k)
-			}
-		}
-	}
-	var b strings.Builder
-	b.WriteString(q.Encode())
-	for _, kv := range params {
-		if b.Len() > 0 {
-			b.WriteByte('&')
-		}
-		b.WriteString(url.QueryEscape(kv[0]))
-		b.WriteByte('=')
-		b.WriteString(url.QueryEscape(kv[1]))
-	}
-	u.RawQuery = b.String()
-	return u.String()
-}
-
 func (t *Task) capabilities(ctx context.Context, env *tasks.Env) (*Capabilities, error) {
 	params := [][2]string{{"SERVICE", "WFS"}, {"REQUEST", "GetCapabilities"}}
 	if t.cfg.Version == "auto" || t.cfg.Version == "" {
@@ -199,7 +170,7 @@ func (t *Task) capabilities(ctx context.Context, env *tasks.Env) (*Capabilities,
 		params = append(params, [2]string{"VERSION", t.cfg.Version}, [2]string{"ACCEPTVERSIONS", t.cfg.Version})
 	}
 	var caps *Capabilities
-	err := env.HTTP.Do(ctx, t.plainRequest(env, "capabilities", t.query(params)), func(resp *http.Response) error {
+	err := env.HTTP.Do(ctx, t.plainRequest(env, "capabilities", ows.URL(t.cfg.URL, params)), func(resp *http.Response) error {
 		root, err := parseDOM(resp.Body)
 		if err != nil {
 			return classify(err, nil)
@@ -221,7 +192,7 @@ func (t *Task) describe(ctx context.Context, env *tasks.Env, p *prepared) (*Sche
 	if p.version != "2.0.0" {
 		tn = "TYPENAME"
 	}
-	u := t.query([][2]string{{"SERVICE", "WFS"}, {"VERSION", p.version}, {"REQUEST", "DescribeFeatureType"}, {tn, p.typeName}})
+	u := ows.URL(t.cfg.URL, [][2]string{{"SERVICE", "WFS"}, {"VERSION", p.version}, {"REQUEST", "DescribeFeatureType"}, {tn, p.typeName}})
 	var s *Schema
 	err := env.HTTP.Do(ctx, t.plainRequest(env, "describe", u), func(resp *http.Response) error {
 		root, err := parseDOM(resp.Body)
@@ -279,7 +250,7 @@ func (t *Task) getFeature(p *prepared, bbox orb.Bound, start, count int64, hits,
 	} else {
 		params = append(params, [2]string{"BBOX", box})
 	}
-	return t.query(params)
+	return ows.URL(t.cfg.URL, params)
 }
 
 // bboxParam writes a lon/lat box as the version expects: latitude first with the URN CRS
