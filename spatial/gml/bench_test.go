@@ -55,3 +55,31 @@ func BenchmarkRawTokenBaseline(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkReferenceReader is BenchmarkReader for the reference reader on
+// encoding/xml's RawToken (reader_ref_test.go), the Reader before scan.go.
+func BenchmarkReferenceReader(b *testing.B) {
+	doc, err := io.ReadAll(newGen(10000))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(doc)))
+	b.ReportAllocs()
+	for b.Loop() {
+		r := newRefReader(bytes.NewReader(doc), Options{WFSVersion: "2.0.0"})
+		n := 0
+		for {
+			_, err := r.Next()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				b.Fatal(err)
+			}
+			n++
+		}
+		if n != 10000 {
+			b.Fatalf("read %d features, want 10000", n)
+		}
+	}
+}

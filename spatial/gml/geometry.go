@@ -88,12 +88,14 @@ func (r *Reader) property(start xml.StartElement, featSRS string) (any, orb.Geom
 		if err != nil {
 			return nil, nil, "", err
 		}
-		switch t := tok.(type) {
-		case xml.CharData:
+		switch tok.kind {
+		case tkText:
+			t := tok.text
 			if !hasChild {
 				r.text = append(r.text, t...)
 			}
-		case xml.StartElement:
+		case tkStart:
+			t := tok.start
 			hasChild = true
 			if g == nil && r.resolve(t.Name.Space) == nsGML && isGeometry(t.Name.Local) {
 				r.geomSRS = ""
@@ -159,15 +161,17 @@ func (r *Reader) flatten(dst []byte) ([]byte, error) {
 		if err != nil {
 			return dst, err
 		}
-		switch t := tok.(type) {
-		case xml.CharData:
+		switch tok.kind {
+		case tkText:
+			t := tok.text
 			if s := bytes.TrimSpace(t); len(s) > 0 {
 				if len(dst) > 0 {
 					dst = append(dst, ' ')
 				}
 				dst = append(dst, s...)
 			}
-		case xml.StartElement:
+		case tkStart:
+			t := tok.start
 			if r.resolve(t.Name.Space) == nsGML && isGeometry(t.Name.Local) {
 				if err := r.skip(); err != nil {
 					return dst, err
@@ -264,10 +268,10 @@ func (r *Reader) positions(dst []orb.Point, dim int) ([]orb.Point, error) {
 		if err != nil {
 			return dst, err
 		}
-		t, ok := tok.(xml.StartElement)
-		if !ok {
+		if tok.kind != tkStart {
 			continue
 		}
+		t := tok.start
 		if r.resolve(t.Name.Space) != nsGML {
 			if err := r.skip(); err != nil {
 				return dst, err
@@ -361,10 +365,10 @@ func (r *Reader) pointIn(dst []orb.Point, dim int) ([]orb.Point, error) {
 		if err != nil {
 			return dst, err
 		}
-		t, ok := tok.(xml.StartElement)
-		if !ok {
+		if tok.kind != tkStart {
 			continue
 		}
+		t := tok.start
 		if t.Name.Local != "Point" || r.resolve(t.Name.Space) != nsGML {
 			if err := r.skip(); err != nil {
 				return dst, err
@@ -394,10 +398,10 @@ func (r *Reader) coord() (orb.Point, error) {
 		if err != nil {
 			return p, err
 		}
-		t, ok := tok.(xml.StartElement)
-		if !ok {
+		if tok.kind != tkStart {
 			continue
 		}
+		t := tok.start
 		i := -1
 		switch t.Name.Local {
 		case "X":
@@ -435,10 +439,11 @@ func (r *Reader) readText() ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		switch t := tok.(type) {
-		case xml.CharData:
+		switch tok.kind {
+		case tkText:
+			t := tok.text
 			r.text = append(r.text, t...)
-		case xml.StartElement:
+		case tkStart:
 			if err := r.skip(); err != nil {
 				return nil, err
 			}
@@ -469,10 +474,10 @@ func (r *Reader) segments(dst []orb.Point, dim int) ([]orb.Point, error) {
 		if err != nil {
 			return dst, err
 		}
-		t, ok := tok.(xml.StartElement)
-		if !ok {
+		if tok.kind != tkStart {
 			continue
 		}
+		t := tok.start
 		switch {
 		case t.Name.Local == "segments":
 			// descend: its children are the segments
@@ -515,10 +520,10 @@ func (r *Reader) polygon(dim int) (orb.Polygon, error) {
 		if err != nil {
 			return nil, err
 		}
-		t, ok := tok.(xml.StartElement)
-		if !ok {
+		if tok.kind != tkStart {
 			continue
 		}
+		t := tok.start
 		switch t.Name.Local {
 		case "exterior", "outerBoundaryIs", "interior", "innerBoundaryIs":
 			outer := t.Name.Local == "exterior" || t.Name.Local == "outerBoundaryIs"
@@ -552,10 +557,10 @@ func (r *Reader) boundary(dim int) (orb.Ring, error) {
 		if err != nil {
 			return nil, err
 		}
-		t, ok := tok.(xml.StartElement)
-		if !ok {
+		if tok.kind != tkStart {
 			continue
 		}
+		t := tok.start
 		if found {
 			return nil, fmt.Errorf("polygon boundary with more than one ring")
 		}
@@ -601,10 +606,10 @@ func (r *Reader) ring(start xml.StartElement, dim int) (orb.Ring, error) {
 		if err != nil {
 			return nil, err
 		}
-		t, ok := tok.(xml.StartElement)
-		if !ok || t.Name.Local == "curveMember" {
+		if tok.kind != tkStart || tok.start.Name.Local == "curveMember" {
 			continue
 		}
+		t := tok.start
 		var g orb.Geometry
 		switch t.Name.Local {
 		case "LineString", "Curve", "LinearRing":
@@ -635,10 +640,10 @@ func (r *Reader) surface(dim int) (orb.Geometry, error) {
 		if err != nil {
 			return nil, err
 		}
-		t, ok := tok.(xml.StartElement)
-		if !ok {
+		if tok.kind != tkStart {
 			continue
 		}
+		t := tok.start
 		switch t.Name.Local {
 		case "patches", "polygonPatches", "trianglePatches":
 		case "PolygonPatch", "Rectangle", "Triangle":
@@ -672,10 +677,10 @@ func (r *Reader) multi(local string, dim int) (orb.Geometry, error) {
 		if err != nil {
 			return nil, err
 		}
-		t, ok := tok.(xml.StartElement)
-		if !ok {
+		if tok.kind != tkStart {
 			continue
 		}
+		t := tok.start
 		if len(r.stack) == depth+1 {
 			// A member element (pointMember, surfaceMembers ...) holds the
 			// parts; anything else here (gml:name ...) is skipped.
@@ -781,10 +786,10 @@ func (r *Reader) cornerPositions(dst []orb.Point, dim int) ([]orb.Point, error) 
 		if err != nil {
 			return dst, err
 		}
-		t, ok := tok.(xml.StartElement)
-		if !ok {
+		if tok.kind != tkStart {
 			continue
 		}
+		t := tok.start
 		switch t.Name.Local {
 		case "lowerCorner", "upperCorner", "pos":
 			text, err := r.readText()
