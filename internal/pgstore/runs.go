@@ -265,15 +265,6 @@ func (s *Store) OpenUnits(ctx context.Context, runID int64, task string) ([]task
 	return out, translate(fmt.Sprintf("reading the open units of task %q", task), err)
 }
 
-// StartUnit marks a unit running and counts the attempt. The runner does not call it:
-// a unit's attempt and start time are recorded with its outcome (see unitStart), which
-// saves a commit per unit; it remains for tools and tests that want the running state.
-func (s *Store) StartUnit(ctx context.Context, ref tasks.UnitRef) error {
-	_, err := s.pool.Exec(ctx, `UPDATE geoflow_units SET state = 'running', attempts = attempts + 1,
-		started_at = now(), finished_at = NULL WHERE run_id = $1 AND task = $2 AND key = $3`, ref.RunID, ref.TaskID, ref.Key)
-	return translate(fmt.Sprintf("starting unit %s of task %q", ref.Key, ref.TaskID), err)
-}
-
 // EndUnit records a unit that did not complete: state is "failed" (it became a dead
 // letter) or "interrupted" (shutdown cut it short; a resume runs it again).
 func (s *Store) EndUnit(ctx context.Context, ref tasks.UnitRef, state, errMsg string) error {
