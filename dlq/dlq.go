@@ -14,36 +14,7 @@ import (
 	"time"
 
 	"github.com/paulmach/orb"
-
-	"github.com/geoflow/geoflow/retry"
 )
-
-// Class names why a unit failed. Its values are retry's, stored as they are.
-type Class = retry.Class
-
-// The classes a dead letter can have, re-exported so triage code need not import retry.
-const (
-	ClassHTTP4xx         = retry.ClassHTTP4xx
-	ClassHTTP5xx         = retry.ClassHTTP5xx
-	ClassRateLimited     = retry.ClassRateLimited
-	ClassTimeout         = retry.ClassTimeout
-	ClassNetwork         = retry.ClassNetwork
-	ClassTruncated       = retry.ClassTruncated
-	ClassParse           = retry.ClassParse
-	ClassExceptionReport = retry.ClassExceptionReport
-	ClassCircuitOpen     = retry.ClassCircuitOpen
-	ClassDatabase        = retry.ClassDatabase
-	ClassCanceled        = retry.ClassCanceled
-	ClassInvalid         = retry.ClassInvalid
-)
-
-// Classes returns every class a dead letter can have, in a fixed order. The slice is new
-// on each call.
-func Classes() []Class {
-	return []Class{ClassHTTP4xx, ClassHTTP5xx, ClassRateLimited, ClassTimeout, ClassNetwork,
-		ClassTruncated, ClassParse, ClassExceptionReport, ClassCircuitOpen, ClassDatabase,
-		ClassCanceled, ClassInvalid}
-}
 
 // Status is where an entry stands in triage.
 type Status string

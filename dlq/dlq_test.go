@@ -12,7 +12,6 @@ import (
 
 	"github.com/paulmach/orb"
 
-	"github.com/geoflow/geoflow/retry"
 	"github.com/geoflow/geoflow/spatial"
 )
 
@@ -20,7 +19,23 @@ type dbErr struct{}
 
 func (dbErr) Error() string { return "inserting features: connection reset" }
 
-func isDB(err error) bool { return errors.As(err, new(dbErr)) }
+func (dbErr) FailureClass() Class { return ClassDatabase }
+
+// sourceErr stands for the rate-limit handler's error (dlq cannot import retry).
+type sourceErr struct{ d Details }
+
+func (e *sourceErr) Error() string {
+	return "retry: " + e.d.Method + " " + e.d.URL + ": service unavailable"
+}
+func (e *sourceErr) FailureDetails() Details { return e.d }
+
+type classedErr struct {
+	c   Class
+	err error
+}
+
+func (e *classedErr) Error() string       { return e.err.Error() }
+func (e *classedErr) FailureClass() Class { return e.c }
 
 type bodyErr struct{ error }
 
@@ -29,8 +44,8 @@ func (bodyErr) RequestBody() string {
 }
 
 func TestFromError(t *testing.T) {
-	httpErr := &retry.Error{Class: retry.ClassHTTP5xx, Status: 503, Message: "service unavailable", Attempts: 4,
-		Snippet: "<html>key=SECRET</html>", Method: "GET", URL: "https://u:SECRET@example.com/wfs?apikey=SECRET&typeName=a"}
+	httpErr := &sourceErr{Details{Class: ClassHTTP5xx, Status: 503, Attempts: 4,
+		Snippet: "<html>key=SECRET</html>", Method: "GET", URL: "https://u:SECRET@example.com/wfs?apikey=SECRET&typeName=a"}}
 	tests := []struct {
 		name       string
 		err        error
@@ -45,18 +60,18 @@ func TestFromError(t *testing.T) {
 		{name: "database", err: fmt.Errorf("writing: %w", dbErr{}), wantClass: ClassDatabase, wantTries: 1},
 		{name: "retry error wins over database", err: fmt.Errorf("%w; %w", httpErr, dbErr{}), wantClass: ClassHTTP5xx,
 			wantStatus: 503, wantTries: 4, wantURL: "https://u:REDACTED@example.com/wfs?apikey=REDACTED&typeName=a"},
-		{name: "truncated", err: fmt.Errorf("reading page: %w", io.ErrUnexpectedEOF), wantClass: ClassTruncated, wantTries: 1},
+		{name: "truncated", err: fmt.Errorf("reading page: %w", &classedErr{ClassTruncated, io.ErrUnexpectedEOF}), wantClass: ClassTruncated, wantTries: 1},
 		{name: "exception report", err: fmt.Errorf("page 3: %w", &spatial.ExceptionReport{Code: "InvalidParameterValue", Text: "apikey=SECRET"}),
 			wantClass: ClassExceptionReport, wantTries: 1},
-		{name: "classified", err: retry.Permanent(retry.ClassCircuitOpen, errors.New("open")), wantClass: ClassCircuitOpen, wantTries: 1},
+		{name: "classified", err: &classedErr{ClassCircuitOpen, errors.New("open")}, wantClass: ClassCircuitOpen, wantTries: 1},
 		{name: "plain", err: errors.New("something odd"), wantClass: ClassParse, wantTries: 1},
-		{name: "timeout", err: context.DeadlineExceeded, wantClass: ClassTimeout, wantTries: 1},
+		{name: "timeout", err: &classedErr{ClassTimeout, context.DeadlineExceeded}, wantClass: ClassTimeout, wantTries: 1},
 		{name: "nil", err: nil, wantClass: ClassParse, wantTries: 1},
 		{name: "request body", err: bodyErr{errors.New("POST failed")}, wantClass: ClassParse, wantTries: 1, wantBody: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			e := FromError(tt.err, isDB)
+			e := FromError(tt.err)
 			if e.Class != tt.wantClass || e.HTTPStatus != tt.wantStatus || e.Attempts != tt.wantTries || e.Request.URL != tt.wantURL {
 				t.Errorf("class %s status %d attempts %d url %q; want %s %d %d %q",
 					e.Class, e.HTTPStatus, e.Attempts, e.Request.URL, tt.wantClass, tt.wantStatus, tt.wantTries, tt.wantURL)

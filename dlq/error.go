@@ -7,7 +7,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/geoflow/geoflow/internal/redact"
-	"github.com/geoflow/geoflow/retry"
 	"github.com/geoflow/geoflow/spatial"
 )
 
@@ -31,32 +30,27 @@ type RequestBodyError interface {
 // last response, attempts and request, all redacted of credentials. Only the failure
 // fields of the returned Entry are set; the caller fills in where it happened.
 //
-// The class comes from a *retry.Error in err's chain when there is one (the rate-limit
-// handler gave up); otherwise isDatabase (pgstore.IsDatabase; nil means never) decides
-// whether it is a database failure; otherwise retry.ClassOf classifies it as a read
-// callback's error would be. A server exception report is exception_report rather than
+// The details come from a Detailed error in err's chain when there is one (the rate-limit
+// handler gave up); the class from a Classed one otherwise (a task's Permanent error, a
+// store's fault), else parse. A server exception report is exception_report rather than
 // parse. A nil err gives an entry of class parse saying so, never a panic.
-func FromError(err error, isDatabase func(error) bool) Entry {
+func FromError(err error) Entry {
 	if err == nil {
 		err = errors.New("unit failed without an error")
 	}
 	var e Entry
-	var re *retry.Error
+	var d Detailed
+	var c Classed
 	switch {
-	case errors.As(err, &re):
-		e.Class = re.Class
-		e.HTTPStatus = re.Status
-		e.Snippet = re.Snippet
-		e.Attempts = re.Attempts
-		e.Request.Method = re.Method
-		e.Request.URL = re.URL
-	case isDatabase != nil && isDatabase(err):
-		e.Class = ClassDatabase
-	default:
-		e.Class = retry.ClassOf(err)
+	case errors.As(err, &d):
+		det := d.FailureDetails()
+		e.Class, e.HTTPStatus, e.Snippet, e.Attempts = det.Class, det.Status, det.Snippet, det.Attempts
+		e.Request.Method, e.Request.URL = det.Method, det.URL
+	case errors.As(err, &c):
+		e.Class = c.FailureClass()
 	}
 	var er *spatial.ExceptionReport
-	if e.Class == ClassParse && errors.As(err, &er) {
+	if (e.Class == ClassParse || e.Class == "") && errors.As(err, &er) {
 		e.Class = ClassExceptionReport
 	}
 	if e.Class == "" {

@@ -74,7 +74,7 @@ func (t *flakyTask) Execute(ctx context.Context, env *tasks.Env, u tasks.Unit) (
 			return tasks.Result{}, fmt.Errorf("unit %s lost its spec", u.Key)
 		}
 		return tasks.Result{}, fmt.Errorf("fetching page %s: %w", u.Key, &retry.Error{
-			Class: retry.ClassHTTP5xx, Status: 503, Message: "service unavailable", Attempts: 3,
+			Class: dlq.ClassHTTP5xx, Status: 503, Message: "service unavailable", Attempts: 3,
 			Snippet: "<error>bad apikey=SECRET</error>", Method: "GET", URL: secretURL})
 	}
 	return env.Store.CommitUnit(ctx, tasks.UnitRef{RunID: env.RunID, TaskID: env.TaskID, Key: u.Key},

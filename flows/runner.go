@@ -16,6 +16,7 @@ import (
 
 	"github.com/geoflow/geoflow/dlq"
 	"github.com/geoflow/geoflow/internal/pgstore"
+	"github.com/geoflow/geoflow/retry"
 	"github.com/geoflow/geoflow/tasks"
 )
 
@@ -430,7 +431,10 @@ func (r *runner) unit(work context.Context, task tasks.Task, env *tasks.Env, u t
 func (r *runner) deadLetter(ctx context.Context, env *tasks.Env, u tasks.Unit, err error) {
 	store := r.opts.Store
 	ref := tasks.UnitRef{RunID: env.RunID, TaskID: env.TaskID, Key: u.Key}
-	e := dlq.FromError(err, pgstore.IsDatabase)
+	if pgstore.IsDatabase(err) {
+		err = retry.Permanent(dlq.ClassDatabase, err)
+	}
+	e := dlq.FromError(err)
 	e.Flow, e.Task, e.RunID, e.Unit, e.BBox = env.Flow, env.TaskID, env.RunID, u.Key, u.BBox
 	if r.replaying {
 		e.History = []dlq.ReplayItem{{At: time.Now().UTC(), Result: dlq.ReplayFailed, Class: e.Class, Error: e.Error}}

@@ -12,34 +12,14 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
-)
 
-// Class names why a unit of work failed. It is stored in the dead-letter
-// table, so its values never change.
-type Class string
-
-// The classes of failure. ClassCanceled and ClassInvalid are additions to the
-// dead-letter vocabulary: the first is the caller's own cancellation (never a
-// failure of the host), the second a Request that could not be sent at all.
-const (
-	ClassHTTP4xx         Class = "http_4xx"
-	ClassHTTP5xx         Class = "http_5xx"
-	ClassRateLimited     Class = "rate_limited"
-	ClassTimeout         Class = "timeout"
-	ClassNetwork         Class = "network"
-	ClassTruncated       Class = "truncated"
-	ClassParse           Class = "parse"
-	ClassExceptionReport Class = "exception_report"
-	ClassCircuitOpen     Class = "circuit_open"
-	ClassDatabase        Class = "database"
-	ClassCanceled        Class = "canceled"
-	ClassInvalid         Class = "invalid_request"
+	"github.com/geoflow/geoflow/dlq"
 )
 
 // classified is an error whose class and retryability were decided by the
 // code that made it (Permanent, Transient) or by the Handler.
 type classified struct {
-	class     Class
+	class     dlq.Class
 	transient bool
 	err       error
 }
@@ -53,27 +33,30 @@ func (c *classified) Error() string {
 
 func (c *classified) Unwrap() error { return c.err }
 
+// FailureClass implements dlq.Classed.
+func (c *classified) FailureClass() dlq.Class { return c.class }
+
 // Permanent marks err as a failure of the given class that retrying cannot
 // fix; a read callback returns it for, say, an OWS ExceptionReport. A nil err
 // is allowed and stands for "the class says it all".
-func Permanent(class Class, err error) error {
+func Permanent(class dlq.Class, err error) error {
 	return &classified{class: class, err: err}
 }
 
 // Transient marks err as a failure of the given class that may succeed if the
 // whole unit is fetched again, such as a page whose last bytes are garbage.
-func Transient(class Class, err error) error {
+func Transient(class dlq.Class, err error) error {
 	return &classified{class: class, transient: true, err: err}
 }
 
 // Error is what Handler.Do returns when a unit fails. Method, URL, Message and
 // Snippet are redacted of credentials before they are stored here.
 type Error struct {
-	Class    Class  // why it failed
-	Status   int    // last HTTP status, 0 if none was received
-	Message  string // what happened, for people
-	Snippet  string // first bytes (up to 512) of the last error response body, redacted
-	Attempts int    // attempts made, including the last
+	Class    dlq.Class // why it failed
+	Status   int       // last HTTP status, 0 if none was received
+	Message  string    // what happened, for people
+	Snippet  string    // first bytes (up to 512) of the last error response body, redacted
+	Attempts int       // attempts made, including the last
 	Method   string
 	URL      string // redacted
 	Err      error  // the underlying error, if any
@@ -112,12 +95,17 @@ func (e *Error) Error() string {
 // works on the result of a cancelled Do.
 func (e *Error) Unwrap() error { return e.Err }
 
+// FailureDetails implements dlq.Detailed: what a dead letter keeps of the failure.
+func (e *Error) FailureDetails() dlq.Details {
+	return dlq.Details{Class: e.Class, Status: e.Status, Snippet: e.Snippet, Attempts: e.Attempts, Method: e.Method, URL: e.URL}
+}
+
 // ClassOf returns the class of any error: the Class of an *Error or of an
 // error made by Permanent or Transient, otherwise the class Do would give it
 // coming from a read callback (truncated for io.ErrUnexpectedEOF, timeout
 // and network for transport errors, canceled for context.Canceled, parse
 // for anything else). ClassOf(nil) is "".
-func ClassOf(err error) Class {
+func ClassOf(err error) dlq.Class {
 	if err == nil {
 		return ""
 	}
@@ -131,28 +119,28 @@ func ClassOf(err error) Class {
 
 // classifyErr decides the class and retryability of an error from a read
 // callback or from the transport.
-func classifyErr(err error) (Class, bool) {
+func classifyErr(err error) (dlq.Class, bool) {
 	var c *classified
 	if errors.As(err, &c) {
 		return c.class, c.transient
 	}
 	switch {
 	case errors.Is(err, context.Canceled):
-		return ClassCanceled, false
+		return dlq.ClassCanceled, false
 	case errors.Is(err, io.ErrUnexpectedEOF):
-		return ClassTruncated, true
+		return dlq.ClassTruncated, true
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, os.ErrDeadlineExceeded):
-		return ClassTimeout, true
+		return dlq.ClassTimeout, true
 	}
 	if class, transient, ok := classifyNet(err); ok {
 		return class, transient
 	}
-	return ClassParse, false
+	return dlq.ClassParse, false
 }
 
 // classifyNet recognises transport failures. Certificate and unknown-host
 // errors are permanent: asking again gives the same answer.
-func classifyNet(err error) (Class, bool, bool) {
+func classifyNet(err error) (dlq.Class, bool, bool) {
 	var (
 		certErr  *tls.CertificateVerificationError
 		unknown  x509.UnknownAuthorityError
@@ -165,37 +153,37 @@ func classifyNet(err error) (Class, bool, bool) {
 	)
 	switch {
 	case errors.As(err, &certErr), errors.As(err, &unknown), errors.As(err, &hostErr), errors.As(err, &invalid):
-		return ClassNetwork, false, true
+		return dlq.ClassNetwork, false, true
 	case errors.As(err, &dnsErr) && dnsErr.IsNotFound:
-		return ClassNetwork, false, true
+		return dlq.ClassNetwork, false, true
 	case errors.As(err, &netErr) && netErr.Timeout():
-		return ClassTimeout, true, true
+		return dlq.ClassTimeout, true, true
 	case errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET),
 		errors.Is(err, syscall.ECONNABORTED), errors.Is(err, syscall.EPIPE),
 		errors.Is(err, io.EOF), errors.Is(err, net.ErrClosed):
-		return ClassNetwork, true, true
+		return dlq.ClassNetwork, true, true
 	case errors.As(err, &opErr), errors.As(err, &dnsErr), errors.As(err, &errnoErr):
-		return ClassNetwork, true, true
+		return dlq.ClassNetwork, true, true
 	}
 	return "", false, false
 }
 
 // classifyStatus decides what a non-accepted HTTP status means.
-func classifyStatus(code int) (Class, bool) {
+func classifyStatus(code int) (dlq.Class, bool) {
 	switch code {
 	case 429:
-		return ClassRateLimited, true
+		return dlq.ClassRateLimited, true
 	case 408:
-		return ClassTimeout, true
+		return dlq.ClassTimeout, true
 	case 425:
-		return ClassHTTP4xx, true
+		return dlq.ClassHTTP4xx, true
 	case 500, 502, 503, 504:
-		return ClassHTTP5xx, true
+		return dlq.ClassHTTP5xx, true
 	}
 	if code >= 500 {
-		return ClassHTTP5xx, false
+		return dlq.ClassHTTP5xx, false
 	}
 	// 4xx, and 1xx/3xx that the client did not follow and the caller did
 	// not accept: asking again gives the same answer.
-	return ClassHTTP4xx, false
+	return dlq.ClassHTTP4xx, false
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/time/rate"
 
+	"github.com/geoflow/geoflow/dlq"
 	"github.com/geoflow/geoflow/internal/redact"
 )
 
@@ -73,7 +74,7 @@ func (b Budget) withDefaults() Budget {
 // cancellations are not host failures. Zero fields take their defaults: it opens after
 // ConsecutiveFailures 10 failures in a row, or when FailureRatio 0.5 of the
 // last Window 20 attempts failed; it stays open for Cooldown 30s, failing
-// calls at once with ClassCircuitOpen, then lets HalfOpenProbes 1 attempt
+// calls at once with dlq.ClassCircuitOpen, then lets HalfOpenProbes 1 attempt
 // through: success closes it, failure opens it again. Disabled turns it off.
 type Breaker struct {
 	ConsecutiveFailures int
@@ -266,7 +267,7 @@ func (h *Handler) backoff(p Policy, n int, prev time.Duration) time.Duration {
 // outcome is the result of one attempt.
 type outcome struct {
 	err       error // nil on success
-	class     Class
+	class     dlq.Class
 	transient bool
 	status    int
 	message   string
@@ -292,11 +293,11 @@ type outcome struct {
 func (h *Handler) Do(ctx context.Context, r Request, read func(*http.Response) error) error {
 	p := r.Policy.withDefaults()
 	if err := r.Policy.Validate(); err != nil {
-		return &Error{Class: ClassInvalid, Message: err.Error(), Err: err}
+		return &Error{Class: dlq.ClassInvalid, Message: err.Error(), Err: err}
 	}
 	if r.New == nil || read == nil {
 		err := errors.New("retry: Request.New and read are required")
-		return &Error{Class: ClassInvalid, Message: err.Error(), Err: err}
+		return &Error{Class: dlq.ClassInvalid, Message: err.Error(), Err: err}
 	}
 	start := h.clock.Now()
 	var (
@@ -315,7 +316,7 @@ func (h *Handler) Do(ctx context.Context, r Request, read func(*http.Response) e
 			if ctxErr := ctx.Err(); ctxErr != nil {
 				return h.canceled(ctxErr, method, rawURL, attempt-1)
 			}
-			return &Error{Class: ClassInvalid, Message: "building request: " + redact.String(err.Error()), Attempts: attempt - 1, Method: method, URL: rawURL, Err: err}
+			return &Error{Class: dlq.ClassInvalid, Message: "building request: " + redact.String(err.Error()), Attempts: attempt - 1, Method: method, URL: rawURL, Err: err}
 		}
 		method = req.Method
 		rawURL = redact.URL(req.URL.String())
@@ -371,7 +372,7 @@ func (h *Handler) Do(ctx context.Context, r Request, read func(*http.Response) e
 				elapsed.Round(time.Millisecond), p.MaxElapsed))
 		}
 		cost := h.budget.RetryCost
-		if last.class == ClassTimeout {
+		if last.class == dlq.ClassTimeout {
 			cost = h.budget.TimeoutRetryCost
 		}
 		hs.mu.Lock()
@@ -396,9 +397,9 @@ func (h *Handler) Do(ctx context.Context, r Request, read func(*http.Response) e
 }
 
 func (h *Handler) canceled(err error, method, url string, attempts int) error {
-	class := ClassCanceled
+	class := dlq.ClassCanceled
 	if errors.Is(err, context.DeadlineExceeded) {
-		class = ClassTimeout
+		class = dlq.ClassTimeout
 	}
 	return &Error{Class: class, Message: "context ended", Attempts: attempts, Method: method, URL: url, Err: err}
 }
@@ -416,7 +417,7 @@ func (h *Handler) attempt(ctx context.Context, hs *host, req *http.Request, r Re
 	hs.mu.Unlock()
 	h.m.breaker.WithLabelValues(hs.key).Set(float64(state))
 	if !allowed {
-		return outcome{err: errors.New("circuit breaker open for " + hs.key), class: ClassCircuitOpen,
+		return outcome{err: errors.New("circuit breaker open for " + hs.key), class: dlq.ClassCircuitOpen,
 			message: "circuit breaker open for host " + hs.key + ", failing fast"}
 	}
 	verdict := false
@@ -447,7 +448,7 @@ func (h *Handler) attempt(ctx context.Context, hs *host, req *http.Request, r Re
 	if hn.hasQuota {
 		hs.quota.observe(now, hn.quota, seq, hs.seq-seq)
 	}
-	if o.class == ClassRateLimited {
+	if o.class == dlq.ClassRateLimited {
 		// With quota headers the pacer has the server's own numbers;
 		// the adaptive rate is for servers that say nothing.
 		if !hn.hasQuota {
@@ -456,11 +457,11 @@ func (h *Handler) attempt(ctx context.Context, hs *host, req *http.Request, r Re
 	} else if o.status != 0 && !o.canceled {
 		hs.adaptive.accepted(now)
 	}
-	if o.class == ClassRateLimited || o.class == ClassHTTP5xx || o.class == ClassTimeout {
+	if o.class == dlq.ClassRateLimited || o.class == dlq.ClassHTTP5xx || o.class == dlq.ClassTimeout {
 		switch {
 		case hn.hasRetryAfter:
 			o.hint, o.hasHint = hn.retryAfter, true
-		case o.class == ClassRateLimited:
+		case o.class == dlq.ClassRateLimited:
 			o.hint, o.hasHint = hs.quota.retryHint(now)
 		}
 		if o.hasHint && o.hint > p.MaxServerDelay {
@@ -472,7 +473,7 @@ func (h *Handler) attempt(ctx context.Context, hs *host, req *http.Request, r Re
 				hs.gate, hs.gateLen = until, o.hint
 			}
 		}
-		if o.class == ClassRateLimited && !o.hasHint {
+		if o.class == dlq.ClassRateLimited && !o.hasHint {
 			d := hs.adaptive.pause(p.BaseDelay, h.rand01())
 			if until := now.Add(d); until.After(hs.gate) {
 				hs.gate, hs.gateLen = until, 0
@@ -587,8 +588,8 @@ func (h *Handler) send(ctx context.Context, hs *host, req *http.Request, r Reque
 			return outcome{err: ctx.Err(), canceled: true}, hints{}
 		}
 		class, transient := classifyErr(err)
-		if class == ClassParse || class == ClassCanceled {
-			class, transient = ClassNetwork, false
+		if class == dlq.ClassParse || class == dlq.ClassCanceled {
+			class, transient = dlq.ClassNetwork, false
 		}
 		h.m.requests.WithLabelValues(hs.key, string(class)).Inc()
 		return outcome{err: err, class: class, transient: transient, hostFault: transient,
@@ -615,14 +616,14 @@ func (h *Handler) send(ctx context.Context, hs *host, req *http.Request, r Reque
 			return outcome{err: ctx.Err(), canceled: true, status: code}, hn
 		}
 		class, transient := classifyErr(err)
-		if class == ClassCanceled {
-			class, transient = ClassNetwork, true
+		if class == dlq.ClassCanceled {
+			class, transient = dlq.ClassNetwork, true
 		}
-		if class == ClassTruncated || class == ClassNetwork || class == ClassTimeout {
+		if class == dlq.ClassTruncated || class == dlq.ClassNetwork || class == dlq.ClassTimeout {
 			h.m.requests.WithLabelValues(hs.key, string(class)).Inc()
 		}
 		return outcome{err: err, class: class, transient: transient, status: code,
-			hostFault: transient && class != ClassRateLimited,
+			hostFault: transient && class != dlq.ClassRateLimited,
 			message:   redact.String(err.Error(), secrets...)}, hn
 	}
 
@@ -634,7 +635,7 @@ func (h *Handler) send(ctx context.Context, hs *host, req *http.Request, r Reque
 		msg += ": " + first
 	}
 	return outcome{err: fmt.Errorf("HTTP %s", resp.Status), class: class, transient: transient, status: code,
-		message: msg, snippet: snippet, hostFault: class == ClassHTTP5xx || (class == ClassTimeout && transient)}, hn
+		message: msg, snippet: snippet, hostFault: class == dlq.ClassHTTP5xx || (class == dlq.ClassTimeout && transient)}, hn
 }
 
 // firstLine is the start of the server's message, trimmed for one line.

@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/geoflow/geoflow/dlq"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -91,7 +92,7 @@ func TestDoClassification(t *testing.T) {
 		idem      bool
 		accept    []int
 		read      func(*http.Response) error
-		wantClass Class
+		wantClass dlq.Class
 		wantHits  int64
 		wantCode  int
 	}{
@@ -104,31 +105,31 @@ func TestDoClassification(t *testing.T) {
 		{name: "503 retried", steps: []http.HandlerFunc{status(503, ""), ok}, wantHits: 2},
 		{name: "504 retried", steps: []http.HandlerFunc{status(504, ""), ok}, wantHits: 2},
 		{name: "truncated body retried", steps: []http.HandlerFunc{truncated, ok}, wantHits: 2},
-		{name: "400 fails at once", steps: []http.HandlerFunc{status(400, "bad bbox")}, wantClass: ClassHTTP4xx, wantHits: 1, wantCode: 400},
-		{name: "401 fails at once", steps: []http.HandlerFunc{status(401, "")}, wantClass: ClassHTTP4xx, wantHits: 1, wantCode: 401},
-		{name: "403 fails at once", steps: []http.HandlerFunc{status(403, "")}, wantClass: ClassHTTP4xx, wantHits: 1, wantCode: 403},
-		{name: "404 fails at once", steps: []http.HandlerFunc{status(404, "")}, wantClass: ClassHTTP4xx, wantHits: 1, wantCode: 404},
-		{name: "422 fails at once", steps: []http.HandlerFunc{status(422, "")}, wantClass: ClassHTTP4xx, wantHits: 1, wantCode: 422},
-		{name: "418 fails at once", steps: []http.HandlerFunc{status(418, "")}, wantClass: ClassHTTP4xx, wantHits: 1, wantCode: 418},
-		{name: "501 is permanent", steps: []http.HandlerFunc{status(501, "")}, wantClass: ClassHTTP5xx, wantHits: 1, wantCode: 501},
+		{name: "400 fails at once", steps: []http.HandlerFunc{status(400, "bad bbox")}, wantClass: dlq.ClassHTTP4xx, wantHits: 1, wantCode: 400},
+		{name: "401 fails at once", steps: []http.HandlerFunc{status(401, "")}, wantClass: dlq.ClassHTTP4xx, wantHits: 1, wantCode: 401},
+		{name: "403 fails at once", steps: []http.HandlerFunc{status(403, "")}, wantClass: dlq.ClassHTTP4xx, wantHits: 1, wantCode: 403},
+		{name: "404 fails at once", steps: []http.HandlerFunc{status(404, "")}, wantClass: dlq.ClassHTTP4xx, wantHits: 1, wantCode: 404},
+		{name: "422 fails at once", steps: []http.HandlerFunc{status(422, "")}, wantClass: dlq.ClassHTTP4xx, wantHits: 1, wantCode: 422},
+		{name: "418 fails at once", steps: []http.HandlerFunc{status(418, "")}, wantClass: dlq.ClassHTTP4xx, wantHits: 1, wantCode: 418},
+		{name: "501 is permanent", steps: []http.HandlerFunc{status(501, "")}, wantClass: dlq.ClassHTTP5xx, wantHits: 1, wantCode: 501},
 		{name: "404 accepted", steps: []http.HandlerFunc{status(404, "")}, accept: []int{404}, wantHits: 1},
-		{name: "503 forever gives up", steps: []http.HandlerFunc{status(503, "down")}, wantClass: ClassHTTP5xx, wantHits: 3, wantCode: 503},
-		{name: "POST not retried", method: http.MethodPost, steps: []http.HandlerFunc{status(503, ""), ok}, wantClass: ClassHTTP5xx, wantHits: 1, wantCode: 503},
+		{name: "503 forever gives up", steps: []http.HandlerFunc{status(503, "down")}, wantClass: dlq.ClassHTTP5xx, wantHits: 3, wantCode: 503},
+		{name: "POST not retried", method: http.MethodPost, steps: []http.HandlerFunc{status(503, ""), ok}, wantClass: dlq.ClassHTTP5xx, wantHits: 1, wantCode: 503},
 		{name: "idempotent POST retried", method: http.MethodPost, idem: true, steps: []http.HandlerFunc{status(503, ""), ok}, wantHits: 2},
-		{name: "POST truncated not retried", method: http.MethodPost, steps: []http.HandlerFunc{truncated, ok}, wantClass: ClassTruncated, wantHits: 1, wantCode: 200},
+		{name: "POST truncated not retried", method: http.MethodPost, steps: []http.HandlerFunc{truncated, ok}, wantClass: dlq.ClassTruncated, wantHits: 1, wantCode: 200},
 		{name: "read permanent keeps class", steps: []http.HandlerFunc{ok},
 			read: func(*http.Response) error {
-				return Permanent(ClassExceptionReport, errors.New("InvalidParameterValue"))
+				return Permanent(dlq.ClassExceptionReport, errors.New("InvalidParameterValue"))
 			},
-			wantClass: ClassExceptionReport, wantHits: 1, wantCode: 200},
+			wantClass: dlq.ClassExceptionReport, wantHits: 1, wantCode: 200},
 		{name: "read transient retried", steps: []http.HandlerFunc{ok},
-			read:      func(*http.Response) error { return Transient(ClassParse, errors.New("garbage at end")) },
-			wantClass: ClassParse, wantHits: 3, wantCode: 200},
+			read:      func(*http.Response) error { return Transient(dlq.ClassParse, errors.New("garbage at end")) },
+			wantClass: dlq.ClassParse, wantHits: 3, wantCode: 200},
 		{name: "read wrapped unexpected EOF is truncated", steps: []http.HandlerFunc{ok},
 			read:      func(*http.Response) error { return fmt.Errorf("decoding page: %w", io.ErrUnexpectedEOF) },
-			wantClass: ClassTruncated, wantHits: 3, wantCode: 200},
+			wantClass: dlq.ClassTruncated, wantHits: 3, wantCode: 200},
 		{name: "read other error is parse", steps: []http.HandlerFunc{ok},
-			read: func(*http.Response) error { return errors.New("unexpected element") }, wantClass: ClassParse, wantHits: 1, wantCode: 200},
+			read: func(*http.Response) error { return errors.New("unexpected element") }, wantClass: dlq.ClassParse, wantHits: 1, wantCode: 200},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -219,7 +220,7 @@ func TestDoRefusedConnection(t *testing.T) {
 	err = h.Do(context.Background(), Request{Policy: Policy{MaxAttempts: 3}, New: get("http://" + addr + "/x")},
 		func(*http.Response) error { return nil })
 	var e *Error
-	if !errors.As(err, &e) || e.Class != ClassNetwork || e.Attempts != 3 {
+	if !errors.As(err, &e) || e.Class != dlq.ClassNetwork || e.Attempts != 3 {
 		t.Fatalf("err = %v, want network after 3 attempts", err)
 	}
 	if n := len(clock.Sleeps()); n != 2 {
@@ -367,7 +368,7 @@ func TestDoCircuitBreaker(t *testing.T) {
 	// A down host fails unit after unit: the first attempts of three units open it. The
 	// retries of one unit are one broken request and do not count.
 	err := h.Do(context.Background(), req, noop)
-	if ClassOf(err) != ClassHTTP5xx || hits.Load() != 5 {
+	if ClassOf(err) != dlq.ClassHTTP5xx || hits.Load() != 5 {
 		t.Fatalf("first unit: %v after %d hits, want http_5xx after all 5 attempts", err, hits.Load())
 	}
 	for range 2 {
@@ -375,7 +376,7 @@ func TestDoCircuitBreaker(t *testing.T) {
 	}
 	before := hits.Load()
 	err = h.Do(context.Background(), req, noop)
-	if ClassOf(err) != ClassCircuitOpen || hits.Load() != before {
+	if ClassOf(err) != dlq.ClassCircuitOpen || hits.Load() != before {
 		t.Fatalf("after three failed units: %v after %d more hits, want circuit_open at once", err, hits.Load()-before)
 	}
 	clock.Advance(time.Hour)
@@ -413,7 +414,7 @@ func TestBreakerOneBrokenURL(t *testing.T) {
 		switch {
 		case path == "/ok" && err != nil:
 			t.Fatalf("unit %d (healthy URL): %v", i, err)
-		case path == "/broken" && ClassOf(err) != ClassHTTP5xx:
+		case path == "/broken" && ClassOf(err) != dlq.ClassHTTP5xx:
 			t.Fatalf("unit %d (broken URL): %v, want http_5xx", i, err)
 		}
 	}
@@ -476,7 +477,7 @@ func TestDoCancelEndsWaits(t *testing.T) {
 			cancel()
 			select {
 			case err := <-done:
-				if !errors.Is(err, context.Canceled) || ClassOf(err) != ClassCanceled {
+				if !errors.Is(err, context.Canceled) || ClassOf(err) != dlq.ClassCanceled {
 					t.Errorf("err = %v (class %q), want context.Canceled", err, ClassOf(err))
 				}
 			case <-time.After(10 * time.Second):
@@ -679,7 +680,7 @@ func TestDoInvalid(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			err := h.Do(context.Background(), tt.req, func(*http.Response) error { return nil })
-			if ClassOf(err) != ClassInvalid {
+			if ClassOf(err) != dlq.ClassInvalid {
 				t.Errorf("err = %v, want invalid_request", err)
 			}
 		})

@@ -25,6 +25,7 @@ import (
 
 	"github.com/paulmach/orb"
 
+	"github.com/geoflow/geoflow/dlq"
 	"github.com/geoflow/geoflow/internal/redact"
 	"github.com/geoflow/geoflow/retry"
 	"github.com/geoflow/geoflow/spatial/geojson"
@@ -152,7 +153,7 @@ func (t *Task) executePage(ctx context.Context, env *tasks.Env, u tasks.Unit) (t
 		err = json.Unmarshal(u.Spec, &sp)
 	}
 	if err != nil || sp.Href == "" {
-		return tasks.Result{}, retry.Permanent(retry.ClassInvalid, fmt.Errorf("unit %s: bad spec %s", u.Key, u.Spec))
+		return tasks.Result{}, retry.Permanent(dlq.ClassInvalid, fmt.Errorf("unit %s: bad spec %s", u.Key, u.Spec))
 	}
 	method := cmpOr(strings.ToUpper(sp.Method), http.MethodGet)
 	var ic *ItemCollection
@@ -183,15 +184,15 @@ func (t *Task) executePage(ctx context.Context, env *tasks.Env, u tasks.Unit) (t
 	err = env.HTTP.Do(ctx, req, func(resp *http.Response) error {
 		if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); strings.Contains(mt, "html") {
 			b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-			return retry.Transient(retry.ClassParse, fmt.Errorf("the server answered an HTML page instead of items: %.200s", b))
+			return retry.Transient(dlq.ClassParse, fmt.Errorf("the server answered an HTML page instead of items: %.200s", b))
 		}
 		cr := &countingReader{r: resp.Body}
 		var err error
 		if ic, err = ParseItemCollection(cr); err != nil {
 			if errors.Is(err, io.ErrUnexpectedEOF) {
-				return retry.Transient(retry.ClassTruncated, err)
+				return retry.Transient(dlq.ClassTruncated, err)
 			}
-			return retry.Permanent(retry.ClassParse, err)
+			return retry.Permanent(dlq.ClassParse, err)
 		}
 		size = cr.n
 		return nil
@@ -212,7 +213,7 @@ func (t *Task) executePage(ctx context.Context, env *tasks.Env, u tasks.Unit) (t
 		return tasks.Result{Bytes: size, Children: children}, nil
 	})
 	if err != nil {
-		return res, retry.Permanent(retry.ClassDatabase, err)
+		return res, retry.Permanent(dlq.ClassDatabase, err)
 	}
 	return res, nil
 }
@@ -326,11 +327,11 @@ func geometry(raw json.RawMessage) orb.Geometry {
 func (t *Task) executeAsset(ctx context.Context, env *tasks.Env, u tasks.Unit) (tasks.Result, error) {
 	var sp assetSpec
 	if err := json.Unmarshal(u.Spec, &sp); err != nil || sp.Href == "" {
-		return tasks.Result{}, retry.Permanent(retry.ClassInvalid, fmt.Errorf("unit %s: bad spec %s", u.Key, u.Spec))
+		return tasks.Result{}, retry.Permanent(dlq.ClassInvalid, fmt.Errorf("unit %s: bad spec %s", u.Key, u.Spec))
 	}
 	stored, err := env.Store.LookupAsset(ctx, t.table, sp.Collection, sp.Item, sp.Asset)
 	if err != nil {
-		return tasks.Result{}, retry.Permanent(retry.ClassDatabase, err)
+		return tasks.Result{}, retry.Permanent(dlq.ClassDatabase, err)
 	}
 	final := t.assetPath(sp)
 	if stored != nil && tiles.FileIntact(stored.Path, stored.Bytes) && stored.Path == final && sp.Checksum != "" {
@@ -342,7 +343,7 @@ func (t *Task) executeAsset(ctx context.Context, env *tasks.Env, u tasks.Unit) (
 	revalidate := stored != nil && stored.ETag != "" && stored.Path == final && tiles.FileIntact(stored.Path, stored.Bytes)
 	d := &download{part: final + ".part", meta: final + ".part.json"}
 	if err := os.MkdirAll(filepath.Dir(final), 0o755); err != nil {
-		return tasks.Result{}, retry.Permanent(retry.ClassDatabase, err)
+		return tasks.Result{}, retry.Permanent(dlq.ClassDatabase, err)
 	}
 	var ct, etag, lastMod string
 	notModified := false
@@ -356,14 +357,14 @@ func (t *Task) executeAsset(ctx context.Context, env *tasks.Env, u tasks.Unit) (
 		ct, etag, lastMod = resp.Header.Get("Content-Type"), resp.Header.Get("ETag"), resp.Header.Get("Last-Modified")
 		if resp.StatusCode == http.StatusNotModified {
 			if !revalidate {
-				return retry.Permanent(retry.ClassHTTP4xx, errNotConditional)
+				return retry.Permanent(dlq.ClassHTTP4xx, errNotConditional)
 			}
 			notModified = true
 			return nil
 		}
 		if mt, _, _ := mime.ParseMediaType(ct); strings.Contains(mt, "html") {
 			b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-			return retry.Transient(retry.ClassParse, fmt.Errorf("the server answered an HTML page instead of the asset: %.200s", b))
+			return retry.Transient(dlq.ClassParse, fmt.Errorf("the server answered an HTML page instead of the asset: %.200s", b))
 		}
 		return d.receive(resp)
 	})
@@ -378,7 +379,7 @@ func (t *Task) executeAsset(ctx context.Context, env *tasks.Env, u tasks.Unit) (
 		// A complete file with the wrong content: start again from nothing next time.
 		os.Remove(d.part)
 		os.Remove(d.meta)
-		return tasks.Result{}, retry.Permanent(retry.ClassParse, fmt.Errorf("asset %s of item %s: %w", sp.Asset, sp.Item, err))
+		return tasks.Result{}, retry.Permanent(dlq.ClassParse, fmt.Errorf("asset %s of item %s: %w", sp.Asset, sp.Item, err))
 	}
 	if ct == "" || d.resumed {
 		ct = cmpOr(sp.Type, ct)
@@ -479,12 +480,12 @@ func (d *download) receive(resp *http.Response) error {
 			return nil
 		}
 		os.Remove(d.part)
-		return retry.Transient(retry.ClassHTTP4xx, errors.New("416 for a partial file that does not match the server's: starting again"))
+		return retry.Transient(dlq.ClassHTTP4xx, errors.New("416 for a partial file that does not match the server's: starting again"))
 	case http.StatusPartialContent:
 		s, total, ok := contentRange(resp.Header.Get("Content-Range"))
 		if !ok || s != d.offset {
 			os.Remove(d.part)
-			return retry.Transient(retry.ClassParse, fmt.Errorf("asked for bytes from %d, got Content-Range %q: starting again", d.offset, resp.Header.Get("Content-Range")))
+			return retry.Transient(dlq.ClassParse, fmt.Errorf("asked for bytes from %d, got Content-Range %q: starting again", d.offset, resp.Header.Get("Content-Range")))
 		}
 		start, d.total, d.resumed = s, total, true
 	default: // 200: the whole file, the server ignoring or refusing the range
@@ -493,7 +494,7 @@ func (d *download) receive(resp *http.Response) error {
 		}
 		m, _ := json.Marshal(partMeta{ETag: resp.Header.Get("ETag"), LastModified: resp.Header.Get("Last-Modified")})
 		if err := tiles.WriteFileAtomic(d.meta, m); err != nil {
-			return retry.Permanent(retry.ClassDatabase, err)
+			return retry.Permanent(dlq.ClassDatabase, err)
 		}
 	}
 	flags := os.O_WRONLY | os.O_CREATE
@@ -502,11 +503,11 @@ func (d *download) receive(resp *http.Response) error {
 	}
 	f, err := os.OpenFile(d.part, flags, 0o644)
 	if err != nil {
-		return retry.Permanent(retry.ClassDatabase, err)
+		return retry.Permanent(dlq.ClassDatabase, err)
 	}
 	if _, err := f.Seek(start, io.SeekStart); err != nil {
 		f.Close()
-		return retry.Permanent(retry.ClassDatabase, err)
+		return retry.Permanent(dlq.ClassDatabase, err)
 	}
 	n, cerr := io.Copy(f, resp.Body)
 	d.received += n
@@ -517,15 +518,15 @@ func (d *download) receive(resp *http.Response) error {
 	if cerr != nil {
 		var pe *os.PathError
 		if errors.As(cerr, &pe) {
-			return retry.Permanent(retry.ClassDatabase, cerr)
+			return retry.Permanent(dlq.ClassDatabase, cerr)
 		}
 		return cerr // cut off: truncated, retried from the new offset
 	}
 	if serr != nil {
-		return retry.Permanent(retry.ClassDatabase, serr)
+		return retry.Permanent(dlq.ClassDatabase, serr)
 	}
 	if d.total >= 0 && start+n != d.total {
-		return retry.Transient(retry.ClassTruncated, fmt.Errorf("%d of %d bytes", start+n, d.total))
+		return retry.Transient(dlq.ClassTruncated, fmt.Errorf("%d of %d bytes", start+n, d.total))
 	}
 	return nil
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/paulmach/orb"
 
+	"github.com/geoflow/geoflow/dlq"
 	"github.com/geoflow/geoflow/retry"
 	"github.com/geoflow/geoflow/tasks"
 	"github.com/geoflow/geoflow/tasks/tiles"
@@ -94,7 +95,7 @@ func (t *Task) Plan(ctx context.Context, env *tasks.Env) ([]tasks.Unit, error) {
 // Execute implements tasks.Task.
 func (t *Task) Execute(ctx context.Context, env *tasks.Env, u tasks.Unit) (tasks.Result, error) {
 	if err := t.ensure(ctx, env); err != nil {
-		return tasks.Result{}, retry.Permanent(retry.ClassDatabase, err)
+		return tasks.Result{}, retry.Permanent(dlq.ClassDatabase, err)
 	}
 	switch {
 	case strings.HasPrefix(u.Key, chipPrefix) && t.cfg.WMS != nil:
@@ -104,7 +105,7 @@ func (t *Task) Execute(ctx context.Context, env *tasks.Env, u tasks.Unit) (tasks
 	case strings.HasPrefix(u.Key, itemPrefix) && t.cfg.STAC != nil:
 		return t.executeAsset(ctx, env, u)
 	}
-	return tasks.Result{}, retry.Permanent(retry.ClassInvalid, fmt.Errorf("unit %q is not a unit of this task", u.Key))
+	return tasks.Result{}, retry.Permanent(dlq.ClassInvalid, fmt.Errorf("unit %q is not a unit of this task", u.Key))
 }
 
 func ref(env *tasks.Env, u tasks.Unit) tasks.UnitRef {
@@ -126,12 +127,12 @@ func (t *Task) commitFile(ctx context.Context, env *tasks.Env, u tasks.Unit, row
 			return tasks.Result{Skipped: 1, Bytes: row.Bytes}, nil
 		}
 		if err := place(); err != nil {
-			return tasks.Result{}, retry.Permanent(retry.ClassDatabase, fmt.Errorf("writing %s: %w", row.Path, err))
+			return tasks.Result{}, retry.Permanent(dlq.ClassDatabase, fmt.Errorf("writing %s: %w", row.Path, err))
 		}
 		return tx.UpsertAsset(ctx, t.table, row)
 	})
 	if err != nil {
-		return res, retry.Permanent(retry.ClassDatabase, err)
+		return res, retry.Permanent(dlq.ClassDatabase, err)
 	}
 	return res, nil
 }
@@ -142,7 +143,7 @@ func commitSkipped(ctx context.Context, env *tasks.Env, u tasks.Unit) (tasks.Res
 		return tasks.Result{Skipped: 1}, nil
 	})
 	if err != nil {
-		return res, retry.Permanent(retry.ClassDatabase, err)
+		return res, retry.Permanent(dlq.ClassDatabase, err)
 	}
 	return res, nil
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/paulmach/orb"
 	"github.com/paulmach/orb/project"
 
+	"github.com/geoflow/geoflow/dlq"
 	"github.com/geoflow/geoflow/internal/ows"
 	"github.com/geoflow/geoflow/internal/redact"
 	"github.com/geoflow/geoflow/retry"
@@ -113,7 +114,7 @@ func (t *Task) capabilities(ctx context.Context, env *tasks.Env) (*wmsCaps, erro
 		var err error
 		c, err = ParseCapabilities(resp.Body)
 		if err != nil {
-			return retry.Permanent(retry.ClassParse, err)
+			return retry.Permanent(dlq.ClassParse, err)
 		}
 		return nil
 	})
@@ -238,13 +239,13 @@ func (t *Task) getMap(sp chipSpec) string {
 func (t *Task) executeChip(ctx context.Context, env *tasks.Env, u tasks.Unit) (tasks.Result, error) {
 	var sp chipSpec
 	if err := json.Unmarshal(u.Spec, &sp); err != nil || sp.Width <= 0 || sp.Height <= 0 {
-		return tasks.Result{}, retry.Permanent(retry.ClassInvalid, fmt.Errorf("unit %s: bad spec %s", u.Key, u.Spec))
+		return tasks.Result{}, retry.Permanent(dlq.ClassInvalid, fmt.Errorf("unit %s: bad spec %s", u.Key, u.Spec))
 	}
 	w := t.cfg.WMS
 	item := strings.TrimPrefix(u.Key, chipPrefix)
 	stored, err := env.Store.LookupAsset(ctx, t.table, w.Layers, u.Key, "image")
 	if err != nil {
-		return tasks.Result{}, retry.Permanent(retry.ClassDatabase, err)
+		return tasks.Result{}, retry.Permanent(dlq.ClassDatabase, err)
 	}
 	revalidate := stored != nil && stored.ETag != "" && tiles.FileHas(stored.Path, stored.Bytes, stored.Hash)
 	mapURL := t.getMap(sp)
@@ -260,7 +261,7 @@ func (t *Task) executeChip(ctx context.Context, env *tasks.Env, u tasks.Unit) (t
 		ct, etag, lastMod = resp.Header.Get("Content-Type"), resp.Header.Get("ETag"), resp.Header.Get("Last-Modified")
 		if resp.StatusCode == http.StatusNotModified {
 			if !revalidate {
-				return retry.Permanent(retry.ClassHTTP4xx, errNotConditional)
+				return retry.Permanent(dlq.ClassHTTP4xx, errNotConditional)
 			}
 			notModified = true
 			return nil
@@ -270,7 +271,7 @@ func (t *Task) executeChip(ctx context.Context, env *tasks.Env, u tasks.Unit) (t
 			return err
 		}
 		if len(b) > maxChipBytes {
-			return retry.Permanent(retry.ClassParse, fmt.Errorf("chip larger than %d MiB", maxChipBytes>>20))
+			return retry.Permanent(dlq.ClassParse, fmt.Errorf("chip larger than %d MiB", maxChipBytes>>20))
 		}
 		// A WMS answers a bad request with a ServiceExceptionReport, often with 200:
 		// CheckImage refuses it with the server's words in the snippet.

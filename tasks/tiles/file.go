@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/geoflow/geoflow/dlq"
 	"github.com/geoflow/geoflow/retry"
 	"github.com/geoflow/geoflow/spatial"
 )
@@ -71,12 +72,12 @@ func CheckImage(contentType string, content []byte) (string, error) {
 	if format != "" {
 		// Image bytes under a text or XML type: a misconfigured server or a rewrite
 		// proxy; refuse rather than guess.
-		return "", retry.Permanent(retry.ClassParse, e)
+		return "", retry.Permanent(dlq.ClassParse, e)
 	}
 	if looksTransient(content) {
-		return "", retry.Transient(retry.ClassParse, e)
+		return "", retry.Transient(dlq.ClassParse, e)
 	}
-	return "", retry.Permanent(retry.ClassParse, e)
+	return "", retry.Permanent(dlq.ClassParse, e)
 }
 
 // looksTransient tells a proxy's or a rate limiter's page ("502 Bad Gateway", "try again

@@ -18,6 +18,7 @@ import (
 
 	"github.com/paulmach/orb"
 
+	"github.com/geoflow/geoflow/dlq"
 	"github.com/geoflow/geoflow/retry"
 	"github.com/geoflow/geoflow/tasks"
 )
@@ -187,14 +188,14 @@ func CountTiles(a orb.Bound, zmin, zmax int) int64 {
 // Execute implements tasks.Task.
 func (t *Task) Execute(ctx context.Context, env *tasks.Env, u tasks.Unit) (tasks.Result, error) {
 	if err := t.ensure(ctx, env); err != nil {
-		return tasks.Result{}, retry.Permanent(retry.ClassDatabase, err)
+		return tasks.Result{}, retry.Permanent(dlq.ClassDatabase, err)
 	}
 	if rest, ok := strings.CutPrefix(u.Key, expandPrefix); ok {
 		return t.expand(ctx, env, u, rest)
 	}
 	z, x, y, err := parseKey(u.Key)
 	if err != nil {
-		return tasks.Result{}, retry.Permanent(retry.ClassInvalid, err)
+		return tasks.Result{}, retry.Permanent(dlq.ClassInvalid, err)
 	}
 	return t.fetch(ctx, env, u, z, x, y)
 }
@@ -204,11 +205,11 @@ func (t *Task) Execute(ctx context.Context, env *tasks.Env, u tasks.Unit) (tasks
 func (t *Task) expand(ctx context.Context, env *tasks.Env, u tasks.Unit, key string) (tasks.Result, error) {
 	z, x, y, err := parseKey(key)
 	if err != nil {
-		return tasks.Result{}, retry.Permanent(retry.ClassInvalid, err)
+		return tasks.Result{}, retry.Permanent(dlq.ClassInvalid, err)
 	}
 	var sp spec
 	if err := json.Unmarshal(u.Spec, &sp); err != nil {
-		return tasks.Result{}, retry.Permanent(retry.ClassInvalid, fmt.Errorf("unit %s: bad spec %s: %w", u.Key, u.Spec, err))
+		return tasks.Result{}, retry.Permanent(dlq.ClassInvalid, fmt.Errorf("unit %s: bad spec %s: %w", u.Key, u.Spec, err))
 	}
 	a := orb.Bound{Min: orb.Point{sp.Area[0], sp.Area[1]}, Max: orb.Point{sp.Area[2], sp.Area[3]}}
 	var children []tasks.Unit
@@ -229,7 +230,7 @@ func (t *Task) expand(ctx context.Context, env *tasks.Env, u tasks.Unit, key str
 		return tasks.Result{Children: children}, nil
 	})
 	if err != nil {
-		return res, retry.Permanent(retry.ClassDatabase, err)
+		return res, retry.Permanent(dlq.ClassDatabase, err)
 	}
 	return res, nil
 }
@@ -253,7 +254,7 @@ type response struct {
 func (t *Task) fetch(ctx context.Context, env *tasks.Env, u tasks.Unit, z, x, y int) (tasks.Result, error) {
 	stored, err := env.Store.LookupTile(ctx, t.table, z, x, y)
 	if err != nil {
-		return tasks.Result{}, retry.Permanent(retry.ClassDatabase, err)
+		return tasks.Result{}, retry.Permanent(dlq.ClassDatabase, err)
 	}
 	// Revalidate only what is really on disk, byte for byte: a row whose file was
 	// deleted, or lost its last rename in a crash, is fetched in full again.
@@ -295,13 +296,13 @@ func (t *Task) fetch(ctx context.Context, env *tasks.Env, u tasks.Unit, z, x, y 
 		switch {
 		case resp.StatusCode == http.StatusNotModified:
 			if !revalidate {
-				return retry.Permanent(retry.ClassHTTP4xx, errors.New("304 Not Modified to a request that was not conditional"))
+				return retry.Permanent(dlq.ClassHTTP4xx, errors.New("304 Not Modified to a request that was not conditional"))
 			}
 			got.notModified = true
 			return nil
 		case resp.StatusCode == http.StatusNotFound, resp.StatusCode == http.StatusNoContent:
 			if !t.cfg.MissingOK {
-				return retry.Permanent(retry.ClassHTTP4xx, fmt.Errorf("%s: no tile here (set missing_ok: true to record such tiles as missing)", resp.Status))
+				return retry.Permanent(dlq.ClassHTTP4xx, fmt.Errorf("%s: no tile here (set missing_ok: true to record such tiles as missing)", resp.Status))
 			}
 			got.missing = true
 			return nil
@@ -311,10 +312,10 @@ func (t *Task) fetch(ctx context.Context, env *tasks.Env, u tasks.Unit, z, x, y 
 			return err // the handler classifies a cut-off body as truncated, and retries
 		}
 		if len(body) > maxTileBytes {
-			return retry.Permanent(retry.ClassParse, fmt.Errorf("tile larger than %d MiB", maxTileBytes>>20))
+			return retry.Permanent(dlq.ClassParse, fmt.Errorf("tile larger than %d MiB", maxTileBytes>>20))
 		}
 		if cl := resp.ContentLength; cl >= 0 && int64(len(body)) != cl {
-			return retry.Transient(retry.ClassTruncated, fmt.Errorf("%d of %d bytes", len(body), cl))
+			return retry.Transient(dlq.ClassTruncated, fmt.Errorf("%d of %d bytes", len(body), cl))
 		}
 		got.format, err = CheckImage(got.contentType, body)
 		if err != nil {
@@ -364,7 +365,7 @@ func (t *Task) commit(ctx context.Context, env *tasks.Env, u tasks.Unit, z, x, y
 			return tasks.Result{Skipped: 1, Bytes: row.Bytes}, nil
 		}
 		if err := WriteFileAtomic(row.Path, got.body); err != nil {
-			return tasks.Result{}, retry.Permanent(retry.ClassDatabase, fmt.Errorf("writing %s: %w", row.Path, err))
+			return tasks.Result{}, retry.Permanent(dlq.ClassDatabase, fmt.Errorf("writing %s: %w", row.Path, err))
 		}
 		if stored != nil && stored.Path != "" && stored.Path != row.Path {
 			oldPath = stored.Path // another format than before
@@ -372,7 +373,7 @@ func (t *Task) commit(ctx context.Context, env *tasks.Env, u tasks.Unit, z, x, y
 		return tx.UpsertTile(ctx, t.table, row)
 	})
 	if err != nil {
-		return res, retry.Permanent(retry.ClassDatabase, err)
+		return res, retry.Permanent(dlq.ClassDatabase, err)
 	}
 	if oldPath != "" {
 		if err := os.Remove(oldPath); err != nil && !errors.Is(err, os.ErrNotExist) {

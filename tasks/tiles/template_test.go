@@ -7,6 +7,7 @@ import (
 
 	"github.com/paulmach/orb"
 
+	"github.com/geoflow/geoflow/dlq"
 	"github.com/geoflow/geoflow/retry"
 )
 
@@ -94,7 +95,7 @@ func TestCheckImage(t *testing.T) {
 				if !errors.As(err, &ni) {
 					t.Fatalf("err %v, want a NotImageError", err)
 				}
-				if c := retry.ClassOf(err); c != retry.ClassParse {
+				if c := retry.ClassOf(err); c != dlq.ClassParse {
 					t.Errorf("class %s", c)
 				}
 			}

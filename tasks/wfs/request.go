@@ -12,6 +12,7 @@ import (
 
 	"github.com/paulmach/orb"
 
+	"github.com/geoflow/geoflow/dlq"
 	"github.com/geoflow/geoflow/internal/ows"
 	"github.com/geoflow/geoflow/internal/redact"
 	"github.com/geoflow/geoflow/retry"
@@ -177,7 +178,7 @@ func (t *Task) capabilities(ctx context.Context, env *tasks.Env) (*Capabilities,
 		}
 		caps, err = parseCapabilities(root)
 		if err != nil {
-			return retry.Permanent(retry.ClassParse, err)
+			return retry.Permanent(dlq.ClassParse, err)
 		}
 		return nil
 	})
@@ -200,7 +201,7 @@ func (t *Task) describe(ctx context.Context, env *tasks.Env, p *prepared) (*Sche
 			return classify(err, nil)
 		}
 		if s, err = parseSchema(root, p.typeName); err != nil {
-			return retry.Permanent(retry.ClassParse, err)
+			return retry.Permanent(dlq.ClassParse, err)
 		}
 		return nil
 	})

@@ -16,6 +16,7 @@ import (
 	"github.com/paulmach/orb"
 	"github.com/paulmach/orb/project"
 
+	"github.com/geoflow/geoflow/dlq"
 	"github.com/geoflow/geoflow/retry"
 	"github.com/geoflow/geoflow/spatial"
 	"github.com/geoflow/geoflow/spatial/gml"
@@ -256,7 +257,7 @@ func (t *Task) commitEmpty(ctx context.Context, env *tasks.Env, u tasks.Unit, ch
 		return tasks.Result{Children: children}, nil
 	})
 	if err != nil {
-		return res, retry.Permanent(retry.ClassDatabase, err)
+		return res, retry.Permanent(dlq.ClassDatabase, err)
 	}
 	return res, nil
 }
@@ -330,7 +331,7 @@ func (t *Task) fetch(ctx context.Context, env *tasks.Env, p *prepared, u tasks.U
 			if src.err != nil && !errors.As(err, &short) && !errors.Is(err, io.ErrUnexpectedEOF) && cutOff(resp.Body) {
 				// A decode error followed by a broken connection is a body cut off
 				// mid-stream, whatever bytes came before the cut.
-				return retry.Transient(retry.ClassTruncated, fmt.Errorf("body cut off mid-stream after %d bytes: %w", body.n, err))
+				return retry.Transient(dlq.ClassTruncated, fmt.Errorf("body cut off mid-stream after %d bytes: %w", body.n, err))
 			}
 			return classify(err, src)
 		}
@@ -354,33 +355,33 @@ func classify(err error, src *featureSource) error {
 	var pe *tasks.PropertyError
 	switch {
 	case errors.As(err, &sp):
-		return retry.Permanent(retry.ClassParse, err) // not a failure: Execute splits
+		return retry.Permanent(dlq.ClassParse, err) // not a failure: Execute splits
 	case errors.Is(err, io.ErrUnexpectedEOF):
-		return retry.Transient(retry.ClassTruncated, err)
+		return retry.Transient(dlq.ClassTruncated, err)
 	case errors.As(err, &ex):
 		if transientException(ex) {
-			return retry.Transient(retry.ClassExceptionReport, err)
+			return retry.Transient(dlq.ClassExceptionReport, err)
 		}
-		return retry.Permanent(retry.ClassExceptionReport, err)
+		return retry.Permanent(dlq.ClassExceptionReport, err)
 	case errors.As(err, &nf):
 		if nf.Kind == "html" {
 			// A proxy's error page answered with 200: the server behind it may recover.
-			return retry.Transient(retry.ClassParse, fmt.Errorf("the server answered an HTML page instead of features: %w", err))
+			return retry.Transient(dlq.ClassParse, fmt.Errorf("the server answered an HTML page instead of features: %w", err))
 		}
-		return retry.Permanent(retry.ClassParse, err)
+		return retry.Permanent(dlq.ClassParse, err)
 	case errors.As(err, &pe):
-		return retry.Permanent(retry.ClassParse, err)
+		return retry.Permanent(dlq.ClassParse, err)
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return err
 	case src != nil && src.err != nil:
-		return retry.Permanent(retry.ClassParse, err)
+		return retry.Permanent(dlq.ClassParse, err)
 	}
 	var tmp interface{ Temporary() bool }
 	if errors.As(err, &tmp) && tmp.Temporary() {
 		// A deadlock or a dropped connection: the whole unit is worth another attempt.
-		return retry.Transient(retry.ClassDatabase, err)
+		return retry.Transient(dlq.ClassDatabase, err)
 	}
-	return retry.Permanent(retry.ClassDatabase, err)
+	return retry.Permanent(dlq.ClassDatabase, err)
 }
 
 // transientException tells server-side hiccups (a timeout inside the server) from
@@ -401,7 +402,7 @@ func checkContentType(resp *http.Response) error {
 	ct := strings.ToLower(resp.Header.Get("Content-Type"))
 	if strings.HasPrefix(ct, "text/html") {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-		return retry.Transient(retry.ClassParse, &spatial.NotFeaturesError{Kind: "html", Snippet: spatial.Snippet(b, 200)})
+		return retry.Transient(dlq.ClassParse, &spatial.NotFeaturesError{Kind: "html", Snippet: spatial.Snippet(b, 200)})
 	}
 	return nil
 }
