@@ -11,14 +11,14 @@ import (
 	"time"
 
 	"github.com/geoflow/geoflow/dlq"
-	"github.com/geoflow/geoflow/internal/pgstore"
+	"github.com/geoflow/geoflow/store/postgis"
 	"github.com/geoflow/geoflow/tasks"
 )
 
 // ReplayOptions configure Replay. Zero values mean defaults.
 type ReplayOptions struct {
 	// Store is the database; required.
-	Store *pgstore.Store
+	Store *postgis.Store
 	// HTTP is the rate-limit handler; required for tasks that fetch.
 	HTTP tasks.HTTP
 	// Registry holds the task kinds the runs' flow files are loaded with; required.
@@ -299,7 +299,7 @@ func (rp *replayer) settleTask(ctx context.Context, runID int64, t *Task) error 
 
 // settleRun records a failed run done once all its tasks are, and otherwise refreshes its
 // counts and says which downstream tasks are left to run.
-func (rp *replayer) settleRun(ctx context.Context, info pgstore.RunInfo, f *Flow) error {
+func (rp *replayer) settleRun(ctx context.Context, info postgis.RunInfo, f *Flow) error {
 	if info.Status != StateFailed && info.Status != StateDone {
 		return nil // interrupted or running: a resume finishes it
 	}

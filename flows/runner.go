@@ -15,7 +15,7 @@ import (
 	"github.com/paulmach/orb"
 
 	"github.com/geoflow/geoflow/dlq"
-	"github.com/geoflow/geoflow/internal/pgstore"
+	"github.com/geoflow/geoflow/store/postgis"
 	"github.com/geoflow/geoflow/retry"
 	"github.com/geoflow/geoflow/tasks"
 )
@@ -33,7 +33,7 @@ const (
 // RunOptions configure one run. Zero values mean defaults.
 type RunOptions struct {
 	// Store is the database; required.
-	Store *pgstore.Store
+	Store *postgis.Store
 	// HTTP is the rate-limit handler shared by all tasks; required for tasks that fetch.
 	HTTP   tasks.HTTP
 	Logger *slog.Logger
@@ -61,7 +61,7 @@ type Result struct {
 	RunID       int64
 	Status      string // done, failed or interrupted
 	Resumed     bool
-	Summary     pgstore.RunSummary
+	Summary     postgis.RunSummary
 	TaskStates  map[string]string
 	FailedTasks map[string]string // task id -> error, for tasks that failed outright
 	// DeadByClass counts the run's open dead letters by class; nil when there are none.
@@ -90,7 +90,7 @@ func Run(ctx context.Context, f *Flow, opts RunOptions) (*Result, error) {
 	if _, err := opts.Store.Migrate(ctx); err != nil {
 		return nil, fmt.Errorf("migrating the database: %w", err)
 	}
-	run, err := opts.Store.StartRun(ctx, pgstore.RunStart{
+	run, err := opts.Store.StartRun(ctx, postgis.RunStart{
 		Flow: f.Name, FlowFile: absPath(f.File), Trigger: opts.Trigger, ScheduledFor: opts.ScheduledFor, Area: opts.Area, OnlyTasks: opts.OnlyTasks, Resume: opts.Resume,
 	})
 	if err != nil {
@@ -256,7 +256,7 @@ type runner struct {
 	opts  RunOptions
 	log   *slog.Logger
 	grace time.Duration
-	run   *pgstore.Run
+	run   *postgis.Run
 
 	done map[string]chan struct{} // closed when a task has ended; read-only after setup
 	// replaying marks a runner executing dead letters again: a failure adds to the
@@ -431,7 +431,7 @@ func (r *runner) unit(work context.Context, task tasks.Task, env *tasks.Env, u t
 func (r *runner) deadLetter(ctx context.Context, env *tasks.Env, u tasks.Unit, err error) {
 	store := r.opts.Store
 	ref := tasks.UnitRef{RunID: env.RunID, TaskID: env.TaskID, Key: u.Key}
-	if pgstore.IsDatabase(err) {
+	if postgis.IsDatabase(err) {
 		err = retry.Permanent(dlq.ClassDatabase, err)
 	}
 	e := dlq.FromError(err)

@@ -9,15 +9,15 @@ import (
 
 	"github.com/paulmach/orb"
 
-	"github.com/geoflow/geoflow/internal/pgstore"
+	"github.com/geoflow/geoflow/store/postgis"
 	"github.com/geoflow/geoflow/internal/testdb"
 )
 
 func TestMain(m *testing.M) { testdb.Main(m) }
 
-func openStore(t *testing.T) *pgstore.Store {
+func openStore(t *testing.T) *postgis.Store {
 	t.Helper()
-	s, err := pgstore.Open(context.Background(), testdb.URL(t), nil)
+	s, err := postgis.Open(context.Background(), testdb.URL(t), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +49,7 @@ func index(events []string, prefix string) (first, last int) {
 
 func TestRunDependencyOrder(t *testing.T) {
 	dbURL := testdb.URL(t)
-	store, err := pgstore.Open(context.Background(), dbURL, nil)
+	store, err := postgis.Open(context.Background(), dbURL, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -255,7 +255,7 @@ tasks:
 		t.Fatal(err)
 	}
 	// A run that crashed right after it started: recorded running, held by nobody.
-	run, err := store.StartRun(context.Background(), pgstore.RunStart{Flow: f.Name, Area: &area, OnlyTasks: []string{"a"}})
+	run, err := store.StartRun(context.Background(), postgis.RunStart{Flow: f.Name, Area: &area, OnlyTasks: []string{"a"}})
 	if err != nil {
 		t.Fatal(err)
 	}

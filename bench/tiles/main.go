@@ -24,8 +24,8 @@ import (
 	"time"
 
 	"github.com/geoflow/geoflow/flows"
-	"github.com/geoflow/geoflow/internal/pgstore"
-	"github.com/geoflow/geoflow/internal/tilefixture"
+	"github.com/geoflow/geoflow/store/postgis"
+	"github.com/geoflow/geoflow/internal/devserver/tileserver"
 	"github.com/geoflow/geoflow/retry"
 	"github.com/geoflow/geoflow/tasks"
 	"github.com/geoflow/geoflow/tasks/tiles"
@@ -47,7 +47,7 @@ func run(n, conc int, latency time.Duration, db string) error {
 	ctx := context.Background()
 	side := int(math.Ceil(math.Sqrt(float64(n))))
 	const z, x0, y0 = 16, 34800, 22700
-	fx := tilefixture.New(tilefixture.Options{Latency: latency})
+	fx := tileserver.New(tileserver.Options{Latency: latency})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return err
@@ -100,7 +100,7 @@ func run(n, conc int, latency time.Duration, db string) error {
 	}
 
 	// geoflow: the same tiles as a one-level tiles task.
-	store, err := pgstore.Open(ctx, db, nil)
+	store, err := postgis.Open(ctx, db, nil)
 	if err != nil {
 		return err
 	}

@@ -16,7 +16,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/geoflow/geoflow/internal/wfsfixture"
+	"github.com/geoflow/geoflow/internal/devserver/wfsserver"
 	"github.com/geoflow/geoflow/spatial"
 )
 
@@ -217,7 +217,7 @@ func FuzzParseNumber(f *testing.F) {
 // server for n parcels, as geoflow harvests it.
 func wfsFixtureDoc(t testing.TB, n int) ([]byte, int) {
 	t.Helper()
-	srv := wfsfixture.New(wfsfixture.Options{Features: n, CountDefault: n, Seed: 1})
+	srv := wfsserver.New(wfsserver.Options{Features: n, CountDefault: n, Seed: 1})
 	req := httptest.NewRequest("GET", fmt.Sprintf("/wfs?SERVICE=WFS&VERSION=2.0.0&REQUEST=GetFeature&TYPENAMES=%s&COUNT=%d&OUTPUTFORMAT=application/json", srv.TypeName(), n), nil)
 	rec := httptest.NewRecorder()
 	srv.ServeHTTP(rec, req)

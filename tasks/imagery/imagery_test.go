@@ -18,10 +18,10 @@ import (
 
 	"github.com/geoflow/geoflow/dlq"
 	"github.com/geoflow/geoflow/flows"
-	"github.com/geoflow/geoflow/internal/pgstore"
-	"github.com/geoflow/geoflow/internal/stacfixture"
+	"github.com/geoflow/geoflow/store/postgis"
+	"github.com/geoflow/geoflow/internal/devserver/stacserver"
 	"github.com/geoflow/geoflow/internal/testdb"
-	"github.com/geoflow/geoflow/internal/wmsfixture"
+	"github.com/geoflow/geoflow/internal/devserver/wmsserver"
 	"github.com/geoflow/geoflow/retry"
 	"github.com/geoflow/geoflow/tasks"
 	"github.com/geoflow/geoflow/tasks/imagery"
@@ -34,7 +34,7 @@ type harness struct {
 	t     *testing.T
 	url   string
 	dbURL string
-	store *pgstore.Store
+	store *postgis.Store
 	dir   string
 	logs  *bytes.Buffer
 }
@@ -43,7 +43,7 @@ func newHarness(t *testing.T, srv *httptest.Server) *harness {
 	t.Helper()
 	t.Cleanup(srv.Close)
 	dbURL := testdb.URL(t)
-	store, err := pgstore.Open(context.Background(), dbURL, nil)
+	store, err := postgis.Open(context.Background(), dbURL, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,7 +107,7 @@ func TestWMSChips(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			fx := wmsfixture.New(wmsfixture.Options{MaxWidth: 256, MaxHeight: 200, GeoTIFF: tt.geotiff})
+			fx := wmsserver.New(wmsserver.Options{MaxWidth: 256, MaxHeight: 200, GeoTIFF: tt.geotiff})
 			h := newHarness(t, httptest.NewServer(fx))
 			res := h.run(fmt.Sprintf(`  ortho:
     type: imagery
@@ -202,7 +202,7 @@ func checkWorldFile(t *testing.T, path string, ulx, uly, res float64) {
 // TestWMSRefusesMissingLayer: a layer the capabilities do not list fails planning
 // before any GetMap.
 func TestWMSRefusesMissingLayer(t *testing.T) {
-	fx := wmsfixture.New(wmsfixture.Options{})
+	fx := wmsserver.New(wmsserver.Options{})
 	h := newHarness(t, httptest.NewServer(fx))
 	res := h.run(`  ortho:
     type: imagery
@@ -226,7 +226,7 @@ const stacTask = `  scenes:
 // resumes with Range from the byte where it stopped, and a checksum mismatch that fails
 // its asset as a dead letter and leaves no file. A rerun fetches nothing it has verified.
 func TestSTAC(t *testing.T) {
-	fx := stacfixture.New(stacfixture.Options{Items: 12, MaxLimit: 5, BadChecksum: "scene-004"})
+	fx := stacserver.New(stacserver.Options{Items: 12, MaxLimit: 5, BadChecksum: "scene-004"})
 	h := newHarness(t, httptest.NewServer(fx))
 	const cutAt = 70_001
 	fx.CutNext("scene-002", cutAt)
@@ -239,7 +239,7 @@ func TestSTAC(t *testing.T) {
 		t.Fatalf("inserted %d with %d dead; want 11 and 1\n%s", res.Summary.Inserted, res.DeadLetters(), tail(h.logs.String()))
 	}
 	// The cut transfer resumed from the byte where it stopped.
-	if r := st.Ranges[stacfixture.AssetPath("scene-002")]; len(r) != 2 || r[0] != "" || r[1] != fmt.Sprintf("bytes=%d-", cutAt) {
+	if r := st.Ranges[stacserver.AssetPath("scene-002")]; len(r) != 2 || r[0] != "" || r[1] != fmt.Sprintf("bytes=%d-", cutAt) {
 		t.Errorf("Range headers for the cut asset: %q; want [\"\" \"bytes=%d-\"]", r, cutAt)
 	}
 	got, err := os.ReadFile(filepath.Join(h.dir, "scenes", "aerial", "scene-002", "visual.tif"))
@@ -280,7 +280,7 @@ func TestSTAC(t *testing.T) {
 // TestSTACResumesPartialFile: a partial file left by a process that died mid-download is
 // continued with Range and If-Range, not fetched again from the start.
 func TestSTACResumesPartialFile(t *testing.T) {
-	fx := stacfixture.New(stacfixture.Options{Items: 4})
+	fx := stacserver.New(stacserver.Options{Items: 4})
 	h := newHarness(t, httptest.NewServer(fx))
 	content := fx.Content("scene-001")
 	part := filepath.Join(h.dir, "scenes", "aerial", "scene-001", "visual.tif.part")
@@ -294,7 +294,7 @@ func TestSTACResumesPartialFile(t *testing.T) {
 	if res.Status != flows.StateDone || res.Summary.Inserted != 4 {
 		t.Fatalf("run %s inserted %d\n%s", res.Status, res.Summary.Inserted, tail(h.logs.String()))
 	}
-	if r := fx.Stats().Ranges[stacfixture.AssetPath("scene-001")]; len(r) != 1 || r[0] != "bytes=12345-" {
+	if r := fx.Stats().Ranges[stacserver.AssetPath("scene-001")]; len(r) != 1 || r[0] != "bytes=12345-" {
 		t.Errorf("Range headers %q; want [bytes=12345-]", r)
 	}
 	got, _ := os.ReadFile(filepath.Join(h.dir, "scenes", "aerial", "scene-001", "visual.tif"))
@@ -308,7 +308,7 @@ func TestSTACResumesPartialFile(t *testing.T) {
 
 // TestSTACArea: --bbox narrows the search.
 func TestSTACArea(t *testing.T) {
-	fx := stacfixture.New(stacfixture.Options{Items: 12})
+	fx := stacserver.New(stacserver.Options{Items: 12})
 	h := newHarness(t, httptest.NewServer(fx))
 	area := orb.Bound{Min: orb.Point{11.451, 48.051}, Max: orb.Point{11.46, 48.06}}
 	res := h.run(stacTask, flows.RunOptions{Area: &area})

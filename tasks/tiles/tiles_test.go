@@ -18,9 +18,9 @@ import (
 
 	"github.com/geoflow/geoflow/dlq"
 	"github.com/geoflow/geoflow/flows"
-	"github.com/geoflow/geoflow/internal/pgstore"
+	"github.com/geoflow/geoflow/store/postgis"
 	"github.com/geoflow/geoflow/internal/testdb"
-	"github.com/geoflow/geoflow/internal/tilefixture"
+	"github.com/geoflow/geoflow/internal/devserver/tileserver"
 	"github.com/geoflow/geoflow/retry"
 	"github.com/geoflow/geoflow/tasks"
 	"github.com/geoflow/geoflow/tasks/tiles"
@@ -31,21 +31,21 @@ func TestMain(m *testing.M) { testdb.Main(m) }
 // harness is one tile server, one database, one tile directory.
 type harness struct {
 	t     *testing.T
-	fx    *tilefixture.Server
+	fx    *tileserver.Server
 	srv   *httptest.Server
 	dbURL string
-	store *pgstore.Store
+	store *postgis.Store
 	dir   string
 	logs  *bytes.Buffer
 }
 
-func newHarness(t *testing.T, opts tilefixture.Options) *harness {
+func newHarness(t *testing.T, opts tileserver.Options) *harness {
 	t.Helper()
-	fx := tilefixture.New(opts)
+	fx := tileserver.New(opts)
 	srv := httptest.NewServer(fx)
 	t.Cleanup(srv.Close)
 	dbURL := testdb.URL(t)
-	store, err := pgstore.Open(context.Background(), dbURL, nil)
+	store, err := postgis.Open(context.Background(), dbURL, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,7 +166,7 @@ func tail(s string) string {
 // TestZoomRangeOnceThen304: a zoom range over an area stores every tile of the cover
 // exactly once (rows = files = the cover), and a second run transfers nothing but 304s.
 func TestZoomRangeOnceThen304(t *testing.T) {
-	h := newHarness(t, tilefixture.Options{})
+	h := newHarness(t, tileserver.Options{})
 	f := h.flow(basemap(munich, "[10, 16]", ""))
 	want := cover(munich, 10, 16)
 	if n := tiles.CountTiles(munich, 10, 16); n != int64(len(want)) {
@@ -254,16 +254,16 @@ func TestZoomRangeOnceThen304(t *testing.T) {
 func TestHTML200NeverStored(t *testing.T) {
 	tests := []struct {
 		name     string
-		page     tilefixture.HTML200
+		page     tileserver.HTML200
 		maxReqs  int // requests for each broken tile
 		wantDead bool
 	}{
-		{name: "proxy 502 page is transient", page: tilefixture.HTMLProxy, maxReqs: 3, wantDead: true},
-		{name: "portal page is permanent", page: tilefixture.HTMLPortal, maxReqs: 1, wantDead: true},
+		{name: "proxy 502 page is transient", page: tileserver.HTMLProxy, maxReqs: 3, wantDead: true},
+		{name: "portal page is permanent", page: tileserver.HTMLPortal, maxReqs: 1, wantDead: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			h := newHarness(t, tilefixture.Options{})
+			h := newHarness(t, tileserver.Options{})
 			broken := func(z, x, y int) bool { return (x+y)%5 == 0 }
 			h.fx.SetHTML200(tt.page, broken)
 			// A fifth of the tiles failing on every attempt would open the host's circuit
@@ -315,7 +315,7 @@ func TestHTML200NeverStored(t *testing.T) {
 // TestDeadTilesReplay: tiles that keep failing land in the dead-letter queue; once the
 // server heals, a replay completes them and the run with them.
 func TestDeadTilesReplay(t *testing.T) {
-	h := newHarness(t, tilefixture.Options{})
+	h := newHarness(t, tileserver.Options{})
 	dead := func(z, x, y int) bool { return z == 13 && x%3 == 0 }
 	h.fx.SetFail(dead)
 	f := h.flow(basemap(munich, "[11, 15]", ""))
@@ -360,7 +360,7 @@ func TestDeadTilesReplay(t *testing.T) {
 // TestQuota429: a server that allows 40 requests a second answers the rest 429 with
 // Retry-After; the harvest waits as told and completes, each tile fetched once.
 func TestQuota429(t *testing.T) {
-	h := newHarness(t, tilefixture.Options{Quota: &tilefixture.Quota{Limit: 40, Window: time.Second}})
+	h := newHarness(t, tileserver.Options{Quota: &tileserver.Quota{Limit: 40, Window: time.Second}})
 	f := h.flow(basemap(munich, "[12, 15]", "    retry: {max_attempts: 8}\n"))
 	want := cover(munich, 12, 15)
 	res := h.run(f, flows.RunOptions{})
@@ -383,7 +383,7 @@ func TestMissingOK(t *testing.T) {
 	coverage := orb.Bound{Min: orb.Point{11.45, 48.05}, Max: orb.Point{11.50, 48.10}}
 	want := cover(munich, 13, 14)
 
-	h := newHarness(t, tilefixture.Options{Coverage: coverage})
+	h := newHarness(t, tileserver.Options{Coverage: coverage})
 	res := h.run(h.flow(basemap(munich, "[13, 14]", "    missing_ok: true\n")), flows.RunOptions{})
 	if res.Status != flows.StateDone || res.DeadLetters() != 0 {
 		t.Fatalf("run %s with %d dead\n%s", res.Status, res.DeadLetters(), tail(h.logs.String()))
@@ -396,7 +396,7 @@ func TestMissingOK(t *testing.T) {
 		t.Errorf("%d missing rows with bytes or a path", n)
 	}
 
-	h2 := newHarness(t, tilefixture.Options{Coverage: coverage})
+	h2 := newHarness(t, tileserver.Options{Coverage: coverage})
 	res = h2.run(h2.flow(basemap(munich, "[13, 14]", "")), flows.RunOptions{})
 	if res.DeadLetters() != int64(len(missing)) {
 		t.Errorf("without missing_ok: %d dead units, want %d", res.DeadLetters(), len(missing))
@@ -405,7 +405,7 @@ func TestMissingOK(t *testing.T) {
 
 // TestAreaRestrictsPlanning: --bbox plans only the tiles that touch it.
 func TestAreaRestrictsPlanning(t *testing.T) {
-	h := newHarness(t, tilefixture.Options{})
+	h := newHarness(t, tileserver.Options{})
 	area := orb.Bound{Min: orb.Point{11.46, 48.06}, Max: orb.Point{11.47, 48.07}}
 	res := h.run(h.flow(basemap(munich, "[10, 16]", "")), flows.RunOptions{Area: &area})
 	want := cover(area, 10, 16)
@@ -423,7 +423,7 @@ func TestAreaRestrictsPlanning(t *testing.T) {
 // TestBBoxFrom: a task takes its area from what another stored; naming a task that does
 // not exist, or one it does not depend on, is refused when the flow is validated.
 func TestBBoxFrom(t *testing.T) {
-	h := newHarness(t, tilefixture.Options{})
+	h := newHarness(t, tileserver.Options{})
 	small := orb.Bound{Min: orb.Point{11.46, 48.06}, Max: orb.Point{11.47, 48.07}}
 	f := h.flow(basemap(small, "[14, 14]", "") + `  overview:
     type: tiles

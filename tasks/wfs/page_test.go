@@ -7,9 +7,9 @@ import (
 	"testing"
 
 	"github.com/geoflow/geoflow/flows"
-	"github.com/geoflow/geoflow/internal/pgstore"
+	"github.com/geoflow/geoflow/store/postgis"
 	"github.com/geoflow/geoflow/internal/testdb"
-	"github.com/geoflow/geoflow/internal/wfsfixture"
+	"github.com/geoflow/geoflow/internal/devserver/wfsserver"
 	"github.com/geoflow/geoflow/retry"
 	"github.com/geoflow/geoflow/tasks"
 )
@@ -18,7 +18,7 @@ import (
 // pages at 300 without saying so. Each short page asks for the rest as another page, so
 // every feature of the tile arrives, in order, with no gap between planned pages.
 func TestPagesComeBackShort(t *testing.T) {
-	h := newHarness(t, wfsfixture.Options{Features: 1000, CountDefault: 300, ImplementsSorting: true})
+	h := newHarness(t, wfsserver.Options{Features: 1000, CountDefault: 300, ImplementsSorting: true})
 	ctx := context.Background()
 	src := `name: pages
 tasks:
@@ -37,7 +37,7 @@ tasks:
 	if _, err := h.store.Migrate(ctx); err != nil {
 		t.Fatal(err)
 	}
-	run, err := h.store.StartRun(ctx, pgstore.RunStart{Flow: "pages"})
+	run, err := h.store.StartRun(ctx, postgis.RunStart{Flow: "pages"})
 	if err != nil {
 		t.Fatal(err)
 	}

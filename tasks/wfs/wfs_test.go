@@ -16,9 +16,9 @@ import (
 	"github.com/paulmach/orb"
 
 	"github.com/geoflow/geoflow/flows"
-	"github.com/geoflow/geoflow/internal/pgstore"
+	"github.com/geoflow/geoflow/store/postgis"
 	"github.com/geoflow/geoflow/internal/testdb"
-	"github.com/geoflow/geoflow/internal/wfsfixture"
+	"github.com/geoflow/geoflow/internal/devserver/wfsserver"
 	"github.com/geoflow/geoflow/retry"
 	"github.com/geoflow/geoflow/tasks"
 	"github.com/geoflow/geoflow/tasks/wfs"
@@ -29,20 +29,20 @@ func TestMain(m *testing.M) { testdb.Main(m) }
 // harness is one fixture server, one database and a way to run a flow against them.
 type harness struct {
 	t     *testing.T
-	fx    *wfsfixture.Server
+	fx    *wfsserver.Server
 	srv   *httptest.Server
 	dbURL string
-	store *pgstore.Store
+	store *postgis.Store
 	logs  *bytes.Buffer
 }
 
-func newHarness(t *testing.T, opts wfsfixture.Options) *harness {
+func newHarness(t *testing.T, opts wfsserver.Options) *harness {
 	t.Helper()
-	fx := wfsfixture.New(opts)
+	fx := wfsserver.New(opts)
 	srv := httptest.NewServer(fx)
 	t.Cleanup(srv.Close)
 	dbURL := testdb.URL(t)
-	store, err := pgstore.Open(context.Background(), dbURL, nil)
+	store, err := postgis.Open(context.Background(), dbURL, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,18 +185,18 @@ func tail(s string) string {
 func TestHarvestComplete(t *testing.T) {
 	tests := []struct {
 		name string
-		opts wfsfixture.Options
+		opts wfsserver.Options
 		keys string
 	}{
-		{name: "wfs 2.0 geojson", opts: wfsfixture.Options{Features: 3000, CountDefault: 500, ImplementsSorting: true}},
-		{name: "wfs 2.0 gml 3.2", opts: wfsfixture.Options{Features: 3000, CountDefault: 500}, keys: "output_format: gml"},
-		{name: "wfs 1.1 gml 3.1.1", opts: wfsfixture.Options{Features: 2000, CountDefault: 400}, keys: "version: 1.1.0\noutput_format: gml"},
-		{name: "wfs 1.0 gml2", opts: wfsfixture.Options{Features: 2000, CountDefault: 400}, keys: "version: 1.0.0"},
-		{name: "mapserver", opts: wfsfixture.Options{Features: 2000, CountDefault: 300, Flavor: "mapserver"}, keys: "typename: parcels"},
-		{name: "deegree", opts: wfsfixture.Options{Features: 2000, CountDefault: 300, Flavor: "deegree"}, keys: "output_format: gml"},
-		{name: "qgis", opts: wfsfixture.Options{Features: 1500, CountDefault: 300, Flavor: "qgis"}, keys: "typename: parcels"},
-		{name: "unstable order, no sorting, small pages", opts: wfsfixture.Options{Features: 3000, CountDefault: 100, UnstableOrder: true}},
-		{name: "numberMatched unknown", opts: wfsfixture.Options{Features: 2000, CountDefault: 300, SkipNumberMatched: true}},
+		{name: "wfs 2.0 geojson", opts: wfsserver.Options{Features: 3000, CountDefault: 500, ImplementsSorting: true}},
+		{name: "wfs 2.0 gml 3.2", opts: wfsserver.Options{Features: 3000, CountDefault: 500}, keys: "output_format: gml"},
+		{name: "wfs 1.1 gml 3.1.1", opts: wfsserver.Options{Features: 2000, CountDefault: 400}, keys: "version: 1.1.0\noutput_format: gml"},
+		{name: "wfs 1.0 gml2", opts: wfsserver.Options{Features: 2000, CountDefault: 400}, keys: "version: 1.0.0"},
+		{name: "mapserver", opts: wfsserver.Options{Features: 2000, CountDefault: 300, Flavor: "mapserver"}, keys: "typename: parcels"},
+		{name: "deegree", opts: wfsserver.Options{Features: 2000, CountDefault: 300, Flavor: "deegree"}, keys: "output_format: gml"},
+		{name: "qgis", opts: wfsserver.Options{Features: 1500, CountDefault: 300, Flavor: "qgis"}, keys: "typename: parcels"},
+		{name: "unstable order, no sorting, small pages", opts: wfsserver.Options{Features: 3000, CountDefault: 100, UnstableOrder: true}},
+		{name: "numberMatched unknown", opts: wfsserver.Options{Features: 2000, CountDefault: 300, SkipNumberMatched: true}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -228,7 +228,7 @@ func TestHarvestComplete(t *testing.T) {
 // TestHarvestFaults: truncated bodies, proxy HTML pages and exception reports with 200,
 // and 5xx, on a fifth of the requests: every feature still lands exactly once.
 func TestHarvestFaults(t *testing.T) {
-	h := newHarness(t, wfsfixture.Options{Features: 2000, CountDefault: 250, Faults: wfsfixture.Faults{
+	h := newHarness(t, wfsserver.Options{Features: 2000, CountDefault: 250, Faults: wfsserver.Faults{
 		Rate5xx: 0.06, RateTruncate: 0.08, RateHTML200: 0.04, Seed: 7}})
 	res := h.run("typename: gf:parcels\nbbox: [11.45, 48.05, 11.55, 48.15]\ntarget: {table: parcels}", flows.RunOptions{})
 	if res.Status != flows.StateDone || res.DeadLetters() != 0 {
@@ -242,7 +242,7 @@ func TestHarvestFaults(t *testing.T) {
 }
 
 func TestHarvestArea(t *testing.T) {
-	h := newHarness(t, wfsfixture.Options{Features: 4000, CountDefault: 500})
+	h := newHarness(t, wfsserver.Options{Features: 4000, CountDefault: 500})
 	area := orb.Bound{Min: orb.Point{11.46, 48.06}, Max: orb.Point{11.48, 48.08}}
 	res := h.run("typename: gf:parcels\nbbox: [11.45, 48.05, 11.55, 48.15]\ntarget: {table: parcels}", flows.RunOptions{Area: &area})
 	if res.Status != flows.StateDone {
@@ -260,7 +260,7 @@ func TestHarvestArea(t *testing.T) {
 }
 
 func TestHarvestUpsert(t *testing.T) {
-	h := newHarness(t, wfsfixture.Options{Features: 800, CountDefault: 300})
+	h := newHarness(t, wfsserver.Options{Features: 800, CountDefault: 300})
 	keys := "typename: gf:parcels\nbbox: [11.45, 48.05, 11.55, 48.15]\ntarget: {table: up, mode: upsert, key: [parcel_id]}"
 	res := h.run(keys, flows.RunOptions{})
 	if res.Status != flows.StateDone || res.Summary.Inserted != 800 {
@@ -293,7 +293,7 @@ func TestHarvestRefusesBadInput(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			h := newHarness(t, wfsfixture.Options{Features: 100})
+			h := newHarness(t, wfsserver.Options{Features: 100})
 			if tt.setup != "" {
 				testdb.Rows(t, h.dbURL, tt.setup)
 			}
@@ -312,7 +312,7 @@ func TestHarvestRefusesBadInput(t *testing.T) {
 // TestHarvestPermanentError: a server that answers an exception report for every
 // GetFeature fails the unit at once with the server's own words, without retrying.
 func TestHarvestPermanentError(t *testing.T) {
-	fx := wfsfixture.New(wfsfixture.Options{Features: 100})
+	fx := wfsserver.New(wfsserver.Options{Features: 100})
 	var getFeature int
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if strings.EqualFold(r.URL.Query().Get("REQUEST"), "GetFeature") {
@@ -325,7 +325,7 @@ func TestHarvestPermanentError(t *testing.T) {
 		fx.ServeHTTP(w, r)
 	}))
 	defer srv.Close()
-	h := newHarness(t, wfsfixture.Options{Features: 1})
+	h := newHarness(t, wfsserver.Options{Features: 1})
 	h.srv = srv
 	res := h.run("typename: gf:parcels\nbbox: [11.45, 48.05, 11.55, 48.15]\ntarget: {table: t}", flows.RunOptions{})
 	if res.DeadLetters() != 1 {

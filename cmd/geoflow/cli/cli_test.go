@@ -11,7 +11,7 @@ import (
 
 	"github.com/geoflow/geoflow/cmd/geoflow/cli"
 	"github.com/geoflow/geoflow/internal/testdb"
-	"github.com/geoflow/geoflow/internal/wfsfixture"
+	"github.com/geoflow/geoflow/internal/devserver/wfsserver"
 )
 
 func TestMain(m *testing.M) { testdb.Main(m) }
@@ -125,7 +125,7 @@ func TestMigrateAndRun(t *testing.T) {
 		t.Errorf("migrate status: exit %d\n%s", code, out)
 	}
 
-	fx := wfsfixture.New(wfsfixture.Options{Features: 1500, CountDefault: 400, ImplementsSorting: true})
+	fx := wfsserver.New(wfsserver.Options{Features: 1500, CountDefault: 400, ImplementsSorting: true})
 	srv := httptest.NewServer(fx)
 	defer srv.Close()
 	flow, err := os.ReadFile("../../../flows/parcels.yaml")

@@ -12,7 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/geoflow/geoflow/internal/wfsfixture"
+	"github.com/geoflow/geoflow/internal/devserver/wfsserver"
 )
 
 func newDevCmd(g *globals) *cobra.Command {
@@ -22,7 +22,7 @@ func newDevCmd(g *globals) *cobra.Command {
 	}
 	var (
 		listen              string
-		opts                wfsfixture.Options
+		opts                wfsserver.Options
 		quota               int
 		window              time.Duration
 		headers             string
@@ -40,9 +40,9 @@ func newDevCmd(g *globals) *cobra.Command {
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if quota > 0 {
-				opts.Quota = &wfsfixture.Quota{Limit: quota, Window: window, Headers: headers, RetryAfter: retryAfter, TokenBucket: bucket}
+				opts.Quota = &wfsserver.Quota{Limit: quota, Window: window, Headers: headers, RetryAfter: retryAfter, TokenBucket: bucket}
 			}
-			opts.Faults = wfsfixture.Faults{Rate5xx: f5xx, RateTruncate: trunc, RateException200: exc200, RateHTML200: html200, Seed: opts.Seed}
+			opts.Faults = wfsserver.Faults{Rate5xx: f5xx, RateTruncate: trunc, RateException200: exc200, RateHTML200: html200, Seed: opts.Seed}
 			if failOneIn > 0 {
 				opts.Faults.FailForever = failOneURLIn(failOneIn)
 			}
@@ -99,12 +99,12 @@ func failOneURLIn(n int) func(*http.Request) bool {
 	}
 }
 
-func serveDevWFS(ctx context.Context, g *globals, listen string, opts wfsfixture.Options) error {
+func serveDevWFS(ctx context.Context, g *globals, listen string, opts wfsserver.Options) error {
 	ln, err := net.Listen("tcp", listen)
 	if err != nil {
 		return fmt.Errorf("listening on %s: %w", listen, err)
 	}
-	srv := wfsfixture.New(opts)
+	srv := wfsserver.New(opts)
 	mux := http.NewServeMux()
 	mux.Handle("/wfs", srv)
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })

@@ -16,7 +16,7 @@ import (
 
 	"github.com/geoflow/geoflow/dlq"
 	"github.com/geoflow/geoflow/flows"
-	"github.com/geoflow/geoflow/internal/pgstore"
+	"github.com/geoflow/geoflow/store/postgis"
 	"github.com/geoflow/geoflow/retry"
 )
 
@@ -67,8 +67,8 @@ func classNames() string {
 
 // openDLQStore opens the database and brings its schema up to date: the DLQ commands may be
 // the first thing run against a database.
-func openDLQStore(ctx context.Context, g *globals) (*pgstore.Store, error) {
-	store, err := pgstore.Open(ctx, g.databaseURL(), nil)
+func openDLQStore(ctx context.Context, g *globals) (*postgis.Store, error) {
+	store, err := postgis.Open(ctx, g.databaseURL(), nil)
 	if err != nil {
 		return nil, err
 	}

@@ -21,7 +21,7 @@ import (
 
 	"github.com/geoflow/geoflow/cmd/geoflow/cli"
 	"github.com/geoflow/geoflow/internal/testdb"
-	"github.com/geoflow/geoflow/internal/wfsfixture"
+	"github.com/geoflow/geoflow/internal/devserver/wfsserver"
 	"github.com/geoflow/geoflow/spatial"
 )
 
@@ -72,10 +72,10 @@ func requestBBox(r *http.Request) (orb.Bound, bool) {
 // failingFixture is a sample WFS that answers 500 to every request for a tile smaller
 // than the whole area that contains one of points, until healed: planning succeeds, and
 // the quadrants holding the points become dead units.
-func failingFixture(t *testing.T, healed *atomic.Bool, points ...orb.Point) (*wfsfixture.Server, string) {
+func failingFixture(t *testing.T, healed *atomic.Bool, points ...orb.Point) (*wfsserver.Server, string) {
 	t.Helper()
-	fx := wfsfixture.New(wfsfixture.Options{Features: 1500, CountDefault: 400, ImplementsSorting: true,
-		Faults: wfsfixture.Faults{FailForever: func(r *http.Request) bool {
+	fx := wfsserver.New(wfsserver.Options{Features: 1500, CountDefault: 400, ImplementsSorting: true,
+		Faults: wfsserver.Faults{FailForever: func(r *http.Request) bool {
 			if healed.Load() {
 				return false
 			}
@@ -96,7 +96,7 @@ func failingFixture(t *testing.T, healed *atomic.Bool, points ...orb.Point) (*wf
 }
 
 // featuresIn counts the fixture's features a BBOX request over b returns.
-func featuresIn(fx *wfsfixture.Server, b orb.Bound) int64 {
+func featuresIn(fx *wfsserver.Server, b orb.Bound) int64 {
 	var n int64
 	for i := range fx.Len() {
 		if fx.Feature(i).Geometry.Bound().Intersects(b) {
@@ -395,7 +395,7 @@ func TestKillAndResume(t *testing.T) {
 		t.Skip("SIGKILL")
 	}
 	bin := buildGeoflow(t)
-	fx := wfsfixture.New(wfsfixture.Options{Features: 3000, CountDefault: 100, ImplementsSorting: true, Latency: 20 * time.Millisecond})
+	fx := wfsserver.New(wfsserver.Options{Features: 3000, CountDefault: 100, ImplementsSorting: true, Latency: 20 * time.Millisecond})
 	srv := httptest.NewServer(fx)
 	defer srv.Close()
 	want := featuresIn(fx, harvestArea)

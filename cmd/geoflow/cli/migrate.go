@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/geoflow/geoflow/internal/pgstore"
+	"github.com/geoflow/geoflow/store/postgis"
 )
 
 func newMigrateCmd(g *globals) *cobra.Command {
@@ -19,7 +19,7 @@ func newMigrateCmd(g *globals) *cobra.Command {
 		Short: "Create PostGIS when missing and apply pending migrations",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			store, err := pgstore.Open(cmd.Context(), g.databaseURL(), nil)
+			store, err := postgis.Open(cmd.Context(), g.databaseURL(), nil)
 			if err != nil {
 				return err
 			}
@@ -41,7 +41,7 @@ func newMigrateCmd(g *globals) *cobra.Command {
 		Short: "List migrations and whether each is applied",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			store, err := pgstore.Open(cmd.Context(), g.databaseURL(), nil)
+			store, err := postgis.Open(cmd.Context(), g.databaseURL(), nil)
 			if err != nil {
 				return err
 			}

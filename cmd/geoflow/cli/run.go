@@ -15,7 +15,7 @@ import (
 
 	"github.com/geoflow/geoflow/dlq"
 	"github.com/geoflow/geoflow/flows"
-	"github.com/geoflow/geoflow/internal/pgstore"
+	"github.com/geoflow/geoflow/store/postgis"
 	"github.com/geoflow/geoflow/retry"
 	"github.com/geoflow/geoflow/spatial"
 )
@@ -93,7 +93,7 @@ func runFlow(ctx context.Context, g *globals, path string, rf runFlags) error {
 	if err != nil {
 		return err
 	}
-	store, err := pgstore.Open(ctx, g.databaseURL(), nil)
+	store, err := postgis.Open(ctx, g.databaseURL(), nil)
 	if err != nil {
 		return err
 	}

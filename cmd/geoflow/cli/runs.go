@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/geoflow/geoflow/internal/pgstore"
+	"github.com/geoflow/geoflow/store/postgis"
 )
 
 func newRunsCmd(g *globals) *cobra.Command {
@@ -23,7 +23,7 @@ func newRunsCmd(g *globals) *cobra.Command {
 
 func newRunsListCmd(g *globals) *cobra.Command {
 	var (
-		filter pgstore.RunFilter
+		filter postgis.RunFilter
 		asJS   bool
 	)
 	cmd := &cobra.Command{
@@ -45,7 +45,7 @@ func newRunsListCmd(g *globals) *cobra.Command {
 			}
 			if asJS {
 				if runs == nil {
-					runs = []pgstore.RunRecord{}
+					runs = []postgis.RunRecord{}
 				}
 				return writeDLQJSON(g.stdout, runs)
 			}
@@ -101,7 +101,7 @@ func fmtTime(t *time.Time) string {
 	return t.Local().Format(time.DateTime)
 }
 
-func printRuns(w io.Writer, runs []pgstore.RunRecord) error {
+func printRuns(w io.Writer, runs []postgis.RunRecord) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tFLOW\tSTATUS\tTRIGGER\tSCHEDULED FOR\tSTARTED\tFINISHED\tUNITS DONE\tDEAD\tINSERTED\tSKIPPED")
 	for _, r := range runs {
@@ -112,7 +112,7 @@ func printRuns(w io.Writer, runs []pgstore.RunRecord) error {
 	return tw.Flush()
 }
 
-func printRun(w io.Writer, r pgstore.RunRecord) error {
+func printRun(w io.Writer, r postgis.RunRecord) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "run\t%d\n", r.ID)
 	fmt.Fprintf(tw, "flow\t%s\n", r.Flow)

@@ -9,7 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/geoflow/geoflow/flows"
-	"github.com/geoflow/geoflow/internal/scheduler"
+	"github.com/geoflow/geoflow/schedule"
 )
 
 func newScheduleCmd(g *globals) *cobra.Command {
@@ -38,7 +38,7 @@ func newScheduleListCmd(g *globals) *cobra.Command {
 			if n < 1 {
 				return fmt.Errorf("--next must be at least 1")
 			}
-			infos, err := scheduler.List(dir, flows.Options{Registry: registry()}, time.Now(), n)
+			infos, err := schedule.List(dir, flows.Options{Registry: registry()}, time.Now(), n)
 			if err != nil {
 				return err
 			}
@@ -76,7 +76,7 @@ func indentProblem(file, problem string) string {
 	return file + ": " + problem
 }
 
-func printSchedules(g *globals, infos []scheduler.FlowInfo) error {
+func printSchedules(g *globals, infos []schedule.FlowInfo) error {
 	n := 0
 	tw := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "FLOW\tSCHEDULE\tTIMEZONE\tOVERLAP\tCATCHUP\tNEXT FIRES")

@@ -17,9 +17,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/geoflow/geoflow/flows"
-	"github.com/geoflow/geoflow/internal/pgstore"
-	"github.com/geoflow/geoflow/internal/scheduler"
-	"github.com/geoflow/geoflow/internal/serve"
+	"github.com/geoflow/geoflow/store/postgis"
+	"github.com/geoflow/geoflow/schedule"
+	"github.com/geoflow/geoflow/server"
 	"github.com/geoflow/geoflow/retry"
 )
 
@@ -69,7 +69,7 @@ func runServe(ctx context.Context, g *globals, sf serveFlags) error {
 	}
 	// Each scheduled run holds a connection for its flow's lock and one for its own, on top
 	// of its workers': more than a single run needs.
-	store, err := pgstore.Open(ctx, g.databaseURL(), &pgstore.Options{MaxConns: 32})
+	store, err := postgis.Open(ctx, g.databaseURL(), &postgis.Options{MaxConns: 32})
 	if err != nil {
 		return err
 	}
@@ -84,12 +84,12 @@ func runServe(ctx context.Context, g *globals, sf serveFlags) error {
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	metrics, err := scheduler.NewMetrics(reg)
+	metrics, err := schedule.NewMetrics(reg)
 	if err != nil {
 		ln.Close()
 		return err
 	}
-	sched, err := scheduler.New(scheduler.Options{
+	sched, err := schedule.New(schedule.Options{
 		Store:    store,
 		Dir:      sf.dir,
 		Flows:    flows.Options{Registry: registry()},
@@ -115,7 +115,7 @@ func runServe(ctx context.Context, g *globals, sf serveFlags) error {
 	ready.Store(true)
 	// Not ready from the first signal on, while runs drain and the endpoints still answer.
 	context.AfterFunc(ctx, func() { ready.Store(false) })
-	h, err := serve.Handler(serve.Options{Store: store, Flows: sched, Registry: reg, Ready: &ready, Logger: log})
+	h, err := server.Handler(server.Options{Store: store, Flows: sched, Registry: reg, Ready: &ready, Logger: log})
 	if err != nil {
 		ln.Close()
 		return err

@@ -18,9 +18,9 @@ import (
 	"time"
 
 	"github.com/geoflow/geoflow/cmd/geoflow/cli"
-	"github.com/geoflow/geoflow/internal/pgstore"
+	"github.com/geoflow/geoflow/store/postgis"
 	"github.com/geoflow/geoflow/internal/testdb"
-	"github.com/geoflow/geoflow/internal/wfsfixture"
+	"github.com/geoflow/geoflow/internal/devserver/wfsserver"
 )
 
 func scheduledFlow(name, schedule, wfsURL string) string {
@@ -99,7 +99,7 @@ func httpGet(t *testing.T, url string) string {
 func TestServeTwoInstancesAndSIGTERM(t *testing.T) {
 	db := testdb.URL(t)
 	bin := buildGeoflow(t)
-	wfsSrv := httptest.NewServer(wfsfixture.New(wfsfixture.Options{Features: 200}))
+	wfsSrv := httptest.NewServer(wfsserver.New(wfsserver.Options{Features: 200}))
 	defer wfsSrv.Close()
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "parcels.yaml"), []byte(scheduledFlow("parcels", "@every 1s", wfsSrv.URL)), 0o644); err != nil {
@@ -173,7 +173,7 @@ func TestServeTwoInstancesAndSIGTERM(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("runs list: exit %d\n%s", code, errs)
 	}
-	var listed []pgstore.RunRecord
+	var listed []postgis.RunRecord
 	if err := json.Unmarshal([]byte(out), &listed); err != nil || int64(len(listed)) != total {
 		t.Errorf("runs list --json: %d runs (want %d), %v", len(listed), total, err)
 	}
@@ -272,14 +272,14 @@ func TestRunsCommands(t *testing.T) {
 		t.Fatalf("runs list on an empty database: exit %d\n%s%s", code, out, errs)
 	}
 	ctx := context.Background()
-	store, err := pgstore.Open(ctx, db, nil)
+	store, err := postgis.Open(ctx, db, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer store.Close()
 	at := time.Date(2025, 6, 1, 2, 0, 0, 0, time.UTC)
 	for i, flow := range []string{"a", "b", "a"} {
-		st := pgstore.RunStart{Flow: flow}
+		st := postgis.RunStart{Flow: flow}
 		if i == 2 {
 			st.Trigger, st.ScheduledFor = "schedule", &at
 		}

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/geoflow/geoflow/internal/testdb"
-	"github.com/geoflow/geoflow/internal/wfsfixture"
+	"github.com/geoflow/geoflow/internal/devserver/wfsserver"
 )
 
 // TestRunSignals sends SIGTERM or SIGINT to a running `geoflow run`: it stops taking new
@@ -29,7 +29,7 @@ func TestRunSignals(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			fx := wfsfixture.New(wfsfixture.Options{Features: 2000, CountDefault: 100, Latency: 30 * time.Millisecond})
+			fx := wfsserver.New(wfsserver.Options{Features: 2000, CountDefault: 100, Latency: 30 * time.Millisecond})
 			srv := httptest.NewServer(fx)
 			defer srv.Close()
 			db := testdb.URL(t)

@@ -1,0 +1,213 @@
+// Package serve is the HTTP side of geoflow serve, where operators look: Prometheus
+// metrics, liveness and readiness probes, and a small JSON API over the scheduled flows and
+// the run history.
+package server
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/geoflow/geoflow/store/postgis"
+	"github.com/geoflow/geoflow/schedule"
+)
+
+// Options configure Handler.
+type Options struct {
+	// Store answers /readyz and the run history; required.
+	Store *postgis.Store
+	// Flows lists the scheduled flows for /api/flows; required.
+	Flows FlowLister
+	// Registry is gathered for /metrics and receives the API's own request metrics;
+	// required (a private registry, never the global default).
+	Registry *prometheus.Registry
+	// Ready, when set, is consulted by /readyz first: false (shutting down) answers 503.
+	Ready *atomic.Bool
+	// Logger defaults to slog.Default().
+	Logger *slog.Logger
+	// NextFires is how many fire times /api/flows lists per flow. Defaults to 3.
+	NextFires int
+}
+
+// FlowLister lists scheduled flows; *schedule.Scheduler is one.
+type FlowLister interface {
+	Flows(n int) []schedule.FlowInfo
+}
+
+var _ FlowLister = (*schedule.Scheduler)(nil)
+
+type handler struct {
+	o   Options
+	log *slog.Logger
+}
+
+// Handler returns the HTTP handler of geoflow serve:
+//
+//	GET /metrics          Prometheus metrics of Registry
+//	GET /healthz          200 while the process serves
+//	GET /readyz           200 when the database answers and its migrations are current
+//	GET /api/flows        scheduled flows with their next fire times
+//	GET /api/runs         run history, latest first (?flow=, ?status=, ?limit=)
+//	GET /api/runs/{id}    one run with its tasks
+//	GET /api/fires        scheduled fires and what became of them (?flow=, ?limit=)
+func Handler(opts Options) (http.Handler, error) {
+	if opts.Store == nil || opts.Flows == nil || opts.Registry == nil {
+		return nil, errors.New("serve: Store, Flows and Registry are required")
+	}
+	opts.NextFires = cmp.Or(opts.NextFires, 3)
+	h := &handler{o: opts, log: cmp.Or(opts.Logger, slog.Default())}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(opts.Registry, promhttp.HandlerOpts{Registry: opts.Registry}))
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	})
+	mux.HandleFunc("GET /readyz", h.ready)
+	mux.HandleFunc("GET /api/flows", h.flows)
+	mux.HandleFunc("GET /api/runs", h.runs)
+	mux.HandleFunc("GET /api/runs/{id}", h.run)
+	mux.HandleFunc("GET /api/fires", h.fires)
+
+	requests := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "geoflow_api_requests_total",
+		Help: "Requests to geoflow serve's HTTP endpoints, by route and status code.",
+	}, []string{"route", "code"})
+	if err := opts.Registry.Register(requests); err != nil {
+		return nil, err
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rw := &statusWriter{ResponseWriter: w, code: http.StatusOK}
+		mux.ServeHTTP(rw, r)
+		// The mux sets the matched pattern on r; unmatched paths share one label, so a
+		// scanner cannot make series without bound.
+		requests.WithLabelValues(cmp.Or(r.Pattern, "unmatched"), strconv.Itoa(rw.code)).Inc()
+	}), nil
+}
+
+type statusWriter struct {
+	http.ResponseWriter
+	code int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	w.code = code
+	w.ResponseWriter.WriteHeader(code)
+}
+
+// Unwrap lets http.ResponseController reach the underlying writer.
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
+}
+
+type apiError struct {
+	Error string `json:"error"`
+}
+
+func (h *handler) fail(w http.ResponseWriter, r *http.Request, code int, err error) {
+	if code >= 500 {
+		h.log.Error("API request failed", "path", r.URL.Path, "err", err)
+	}
+	writeJSON(w, code, apiError{Error: err.Error()})
+}
+
+func (h *handler) ready(w http.ResponseWriter, r *http.Request) {
+	if h.o.Ready != nil && !h.o.Ready.Load() {
+		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "error": "shutting down"})
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), 3*time.Second)
+	defer cancel()
+	err := h.o.Store.Ping(ctx)
+	if err == nil {
+		err = h.o.Store.CheckMigrations(ctx)
+	}
+	if err != nil {
+		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "error": err.Error()})
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+}
+
+func (h *handler) flows(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, h.o.Flows.Flows(h.o.NextFires))
+}
+
+// limitParam reads ?limit=, a positive number, with def when absent.
+func limitParam(r *http.Request, def int) (int, error) {
+	s := r.URL.Query().Get("limit")
+	if s == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 || n > 10000 {
+		return 0, errors.New("limit must be a whole number from 1 to 10000")
+	}
+	return n, nil
+}
+
+func (h *handler) runs(w http.ResponseWriter, r *http.Request) {
+	limit, err := limitParam(r, 100)
+	if err != nil {
+		h.fail(w, r, http.StatusBadRequest, err)
+		return
+	}
+	q := r.URL.Query()
+	runs, err := h.o.Store.ListRuns(r.Context(), postgis.RunFilter{Flow: q.Get("flow"), Status: q.Get("status"), Limit: limit})
+	if err != nil {
+		h.fail(w, r, http.StatusInternalServerError, err)
+		return
+	}
+	if runs == nil {
+		runs = []postgis.RunRecord{}
+	}
+	writeJSON(w, http.StatusOK, runs)
+}
+
+func (h *handler) run(w http.ResponseWriter, r *http.Request) {
+	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
+	if err != nil || id < 1 {
+		h.fail(w, r, http.StatusBadRequest, errors.New("a run id is a positive whole number"))
+		return
+	}
+	run, err := h.o.Store.GetRun(r.Context(), id)
+	if errors.Is(err, postgis.ErrNotFound) {
+		h.fail(w, r, http.StatusNotFound, errors.New("no run "+strconv.FormatInt(id, 10)))
+		return
+	}
+	if err != nil {
+		h.fail(w, r, http.StatusInternalServerError, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, run)
+}
+
+func (h *handler) fires(w http.ResponseWriter, r *http.Request) {
+	limit, err := limitParam(r, 100)
+	if err != nil {
+		h.fail(w, r, http.StatusBadRequest, err)
+		return
+	}
+	fires, err := h.o.Store.ListFires(r.Context(), r.URL.Query().Get("flow"), limit)
+	if err != nil {
+		h.fail(w, r, http.StatusInternalServerError, err)
+		return
+	}
+	if fires == nil {
+		fires = []postgis.Fire{}
+	}
+	writeJSON(w, http.StatusOK, fires)
+}

@@ -1,0 +1,134 @@
+package postgis
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// RunRecord is one run as the run history shows it. The unit and feature counts of a run
+// that is still going are counted live from its units; those of a finished run are the
+// totals recorded when it finished.
+type RunRecord struct {
+	ID               int64      `json:"id"`
+	Flow             string     `json:"flow"`
+	Status           string     `json:"status"`
+	Trigger          string     `json:"trigger"`
+	ScheduledFor     *time.Time `json:"scheduled_for"`
+	StartedAt        time.Time  `json:"started_at"`
+	FinishedAt       *time.Time `json:"finished_at"`
+	UnitsTotal       int64      `json:"units_total"`
+	UnitsDone        int64      `json:"units_done"`
+	UnitsDead        int64      `json:"units_dead"`
+	FeaturesInserted int64      `json:"features_inserted"`
+	FeaturesSkipped  int64      `json:"features_skipped"`
+	FeaturesUpdated  int64      `json:"features_updated"`
+	Error            string     `json:"error,omitempty"`
+	// Tasks is filled by GetRun only.
+	Tasks []TaskRecord `json:"tasks,omitempty"`
+}
+
+// TaskRecord is one task of a run.
+type TaskRecord struct {
+	Task             string     `json:"task"`
+	Type             string     `json:"type"`
+	State            string     `json:"state"`
+	StartedAt        *time.Time `json:"started_at"`
+	FinishedAt       *time.Time `json:"finished_at"`
+	UnitsTotal       int64      `json:"units_total"`
+	UnitsDone        int64      `json:"units_done"`
+	UnitsDead        int64      `json:"units_dead"`
+	FeaturesInserted int64      `json:"features_inserted"`
+	FeaturesSkipped  int64      `json:"features_skipped"`
+	Error            string     `json:"error,omitempty"`
+}
+
+// RunFilter selects runs for ListRuns. The zero value selects the latest 100 runs.
+type RunFilter struct {
+	Flow   string // "" for every flow
+	Status string // "" for every status
+	// Limit caps how many runs are returned, latest first. Defaults to 100; negative
+	// means no limit.
+	Limit int
+}
+
+// runSelect reads runs with live counts for the ones still running. The status test inside
+// the lateral subquery spares finished runs the count (a one-time filter); the one in the
+// join leaves them NULL counts rather than an aggregate's zeros.
+const runSelect = `SELECT r.id, r.flow, r.status, r.trigger, r.scheduled_for, r.started_at, r.finished_at,
+	coalesce(c.total, r.units_total), coalesce(c.done, r.units_done), coalesce(c.dead, r.units_dead),
+	coalesce(c.ins, r.features_inserted), coalesce(c.skip, r.features_skipped), coalesce(c.upd, r.features_updated),
+	coalesce(r.error, '')
+FROM geoflow_runs r
+LEFT JOIN LATERAL (
+	SELECT count(*) AS total,
+	       count(*) FILTER (WHERE u.state = 'done') AS done,
+	       count(*) FILTER (WHERE u.state = 'failed') AS dead,
+	       coalesce(sum(u.features_inserted), 0) AS ins,
+	       coalesce(sum(u.features_skipped), 0) AS skip,
+	       coalesce(sum(u.features_updated), 0) AS upd
+	FROM geoflow_units u WHERE u.run_id = r.id AND r.status = 'running') c ON r.status = 'running'`
+
+func scanRun(row pgx.CollectableRow) (RunRecord, error) {
+	var r RunRecord
+	err := row.Scan(&r.ID, &r.Flow, &r.Status, &r.Trigger, &r.ScheduledFor, &r.StartedAt, &r.FinishedAt,
+		&r.UnitsTotal, &r.UnitsDone, &r.UnitsDead, &r.FeaturesInserted, &r.FeaturesSkipped, &r.FeaturesUpdated, &r.Error)
+	return r, err
+}
+
+// ListRuns returns the runs f selects, latest first.
+func (s *Store) ListRuns(ctx context.Context, f RunFilter) ([]RunRecord, error) {
+	var limit *int
+	switch {
+	case f.Limit == 0:
+		l := 100
+		limit = &l
+	case f.Limit > 0:
+		limit = &f.Limit
+	}
+	rows, err := s.pool.Query(ctx, runSelect+`
+		WHERE ($1 = '' OR r.flow = $1) AND ($2 = '' OR r.status = $2)
+		ORDER BY r.id DESC LIMIT $3`, f.Flow, f.Status, limit)
+	if err != nil {
+		return nil, translate("listing runs", err)
+	}
+	out, err := pgx.CollectRows(rows, scanRun)
+	return out, translate("listing runs", err)
+}
+
+// GetRun returns one run with its tasks, or an error wrapping ErrNotFound.
+func (s *Store) GetRun(ctx context.Context, id int64) (RunRecord, error) {
+	what := fmt.Sprintf("reading run %d", id)
+	rows, err := s.pool.Query(ctx, runSelect+` WHERE r.id = $1`, id)
+	if err != nil {
+		return RunRecord{}, translate(what, err)
+	}
+	run, err := pgx.CollectExactlyOneRow(rows, scanRun)
+	if err != nil {
+		return RunRecord{}, translate(what, err)
+	}
+	rows, err = s.pool.Query(ctx, `SELECT t.task, t.type, t.state, t.started_at, t.finished_at,
+			coalesce(c.total, t.units_total), coalesce(c.done, t.units_done), coalesce(c.dead, t.units_dead),
+			coalesce(c.ins, t.features_inserted), coalesce(c.skip, t.features_skipped), coalesce(t.error, '')
+		FROM geoflow_run_tasks t
+		LEFT JOIN LATERAL (
+			SELECT count(*) AS total,
+			       count(*) FILTER (WHERE u.state = 'done') AS done,
+			       count(*) FILTER (WHERE u.state = 'failed') AS dead,
+			       coalesce(sum(u.features_inserted), 0) AS ins,
+			       coalesce(sum(u.features_skipped), 0) AS skip
+			FROM geoflow_units u WHERE u.run_id = t.run_id AND u.task = t.task AND t.state = 'running') c ON t.state = 'running'
+		WHERE t.run_id = $1 ORDER BY t.started_at NULLS LAST, t.task`, id)
+	if err != nil {
+		return RunRecord{}, translate(what, err)
+	}
+	run.Tasks, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (TaskRecord, error) {
+		var t TaskRecord
+		err := row.Scan(&t.Task, &t.Type, &t.State, &t.StartedAt, &t.FinishedAt,
+			&t.UnitsTotal, &t.UnitsDone, &t.UnitsDead, &t.FeaturesInserted, &t.FeaturesSkipped, &t.Error)
+		return t, err
+	})
+	return run, translate(what, err)
+}

@@ -1,0 +1,461 @@
+package postgis
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/paulmach/orb"
+	"github.com/paulmach/orb/encoding/wkb"
+
+	"github.com/geoflow/geoflow/spatial"
+	"github.com/geoflow/geoflow/tasks"
+)
+
+var _ tasks.Store = (*Store)(nil)
+
+// CommitUnit implements tasks.Store: write's output, the unit's done state and its
+// children commit in one transaction, or none of it does.
+func (s *Store) CommitUnit(ctx context.Context, ref tasks.UnitRef, write func(ctx context.Context, tx tasks.Tx) (tasks.Result, error)) (tasks.Result, error) {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return tasks.Result{}, translate(fmt.Sprintf("beginning the transaction of unit %s", ref.Key), err)
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // a no-op after Commit
+	res, err := write(ctx, &unitTx{tx: tx, ref: ref})
+	if err != nil {
+		return res, err
+	}
+	if len(res.Children) > 0 {
+		children := make([]tasks.Unit, len(res.Children))
+		for i, c := range res.Children {
+			c.Parent = ref.Key
+			children[i] = c
+		}
+		res.Children = children
+		if err := addUnits(ctx, tx, ref.RunID, ref.TaskID, children); err != nil {
+			return res, err
+		}
+	}
+	_, err = tx.Exec(ctx, `UPDATE geoflow_units SET state = 'done', finished_at = now(), error = NULL,
+		features_inserted = $4, features_skipped = $5, features_updated = $6, bytes = $7,
+		attempts = attempts + CASE WHEN $8::timestamptz IS NULL THEN 0 ELSE 1 END, started_at = coalesce($8, started_at)
+		WHERE run_id = $1 AND task = $2 AND key = $3`,
+		ref.RunID, ref.TaskID, ref.Key, res.Inserted, res.Skipped, res.Updated, res.Bytes, unitStart(ctx))
+	if err != nil {
+		return res, translate(fmt.Sprintf("marking unit %s done", ref.Key), err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return res, translate(fmt.Sprintf("committing unit %s", ref.Key), err)
+	}
+	return res, nil
+}
+
+type unitTx struct {
+	tx  pgx.Tx
+	ref tasks.UnitRef
+}
+
+func tableIdent(t *tasks.FeatureTable) string {
+	schema := t.Schema
+	if schema == "" {
+		schema = "public"
+	}
+	return pgx.Identifier{schema, t.Name}.Sanitize()
+}
+
+// stagingName is a per-connection temporary table named after the target's shape, so
+// that units of different targets sharing a connection never mix.
+func stagingName(t *tasks.FeatureTable) string {
+	h := sha256.New()
+	fmt.Fprintf(h, "%s.%s", t.Schema, t.Name)
+	for _, c := range t.Columns {
+		fmt.Fprintf(h, "|%s", c.Name)
+	}
+	return "gf_stage_" + hex.EncodeToString(h.Sum(nil)[:6])
+}
+
+// WriteFeatures implements tasks.Tx.
+func (u *unitTx) WriteFeatures(ctx context.Context, t *tasks.FeatureTable, src tasks.FeatureSource) (tasks.Result, error) {
+	stage := stagingName(t)
+	var cols strings.Builder
+	names := []string{"gf_feature_id", "gf_payload_hash", "gf_wkb"}
+	for i := range t.Columns {
+		fmt.Fprintf(&cols, ", c%d text", i)
+		names = append(names, fmt.Sprintf("c%d", i))
+	}
+	// ON COMMIT DELETE ROWS empties the table at every commit and keeps it for the
+	// connection's next unit; rows of a rolled-back unit vanish with the rollback. So the
+	// table is always empty here, without a TRUNCATE (which would cost a new file).
+	if _, err := u.tx.Exec(ctx, fmt.Sprintf(`CREATE TEMP TABLE IF NOT EXISTS %s
+		(gf_feature_id text, gf_payload_hash bytea NOT NULL, gf_wkb bytea%s) ON COMMIT DELETE ROWS`, stage, cols.String())); err != nil {
+		return tasks.Result{}, translate("creating the staging table", err)
+	}
+	rows := &copySource{src: src, table: t}
+	staged, err := u.tx.CopyFrom(ctx, pgx.Identifier{stage}, names, rows)
+	if rows.err != nil {
+		return tasks.Result{}, rows.err // the source's own error (truncated, parse...), unchanged
+	}
+	if err != nil {
+		return tasks.Result{}, translate(fmt.Sprintf("copying features into %s", tableIdent(t)), err)
+	}
+
+	target := tableIdent(t)
+	insertCols := []string{"geom", "gf_feature_id", "gf_payload_hash", "gf_run_id", "gf_fetched_at"}
+	geom := "ST_GeomFromWKB(gf_wkb)"
+	if t.SRID > 0 {
+		geom = fmt.Sprintf("ST_GeomFromWKB(gf_wkb, %d)", t.SRID)
+	}
+	selects := []string{geom, "gf_feature_id", "gf_payload_hash", "$1::bigint", "now()"}
+	for i, c := range t.Columns {
+		insertCols = append(insertCols, pgx.Identifier{c.Name}.Sanitize())
+		selects = append(selects, castSQL(fmt.Sprintf("c%d", i), c.Type))
+	}
+	res := tasks.Result{}
+	if t.Mode == tasks.ModeUpsert {
+		keys := make([]string, len(t.Key))
+		keyStage := make([]string, len(t.Key))
+		for i, k := range t.Key {
+			keys[i] = pgx.Identifier{k}.Sanitize()
+			for j, c := range t.Columns {
+				if c.Name == k {
+					keyStage[i] = fmt.Sprintf("c%d", j)
+				}
+			}
+		}
+		var sets []string
+		for _, c := range insertCols {
+			sets = append(sets, fmt.Sprintf("%s = EXCLUDED.%s", c, c))
+		}
+		// DISTINCT ON: a feature seen twice in one page (tile edges) would otherwise make
+		// ON CONFLICT DO UPDATE touch one row twice, which PostgreSQL refuses.
+		sql := fmt.Sprintf(`INSERT INTO %s AS t (%s)
+			SELECT DISTINCT ON (%s) %s FROM %s ORDER BY %s
+			ON CONFLICT (%s) DO UPDATE SET %s WHERE t.gf_payload_hash IS DISTINCT FROM EXCLUDED.gf_payload_hash
+			RETURNING (xmax = 0) AS inserted`,
+			target, strings.Join(insertCols, ", "), strings.Join(keyStage, ", "), strings.Join(selects, ", "), stage,
+			strings.Join(keyStage, ", "), strings.Join(keys, ", "), strings.Join(sets, ", "))
+		rs, err := u.tx.Query(ctx, sql, u.ref.RunID)
+		if err != nil {
+			return res, translate(fmt.Sprintf("upserting into %s", target), err)
+		}
+		var inserted bool
+		_, err = pgx.ForEachRow(rs, []any{&inserted}, func() error {
+			if inserted {
+				res.Inserted++
+			} else {
+				res.Updated++
+			}
+			return nil
+		})
+		if err != nil {
+			return res, translate(fmt.Sprintf("upserting into %s", target), err)
+		}
+	} else {
+		// ORDER BY: units running at once share features along tile edges; inserting
+		// them in one global order keeps two transactions from each waiting on a key
+		// the other inserted first (a deadlock PostgreSQL would break by failing one).
+		sql := fmt.Sprintf(`INSERT INTO %s (%s) SELECT %s FROM %s ORDER BY gf_payload_hash ON CONFLICT (gf_payload_hash) DO NOTHING`,
+			target, strings.Join(insertCols, ", "), strings.Join(selects, ", "), stage)
+		tag, err := u.tx.Exec(ctx, sql, u.ref.RunID)
+		if err != nil {
+			return res, translate(fmt.Sprintf("inserting into %s", target), err)
+		}
+		res.Inserted = tag.RowsAffected()
+	}
+	res.Skipped = staged - res.Inserted - res.Updated
+	return res, nil
+}
+
+func castSQL(col string, t tasks.ColumnType) string {
+	switch t {
+	case tasks.TypeText, "":
+		return col
+	default:
+		return fmt.Sprintf("NULLIF(%s, '')::%s", col, t)
+	}
+}
+
+// copySource adapts a feature source to pgx.CopyFromSource, converting each feature to a
+// staging row as it arrives, so a page is never held in memory.
+type copySource struct {
+	src   tasks.FeatureSource
+	table *tasks.FeatureTable
+	row   []any
+	n     int
+	err   error
+}
+
+func (c *copySource) Next() bool {
+	f, err := c.src.Next()
+	if err != nil {
+		if !errors.Is(err, io.EOF) {
+			c.err = err
+		}
+		return false
+	}
+	c.n++
+	row, err := featureRow(f, c.table)
+	if err != nil {
+		c.err = err
+		return false
+	}
+	c.row = row
+	return true
+}
+
+func (c *copySource) Values() ([]any, error) { return c.row, nil }
+func (c *copySource) Err() error             { return c.err }
+
+func featureRow(f *spatial.Feature, t *tasks.FeatureTable) ([]any, error) {
+	hash := spatial.PayloadHash(f)
+	row := make([]any, 3+len(t.Columns))
+	if f.ID != "" {
+		row[0] = f.ID
+	}
+	row[1] = hash[:]
+	if f.Geometry != nil {
+		b, err := wkb.Marshal(f.Geometry)
+		if err != nil {
+			return nil, fmt.Errorf("feature %q: encoding its geometry: %w", f.ID, err)
+		}
+		row[2] = b
+	}
+	for i, c := range t.Columns {
+		v, ok := f.Properties[c.Property]
+		if !ok || v == nil {
+			continue
+		}
+		s, err := textValue(v, c.Type)
+		if err != nil {
+			return nil, &tasks.PropertyError{FeatureID: f.ID, Property: c.Property, Type: c.Type, Value: fmt.Sprint(v)}
+		}
+		row[3+i] = s
+	}
+	return row, nil
+}
+
+// textValue renders a property for its column, checking what PostgreSQL's cast would
+// otherwise refuse with a message that names no feature.
+func textValue(v any, t tasks.ColumnType) (string, error) {
+	var s string
+	switch x := v.(type) {
+	case string:
+		s = strings.TrimSpace(x)
+		if t == tasks.TypeText {
+			s = x
+		}
+	case float64:
+		if t == tasks.TypeBigint {
+			if x != math.Trunc(x) || math.Abs(x) > 1<<63 {
+				return "", errors.New("not integral")
+			}
+			return strconv.FormatInt(int64(x), 10), nil
+		}
+		s = strconv.FormatFloat(x, 'f', -1, 64)
+	case int64:
+		s = strconv.FormatInt(x, 10)
+	case int:
+		s = strconv.Itoa(x)
+	case bool:
+		s = strconv.FormatBool(x)
+	default:
+		b, err := json.Marshal(x)
+		if err != nil {
+			return "", err
+		}
+		s = string(b)
+	}
+	if s == "" {
+		return "", nil
+	}
+	switch t {
+	case tasks.TypeBigint:
+		if _, err := strconv.ParseInt(s, 10, 64); err != nil {
+			if f, ferr := strconv.ParseFloat(s, 64); ferr == nil && f == math.Trunc(f) {
+				return strconv.FormatInt(int64(f), 10), nil
+			}
+			return "", err
+		}
+	case tasks.TypeDouble, tasks.TypeNumeric:
+		if _, err := strconv.ParseFloat(s, 64); err != nil {
+			return "", err
+		}
+	case tasks.TypeBoolean:
+		switch strings.ToLower(s) {
+		case "true", "1", "t", "yes":
+			return "true", nil
+		case "false", "0", "f", "no":
+			return "false", nil
+		}
+		return "", errors.New("not a boolean")
+	}
+	return s, nil
+}
+
+// IncompatibleTableError says why an existing table cannot receive a task's features.
+type IncompatibleTableError struct {
+	Table    string
+	Problems []string
+}
+
+func (e *IncompatibleTableError) Error() string {
+	return fmt.Sprintf("table %s exists but cannot take these features: %s (drop it, rename it, or choose another target.table)",
+		e.Table, strings.Join(e.Problems, "; "))
+}
+
+// EnsureFeatureTable implements tasks.Store.
+func (s *Store) EnsureFeatureTable(ctx context.Context, t *tasks.FeatureTable) error {
+	schema := t.Schema
+	if schema == "" {
+		schema = "public"
+	}
+	target := tableIdent(t)
+	want := map[string]string{
+		"geom": "geometry", "gf_feature_id": "text", "gf_payload_hash": "bytea",
+		"gf_run_id": "bigint", "gf_fetched_at": "timestamp with time zone",
+	}
+	for _, c := range t.Columns {
+		want[c.Name] = pgTypeName(c.Type)
+	}
+	rows, err := s.pool.Query(ctx, `
+		SELECT a.attname, format_type(a.atttypid, NULL)
+		FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid JOIN pg_namespace n ON n.oid = c.relnamespace
+		WHERE n.nspname = $1 AND c.relname = $2 AND a.attnum > 0 AND NOT a.attisdropped`, schema, t.Name)
+	if err != nil {
+		return translate(fmt.Sprintf("inspecting table %s", target), err)
+	}
+	have := map[string]string{}
+	var name, typ string
+	if _, err := pgx.ForEachRow(rows, []any{&name, &typ}, func() error { have[name] = typ; return nil }); err != nil {
+		return translate(fmt.Sprintf("inspecting table %s", target), err)
+	}
+	if len(have) > 0 {
+		var problems []string
+		for _, col := range slices.Sorted(maps.Keys(want)) {
+			got, ok := have[col]
+			switch {
+			case !ok:
+				problems = append(problems, fmt.Sprintf("column %q is missing", col))
+			case got != want[col]:
+				problems = append(problems, fmt.Sprintf("column %q is %s, not %s", col, got, want[col]))
+			}
+		}
+		if len(problems) > 0 {
+			return &IncompatibleTableError{Table: target, Problems: problems}
+		}
+		// An existing table is queried by others: index it now if it is not yet.
+		return s.ensureIndexes(ctx, t, true)
+	}
+
+	var defs []string
+	for _, c := range t.Columns {
+		defs = append(defs, fmt.Sprintf("%s %s", pgx.Identifier{c.Name}.Sanitize(), pgTypeName(c.Type)))
+	}
+	geomType := "geometry"
+	if t.SRID > 0 {
+		geomType = fmt.Sprintf("geometry(Geometry, %d)", t.SRID)
+	}
+	defs = append(defs, "geom "+geomType,
+		"gf_feature_id text", "gf_payload_hash bytea NOT NULL", "gf_run_id bigint", "gf_fetched_at timestamptz NOT NULL DEFAULT now()")
+	if _, err := s.pool.Exec(ctx, fmt.Sprintf("CREATE SCHEMA IF NOT EXISTS %s", pgx.Identifier{schema}.Sanitize())); err != nil {
+		return translate(fmt.Sprintf("creating schema %q", schema), err)
+	}
+	if _, err := s.pool.Exec(ctx, fmt.Sprintf("CREATE TABLE IF NOT EXISTS %s (%s)", target, strings.Join(defs, ", "))); err != nil {
+		return translate(fmt.Sprintf("creating table %s", target), err)
+	}
+	// The key indexes must exist before the first INSERT ... ON CONFLICT. The spatial
+	// index waits for FinishFeatureTable: building it once over the loaded rows costs a
+	// fraction of maintaining it row by row (0.6 s against 1.5 s per 100,000 parcels).
+	return s.ensureIndexes(ctx, t, false)
+}
+
+// FinishFeatureTable implements tasks.Store: it creates the indexes a new table was
+// created without, once its first harvest has ended.
+func (s *Store) FinishFeatureTable(ctx context.Context, t *tasks.FeatureTable) error {
+	return s.ensureIndexes(ctx, t, true)
+}
+
+func (s *Store) ensureIndexes(ctx context.Context, t *tasks.FeatureTable, spatialIndex bool) error {
+	target := tableIdent(t)
+	idx := func(suffix string) string {
+		name := t.Name + "_" + suffix
+		if len(name) > 63 {
+			sum := sha256.Sum256([]byte(name))
+			name = name[:50] + "_" + hex.EncodeToString(sum[:4])
+		}
+		return pgx.Identifier{name}.Sanitize()
+	}
+	var stmts []string
+	if spatialIndex {
+		stmts = append(stmts, fmt.Sprintf("CREATE INDEX IF NOT EXISTS %s ON %s USING gist (geom)", idx("geom_idx"), target))
+	}
+	if t.Mode == tasks.ModeUpsert {
+		// A feature whose key is NULL must still be one row: NULLS NOT DISTINCT (since
+		// PostgreSQL 15) makes NULL keys conflict like any other value. Older servers
+		// cannot, and are told so.
+		nullsNotDistinct := ""
+		var version int
+		if err := s.pool.QueryRow(ctx, "SELECT current_setting('server_version_num')::int").Scan(&version); err != nil {
+			return translate("reading the server version", err)
+		}
+		if version >= 150000 {
+			nullsNotDistinct = " NULLS NOT DISTINCT"
+		} else {
+			slog.Warn("PostgreSQL before 15 cannot treat NULL upsert keys as equal: features with a NULL key are added again on every run",
+				"table", target)
+		}
+		keys := make([]string, len(t.Key))
+		for i, k := range t.Key {
+			keys[i] = pgx.Identifier{k}.Sanitize()
+		}
+		stmts = append(stmts,
+			fmt.Sprintf("CREATE UNIQUE INDEX IF NOT EXISTS %s ON %s (%s)%s", idx("gf_key"), target, strings.Join(keys, ", "), nullsNotDistinct),
+			fmt.Sprintf("CREATE INDEX IF NOT EXISTS %s ON %s (gf_payload_hash)", idx("gf_payload_hash_idx"), target))
+	} else {
+		stmts = append(stmts, fmt.Sprintf("CREATE UNIQUE INDEX IF NOT EXISTS %s ON %s (gf_payload_hash)", idx("gf_payload_hash_key"), target))
+	}
+	for _, st := range stmts {
+		if _, err := s.pool.Exec(ctx, st); err != nil {
+			return translate(fmt.Sprintf("indexing table %s", target), err)
+		}
+	}
+	return nil
+}
+
+func pgTypeName(t tasks.ColumnType) string {
+	switch t {
+	case tasks.TypeTimestamptz:
+		return "timestamp with time zone"
+	case "":
+		return "text"
+	}
+	return string(t)
+}
+
+var _ tasks.FeatureCounter = (*Store)(nil)
+
+// CountFeatures implements tasks.FeatureCounter: distinct feature ids (or payloads, for
+// features without ids) whose geometry's box overlaps bbox, which is what a WFS BBOX
+// filter selects.
+func (s *Store) CountFeatures(ctx context.Context, t *tasks.FeatureTable, bbox orb.Bound) (int64, error) {
+	env := "ST_MakeEnvelope($1, $2, $3, $4, 4326)"
+	if t.SRID > 0 && t.SRID != 4326 {
+		env = fmt.Sprintf("ST_Transform(%s, %d)", env, t.SRID)
+	}
+	var n int64
+	err := s.pool.QueryRow(ctx, fmt.Sprintf(`SELECT count(DISTINCT coalesce(gf_feature_id, encode(gf_payload_hash, 'hex')))
+		FROM %s WHERE geom && %s`, tableIdent(t), env), bbox.Min[0], bbox.Min[1], bbox.Max[0], bbox.Max[1]).Scan(&n)
+	return n, translate(fmt.Sprintf("counting features in %s", tableIdent(t)), err)
+}

@@ -1,0 +1,73 @@
+package postgis
+
+import (
+	"context"
+	"io"
+	"testing"
+
+	"github.com/paulmach/orb"
+
+	"github.com/geoflow/geoflow/spatial"
+	"github.com/geoflow/geoflow/tasks"
+)
+
+// features is a FeatureSource over a slice.
+type features []*spatial.Feature
+
+func (f *features) Next() (*spatial.Feature, error) {
+	if len(*f) == 0 {
+		return nil, io.EOF
+	}
+	x := (*f)[0]
+	*f = (*f)[1:]
+	return x, nil
+}
+
+// TestUpsertNullKey: a feature whose upsert key is NULL is still one row, however often
+// it is written; a plain unique index would let every rerun add it again.
+func TestUpsertNullKey(t *testing.T) {
+	s := openTestStore(t)
+	ctx := context.Background()
+	if _, err := s.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	run, err := s.StartRun(ctx, RunStart{Flow: "f"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer run.Close()
+	if err := s.SetTaskState(ctx, run.ID, "t", "wfs", "running", ""); err != nil {
+		t.Fatal(err)
+	}
+	table := &tasks.FeatureTable{Name: "up", SRID: 4326, Mode: tasks.ModeUpsert, Key: []string{"code"},
+		Columns: []tasks.Column{{Name: "code", Property: "code", Type: tasks.TypeText}, {Name: "n", Property: "n", Type: tasks.TypeBigint}}}
+	if err := s.EnsureFeatureTable(ctx, table); err != nil {
+		t.Fatal(err)
+	}
+	write := func(key string, n float64) tasks.Result {
+		src := features{
+			{ID: "a", Geometry: orb.Point{1, 2}, Properties: map[string]any{"code": "A", "n": n}},
+			{ID: "b", Geometry: orb.Point{3, 4}, Properties: map[string]any{"code": nil, "n": n}},
+		}
+		res, err := s.CommitUnit(ctx, tasks.UnitRef{RunID: run.ID, TaskID: "t", Key: key}, func(ctx context.Context, tx tasks.Tx) (tasks.Result, error) {
+			return tx.WriteFeatures(ctx, table, &src)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	if res := write("u1", 1); res.Inserted != 2 {
+		t.Fatalf("first write inserted %d, want 2", res.Inserted)
+	}
+	if res := write("u2", 1); res.Inserted != 0 || res.Skipped != 2 {
+		t.Errorf("same features again: %+v, want 2 skipped", res)
+	}
+	if res := write("u3", 2); res.Updated != 2 {
+		t.Errorf("changed features: %+v, want 2 updated", res)
+	}
+	var n int64
+	if err := s.pool.QueryRow(ctx, "SELECT count(*) FROM up").Scan(&n); err != nil || n != 2 {
+		t.Errorf("%d rows (%v), want 2 (the NULL-key feature once)", n, err)
+	}
+}

@@ -1,0 +1,165 @@
+// Package pgstore is geoflow's PostgreSQL/PostGIS storage: migrations, run, task and unit
+// bookkeeping, the feature sink and the dead-letter table. It is the only package that
+// imports pgx; pgx errors are translated here into errors that say what was being done.
+//
+// It implements the interfaces the packages above declare (tasks.Store), so it imports
+// their plain types but never their behaviour.
+package postgis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/geoflow/geoflow/internal/redact"
+)
+
+// Store is a pool of connections to one database. It is safe for concurrent use.
+type Store struct {
+	pool *pgxpool.Pool
+	url  string // redacted, for messages
+}
+
+// Options configure Open. A nil *Options means defaults.
+type Options struct {
+	// MaxConns caps the pool. Defaults to 16.
+	MaxConns int32
+}
+
+// ErrNoDatabase is returned when no database URL was given.
+var ErrNoDatabase = errors.New("pgstore: no database given: pass --database URL or set GEOFLOW_DATABASE_URL")
+
+// Open connects to the database at dsn (a postgres:// URL or key=value string) and checks
+// that it answers.
+func Open(ctx context.Context, dsn string, opts *Options) (*Store, error) {
+	if strings.TrimSpace(dsn) == "" {
+		return nil, ErrNoDatabase
+	}
+	safe := redactDSN(dsn)
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("parsing database URL %s: %s", safe, redactErr(err, dsn))
+	}
+	cfg.MaxConns = 16
+	if opts != nil && opts.MaxConns > 0 {
+		cfg.MaxConns = opts.MaxConns
+	}
+	if cfg.ConnConfig.RuntimeParams == nil {
+		cfg.ConnConfig.RuntimeParams = map[string]string{}
+	}
+	if _, ok := cfg.ConnConfig.RuntimeParams["application_name"]; !ok {
+		cfg.ConnConfig.RuntimeParams["application_name"] = "geoflow"
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("connecting to %s: %s", safe, redactErr(err, dsn))
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("connecting to %s: %s", safe, redactErr(err, dsn))
+	}
+	return &Store{pool: pool, url: safe}, nil
+}
+
+// Close closes every connection.
+func (s *Store) Close() { s.pool.Close() }
+
+// URL returns the database URL with its password redacted.
+func (s *Store) URL() string { return s.url }
+
+// redactDSN hides the password of a URL or key=value connection string.
+func redactDSN(dsn string) string {
+	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
+		if u, err := url.Parse(dsn); err == nil {
+			return redact.URL(u.String())
+		}
+		return "postgres://(unparsable URL)"
+	}
+	fields := strings.Fields(dsn)
+	for i, f := range fields {
+		if strings.HasPrefix(strings.ToLower(f), "password=") {
+			fields[i] = "password=REDACTED"
+		}
+	}
+	return strings.Join(fields, " ")
+}
+
+// redactErr keeps pgx's message, on one line (pgx lists every address it tried on a line
+// of its own, often the same one twice), but never the password it may quote.
+func redactErr(err error, dsn string) string {
+	var parts []string
+	seen := map[string]bool{}
+	for _, l := range strings.Split(err.Error(), "\n") {
+		l = strings.TrimSpace(l)
+		if l != "" && !seen[l] {
+			seen[l] = true
+			parts = append(parts, strings.TrimSuffix(l, ":"))
+		}
+	}
+	msg := strings.Join(parts, ": ")
+	if u, perr := url.Parse(dsn); perr == nil && u.User != nil {
+		if pw, ok := u.User.Password(); ok && pw != "" {
+			msg = strings.ReplaceAll(msg, pw, "REDACTED")
+		}
+	}
+	return msg
+}
+
+// translate turns pgx and PostgreSQL errors into messages that name what was being done.
+func translate(what string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		msg := pgErr.Message
+		if pgErr.Detail != "" {
+			msg += " (" + pgErr.Detail + ")"
+		}
+		return &DBError{What: what, Code: pgErr.Code, Msg: msg, err: err}
+	}
+	if errors.Is(err, pgx.ErrNoRows) {
+		return fmt.Errorf("%s: %w", what, ErrNotFound)
+	}
+	return &DBError{What: what, Msg: err.Error(), err: err}
+}
+
+// ErrNotFound is returned when a row asked for does not exist.
+var ErrNotFound = errors.New("pgstore: not found")
+
+// DBError is a database failure while doing What. Code is the SQLSTATE when the server
+// answered, else "".
+type DBError struct {
+	What string
+	Code string
+	Msg  string
+	err  error
+}
+
+func (e *DBError) Error() string { return fmt.Sprintf("%s: %s", e.What, e.Msg) }
+
+// Unwrap returns the underlying error.
+func (e *DBError) Unwrap() error { return e.err }
+
+// Temporary tells failures that a new attempt of the same transaction may not meet: a
+// deadlock, a serialization failure, a lost or refused connection, a server shutting
+// down (SQLSTATE classes 40, 08 and 57P).
+func (e *DBError) Temporary() bool {
+	return strings.HasPrefix(e.Code, "40") || strings.HasPrefix(e.Code, "08") || strings.HasPrefix(e.Code, "57P") ||
+		(e.Code == "" && e.err != nil && !errors.Is(e.err, ErrNotFound))
+}
+
+// IsDatabase tells a database failure from others; the dead-letter table classes it so.
+func IsDatabase(err error) bool {
+	var d *DBError
+	return errors.As(err, &d)
+}

@@ -1,0 +1,270 @@
+package postgis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/paulmach/orb"
+	"github.com/paulmach/orb/encoding/wkb"
+
+	"github.com/geoflow/geoflow/tasks"
+)
+
+// The index tables of files on disk (map tiles, imagery). The files themselves are written
+// by the tasks, atomically (temp file, fsync, rename), inside CommitUnit's write function
+// and before the row: a crash between the rename and the commit leaves a file without a
+// row, which the next run does not trust (no row, so no revalidation) and overwrites. A
+// row never points at a file that is not complete.
+
+var (
+	_ tasks.TileStore    = (*Store)(nil)
+	_ tasks.AssetStore   = (*Store)(nil)
+	_ tasks.TaskExtenter = (*Store)(nil)
+)
+
+// tileColumns are the columns of a tile table and their format_type names.
+var tileColumns = map[string]string{
+	"z": "integer", "x": "integer", "y": "integer", "footprint": "geometry",
+	"status": "text", "path": "text", "content_hash": "bytea", "bytes": "bigint",
+	"content_type": "text", "etag": "text", "last_modified": "text",
+	"fetched_at": "timestamp with time zone", "gf_run_id": "bigint",
+}
+
+// assetColumns are the columns of an asset table and their format_type names.
+var assetColumns = map[string]string{
+	"collection": "text", "item": "text", "asset": "text", "footprint": "geometry",
+	"datetime": "timestamp with time zone", "properties": "jsonb", "href": "text", "path": "text",
+	"content_hash": "bytea", "checksum": "text", "bytes": "bigint", "content_type": "text",
+	"etag": "text", "last_modified": "text", "fetched_at": "timestamp with time zone", "gf_run_id": "bigint",
+}
+
+func qualified(schema, name string) (string, string) {
+	if schema == "" {
+		schema = "public"
+	}
+	return schema, pgx.Identifier{schema, name}.Sanitize()
+}
+
+// EnsureTileTable implements tasks.TileStore.
+func (s *Store) EnsureTileTable(ctx context.Context, t *tasks.TileTable) error {
+	schema, target := qualified(t.Schema, t.Name)
+	create := fmt.Sprintf(`CREATE TABLE IF NOT EXISTS %s (
+		z integer NOT NULL, x integer NOT NULL, y integer NOT NULL,
+		footprint geometry(Polygon, 4326) NOT NULL,
+		status text NOT NULL,
+		path text,
+		content_hash bytea,
+		bytes bigint NOT NULL DEFAULT 0,
+		content_type text,
+		etag text,
+		last_modified text,
+		fetched_at timestamptz NOT NULL DEFAULT now(),
+		gf_run_id bigint)`, target)
+	return s.ensureFileTable(ctx, schema, t.Name, tileColumns, create, []string{"z", "x", "y"})
+}
+
+// EnsureAssetTable implements tasks.AssetStore.
+func (s *Store) EnsureAssetTable(ctx context.Context, t *tasks.AssetTable) error {
+	schema, target := qualified(t.Schema, t.Name)
+	create := fmt.Sprintf(`CREATE TABLE IF NOT EXISTS %s (
+		collection text NOT NULL, item text NOT NULL, asset text NOT NULL,
+		footprint geometry(Geometry, 4326),
+		datetime timestamptz,
+		properties jsonb,
+		href text,
+		path text,
+		content_hash bytea,
+		checksum text,
+		bytes bigint NOT NULL DEFAULT 0,
+		content_type text,
+		etag text,
+		last_modified text,
+		fetched_at timestamptz NOT NULL DEFAULT now(),
+		gf_run_id bigint)`, target)
+	return s.ensureFileTable(ctx, schema, t.Name, assetColumns, create, []string{"collection", "item", "asset"})
+}
+
+// ensureFileTable checks an existing table's columns against want, or creates it, then
+// makes sure of its unique key and its footprint index.
+func (s *Store) ensureFileTable(ctx context.Context, schema, name string, want map[string]string, create string, key []string) error {
+	target := pgx.Identifier{schema, name}.Sanitize()
+	rows, err := s.pool.Query(ctx, `
+		SELECT a.attname, format_type(a.atttypid, NULL)
+		FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid JOIN pg_namespace n ON n.oid = c.relnamespace
+		WHERE n.nspname = $1 AND c.relname = $2 AND a.attnum > 0 AND NOT a.attisdropped`, schema, name)
+	if err != nil {
+		return translate(fmt.Sprintf("inspecting table %s", target), err)
+	}
+	have := map[string]string{}
+	var col, typ string
+	if _, err := pgx.ForEachRow(rows, []any{&col, &typ}, func() error { have[col] = typ; return nil }); err != nil {
+		return translate(fmt.Sprintf("inspecting table %s", target), err)
+	}
+	if len(have) > 0 {
+		var problems []string
+		for _, c := range slices.Sorted(maps.Keys(want)) {
+			got, ok := have[c]
+			switch {
+			case !ok:
+				problems = append(problems, fmt.Sprintf("column %q is missing", c))
+			case got != want[c]:
+				problems = append(problems, fmt.Sprintf("column %q is %s, not %s", c, got, want[c]))
+			}
+		}
+		if len(problems) > 0 {
+			return &IncompatibleTableError{Table: target, Problems: problems}
+		}
+	} else {
+		if _, err := s.pool.Exec(ctx, fmt.Sprintf("CREATE SCHEMA IF NOT EXISTS %s", pgx.Identifier{schema}.Sanitize())); err != nil {
+			return translate(fmt.Sprintf("creating schema %q", schema), err)
+		}
+		if _, err := s.pool.Exec(ctx, create); err != nil {
+			return translate(fmt.Sprintf("creating table %s", target), err)
+		}
+	}
+	idx := func(suffix string) string { return pgx.Identifier{indexName(name, suffix)}.Sanitize() }
+	for _, st := range []string{
+		fmt.Sprintf("CREATE UNIQUE INDEX IF NOT EXISTS %s ON %s (%s)", idx("gf_key"), target, strings.Join(key, ", ")),
+		fmt.Sprintf("CREATE INDEX IF NOT EXISTS %s ON %s USING gist (footprint)", idx("footprint_idx"), target),
+	} {
+		if _, err := s.pool.Exec(ctx, st); err != nil {
+			return translate(fmt.Sprintf("indexing table %s", target), err)
+		}
+	}
+	return nil
+}
+
+// indexName keeps an index name within PostgreSQL's 63 bytes, as ensureIndexes does.
+func indexName(table, suffix string) string {
+	name := table + "_" + suffix
+	if len(name) > 63 {
+		name = name[:50] + "_" + fmt.Sprintf("%08x", fnv32(name))
+	}
+	return name
+}
+
+func fnv32(s string) uint32 {
+	h := uint32(2166136261)
+	for i := 0; i < len(s); i++ {
+		h ^= uint32(s[i])
+		h *= 16777619
+	}
+	return h
+}
+
+// LookupTile implements tasks.TileStore.
+func (s *Store) LookupTile(ctx context.Context, t *tasks.TileTable, z, x, y int) (*tasks.StoredFile, error) {
+	_, target := qualified(t.Schema, t.Name)
+	return s.lookupFile(ctx, target, fmt.Sprintf("tile %d/%d/%d", z, x, y),
+		fmt.Sprintf(`SELECT status, coalesce(path, ''), content_hash, bytes, coalesce(etag, ''), coalesce(last_modified, '')
+		FROM %s WHERE z = $1 AND x = $2 AND y = $3`, target), z, x, y)
+}
+
+// LookupAsset implements tasks.AssetStore.
+func (s *Store) LookupAsset(ctx context.Context, t *tasks.AssetTable, collection, item, asset string) (*tasks.StoredFile, error) {
+	_, target := qualified(t.Schema, t.Name)
+	return s.lookupFile(ctx, target, fmt.Sprintf("asset %s/%s/%s", collection, item, asset),
+		fmt.Sprintf(`SELECT 'ok', coalesce(path, ''), content_hash, bytes, coalesce(etag, ''), coalesce(last_modified, '')
+		FROM %s WHERE collection = $1 AND item = $2 AND asset = $3`, target), collection, item, asset)
+}
+
+func (s *Store) lookupFile(ctx context.Context, target, what, sql string, args ...any) (*tasks.StoredFile, error) {
+	var f tasks.StoredFile
+	err := s.pool.QueryRow(ctx, sql, args...).Scan(&f.Status, &f.Path, &f.Hash, &f.Bytes, &f.ETag, &f.LastModified)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, translate(fmt.Sprintf("looking up %s in %s", what, target), err)
+	}
+	return &f, nil
+}
+
+// UpsertTile implements tasks.Tx.
+func (u *unitTx) UpsertTile(ctx context.Context, t *tasks.TileTable, r tasks.TileRow) (tasks.Result, error) {
+	_, target := qualified(t.Schema, t.Name)
+	sql := fmt.Sprintf(`INSERT INTO %s AS t (z, x, y, footprint, status, path, content_hash, bytes, content_type, etag, last_modified, fetched_at, gf_run_id)
+		VALUES ($1, $2, $3, ST_MakeEnvelope($4, $5, $6, $7, 4326), $8, NULLIF($9, ''), $10, $11, NULLIF($12, ''), NULLIF($13, ''), NULLIF($14, ''), now(), $15)
+		ON CONFLICT (z, x, y) DO UPDATE SET footprint = EXCLUDED.footprint, status = EXCLUDED.status, path = EXCLUDED.path,
+			content_hash = EXCLUDED.content_hash, bytes = EXCLUDED.bytes, content_type = EXCLUDED.content_type,
+			etag = EXCLUDED.etag, last_modified = EXCLUDED.last_modified, fetched_at = now(), gf_run_id = EXCLUDED.gf_run_id
+		RETURNING (xmax = 0)`, target)
+	var inserted bool
+	err := u.tx.QueryRow(ctx, sql, r.Z, r.X, r.Y, r.Footprint.Min[0], r.Footprint.Min[1], r.Footprint.Max[0], r.Footprint.Max[1],
+		r.Status, r.Path, r.Hash, r.Bytes, r.ContentType, r.ETag, r.LastModified, u.ref.RunID).Scan(&inserted)
+	if err != nil {
+		return tasks.Result{}, translate(fmt.Sprintf("recording tile %d/%d/%d in %s", r.Z, r.X, r.Y, target), err)
+	}
+	if inserted {
+		return tasks.Result{Inserted: 1, Bytes: r.Bytes}, nil
+	}
+	return tasks.Result{Updated: 1, Bytes: r.Bytes}, nil
+}
+
+// UpsertAsset implements tasks.Tx.
+func (u *unitTx) UpsertAsset(ctx context.Context, t *tasks.AssetTable, r tasks.AssetRow) (tasks.Result, error) {
+	_, target := qualified(t.Schema, t.Name)
+	var fp []byte
+	if r.Footprint != nil {
+		b, err := wkb.Marshal(r.Footprint)
+		if err != nil {
+			return tasks.Result{}, fmt.Errorf("asset %s/%s: encoding its footprint: %w", r.Item, r.Asset, err)
+		}
+		fp = b
+	}
+	props := []byte(r.Properties)
+	if len(props) == 0 {
+		props = nil
+	}
+	sql := fmt.Sprintf(`INSERT INTO %s AS t (collection, item, asset, footprint, datetime, properties, href, path, content_hash,
+			checksum, bytes, content_type, etag, last_modified, fetched_at, gf_run_id)
+		VALUES ($1, $2, $3, ST_GeomFromWKB($4, 4326), $5, $6::jsonb, NULLIF($7, ''), NULLIF($8, ''), $9,
+			NULLIF($10, ''), $11, NULLIF($12, ''), NULLIF($13, ''), NULLIF($14, ''), now(), $15)
+		ON CONFLICT (collection, item, asset) DO UPDATE SET footprint = EXCLUDED.footprint, datetime = EXCLUDED.datetime,
+			properties = EXCLUDED.properties, href = EXCLUDED.href, path = EXCLUDED.path, content_hash = EXCLUDED.content_hash,
+			checksum = EXCLUDED.checksum, bytes = EXCLUDED.bytes, content_type = EXCLUDED.content_type, etag = EXCLUDED.etag,
+			last_modified = EXCLUDED.last_modified, fetched_at = now(), gf_run_id = EXCLUDED.gf_run_id
+		RETURNING (xmax = 0)`, target)
+	var propArg any
+	if props != nil {
+		propArg = string(props)
+	}
+	var inserted bool
+	err := u.tx.QueryRow(ctx, sql, r.Collection, r.Item, r.Asset, fp, r.Datetime, propArg, r.Href, r.Path, r.Hash,
+		r.Checksum, r.Bytes, r.ContentType, r.ETag, r.LastModified, u.ref.RunID).Scan(&inserted)
+	if err != nil {
+		return tasks.Result{}, translate(fmt.Sprintf("recording asset %s/%s/%s in %s", r.Collection, r.Item, r.Asset, target), err)
+	}
+	if inserted {
+		return tasks.Result{Inserted: 1, Bytes: r.Bytes}, nil
+	}
+	return tasks.Result{Updated: 1, Bytes: r.Bytes}, nil
+}
+
+// TaskExtent implements tasks.TaskExtenter: the extent of the units that stored something
+// (inserted, skipped or updated features or files) in the latest run of flow where task
+// finished done. For a WFS harvest these are the leaf tiles that held features, which
+// bound its table's features up to the geometries reaching over a tile's edge.
+func (s *Store) TaskExtent(ctx context.Context, flow, task string) (orb.Bound, bool, error) {
+	var x0, y0, x1, y1 *float64
+	err := s.pool.QueryRow(ctx, `
+		WITH last AS (
+			SELECT t.run_id FROM geoflow_run_tasks t JOIN geoflow_runs r ON r.id = t.run_id
+			WHERE r.flow = $1 AND t.task = $2 AND t.state = 'done' ORDER BY t.run_id DESC LIMIT 1),
+		e AS (
+			SELECT ST_Extent(u.bbox)::geometry AS g FROM geoflow_units u JOIN last ON u.run_id = last.run_id
+			WHERE u.task = $2 AND u.state = 'done' AND u.features_inserted + u.features_skipped + u.features_updated > 0)
+		SELECT ST_XMin(g), ST_YMin(g), ST_XMax(g), ST_YMax(g) FROM e`, flow, task).Scan(&x0, &y0, &x1, &y1)
+	if err != nil {
+		return orb.Bound{}, false, translate(fmt.Sprintf("reading the extent of task %q of flow %q", task, flow), err)
+	}
+	if x0 == nil {
+		return orb.Bound{}, false, nil
+	}
+	return orb.Bound{Min: orb.Point{*x0, *y0}, Max: orb.Point{*x1, *y1}}, true, nil
+}
