@@ -4,6 +4,8 @@ package flows
 
 import (
 	"cmp"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -37,6 +39,23 @@ type Flow struct {
 	Catchup          string
 	MaxParallelTasks int
 	Tasks            []*Task // in file order
+	// Source is the flow's text as written (${VAR} references unexpanded, so no secret
+	// from the environment is recorded with a run); runs record it and its Hash, and
+	// resume and replay parse it again rather than the file.
+	Source []byte
+	opts   Options // what Source was parsed with, to parse a recorded text alike
+}
+
+// Hash is the hex sha-256 of the flow's Source.
+func (f *Flow) Hash() string {
+	sum := sha256.Sum256(f.Source)
+	return hex.EncodeToString(sum[:])
+}
+
+// Reparse parses src (a flow's text as a run recorded it) with the options f was parsed
+// with; the result names f's file in its problems.
+func (f *Flow) Reparse(src []byte) (*Flow, error) {
+	return Parse(f.File, src, f.opts)
 }
 
 // Task is one validated task of a flow with its effective settings.
@@ -176,7 +195,7 @@ func Parse(file string, src []byte, opts Options) (*Flow, error) {
 	// decodeStruct sees "tasks" as a known key; its generic value is ignored.
 	d.decodeStruct(root, "", "the flow", reflect.ValueOf(&doc))
 
-	f := &Flow{File: file, Name: doc.Name, Schedule: doc.Schedule, Timezone: doc.Timezone,
+	f := &Flow{File: file, Source: src, opts: opts, Name: doc.Name, Schedule: doc.Schedule, Timezone: doc.Timezone,
 		Overlap: cmp.Or(doc.Overlap, "skip"), Catchup: cmp.Or(doc.Catchup, "none"), MaxParallelTasks: doc.MaxParallelTasks}
 	if doc.Name == "" {
 		d.errorf(root, "the flow has no name: add `name: my_flow` ([a-z0-9_]+)")

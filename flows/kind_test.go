@@ -11,6 +11,7 @@ import (
 	"github.com/paulmach/orb"
 
 	"github.com/geoflow/geoflow/spatial"
+	"github.com/geoflow/geoflow/store"
 	"github.com/geoflow/geoflow/tasks"
 )
 
@@ -77,46 +78,43 @@ type testTask struct {
 	c  *testConfig
 }
 
-func (t *testTask) Plan(ctx context.Context, env *tasks.Env) ([]tasks.Unit, error) {
+func (t *testTask) Plan(ctx context.Context, env *tasks.Env) ([]store.Unit, error) {
 	if t.c.rec != nil {
 		t.c.rec.add("plan " + t.id)
 	}
 	if slices.Contains(t.c.Fail, "plan") {
 		return nil, errors.New("cannot plan")
 	}
-	var out []tasks.Unit
+	var out []store.Unit
 	for i := range t.c.Units {
 		b := orb.Bound{Min: orb.Point{float64(i), 0}, Max: orb.Point{float64(i) + 1, 1}}
 		if env.Area != nil && !env.Area.Intersects(b) {
 			continue
 		}
-		out = append(out, tasks.Unit{Key: fmt.Sprintf("u%03d", i), BBox: &b})
+		out = append(out, store.Unit{Key: fmt.Sprintf("u%03d", i), BBox: &b})
 	}
 	return out, nil
 }
 
-func (t *testTask) Execute(ctx context.Context, env *tasks.Env, u tasks.Unit) (tasks.Result, error) {
+func (t *testTask) Execute(ctx context.Context, env *tasks.Env, u store.Unit) (*tasks.Output, error) {
 	if t.c.Sleep > 0 {
 		select {
 		case <-time.After(t.c.Sleep):
 		case <-ctx.Done():
-			return tasks.Result{}, ctx.Err()
+			return nil, ctx.Err()
 		}
 	}
 	if slices.Contains(t.c.Fail, u.Key) {
-		return tasks.Result{}, fmt.Errorf("unit %s fails on purpose", u.Key)
+		return nil, fmt.Errorf("unit %s fails on purpose", u.Key)
 	}
 	if t.c.rec != nil {
 		t.c.rec.add(t.id + " " + u.Key)
 	}
-	return env.Store.CommitUnit(ctx, tasks.UnitRef{RunID: env.RunID, TaskID: env.TaskID, Key: u.Key},
-		func(ctx context.Context, tx tasks.Tx) (tasks.Result, error) {
-			res := tasks.Result{Inserted: 1}
-			if t.c.Split > 0 && u.Key == fmt.Sprintf("u%03d", t.c.Split) {
-				res.Children = []tasks.Unit{{Key: u.Key + "/a"}, {Key: u.Key + "/b"}}
-			}
-			return res, nil
-		})
+	out := &tasks.Output{Counts: store.Counts{Inserted: 1}}
+	if t.c.Split > 0 && u.Key == fmt.Sprintf("u%03d", t.c.Split) {
+		out.Children = []store.Unit{{Key: u.Key + "/a"}, {Key: u.Key + "/b"}}
+	}
+	return out, nil
 }
 
 func testRegistry(rec *recorder) *tasks.Registry {

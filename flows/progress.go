@@ -6,7 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/geoflow/geoflow/tasks"
+	"github.com/geoflow/geoflow/store"
 )
 
 // Progress collects live counts per task for a display. The zero value is ready to use;
@@ -75,7 +75,7 @@ func (t *TaskProgress) addTotal(n int64) {
 	}
 }
 
-func (t *TaskProgress) finished(r tasks.Result) {
+func (t *TaskProgress) finished(r store.Counts) {
 	if t == nil {
 		return
 	}

@@ -6,19 +6,21 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/geoflow/geoflow/dlq"
-	"github.com/geoflow/geoflow/store/postgis"
+	"github.com/geoflow/geoflow/store"
 	"github.com/geoflow/geoflow/tasks"
 )
 
 // ReplayOptions configure Replay. Zero values mean defaults.
 type ReplayOptions struct {
-	// Store is the database; required.
-	Store *postgis.Store
+	// Store is where the runs are recorded; required.
+	Store store.Runner
 	// HTTP is the rate-limit handler; required for tasks that fetch.
 	HTTP tasks.HTTP
 	// Registry holds the task kinds the runs' flow files are loaded with; required.
@@ -59,7 +61,8 @@ func (r *ReplayResult) OK() bool {
 }
 
 // Replay executes the units of dead-letter entries again, exactly as their runs did:
-// each run's flow file is loaded again, each task built from it, and each unit (its key,
+// each run's recorded flow is parsed again (not the file, which may have changed since;
+// a difference is reported in the result's notes), each task built from it, and each unit (its key,
 // bbox and spec as recorded) executed under its original run id, through opts.HTTP and
 // opts.Store, so that a success commits the unit's data and its done state together.
 // Units that a replayed unit plans (a tile that splits) are executed too, until none are
@@ -128,29 +131,23 @@ type replayer struct {
 }
 
 func (rp *replayer) run(ctx, work context.Context, runID int64, idx []int) error {
-	store := rp.opts.Store
+	st := rp.opts.Store
 	final := context.WithoutCancel(ctx)
-	hold, err := store.HoldRun(ctx, runID)
+	hold, err := st.HoldRun(ctx, runID)
 	if err != nil {
 		return err
 	}
 	defer hold.Close()
-	info, err := store.RunInfo(ctx, runID)
+	info, err := st.RunInfo(ctx, runID)
 	if err != nil {
 		return err
 	}
-	if info.FlowFile == "" {
-		return fmt.Errorf("run %d recorded no flow file; run the flow again instead", runID)
-	}
-	f, err := Load(info.FlowFile, Options{Registry: rp.opts.Registry})
+	f, err := rp.flow(info)
 	if err != nil {
-		return fmt.Errorf("loading the flow of run %d: %w", runID, err)
+		return err
 	}
-	if f.Name != info.Flow {
-		return fmt.Errorf("run %d was of flow %q but %s now defines flow %q", runID, info.Flow, info.FlowFile, f.Name)
-	}
-	r := &runner{f: f, opts: RunOptions{Store: store, HTTP: rp.opts.HTTP, Logger: rp.log, Area: info.Area},
-		log: rp.log, replaying: true}
+	r := newRunner(f, RunOptions{Store: st, HTTP: rp.opts.HTTP, Logger: rp.log, Area: info.Area}, rp.log, runID)
+	r.replaying = true
 
 	byTask := map[string][]int{}
 	var order []string
@@ -184,6 +181,41 @@ func (rp *replayer) run(ctx, work context.Context, runID int64, idx []int) error
 	return nil
 }
 
+// flow is the flow a run recorded, parsed again; for runs recorded before flows were
+// kept, the file it named. A file that has changed since the run is reported in the notes.
+func (rp *replayer) flow(info store.RunInfo) (*Flow, error) {
+	opts := Options{Registry: rp.opts.Registry}
+	var f *Flow
+	var err error
+	switch {
+	case info.FlowText != "":
+		f, err = Parse(cmp.Or(info.FlowFile, info.Flow), []byte(info.FlowText), opts)
+		if err == nil && info.FlowFile != "" {
+			if cur, rerr := os.ReadFile(info.FlowFile); rerr == nil && string(cur) != info.FlowText {
+				rp.note(fmt.Sprintf("run %d: %s has changed since the run; replayed with the flow the run recorded (%s)",
+					info.ID, info.FlowFile, strings.Join(diffLines(info.FlowText, string(cur), 5), "; ")))
+			}
+		}
+	case info.FlowFile != "":
+		f, err = Load(info.FlowFile, opts)
+	default:
+		return nil, fmt.Errorf("run %d recorded no flow; run the flow again instead", info.ID)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("loading the flow of run %d: %w", info.ID, err)
+	}
+	if f.Name != info.Flow {
+		return nil, fmt.Errorf("run %d was of flow %q but its flow now defines flow %q", info.ID, info.Flow, f.Name)
+	}
+	return f, nil
+}
+
+func (rp *replayer) note(s string) {
+	rp.mu.Lock()
+	defer rp.mu.Unlock()
+	rp.res.Notes = append(rp.res.Notes, s)
+}
+
 func (rp *replayer) fail(idx []int, msg string) {
 	rp.mu.Lock()
 	defer rp.mu.Unlock()
@@ -196,28 +228,24 @@ func (rp *replayer) fail(idx []int, msg string) {
 
 // task replays the entries idx, all of task t of run runID, through the runner's workers.
 func (rp *replayer) task(ctx, work context.Context, r *runner, t *Task, runID int64, idx []int) error {
-	store := rp.opts.Store
+	st := rp.opts.Store
 	final := context.WithoutCancel(ctx)
 	task, err := t.Config.New(t.ID)
 	if err != nil {
 		return fmt.Errorf("building task %q: %w", t.ID, err)
 	}
-	env := &tasks.Env{
-		Flow: r.f.Name, RunID: runID, TaskID: t.ID, Logger: rp.log.With("task", t.ID),
-		HTTP: rp.opts.HTTP, Store: store, Area: r.opts.Area,
-		Retry: t.Retry, RateLimit: t.RateLimit,
-	}
+	env := r.env(t)
 	entryOf := map[string]int{} // unit key -> index of its entry
-	var units []tasks.Unit
+	var units []store.Unit
 	for _, i := range idx {
 		e := rp.res.Outcomes[i].Entry
-		ref := tasks.UnitRef{RunID: runID, TaskID: t.ID, Key: e.Unit}
-		u, state, err := store.Unit(ctx, ref)
+		ref := store.UnitRef{RunID: runID, TaskID: t.ID, Key: e.Unit}
+		u, state, err := st.Unit(ctx, ref)
 		if err != nil {
 			rp.fail([]int{i}, err.Error())
 			continue
 		}
-		if state == StateDone {
+		if state == store.Done {
 			// A resume did it already; only the entry was left open.
 			rp.ok(final, i, "already done")
 			continue
@@ -229,13 +257,13 @@ func (rp *replayer) task(ctx, work context.Context, r *runner, t *Task, runID in
 		return nil
 	}
 	rp.log.Info("replaying dead letters", "task", t.ID, "units", len(units))
-	r.drain(ctx, work, task, env, units, cmp.Or(t.RateLimit.Concurrency, 4), nil, func(u tasks.Unit, state string) {
+	r.drain(ctx, work, task, env, units, cmp.Or(t.RateLimit.Concurrency, 4), nil, func(u store.Unit, state store.State) {
 		rp.mu.Lock()
 		rp.res.Units++
 		switch state {
-		case StateFailed:
+		case store.Failed:
 			rp.res.Dead++
-		case StateInterrupted:
+		case store.Interrupted:
 			rp.res.Interrupted++
 		}
 		rp.mu.Unlock()
@@ -244,13 +272,13 @@ func (rp *replayer) task(ctx, work context.Context, r *runner, t *Task, runID in
 			return
 		}
 		switch state {
-		case StateDone:
+		case store.Done:
 			rp.ok(final, i, "")
-		case StateInterrupted:
+		case store.Interrupted:
 			rp.fail([]int{i}, "interrupted by shutdown; replay it again")
-		case StateFailed:
+		case store.Failed:
 			msg := "failed again"
-			if e, err := store.GetDeadLetter(final, rp.res.Outcomes[i].Entry.ID); err == nil {
+			if e, err := st.GetDeadLetter(final, rp.res.Outcomes[i].Entry.ID); err == nil {
 				rp.mu.Lock()
 				rp.res.Outcomes[i].Entry = e
 				rp.mu.Unlock()
@@ -260,7 +288,7 @@ func (rp *replayer) task(ctx, work context.Context, r *runner, t *Task, runID in
 		}
 	})
 	if work.Err() == nil {
-		finish(final, task, env)
+		r.finish(final, task, env)
 	}
 	return nil
 }
@@ -282,42 +310,42 @@ func (rp *replayer) ok(ctx context.Context, i int, note string) {
 
 // settleTask records a task that failed because of dead units as done once none are left.
 func (rp *replayer) settleTask(ctx context.Context, runID int64, t *Task) error {
-	store := rp.opts.Store
-	st, err := store.TaskState(ctx, runID, t.ID)
-	if err != nil || st != StateFailed {
+	rs := rp.opts.Store
+	state, err := rs.TaskState(ctx, runID, t.ID)
+	if err != nil || state != store.Failed {
 		return err
 	}
-	open, err := store.OpenUnits(ctx, runID, t.ID)
+	open, err := rs.OpenUnits(ctx, runID, t.ID)
 	if err != nil {
 		return err
 	}
 	if len(open) == 0 {
-		return store.SetTaskState(ctx, runID, t.ID, t.Type, StateDone, "")
+		return rs.SetTaskState(ctx, runID, t.ID, t.Type, store.Done, "")
 	}
-	return store.SetTaskState(ctx, runID, t.ID, t.Type, StateFailed, fmt.Sprintf("%d units failed", len(open)))
+	return rs.SetTaskState(ctx, runID, t.ID, t.Type, store.Failed, fmt.Sprintf("%d units failed", len(open)))
 }
 
 // settleRun records a failed run done once all its tasks are, and otherwise refreshes its
 // counts and says which downstream tasks are left to run.
-func (rp *replayer) settleRun(ctx context.Context, info postgis.RunInfo, f *Flow) error {
-	if info.Status != StateFailed && info.Status != StateDone {
+func (rp *replayer) settleRun(ctx context.Context, info store.RunInfo, f *Flow) error {
+	if info.Status != store.Failed && info.Status != store.Done {
 		return nil // interrupted or running: a resume finishes it
 	}
-	store := rp.opts.Store
-	status := StateDone
+	rs := rp.opts.Store
+	status := store.Done
 	var upstream []string
 	for _, t := range f.Tasks {
-		st, err := store.TaskState(ctx, info.ID, t.ID)
+		st, err := rs.TaskState(ctx, info.ID, t.ID)
 		if err != nil {
 			return err
 		}
 		switch st {
-		case "", StateDone: // not selected in that run, or done
-		case StateUpstreamFailed:
+		case store.Pending, store.Done: // not selected in that run, or done
+		case store.UpstreamFailed:
 			upstream = append(upstream, t.ID)
-			status = StateFailed
+			status = store.Failed
 		default:
-			status = StateFailed
+			status = store.Failed
 		}
 	}
 	if len(upstream) > 0 {
@@ -326,6 +354,6 @@ func (rp *replayer) settleRun(ctx context.Context, info postgis.RunInfo, f *Flow
 			info.ID, upstream, info.FlowFile, upstream[0]))
 		rp.mu.Unlock()
 	}
-	_, err := store.FinishRun(ctx, info.ID, status, "")
+	_, err := rs.FinishRun(ctx, info.ID, status, "")
 	return err
 }

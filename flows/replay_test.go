@@ -16,6 +16,7 @@ import (
 
 	"github.com/geoflow/geoflow/dlq"
 	"github.com/geoflow/geoflow/retry"
+	"github.com/geoflow/geoflow/store"
 	"github.com/geoflow/geoflow/tasks"
 )
 
@@ -51,40 +52,37 @@ type flakyConfig struct {
 
 func (c *flakyConfig) Check(tasks.Problems)                                 {}
 func (c *flakyConfig) New(id string) (tasks.Task, error)                    { return &flakyTask{c: c}, nil }
-func (t *flakyTask) Plan(context.Context, *tasks.Env) ([]tasks.Unit, error) { return t.plan(), nil }
+func (t *flakyTask) Plan(context.Context, *tasks.Env) ([]store.Unit, error) { return t.plan(), nil }
 
 type flakyTask struct{ c *flakyConfig }
 
-func (t *flakyTask) plan() []tasks.Unit {
-	var out []tasks.Unit
+func (t *flakyTask) plan() []store.Unit {
+	var out []store.Unit
 	for i := range t.c.Units {
 		b := orb.Bound{Min: orb.Point{float64(i), 0}, Max: orb.Point{float64(i) + 1, 1}}
-		out = append(out, tasks.Unit{Key: fmt.Sprintf("u%03d", i), BBox: &b, Spec: json.RawMessage(fmt.Sprintf(`{"page":%d}`, i))})
+		out = append(out, store.Unit{Key: fmt.Sprintf("u%03d", i), BBox: &b, Spec: json.RawMessage(fmt.Sprintf(`{"page":%d}`, i))})
 	}
 	return out
 }
 
 const secretURL = "https://wfs.example.com/ows?SERVICE=WFS&apikey=SECRET&typeName=parcels"
 
-func (t *flakyTask) Execute(ctx context.Context, env *tasks.Env, u tasks.Unit) (tasks.Result, error) {
+func (t *flakyTask) Execute(ctx context.Context, env *tasks.Env, u store.Unit) (*tasks.Output, error) {
 	s := t.c.state
 	s.ran(u.Key)
 	if slices.Contains(s.failChildren, u.Key) || (slices.Contains(t.c.Fail, u.Key) && !s.healed.Load()) {
 		if !strings.Contains(u.Key, "/") && len(u.Spec) == 0 {
-			return tasks.Result{}, fmt.Errorf("unit %s lost its spec", u.Key)
+			return nil, fmt.Errorf("unit %s lost its spec", u.Key)
 		}
-		return tasks.Result{}, fmt.Errorf("fetching page %s: %w", u.Key, &retry.Error{
+		return nil, fmt.Errorf("fetching page %s: %w", u.Key, &retry.Error{
 			Class: dlq.ClassHTTP5xx, Status: 503, Message: "service unavailable", Attempts: 3,
 			Snippet: "<error>bad apikey=SECRET</error>", Method: "GET", URL: secretURL})
 	}
-	return env.Store.CommitUnit(ctx, tasks.UnitRef{RunID: env.RunID, TaskID: env.TaskID, Key: u.Key},
-		func(ctx context.Context, tx tasks.Tx) (tasks.Result, error) {
-			res := tasks.Result{Inserted: 1}
-			if s.healed.Load() && slices.Contains(s.split, u.Key) {
-				res.Children = []tasks.Unit{{Key: u.Key + "/a"}, {Key: u.Key + "/b"}}
-			}
-			return res, nil
-		})
+	out := &tasks.Output{Counts: store.Counts{Inserted: 1}}
+	if s.healed.Load() && slices.Contains(s.split, u.Key) {
+		out.Children = []store.Unit{{Key: u.Key + "/a"}, {Key: u.Key + "/b"}}
+	}
+	return out, nil
 }
 
 func flakyRegistry(s *flakyState) *tasks.Registry {
@@ -117,20 +115,20 @@ tasks:
 
 func TestRunRecordsDeadLetters(t *testing.T) {
 	ctx := context.Background()
-	store := openStore(t)
+	db := openStore(t)
 	st := &flakyState{executed: map[string]int{}}
 	f := writeFlow(t, flakyRegistry(st), flakyFlow)
-	res, err := Run(ctx, f, RunOptions{Store: store})
+	res, err := Run(ctx, f, RunOptions{Store: db})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.DeadLetters() != 2 || res.Summary.UnitsDone != 4+1 || res.TaskStates["c"] != StateDone || res.TaskStates["b"] != StateUpstreamFailed {
+	if res.DeadLetters() != 2 || res.Summary.UnitsDone != 4+1 || res.TaskStates["c"] != store.Done || res.TaskStates["b"] != store.UpstreamFailed {
 		t.Fatalf("dead %d done %d tasks %v; want 2 dead, the rest done, b upstream_failed", res.DeadLetters(), res.Summary.UnitsDone, res.TaskStates)
 	}
 	if got := fmt.Sprint(res.DeadByClass); got != "map[http_5xx:2]" {
 		t.Errorf("DeadByClass = %s, want map[http_5xx:2]", got)
 	}
-	entries, err := store.ListDeadLetters(ctx, dlq.Filter{RunID: res.RunID})
+	entries, err := db.ListDeadLetters(ctx, dlq.Filter{RunID: res.RunID})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,17 +154,17 @@ func TestRunRecordsDeadLetters(t *testing.T) {
 
 func TestReplay(t *testing.T) {
 	ctx := context.Background()
-	store := openStore(t)
+	db := openStore(t)
 	st := &flakyState{executed: map[string]int{}, split: []string{"u004"}}
 	reg := flakyRegistry(st)
 	f := writeFlow(t, reg, flakyFlow)
-	res, err := Run(ctx, f, RunOptions{Store: store})
+	res, err := Run(ctx, f, RunOptions{Store: db})
 	if err != nil {
 		t.Fatal(err)
 	}
 	open := func() []dlq.Entry {
 		t.Helper()
-		es, err := store.ListDeadLetters(ctx, dlq.Filter{Status: dlq.StatusOpen})
+		es, err := db.ListDeadLetters(ctx, dlq.Filter{Status: dlq.StatusOpen})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -175,7 +173,7 @@ func TestReplay(t *testing.T) {
 	entries := open()
 
 	// Still broken: the entries are updated, not duplicated.
-	rr, err := Replay(ctx, entries, ReplayOptions{Store: store, Registry: reg})
+	rr, err := Replay(ctx, entries, ReplayOptions{Store: db, Registry: reg})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,7 +193,7 @@ func TestReplay(t *testing.T) {
 	// Healed: u004 splits into two children, one of which fails for good.
 	st.healed.Store(true)
 	st.failChildren = []string{"u004/b"}
-	rr, err = Replay(ctx, open(), ReplayOptions{Store: store, Registry: reg})
+	rr, err = Replay(ctx, open(), ReplayOptions{Store: db, Registry: reg})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -217,14 +215,14 @@ func TestReplay(t *testing.T) {
 
 	// The child heals too: the run's task a is done; b never ran, which the result says.
 	st.failChildren = nil
-	rr, err = Replay(ctx, left, ReplayOptions{Store: store, Registry: reg})
+	rr, err = Replay(ctx, left, ReplayOptions{Store: db, Registry: reg})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !rr.OK() || len(open()) != 0 {
 		t.Fatalf("last replay: ok=%v outcomes %+v, %d open", rr.OK(), rr.Outcomes, len(open()))
 	}
-	if st, _ := store.TaskState(ctx, res.RunID, "a"); st != StateDone {
+	if st, _ := db.TaskState(ctx, res.RunID, "a"); st != store.Done {
 		t.Errorf("task a is %s after every unit was replayed, want done", st)
 	}
 	if len(rr.Notes) != 1 || !strings.Contains(rr.Notes[0], "--task b") {
@@ -239,25 +237,25 @@ func TestReplay(t *testing.T) {
 
 func TestReplayWhileRunIsHeld(t *testing.T) {
 	ctx := context.Background()
-	store := openStore(t)
+	db := openStore(t)
 	st := &flakyState{executed: map[string]int{}}
 	reg := flakyRegistry(st)
 	f := writeFlow(t, reg, "name: held\ntasks:\n  a: {type: flaky, units: 2, fail_units: [u000]}\n")
-	res, err := Run(ctx, f, RunOptions{Store: store})
+	res, err := Run(ctx, f, RunOptions{Store: db})
 	if err != nil {
 		t.Fatal(err)
 	}
-	entries, err := store.ListDeadLetters(ctx, dlq.Filter{RunID: res.RunID})
+	entries, err := db.ListDeadLetters(ctx, dlq.Filter{RunID: res.RunID})
 	if err != nil || len(entries) != 1 {
 		t.Fatalf("entries %v (%v)", entries, err)
 	}
-	hold, err := store.HoldRun(ctx, res.RunID)
+	hold, err := db.HoldRun(ctx, res.RunID)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer hold.Close()
 	st.healed.Store(true)
-	rr, err := Replay(ctx, entries, ReplayOptions{Store: store, Registry: reg})
+	rr, err := Replay(ctx, entries, ReplayOptions{Store: db, Registry: reg})
 	if err != nil {
 		t.Fatal(err)
 	}

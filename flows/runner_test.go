@@ -9,8 +9,9 @@ import (
 
 	"github.com/paulmach/orb"
 
-	"github.com/geoflow/geoflow/store/postgis"
 	"github.com/geoflow/geoflow/internal/testdb"
+	"github.com/geoflow/geoflow/store"
+	"github.com/geoflow/geoflow/store/postgis"
 )
 
 func TestMain(m *testing.M) { testdb.Main(m) }
@@ -49,11 +50,11 @@ func index(events []string, prefix string) (first, last int) {
 
 func TestRunDependencyOrder(t *testing.T) {
 	dbURL := testdb.URL(t)
-	store, err := postgis.Open(context.Background(), dbURL, nil)
+	db, err := postgis.Open(context.Background(), dbURL, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(store.Close)
+	t.Cleanup(db.Close)
 	rec := &recorder{}
 	f := mustParse(t, rec, `
 name: order
@@ -63,11 +64,11 @@ tasks:
   b: {type: fake, depends_on: [a]}
   d: {type: other}
 `)
-	res, err := Run(context.Background(), f, RunOptions{Store: store})
+	res, err := Run(context.Background(), f, RunOptions{Store: db})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Status != StateDone {
+	if res.Status != store.Done {
 		t.Fatalf("status = %s, want done (tasks %v)", res.Status, res.TaskStates)
 	}
 	ev := rec.list()
@@ -95,16 +96,16 @@ func TestRunUpstreamFailed(t *testing.T) {
 	tests := []struct {
 		name       string
 		fail       string
-		wantA      string
+		wantA      store.State
 		wantFailed bool // a task failed outright, not through dead units
 		wantDead   int64
 	}{
-		{name: "dead unit", fail: "[u001]", wantA: StateFailed, wantDead: 1},
-		{name: "planning fails", fail: "[plan]", wantA: StateFailed, wantFailed: true},
+		{name: "dead unit", fail: "[u001]", wantA: store.Failed, wantDead: 1},
+		{name: "planning fails", fail: "[plan]", wantA: store.Failed, wantFailed: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			store := openStore(t)
+			db := openStore(t)
 			f := mustParse(t, nil, `
 name: upstream
 tasks:
@@ -113,17 +114,17 @@ tasks:
   c: {type: fake, depends_on: [b]}
   d: {type: other}
 `)
-			res, err := Run(context.Background(), f, RunOptions{Store: store})
+			res, err := Run(context.Background(), f, RunOptions{Store: db})
 			if err != nil {
 				t.Fatal(err)
 			}
-			want := map[string]string{"a": tt.wantA, "b": StateUpstreamFailed, "c": StateUpstreamFailed, "d": StateDone}
+			want := map[string]store.State{"a": tt.wantA, "b": store.UpstreamFailed, "c": store.UpstreamFailed, "d": store.Done}
 			for id, st := range want {
 				if res.TaskStates[id] != st {
 					t.Errorf("task %s = %s, want %s", id, res.TaskStates[id], st)
 				}
 			}
-			if res.Status != StateFailed || res.DeadLetters() != tt.wantDead {
+			if res.Status != store.Failed || res.DeadLetters() != tt.wantDead {
 				t.Errorf("status %s dead %d, want failed and %d", res.Status, res.DeadLetters(), tt.wantDead)
 			}
 			if _, failed := res.FailedTasks["a"]; failed != tt.wantFailed {
@@ -134,11 +135,11 @@ tasks:
 }
 
 func TestRunArea(t *testing.T) {
-	store := openStore(t)
+	db := openStore(t)
 	rec := &recorder{}
 	f := mustParse(t, rec, "name: area\ntasks:\n  a: {type: fake, units: 10}\n")
 	area := orb.Bound{Min: orb.Point{2.5, 0}, Max: orb.Point{4.5, 1}}
-	res, err := Run(context.Background(), f, RunOptions{Store: store, Area: &area})
+	res, err := Run(context.Background(), f, RunOptions{Store: db, Area: &area})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,7 +157,7 @@ func TestRunArea(t *testing.T) {
 // units finish within the grace period, nothing done is executed again, and the resumed
 // run completes every unit.
 func TestRunCancelAndResume(t *testing.T) {
-	store := openStore(t)
+	db := openStore(t)
 	rec := &recorder{}
 	f := mustParse(t, rec, `
 name: cancel
@@ -171,11 +172,11 @@ tasks:
 		}
 		cancel()
 	}()
-	res, err := Run(ctx, f, RunOptions{Store: store, Grace: 10 * time.Second})
+	res, err := Run(ctx, f, RunOptions{Store: db, Grace: 10 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Status != StateInterrupted || res.TaskStates["a"] != StateInterrupted || res.TaskStates["b"] != StateInterrupted {
+	if res.Status != store.Interrupted || res.TaskStates["a"] != store.Interrupted || res.TaskStates["b"] != store.Interrupted {
 		t.Fatalf("status %s, tasks %v; want interrupted", res.Status, res.TaskStates)
 	}
 	firstDone := res.Summary.UnitsDone
@@ -184,11 +185,11 @@ tasks:
 	}
 	before := len(rec.list())
 
-	res2, err := Run(context.Background(), f, RunOptions{Store: store, Resume: true})
+	res2, err := Run(context.Background(), f, RunOptions{Store: db, Resume: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !res2.Resumed || res2.RunID != res.RunID || res2.Status != StateDone {
+	if !res2.Resumed || res2.RunID != res.RunID || res2.Status != store.Done {
 		t.Fatalf("resume: run %d resumed=%v status %s, want run %d resumed and done", res2.RunID, res2.Resumed, res2.Status, res.RunID)
 	}
 	ev := rec.list()
@@ -209,7 +210,7 @@ tasks:
 	if len(ev)-before < 40-int(firstDone) {
 		t.Errorf("resume executed %d events, want at least %d", len(ev)-before, 40-firstDone)
 	}
-	if _, err := Run(context.Background(), f, RunOptions{Store: store, Resume: true}); err == nil {
+	if _, err := Run(context.Background(), f, RunOptions{Store: db, Resume: true}); err == nil {
 		t.Errorf("resuming a finished flow succeeded; want an error saying there is nothing to resume")
 	}
 }
@@ -217,7 +218,7 @@ tasks:
 // TestRunGraceExpires: units that cannot finish within the grace period are rolled back
 // and recorded as interrupted, not failed.
 func TestRunGraceExpires(t *testing.T) {
-	store := openStore(t)
+	db := openStore(t)
 	rec := &recorder{}
 	f := mustParse(t, rec, "name: grace\ntasks:\n  a: {type: fake, units: 4, sleep: 1h}\n")
 	ctx, cancel := context.WithCancel(context.Background())
@@ -229,11 +230,11 @@ func TestRunGraceExpires(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 		cancel()
 	}()
-	res, err := Run(ctx, f, RunOptions{Store: store, Grace: 100 * time.Millisecond})
+	res, err := Run(ctx, f, RunOptions{Store: db, Grace: 100 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Status != StateInterrupted || res.DeadLetters() != 0 || res.Summary.UnitsDone != 0 {
+	if res.Status != store.Interrupted || res.DeadLetters() != 0 || res.Summary.UnitsDone != 0 {
 		t.Fatalf("status %s dead %d done %d; want interrupted, 0, 0", res.Status, res.DeadLetters(), res.Summary.UnitsDone)
 	}
 }
@@ -242,7 +243,7 @@ func TestRunGraceExpires(t *testing.T) {
 // --task without repeating them: the resume must go on over the run's own area and
 // tasks, not plan the whole flow into it.
 func TestRunResumeKeepsAreaAndTasks(t *testing.T) {
-	store := openStore(t)
+	db := openStore(t)
 	rec := &recorder{}
 	f := mustParse(t, rec, `
 name: resume_area
@@ -251,21 +252,21 @@ tasks:
   b: {type: fake, units: 10}
 `)
 	area := orb.Bound{Min: orb.Point{2.5, 0}, Max: orb.Point{4.5, 1}}
-	if _, err := store.Migrate(context.Background()); err != nil {
+	if _, err := db.Migrate(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	// A run that crashed right after it started: recorded running, held by nobody.
-	run, err := store.StartRun(context.Background(), postgis.RunStart{Flow: f.Name, Area: &area, OnlyTasks: []string{"a"}})
+	run, err := db.StartRun(context.Background(), store.RunStart{Flow: f.Name, Area: &area, OnlyTasks: []string{"a"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	run.Close()
 
-	res, err := Run(context.Background(), f, RunOptions{Store: store, Resume: true})
+	res, err := Run(context.Background(), f, RunOptions{Store: db, Resume: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !res.Resumed || res.RunID != run.ID || res.Status != StateDone {
+	if !res.Resumed || res.RunID != run.ID || res.Status != store.Done {
 		t.Fatalf("resume: run %d resumed=%v status %s, want run %d resumed and done", res.RunID, res.Resumed, res.Status, run.ID)
 	}
 	ev := rec.list()

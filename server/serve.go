@@ -17,14 +17,21 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/geoflow/geoflow/store/postgis"
 	"github.com/geoflow/geoflow/schedule"
+	"github.com/geoflow/geoflow/store"
 )
+
+// Backend is what the server reads: health, the run history and the fires.
+type Backend interface {
+	store.Health
+	store.History
+	ListFires(ctx context.Context, flow string, limit int) ([]store.Fire, error)
+}
 
 // Options configure Handler.
 type Options struct {
 	// Store answers /readyz and the run history; required.
-	Store *postgis.Store
+	Store Backend
 	// Flows lists the scheduled flows for /api/flows; required.
 	Flows FlowLister
 	// Registry is gathered for /metrics and receives the API's own request metrics;
@@ -166,13 +173,13 @@ func (h *handler) runs(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	q := r.URL.Query()
-	runs, err := h.o.Store.ListRuns(r.Context(), postgis.RunFilter{Flow: q.Get("flow"), Status: q.Get("status"), Limit: limit})
+	runs, err := h.o.Store.ListRuns(r.Context(), store.RunFilter{Flow: q.Get("flow"), Status: q.Get("status"), Limit: limit})
 	if err != nil {
 		h.fail(w, r, http.StatusInternalServerError, err)
 		return
 	}
 	if runs == nil {
-		runs = []postgis.RunRecord{}
+		runs = []store.RunRecord{}
 	}
 	writeJSON(w, http.StatusOK, runs)
 }
@@ -184,7 +191,7 @@ func (h *handler) run(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	run, err := h.o.Store.GetRun(r.Context(), id)
-	if errors.Is(err, postgis.ErrNotFound) {
+	if errors.Is(err, store.ErrNotFound) {
 		h.fail(w, r, http.StatusNotFound, errors.New("no run "+strconv.FormatInt(id, 10)))
 		return
 	}
@@ -207,7 +214,7 @@ func (h *handler) fires(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if fires == nil {
-		fires = []postgis.Fire{}
+		fires = []store.Fire{}
 	}
 	writeJSON(w, http.StatusOK, fires)
 }

@@ -14,11 +14,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/geoflow/geoflow/flows"
-	"github.com/geoflow/geoflow/store/postgis"
-	"github.com/geoflow/geoflow/schedule"
-	"github.com/geoflow/geoflow/server"
 	"github.com/geoflow/geoflow/internal/testdb"
 	"github.com/geoflow/geoflow/retry"
+	"github.com/geoflow/geoflow/schedule"
+	"github.com/geoflow/geoflow/server"
+	"github.com/geoflow/geoflow/store"
+	"github.com/geoflow/geoflow/store/postgis"
 )
 
 func TestMain(m *testing.M) { testdb.Main(m) }
@@ -43,11 +44,11 @@ func get(t *testing.T, srv *httptest.Server, path string) (int, string) {
 
 func TestEndpoints(t *testing.T) {
 	ctx := context.Background()
-	store, err := postgis.Open(ctx, testdb.URL(t), nil)
+	db, err := postgis.Open(ctx, testdb.URL(t), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer store.Close()
+	defer db.Close()
 
 	reg := prometheus.NewRegistry()
 	metrics, err := schedule.NewMetrics(reg)
@@ -58,7 +59,7 @@ func TestEndpoints(t *testing.T) {
 	var ready atomic.Bool
 	ready.Store(true)
 	next := time.Date(2025, 6, 1, 2, 0, 0, 0, time.UTC)
-	h, err := server.Handler(server.Options{Store: store, Registry: reg, Ready: &ready,
+	h, err := server.Handler(server.Options{Store: db, Registry: reg, Ready: &ready,
 		Flows: fakeFlows{{Name: "parcels", Schedule: "0 2 * * *", Timezone: "UTC", NextFires: []time.Time{next}}}})
 	if err != nil {
 		t.Fatal(err)
@@ -70,21 +71,21 @@ func TestEndpoints(t *testing.T) {
 	if code, body := get(t, srv, "/readyz"); code != http.StatusServiceUnavailable || !strings.Contains(body, "migrate up") {
 		t.Errorf("/readyz before migrating: %d %s", code, body)
 	}
-	if _, err := store.Migrate(ctx); err != nil {
+	if _, err := db.Migrate(ctx); err != nil {
 		t.Fatal(err)
 	}
 	at := time.Date(2025, 6, 1, 2, 0, 0, 0, time.UTC)
-	run, err := store.StartRun(ctx, postgis.RunStart{Flow: "parcels", Trigger: "schedule", ScheduledFor: &at})
+	run, err := db.StartRun(ctx, store.RunStart{Flow: "parcels", Trigger: "schedule", ScheduledFor: &at})
 	if err != nil {
 		t.Fatal(err)
 	}
 	run.Close()
-	sum, err := store.FinishRun(ctx, run.ID, flows.StateDone, "")
+	sum, err := db.FinishRun(ctx, run.ID, store.Done, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	metrics.ObserveRun("parcels", &flows.Result{RunID: run.ID, Status: flows.StateDone, Summary: sum, Elapsed: time.Second})
-	if _, err := store.ClaimFire(ctx, "parcels", at, "a", false); err != nil {
+	metrics.ObserveRun("parcels", &flows.Result{RunID: run.ID, Status: store.Done, Summary: sum, Elapsed: time.Second})
+	if _, err := db.ClaimFire(ctx, "parcels", at, "a", false); err != nil {
 		t.Fatal(err)
 	}
 

@@ -88,3 +88,29 @@ func attr(attrs []xml.Attr, local string) string {
 	}
 	return ""
 }
+
+// ParseExceptionReport reads an OGC exception report from the start of body (an error
+// response's first bytes, which may be cut short): ok is false when body does not start
+// with one. A report cut off after its first exception still gives its code and text.
+func ParseExceptionReport(body []byte) (rep *ExceptionReport, ok bool) {
+	d := xml.NewDecoder(strings.NewReader(string(body)))
+	d.Strict = false
+	for {
+		tok, err := d.RawToken()
+		if err != nil {
+			return nil, false
+		}
+		switch t := tok.(type) {
+		case xml.StartElement:
+			if !IsExceptionReportElement(t.Name.Local) {
+				return nil, false
+			}
+			rep, _ = DecodeExceptionReport(d, t)
+			return rep, rep != nil && (rep.Code != "" || rep.Text != "")
+		case xml.CharData:
+			if strings.TrimSpace(string(t)) != "" {
+				return nil, false
+			}
+		}
+	}
+}

@@ -46,3 +46,16 @@ func FuzzSRID(f *testing.F) {
 		}
 	})
 }
+
+func FuzzParseExceptionReport(f *testing.F) {
+	f.Add([]byte(`<?xml version="1.0" encoding="UTF-8"?><ows:ExceptionReport xmlns:ows="http://www.opengis.net/ows/1.1" version="2.0.0"><ows:Exception exceptionCode="NoApplicableCode" locator="mapserv"><ows:ExceptionText>msPostGISLayerOpen(): Query error. Database connection failed.</ows:ExceptionText></ows:Exception></ows:ExceptionReport>`))
+	f.Add([]byte(`<ServiceExceptionReport version="1.2.0"><ServiceException code="InvalidParameterValue">bad</ServiceException></ServiceExceptionReport>`))
+	f.Add([]byte(`<html><body>502</body></html>`))
+	f.Add([]byte(`<ows:ExceptionReport><ows:Exception exceptionCode="NoApplic`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		rep, ok := ParseExceptionReport(b)
+		if ok && rep == nil {
+			t.Fatal("ok without a report")
+		}
+	})
+}

@@ -1,11 +1,13 @@
 // Package tasks defines what a geoflow task is: a configured piece of a flow that plans
-// its work as units and executes them one at a time. Units are the grain of concurrency,
-// retries, the dead-letter queue, crash-safe resume and bbox-scoped reruns, for every kind
-// of task (WFS features, map tiles, imagery).
+// its work as units and, per unit, produces an Output (a stream of features, files and
+// their rows, or further units). Units are the grain of concurrency, retries, the
+// dead-letter queue, crash-safe resume and bbox-scoped reruns, for every kind of task
+// (WFS features, map tiles, imagery).
 //
-// The package also declares what tasks need from the layers below them (HTTP through the
-// rate-limit handler, and a Store that commits a unit's output with its bookkeeping) so
-// that those layers can be implemented elsewhere and faked nowhere.
+// A task never writes a unit's output itself: the runner (package flows) opens the
+// unit's transaction, drains the Output into it and commits, marking the unit done in the
+// same transaction. A task fetches through the rate-limit handler (HTTP) and reads what
+// it needs from the store through store.TaskStore.
 package tasks
 
 import (
@@ -13,49 +15,12 @@ import (
 	"encoding/json"
 	"log/slog"
 	"net/http"
-	"time"
 
 	"github.com/paulmach/orb"
 
 	"github.com/geoflow/geoflow/retry"
+	"github.com/geoflow/geoflow/store"
 )
-
-// Unit is one piece of a task's work: a bbox tile or page of a WFS layer, a map tile, an
-// image. Units are recorded in the database before they run, so a restarted run knows
-// what is left and a replay can execute exactly the same unit again.
-type Unit struct {
-	// Key identifies the unit within its task and run, stably across restarts
-	// (for example "q/0312" for a quadtree tile or "z12/2200/1343" for a map tile).
-	Key string
-	// Parent is the key of the unit that planned this one, or "" for units from Plan.
-	Parent string
-	// BBox is the unit's lon/lat footprint; nil for units that are not spatial.
-	BBox *orb.Bound
-	// Spec holds whatever the task needs to execute the unit again after a restart.
-	// The runner stores it and hands it back unchanged; nil means no extra data.
-	Spec json.RawMessage
-}
-
-// Result is what executing one unit produced. The counts are of features for feature
-// tasks and of files for tile and imagery tasks.
-type Result struct {
-	Inserted int64 // new rows or files
-	Skipped  int64 // already present (same payload hash, or 304 Not Modified)
-	Updated  int64 // changed rows in upsert mode, or rewritten files
-	Bytes    int64 // response bytes read
-	// Children are further units this unit planned, such as the four quadrants of a
-	// tile that held too many features for one response. They are stored as pending in
-	// the same transaction that marks this unit done.
-	Children []Unit
-}
-
-// Add accumulates o into r (children excluded).
-func (r *Result) Add(o Result) {
-	r.Inserted += o.Inserted
-	r.Skipped += o.Skipped
-	r.Updated += o.Updated
-	r.Bytes += o.Bytes
-}
 
 // Task is a configured task of a flow, ready to run. Implementations must be safe for
 // concurrent calls of Execute: the runner executes several units at once.
@@ -63,11 +28,75 @@ type Task interface {
 	// Plan returns the task's initial units. It may do I/O (a GetCapabilities request,
 	// creating the target table); an error fails the whole task. Plan is called again
 	// when a run is resumed: it must return the same keys for the same configuration.
-	Plan(ctx context.Context, env *Env) ([]Unit, error)
-	// Execute runs one unit. Its output and the unit's done state must be committed
-	// together through env.Store.CommitUnit, so that a crash at any instant neither
-	// loses nor duplicates work. An error leaves the unit failed (a dead letter).
-	Execute(ctx context.Context, env *Env, u Unit) (Result, error)
+	Plan(ctx context.Context, env *Env) ([]store.Unit, error)
+	// Execute fetches one unit and returns what it produced, for the runner to write.
+	// It writes nothing to the store: a crash at any instant neither loses nor
+	// duplicates work, since the output and the unit's done state commit together. An
+	// error fails the unit: a source's failure is a dead letter, a *store.Fault makes the
+	// runner wait for the store and execute the unit again.
+	Execute(ctx context.Context, env *Env, u store.Unit) (*Output, error)
+}
+
+// Output is what executing one unit produced. The runner writes, in one transaction:
+// the features (if any), the tile and asset rows, the unit's done state with Counts, and
+// Children as new pending units. Close releases what it holds; the runner calls it once
+// the unit has ended, committed or not.
+type Output struct {
+	// Table and Features: a feature stream to write into Table. Features opens the
+	// stream; it may be called again after a store fault, and must then yield the same
+	// features (the response is spooled, never fetched twice for the store's sake).
+	Table    *store.FeatureTable
+	Features func() (store.FeatureSource, error)
+	// Check, when set, judges the features once written, inside the transaction, with
+	// what was written and how many features the stream refused (curves). It returns
+	// further units to plan, or a Redo to discard the features and execute the unit
+	// again with another spec (a tile that held more than one response must be split).
+	Check func(written store.Counts) (*Verdict, error)
+
+	// Tiles and Assets: rows of files already in place on disk, for TileTable and
+	// AssetTable.
+	TileTable  *store.TileTable
+	Tiles      []store.TileRow
+	AssetTable *store.AssetTable
+	Assets     []store.AssetRow
+
+	// Children are further units this unit planned: the four quadrants of a tile, the
+	// pages of a tile that cannot be split, the items of a search page.
+	Children []store.Unit
+	// Counts are what the unit did, as far as the task knows it: files new, rewritten
+	// or not modified (the task looked the file up before fetching it), response bytes
+	// read. The runner adds what writing Features reports; rows of files add nothing.
+	Counts store.Counts
+
+	// Committed, when set, runs once the unit has committed (removing a file the unit
+	// replaced, which must outlive a rollback).
+	Committed func()
+	// Release, when set, frees what the output holds (a spooled response).
+	Release func()
+}
+
+// Close releases the output's resources; it is safe on a nil Output and more than once.
+func (o *Output) Close() {
+	if o != nil && o.Release != nil {
+		o.Release()
+		o.Release = nil
+	}
+}
+
+// Verdict is a Check's judgement.
+type Verdict struct {
+	// Children are more units to plan alongside the features.
+	Children []store.Unit
+	// Redo discards the features written and executes the unit again with this spec.
+	Redo json.RawMessage
+}
+
+// Finisher is implemented by tasks that finish their work once no unit is left to run
+// (all done, or some dead): indexing a table, comparing the server's count with the
+// features stored. The runner calls it unless the task was interrupted; a replay calls it
+// after re-executing a task's dead units.
+type Finisher interface {
+	Finish(ctx context.Context, env *Env) error
 }
 
 // HTTP is the rate-limit handler every request of a task goes through; *retry.Handler
@@ -84,7 +113,7 @@ type Env struct {
 	TaskID string
 	Logger *slog.Logger
 	HTTP   HTTP
-	Store  Store
+	Store  store.TaskStore
 	// Area restricts spatial tasks to this lon/lat box (geoflow run --bbox); nil means
 	// the task's own bbox only. Tasks plan only units that intersect it.
 	Area *orb.Bound
@@ -92,25 +121,4 @@ type Env struct {
 	// the task's own), to be put in every retry.Request.
 	Retry     retry.Policy
 	RateLimit retry.RateLimit
-}
-
-type unitStartKey struct{}
-
-// WithUnitStart returns ctx carrying the time the runner started a unit, so that the
-// store records it with the unit's outcome instead of in a commit of its own.
-func WithUnitStart(ctx context.Context, t time.Time) context.Context {
-	return context.WithValue(ctx, unitStartKey{}, t)
-}
-
-// UnitStart returns the start time WithUnitStart put in ctx, if any.
-func UnitStart(ctx context.Context) (time.Time, bool) {
-	t, ok := ctx.Value(unitStartKey{}).(time.Time)
-	return t, ok
-}
-
-// UnitRef names a unit in the database.
-type UnitRef struct {
-	RunID  int64
-	TaskID string
-	Key    string
 }

@@ -24,9 +24,9 @@ import (
 	"time"
 
 	"github.com/geoflow/geoflow/flows"
-	"github.com/geoflow/geoflow/store/postgis"
 	"github.com/geoflow/geoflow/internal/devserver/tileserver"
 	"github.com/geoflow/geoflow/retry"
+	"github.com/geoflow/geoflow/store/postgis"
 	"github.com/geoflow/geoflow/tasks"
 	"github.com/geoflow/geoflow/tasks/tiles"
 )

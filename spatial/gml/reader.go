@@ -60,11 +60,9 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/paulmach/orb"
-	"github.com/paulmach/orb/encoding/wkt"
 
 	"github.com/geoflow/geoflow/spatial"
 	"github.com/geoflow/geoflow/spatial/internal/sniff"
@@ -116,21 +114,11 @@ type Reader struct {
 
 var _ spatial.Reader = (*Reader)(nil)
 
-type kind uint8
-
 const (
 	kOther      kind = iota
 	kCollection      // children are members, boundedBy, ...
 	kMember          // children are features (or a nested collection)
 )
-
-type frame struct {
-	prefix, local string
-	nns           int // namespace bindings declared on this element
-	kind          kind
-}
-
-type nsClass uint8
 
 const (
 	nsOther nsClass = iota
@@ -140,11 +128,6 @@ const (
 	nsXSI
 	nsXLink
 )
-
-type binding struct {
-	prefix string
-	class  nsClass
-}
 
 // NewReader returns a Reader of the GML response in r. It reads r only when
 // Next is called, through its own buffer.
@@ -162,143 +145,6 @@ func NewReader(r io.Reader, opts Options) *Reader {
 // numberReturned (numberOfFeatures in WFS 1.1), next, and the declared
 // srsName. It is complete once the first Next call has returned.
 func (r *Reader) Meta() spatial.Meta { return r.meta }
-
-func classify(uri string) nsClass {
-	switch uri {
-	case "http://www.opengis.net/gml", "http://www.opengis.net/gml/3.2":
-		return nsGML
-	case "http://www.opengis.net/wfs", "http://www.opengis.net/wfs/2.0":
-		return nsWFS
-	case "http://www.opengis.net/ows", "http://www.opengis.net/ows/1.1", "http://www.opengis.net/ows/2.0", "http://www.opengis.net/ogc":
-		return nsOWS
-	case "http://www.w3.org/2001/XMLSchema-instance":
-		return nsXSI
-	case "http://www.w3.org/1999/xlink":
-		return nsXLink
-	}
-	return nsOther
-}
-
-// resolve returns the namespace class bound to prefix. An undeclared prefix
-// that is conventionally gml, wfs, ows or xsi is taken as such: sloppy
-// servers exist.
-func (r *Reader) resolve(prefix string) nsClass {
-	for i := len(r.ns) - 1; i >= 0; i-- {
-		if r.ns[i].prefix == prefix {
-			return r.ns[i].class
-		}
-	}
-	switch prefix {
-	case "gml":
-		return nsGML
-	case "wfs":
-		return nsWFS
-	case "ows", "ogc":
-		return nsOWS
-	case "xsi":
-		return nsXSI
-	case "xlink":
-		return nsXLink
-	}
-	return nsOther
-}
-
-// token returns the next start, end or text token (valid until the next
-// call), keeping the element and namespace stacks, and checking that end
-// tags match. Errors are final: they are stored in r.err, classified.
-func (r *Reader) token() (*token, error) {
-	for {
-		tok, err := r.sc.next()
-		if err != nil {
-			return nil, r.fail(err)
-		}
-		switch tok.kind {
-		case tkStart:
-			nns := 0
-			for _, a := range tok.start.Attr {
-				if a.Name.Space == "xmlns" {
-					r.ns = append(r.ns, binding{prefix: a.Name.Local, class: classify(a.Value)})
-					nns++
-				} else if a.Name.Space == "" && a.Name.Local == "xmlns" {
-					r.ns = append(r.ns, binding{prefix: "", class: classify(a.Value)})
-					nns++
-				}
-			}
-			r.stack = append(r.stack, frame{prefix: tok.start.Name.Space, local: tok.start.Name.Local, nns: nns})
-			return tok, nil
-		case tkEnd:
-			n := len(r.stack)
-			name := tok.end
-			if n == 0 {
-				return nil, r.fail(&xml.SyntaxError{Msg: "unexpected end element </" + name.Local + ">", Line: 0})
-			}
-			top := r.stack[n-1]
-			if top.prefix != name.Space || top.local != name.Local {
-				return nil, r.fail(&xml.SyntaxError{Msg: fmt.Sprintf("element <%s> closed by </%s>", qname(top.prefix, top.local), qname(name.Space, name.Local))})
-			}
-			r.ns = r.ns[:len(r.ns)-top.nns]
-			r.stack = r.stack[:n-1]
-			return tok, nil
-		case tkText:
-			return tok, nil
-		}
-	}
-}
-
-func qname(prefix, local string) string {
-	if prefix == "" {
-		return local
-	}
-	return prefix + ":" + local
-}
-
-// fail classifies a decoding error, stores it as final and returns it.
-func (r *Reader) fail(err error) error {
-	if r.err != nil {
-		return r.err
-	}
-	switch {
-	case err == io.EOF:
-		// The scanner, like RawToken, reports a clean io.EOF even inside
-		// open elements; every caller of token expects more, so this is a
-		// cut-off body.
-		err = &spatial.TruncatedError{Offset: r.sc.offset(), Err: io.ErrUnexpectedEOF}
-	case sniff.XMLTruncated(err):
-		err = &spatial.TruncatedError{Offset: r.sc.offset(), Err: err}
-	default:
-		var se *xml.SyntaxError
-		if asSyntax(err, &se) {
-			err = fmt.Errorf("gml: malformed XML near byte %d: %w", r.sc.offset(), err)
-		} else {
-			err = fmt.Errorf("gml: reading response: %w", err)
-		}
-	}
-	r.err = err
-	return err
-}
-
-func asSyntax(err error, target **xml.SyntaxError) bool {
-	se, ok := err.(*xml.SyntaxError)
-	if ok {
-		*target = se
-	}
-	return ok
-}
-
-// skip consumes the rest of the element whose start was just returned.
-func (r *Reader) skip() error {
-	return r.skipTo(len(r.stack) - 1)
-}
-
-// skipTo consumes tokens until the element stack is depth deep.
-func (r *Reader) skipTo(depth int) error {
-	for len(r.stack) > depth {
-		if _, err := r.token(); err != nil {
-			return err
-		}
-	}
-	return nil
-}
 
 // Next returns the next feature, io.EOF after the last one, a
 // *spatial.FeatureError for a refused feature (call Next again to go on),
@@ -490,35 +336,6 @@ func (r *Reader) truncatedResponse() error {
 	return r.err
 }
 
-func nsCount(attrs []xml.Attr) int {
-	n := 0
-	for _, a := range attrs {
-		if a.Name.Space == "xmlns" || a.Name.Space == "" && a.Name.Local == "xmlns" {
-			n++
-		}
-	}
-	return n
-}
-
-func attrValue(attrs []xml.Attr, local string) string {
-	for _, a := range attrs {
-		if a.Name.Local == local {
-			return a.Value
-		}
-	}
-	return ""
-}
-
-// countAttr parses a count attribute; absent, "unknown" or malformed is -1.
-func countAttr(attrs []xml.Attr, local string) int64 {
-	v := attrValue(attrs, local)
-	n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
-	if err != nil || n < 0 {
-		return -1
-	}
-	return n
-}
-
 // envelopeSRS reads a gml:boundedBy whose start was just returned and
 // returns the srsName of its Envelope or Box, if any.
 func (r *Reader) envelopeSRS() (string, error) {
@@ -534,82 +351,6 @@ func (r *Reader) envelopeSRS() (string, error) {
 		}
 	}
 	return srs, nil
-}
-
-// featureID returns gml:id, else the GML 2 fid attribute.
-func (r *Reader) featureID(attrs []xml.Attr) string {
-	fid := ""
-	for _, a := range attrs {
-		switch {
-		case a.Name.Local == "id" && a.Name.Space != "" && r.resolve(a.Name.Space) == nsGML:
-			return a.Value
-		case a.Name.Local == "fid" && fid == "":
-			fid = a.Value
-		}
-	}
-	return fid
-}
-
-// feature reads the feature whose start element is on top of the stack.
-// A refused feature gives a *spatial.FeatureError after the whole feature
-// element has been consumed; final errors are in r.err.
-func (r *Reader) feature(start xml.StartElement) (*spatial.Feature, error) {
-	depth := len(r.stack)
-	f := &spatial.Feature{ID: r.featureID(start.Attr), Properties: make(map[string]any, 8)}
-	featSRS := ""
-	var geomSRS string
-	for {
-		tok, err := r.token()
-		if err != nil {
-			return nil, err
-		}
-		switch tok.kind {
-		case tkStart:
-			t := tok.start
-			cls := r.resolve(t.Name.Space)
-			if cls == nsGML {
-				if t.Name.Local == "boundedBy" {
-					srs, err := r.envelopeSRS()
-					if err != nil {
-						return nil, err
-					}
-					featSRS = srs
-					continue
-				}
-				if err := r.skip(); err != nil { // gml:name, gml:description ...
-					return nil, err
-				}
-				continue
-			}
-			name := t.Name.Local
-			val, g, srs, err := r.property(t, featSRS)
-			if err != nil {
-				if r.err != nil {
-					return nil, r.err
-				}
-				if err := r.skipTo(depth - 1); err != nil {
-					return nil, err
-				}
-				return nil, &spatial.FeatureError{ID: f.ID, Index: r.index, Err: err}
-			}
-			switch {
-			case g != nil && f.Geometry == nil:
-				f.Geometry = g
-				geomSRS = srs
-			case g != nil:
-				addProp(f.Properties, name, wkt.MarshalString(g))
-			case val != absent:
-				addProp(f.Properties, name, val)
-			}
-		case tkEnd:
-			if len(r.stack) < depth {
-				if r.meta.SRSName == "" {
-					r.meta.SRSName = geomSRS
-				}
-				return f, nil
-			}
-		}
-	}
 }
 
 // exceptionReport is spatial.DecodeExceptionReport on the Reader's own

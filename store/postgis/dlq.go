@@ -12,7 +12,7 @@ import (
 	"github.com/paulmach/orb"
 
 	"github.com/geoflow/geoflow/dlq"
-	"github.com/geoflow/geoflow/tasks"
+	"github.com/geoflow/geoflow/store"
 )
 
 // RecordDeadLetter marks a unit failed and records it in the dead-letter table, in one
@@ -22,7 +22,7 @@ import (
 // attempts add up, first_failed_at is kept, status goes back to open and e.History is
 // appended to the entry's history. ref names the unit; e's own RunID, Task and Unit are
 // ignored. e is redacted again before it is stored. It returns the entry's id.
-func (s *Store) RecordDeadLetter(ctx context.Context, ref tasks.UnitRef, e dlq.Entry) (int64, error) {
+func (s *Store) RecordDeadLetter(ctx context.Context, ref store.UnitRef, e dlq.Entry) (int64, error) {
 	e = e.Redacted()
 	hist, err := json.Marshal(nonNil(e.History))
 	if err != nil {
@@ -32,8 +32,8 @@ func (s *Store) RecordDeadLetter(ctx context.Context, ref tasks.UnitRef, e dlq.E
 	var id int64
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `UPDATE geoflow_units SET state = 'failed', finished_at = now(), error = NULLIF($4, ''),
-			attempts = attempts + CASE WHEN $5::timestamptz IS NULL THEN 0 ELSE 1 END, started_at = coalesce($5, started_at)
-			WHERE run_id = $1 AND task = $2 AND key = $3`, ref.RunID, ref.TaskID, ref.Key, e.Error, unitStart(ctx)); err != nil {
+			attempts = attempts + 1
+			WHERE run_id = $1 AND task = $2 AND key = $3`, ref.RunID, ref.TaskID, ref.Key, e.Error); err != nil {
 			return err
 		}
 		args := append([]any{e.Flow, ref.TaskID, ref.RunID, ref.Key}, envelopeArgs(e.BBox)...)
@@ -289,22 +289,14 @@ func (s *Store) CloseDeadLetters(ctx context.Context, runID int64) (int64, error
 	return tag.RowsAffected(), nil
 }
 
-// RunInfo is what a run recorded when it started, as a replay needs it.
-type RunInfo struct {
-	ID       int64
-	Flow     string
-	FlowFile string // absolute path; "" for runs that recorded none
-	Status   string
-	Area     *orb.Bound // --bbox of the run; nil for none
-}
-
 // RunInfo reads a run, or fails wrapping ErrNotFound.
-func (s *Store) RunInfo(ctx context.Context, runID int64) (RunInfo, error) {
-	ri := RunInfo{ID: runID}
+func (s *Store) RunInfo(ctx context.Context, runID int64) (store.RunInfo, error) {
+	ri := store.RunInfo{ID: runID}
 	var x0, y0, x1, y1 *float64
 	err := s.pool.QueryRow(ctx, `SELECT flow, coalesce(flow_file, ''), status,
-		ST_XMin(area), ST_YMin(area), ST_XMax(area), ST_YMax(area) FROM geoflow_runs WHERE id = $1`, runID).
-		Scan(&ri.Flow, &ri.FlowFile, &ri.Status, &x0, &y0, &x1, &y1)
+		ST_XMin(area), ST_YMin(area), ST_XMax(area), ST_YMax(area), coalesce(flow_text, ''), coalesce(flow_hash, '')
+		FROM geoflow_runs WHERE id = $1`, runID).
+		Scan(&ri.Flow, &ri.FlowFile, &ri.Status, &x0, &y0, &x1, &y1, &ri.FlowText, &ri.FlowHash)
 	if err != nil {
 		return ri, translate(fmt.Sprintf("reading run %d", runID), err)
 	}
@@ -315,12 +307,12 @@ func (s *Store) RunInfo(ctx context.Context, runID int64) (RunInfo, error) {
 }
 
 // Unit returns a recorded unit (key, parent, bbox and spec, as planned) and its state.
-func (s *Store) Unit(ctx context.Context, ref tasks.UnitRef) (tasks.Unit, string, error) {
+func (s *Store) Unit(ctx context.Context, ref store.UnitRef) (store.Unit, store.State, error) {
 	var (
-		u              = tasks.Unit{Key: ref.Key}
+		u              = store.Unit{Key: ref.Key}
 		x0, y0, x1, y1 *float64
 		spec           []byte
-		state          string
+		state          store.State
 	)
 	err := s.pool.QueryRow(ctx, `SELECT coalesce(parent_key, ''), ST_XMin(bbox), ST_YMin(bbox), ST_XMax(bbox), ST_YMax(bbox), spec, state
 		FROM geoflow_units WHERE run_id = $1 AND task = $2 AND key = $3`, ref.RunID, ref.TaskID, ref.Key).
@@ -337,25 +329,23 @@ func (s *Store) Unit(ctx context.Context, ref tasks.UnitRef) (tasks.Unit, string
 	return u, state, nil
 }
 
-// ErrRunBusy is returned by HoldRun when another process is executing the run.
-var ErrRunBusy = errors.New("pgstore: the run is being executed by another process")
-
-// HoldRun takes the lock a process holds on a run while it executes it, without waiting,
-// so that a replay never executes units of a run that a resume is executing elsewhere.
-// Close the returned Run to release it.
-func (s *Store) HoldRun(ctx context.Context, runID int64) (*Run, error) {
-	conn, err := s.pool.Acquire(ctx)
+// HoldRun implements store.Runs: it takes, without waiting, the lock a process holds on a
+// run while it executes it, so that a replay never executes units of a run that a resume
+// is executing elsewhere.
+func (s *Store) HoldRun(ctx context.Context, runID int64) (*store.Run, error) {
+	what := fmt.Sprintf("locking run %d", runID)
+	conn, err := s.lockConn(ctx, what)
 	if err != nil {
-		return nil, translate(fmt.Sprintf("locking run %d", runID), err)
+		return nil, err
 	}
 	var locked bool
 	if err := conn.QueryRow(ctx, "SELECT pg_try_advisory_lock($1, $2)", runLockClass, int32(runID)).Scan(&locked); err != nil {
-		conn.Release()
-		return nil, translate(fmt.Sprintf("locking run %d", runID), err)
+		closeConn(conn)()
+		return nil, translate(what, err)
 	}
 	if !locked {
-		conn.Release()
-		return nil, fmt.Errorf("run %d: %w; replay once it has ended", runID, ErrRunBusy)
+		closeConn(conn)()
+		return nil, fmt.Errorf("run %d: %w; replay once it has ended", runID, store.ErrRunBusy)
 	}
-	return &Run{ID: runID, conn: conn}, nil
+	return &store.Run{ID: runID, Release: closeConn(conn)}, nil
 }

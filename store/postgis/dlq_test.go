@@ -13,7 +13,7 @@ import (
 
 	"github.com/geoflow/geoflow/dlq"
 	"github.com/geoflow/geoflow/internal/testdb"
-	"github.com/geoflow/geoflow/tasks"
+	"github.com/geoflow/geoflow/store"
 )
 
 func TestMain(m *testing.M) { testdb.Main(m) }
@@ -37,7 +37,7 @@ func openTestStore(t *testing.T) *Store {
 func startRun(t *testing.T, s *Store, flow, task string, n int) int64 {
 	t.Helper()
 	ctx := context.Background()
-	run, err := s.StartRun(ctx, RunStart{Flow: flow, FlowFile: "/flows/" + flow + ".yaml"})
+	run, err := s.StartRun(ctx, store.RunStart{Flow: flow, FlowFile: "/flows/" + flow + ".yaml"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,10 +45,10 @@ func startRun(t *testing.T, s *Store, flow, task string, n int) int64 {
 	if err := s.SetTaskState(ctx, run.ID, task, "fake", "running", ""); err != nil {
 		t.Fatal(err)
 	}
-	var units []tasks.Unit
+	var units []store.Unit
 	for i := range n {
 		b := orb.Bound{Min: orb.Point{float64(i), 0}, Max: orb.Point{float64(i) + 1, 1}}
-		units = append(units, tasks.Unit{Key: fmt.Sprintf("u%03d", i), BBox: &b})
+		units = append(units, store.Unit{Key: fmt.Sprintf("u%03d", i), BBox: &b})
 	}
 	if err := s.AddUnits(ctx, run.ID, task, units); err != nil {
 		t.Fatal(err)
@@ -62,7 +62,7 @@ func unitBBox(i int) *orb.Bound {
 
 func record(t *testing.T, s *Store, flow string, run int64, task string, i int, class dlq.Class, url string) int64 {
 	t.Helper()
-	id, err := s.RecordDeadLetter(context.Background(), tasks.UnitRef{RunID: run, TaskID: task, Key: fmt.Sprintf("u%03d", i)}, dlq.Entry{
+	id, err := s.RecordDeadLetter(context.Background(), store.UnitRef{RunID: run, TaskID: task, Key: fmt.Sprintf("u%03d", i)}, dlq.Entry{
 		Flow: flow, BBox: unitBBox(i), Class: class, Error: "it broke", HTTPStatus: 503, Attempts: 3,
 		Request: dlq.Request{Method: "GET", URL: url}, Snippet: "<html>busy</html>",
 	})
@@ -76,7 +76,7 @@ func TestRecordDeadLetterOneEntryPerUnit(t *testing.T) {
 	ctx := context.Background()
 	s := openTestStore(t)
 	run := startRun(t, s, "parcels", "wfs", 3)
-	ref := tasks.UnitRef{RunID: run, TaskID: "wfs", Key: "u001"}
+	ref := store.UnitRef{RunID: run, TaskID: "wfs", Key: "u001"}
 
 	first := dlq.Entry{Flow: "parcels", BBox: unitBBox(1), Class: dlq.ClassHTTP5xx, HTTPStatus: 503, Attempts: 5,
 		Error: "GET https://example.com/wfs?apikey=SECRET: http_5xx 503", Snippet: "busy, token=SECRET",
@@ -290,12 +290,12 @@ func TestDiscardReplayPurge(t *testing.T) {
 func TestHoldRun(t *testing.T) {
 	ctx := context.Background()
 	s := openTestStore(t)
-	run, err := s.StartRun(ctx, RunStart{Flow: "busy"})
+	run, err := s.StartRun(ctx, store.RunStart{Flow: "busy"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.HoldRun(ctx, run.ID); !errors.Is(err, ErrRunBusy) {
-		t.Fatalf("holding a run another session holds: %v, want ErrRunBusy", err)
+	if _, err := s.HoldRun(ctx, run.ID); !errors.Is(err, store.ErrRunBusy) {
+		t.Fatalf("holding a run another session holds: %v, want store.ErrRunBusy", err)
 	}
 	run.Close()
 	h, err := s.HoldRun(ctx, run.ID)
@@ -312,8 +312,8 @@ func TestCloseDeadLettersOfDoneUnits(t *testing.T) {
 	done := record(t, s, "parcels", run, "wfs", 0, dlq.ClassTimeout, "")
 	still := record(t, s, "parcels", run, "wfs", 1, dlq.ClassTimeout, "")
 	// A resumed run executes u000 again, successfully.
-	_, err := s.CommitUnit(ctx, tasks.UnitRef{RunID: run, TaskID: "wfs", Key: "u000"},
-		func(context.Context, tasks.Tx) (tasks.Result, error) { return tasks.Result{}, nil })
+	_, err := commitUnit(ctx, s, store.UnitRef{RunID: run, TaskID: "wfs", Key: "u000"},
+		func(context.Context, store.UnitTx) (store.Counts, error) { return store.Counts{}, nil })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -342,7 +342,7 @@ func TestNoSecretAnywhere(t *testing.T) {
 	ctx := context.Background()
 	s := openTestStore(t)
 	run := startRun(t, s, "parcels", "wfs", 1)
-	_, err := s.RecordDeadLetter(ctx, tasks.UnitRef{RunID: run, TaskID: "wfs", Key: "u000"}, dlq.Entry{
+	_, err := s.RecordDeadLetter(ctx, store.UnitRef{RunID: run, TaskID: "wfs", Key: "u000"}, dlq.Entry{
 		Flow: "parcels", Class: dlq.ClassHTTP4xx, HTTPStatus: 401,
 		Error:   "GET https://x.example/wfs?token=SECRET: Authorization: Bearer SECRET",
 		Snippet: "invalid key=SECRET",

@@ -8,23 +8,17 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/geoflow/geoflow/migrations"
+	"github.com/geoflow/geoflow/store"
 )
 
 // migrationLock is the advisory lock key that serialises migrations across processes
 // ("geoflow" in ASCII), so two runs starting together never apply a step twice.
 const migrationLock = 0x67656f666c6f77
 
-// MigrationState is one migration and whether it is applied.
-type MigrationState struct {
-	Version   int
-	Name      string
-	AppliedAt *time.Time // nil when pending
-}
-
 // Migrate creates the PostGIS extension when it is missing and applies every pending
 // migration, each in its own transaction, under an advisory lock. It returns the
 // migrations it applied.
-func (s *Store) Migrate(ctx context.Context) ([]migrations.Migration, error) {
+func (s *Store) Migrate(ctx context.Context) ([]store.MigrationState, error) {
 	all, err := migrations.All()
 	if err != nil {
 		return nil, err
@@ -50,7 +44,7 @@ func (s *Store) Migrate(ctx context.Context) ([]migrations.Migration, error) {
 	if err != nil {
 		return nil, err
 	}
-	var done []migrations.Migration
+	var done []store.MigrationState
 	for _, m := range all {
 		if _, ok := applied[m.Version]; ok {
 			continue
@@ -65,7 +59,8 @@ func (s *Store) Migrate(ctx context.Context) ([]migrations.Migration, error) {
 		if err != nil {
 			return done, translate(fmt.Sprintf("applying migration %03d_%s", m.Version, m.Name), err)
 		}
-		done = append(done, m)
+		now := time.Now()
+		done = append(done, store.MigrationState{Version: m.Version, Name: m.Name, AppliedAt: &now})
 	}
 	return done, nil
 }
@@ -108,7 +103,7 @@ func appliedVersions(ctx context.Context, conn *pgx.Conn) (map[int]time.Time, er
 }
 
 // MigrationStatus lists every embedded migration and when it was applied.
-func (s *Store) MigrationStatus(ctx context.Context) ([]MigrationState, error) {
+func (s *Store) MigrationStatus(ctx context.Context) ([]store.MigrationState, error) {
 	all, err := migrations.All()
 	if err != nil {
 		return nil, err
@@ -128,9 +123,9 @@ func (s *Store) MigrationStatus(ctx context.Context) ([]MigrationState, error) {
 			return nil, err
 		}
 	}
-	out := make([]MigrationState, len(all))
+	out := make([]store.MigrationState, len(all))
 	for i, m := range all {
-		out[i] = MigrationState{Version: m.Version, Name: m.Name}
+		out[i] = store.MigrationState{Version: m.Version, Name: m.Name}
 		if at, ok := applied[m.Version]; ok {
 			out[i].AppliedAt = &at
 		}

@@ -7,84 +7,66 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/geoflow/geoflow/store"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/paulmach/orb"
-
-	"github.com/geoflow/geoflow/tasks"
 )
 
 // runLockClass is the first half of the two-key advisory lock a process holds on a run
 // while it executes it, so a resume never picks up a run that is still going elsewhere.
 const runLockClass = 0x67660001
 
-// RunStart says which run to start.
-type RunStart struct {
-	Flow      string
-	FlowFile  string     // absolute path of the flow file, for replays
-	Trigger   string     // manual (default), schedule, replay
-	Area      *orb.Bound // --bbox, lon/lat; nil for none
-	OnlyTasks []string   // --task; nil for all
-	// ScheduledFor is the fire time of a scheduled run (Trigger "schedule"); nil otherwise.
-	ScheduledFor *time.Time
-	// Resume continues the latest unfinished run of Flow (running with nobody holding
-	// it, or interrupted) instead of starting a new one.
-	Resume bool
-}
-
-// Run is a run this process holds. Close releases it.
-type Run struct {
-	ID        int64
-	Flow      string
-	Resumed   bool
-	StartedAt time.Time
-	// Area and OnlyTasks are what the run was started with (RunStart's); a resumed run
-	// carries those it recorded when it first started, whatever the resume asked for.
-	Area      *orb.Bound
-	OnlyTasks []string
-	conn      *pgxpool.Conn // holds the run's advisory lock
-}
-
-// Close releases the run's lock. It must be called once the run is finished.
-func (r *Run) Close() {
-	if r.conn == nil {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	r.conn.Exec(ctx, "SELECT pg_advisory_unlock($1, $2)", runLockClass, int32(r.ID)) //nolint:errcheck // the session ends the lock too
-	r.conn.Release()
-	r.conn = nil
-}
-
-// ErrNothingToResume is returned by StartRun with Resume when the flow has no unfinished run.
-var ErrNothingToResume = errors.New("pgstore: no unfinished run to resume")
-
-// StartRun records a new run, or takes over an unfinished one, and locks it.
-func (s *Store) StartRun(ctx context.Context, st RunStart) (*Run, error) {
-	conn, err := s.pool.Acquire(ctx)
+// lockConn opens a connection of its own, outside the pool, to hold a session advisory
+// lock for as long as a run or a scheduled flow goes: a lock never takes a pooled
+// connection away from the units, so the pool need not grow with the number of runs in
+// flight. Closing it releases every lock it holds, also when the process dies.
+func (s *Store) lockConn(ctx context.Context, what string) (*pgx.Conn, error) {
+	conn, err := pgx.ConnectConfig(ctx, s.pool.Config().ConnConfig.Copy())
 	if err != nil {
-		return nil, translate("starting a run", err)
+		return nil, translate(what, err)
+	}
+	return conn, nil
+}
+
+func closeConn(conn *pgx.Conn) func() {
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = conn.Close(ctx) // ending the session releases its advisory locks
+	}
+}
+
+// StartRun implements store.Runs.
+func (s *Store) StartRun(ctx context.Context, st store.RunStart) (*store.Run, error) {
+	conn, err := s.lockConn(ctx, "starting a run")
+	if err != nil {
+		return nil, err
 	}
 	run, err := s.startRun(ctx, conn, st)
 	if err != nil {
-		// The session may hold a run's advisory lock taken before the failure (a
-		// cancelled UPDATE, say): back in the pool, it would keep that run locked for
-		// as long as the process lives. Closing the session releases every lock it holds.
-		closeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		_ = conn.Hijack().Close(closeCtx)
+		closeConn(conn)()
 		return nil, err
 	}
-	run.conn = conn
+	run.Release = closeConn(conn)
 	return run, nil
 }
 
-func (s *Store) startRun(ctx context.Context, conn *pgxpool.Conn, st RunStart) (*Run, error) {
+// resumable selects the runs of a flow that --resume may continue: one still marked
+// running (its process crashed: nobody holds its lock, checked next), interrupted, or
+// failed with work left that is neither done nor dead-lettered (a unit whose outcome could
+// not be recorded, a task that failed before or while planning).
+const resumable = `SELECT r.id FROM geoflow_runs r
+	WHERE r.flow = $1 AND (r.status IN ('running', 'interrupted') OR (r.status = 'failed' AND (
+		EXISTS (SELECT 1 FROM geoflow_units u WHERE u.run_id = r.id AND u.state <> 'done'
+			AND NOT EXISTS (SELECT 1 FROM geoflow_dlq d WHERE d.run_id = u.run_id AND d.task = u.task AND d.unit_key = u.key))
+		OR EXISTS (SELECT 1 FROM geoflow_run_tasks t WHERE t.run_id = r.id AND t.state IN ('failed', 'running', 'pending', 'interrupted')
+			AND NOT EXISTS (SELECT 1 FROM geoflow_units u WHERE u.run_id = t.run_id AND u.task = t.task AND u.state = 'failed')))))
+	ORDER BY r.id DESC LIMIT 20`
+
+func (s *Store) startRun(ctx context.Context, conn *pgx.Conn, st store.RunStart) (*store.Run, error) {
 	if st.Resume {
-		rows, err := conn.Query(ctx, `SELECT id FROM geoflow_runs
-			WHERE flow = $1 AND status IN ('running', 'interrupted') ORDER BY id DESC LIMIT 20`, st.Flow)
+		rows, err := conn.Query(ctx, resumable, st.Flow)
 		if err != nil {
 			return nil, translate("finding a run to resume", err)
 		}
@@ -100,29 +82,36 @@ func (s *Store) startRun(ctx context.Context, conn *pgxpool.Conn, st RunStart) (
 			if !locked {
 				continue // still running in another process
 			}
-			run := &Run{ID: id, Flow: st.Flow, Resumed: true}
+			run := &store.Run{ID: id, Flow: st.Flow, Resumed: true}
 			var x0, y0, x1, y1 *float64
 			err := conn.QueryRow(ctx, `UPDATE geoflow_runs SET status = 'running', finished_at = NULL, error = NULL
-				WHERE id = $1 RETURNING started_at, ST_XMin(area), ST_YMin(area), ST_XMax(area), ST_YMax(area), only_tasks`, id).
-				Scan(&run.StartedAt, &x0, &y0, &x1, &y1, &run.OnlyTasks)
+				WHERE id = $1 RETURNING started_at, ST_XMin(area), ST_YMin(area), ST_XMax(area), ST_YMax(area), only_tasks,
+					coalesce(flow_file, ''), coalesce(flow_text, ''), coalesce(flow_hash, '')`, id).
+				Scan(&run.StartedAt, &x0, &y0, &x1, &y1, &run.OnlyTasks, &run.FlowFile, &run.FlowText, &run.FlowHash)
 			if err != nil {
 				return nil, translate(fmt.Sprintf("resuming run %d", id), err)
 			}
 			if x0 != nil {
 				run.Area = &orb.Bound{Min: orb.Point{*x0, *y0}, Max: orb.Point{*x1, *y1}}
 			}
+			// Units a crash or a lost database left failed without a dead letter run again.
+			if _, err := conn.Exec(ctx, `UPDATE geoflow_units u SET state = 'pending' WHERE u.run_id = $1 AND u.state IN ('failed', 'interrupted', 'running')
+				AND NOT EXISTS (SELECT 1 FROM geoflow_dlq d WHERE d.run_id = u.run_id AND d.task = u.task AND d.unit_key = u.key)`, id); err != nil {
+				return nil, translate(fmt.Sprintf("resuming run %d", id), err)
+			}
 			return run, nil
 		}
-		return nil, fmt.Errorf("flow %q: %w (no interrupted or crashed run that no other process holds)", st.Flow, ErrNothingToResume)
+		return nil, fmt.Errorf("flow %q: %w (no interrupted, crashed or unfinished failed run that no other process holds)", st.Flow, store.ErrNothingToResume)
 	}
 	trigger := st.Trigger
 	if trigger == "" {
-		trigger = "manual"
+		trigger = store.TriggerManual
 	}
-	var run Run
-	err := conn.QueryRow(ctx, `INSERT INTO geoflow_runs (flow, trigger, area, only_tasks, flow_file, scheduled_for)
-		VALUES ($1, $2, `+envelopeSQL(3)+`, $7, NULLIF($8, ''), $9) RETURNING id, started_at`,
-		append(append([]any{st.Flow, trigger}, envelopeArgs(st.Area)...), st.OnlyTasks, st.FlowFile, st.ScheduledFor)...).Scan(&run.ID, &run.StartedAt)
+	var run store.Run
+	err := conn.QueryRow(ctx, `INSERT INTO geoflow_runs (flow, trigger, area, only_tasks, flow_file, scheduled_for, flow_text, flow_hash)
+		VALUES ($1, $2, `+envelopeSQL(3)+`, $7, NULLIF($8, ''), $9, NULLIF($10, ''), NULLIF($11, '')) RETURNING id, started_at`,
+		append(append([]any{st.Flow, trigger}, envelopeArgs(st.Area)...), st.OnlyTasks, st.FlowFile, st.ScheduledFor, st.FlowText, st.FlowHash)...).
+		Scan(&run.ID, &run.StartedAt)
 	if err != nil {
 		return nil, translate("recording a new run", err)
 	}
@@ -130,6 +119,7 @@ func (s *Store) startRun(ctx context.Context, conn *pgxpool.Conn, st RunStart) (
 		return nil, translate("locking the new run", err)
 	}
 	run.Flow, run.Area, run.OnlyTasks = st.Flow, st.Area, st.OnlyTasks
+	run.FlowFile, run.FlowText, run.FlowHash = st.FlowFile, st.FlowText, st.FlowHash
 	return &run, nil
 }
 
@@ -146,19 +136,19 @@ func envelopeArgs(b *orb.Bound) []any {
 	return []any{b.Min[0], b.Min[1], b.Max[0], b.Max[1]}
 }
 
-// TaskState returns a task's state in a run, or "" when it has no row yet.
-func (s *Store) TaskState(ctx context.Context, runID int64, task string) (string, error) {
-	var state string
+// TaskState implements store.Runs.
+func (s *Store) TaskState(ctx context.Context, runID int64, task string) (store.State, error) {
+	var state store.State
 	err := s.pool.QueryRow(ctx, "SELECT state FROM geoflow_run_tasks WHERE run_id = $1 AND task = $2", runID, task).Scan(&state)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return "", nil
+		return store.Pending, nil
 	}
 	return state, translate(fmt.Sprintf("reading the state of task %q", task), err)
 }
 
 // SetTaskState records a task's state. "running" sets its start time (once); the final
 // states set its finish time and roll its units' counts up into it.
-func (s *Store) SetTaskState(ctx context.Context, runID int64, task, typ, state, errMsg string) error {
+func (s *Store) SetTaskState(ctx context.Context, runID int64, task, typ string, state store.State, errMsg string) error {
 	_, err := s.pool.Exec(ctx, `
 		INSERT INTO geoflow_run_tasks (run_id, task, type, state, started_at, error)
 		VALUES ($1, $2, $3, $4, CASE WHEN $4 = 'running' THEN now() END, NULLIF($5, ''))
@@ -189,7 +179,7 @@ func (s *Store) SetTaskState(ctx context.Context, runID int64, task, typ, state,
 
 // AddUnits records planned units as pending. Units already recorded (a resumed run plans
 // again) are left as they are.
-func (s *Store) AddUnits(ctx context.Context, runID int64, task string, units []tasks.Unit) error {
+func (s *Store) AddUnits(ctx context.Context, runID int64, task string, units []store.Unit) error {
 	const batch = 5000
 	for len(units) > 0 {
 		n := min(batch, len(units))
@@ -206,7 +196,7 @@ type querier interface {
 	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
 }
 
-func addUnits(ctx context.Context, q querier, runID int64, task string, units []tasks.Unit) error {
+func addUnits(ctx context.Context, q querier, runID int64, task string, units []store.Unit) error {
 	keys := make([]string, len(units))
 	parents := make([]*string, len(units))
 	minx, miny, maxx, maxy := make([]*float64, len(units)), make([]*float64, len(units)), make([]*float64, len(units)), make([]*float64, len(units))
@@ -238,21 +228,21 @@ func addUnits(ctx context.Context, q querier, runID int64, task string, units []
 
 // OpenUnits returns the units of a task that are not done, in key order: all of them in a
 // new run, and what is left in a resumed one.
-func (s *Store) OpenUnits(ctx context.Context, runID int64, task string) ([]tasks.Unit, error) {
+func (s *Store) OpenUnits(ctx context.Context, runID int64, task string) ([]store.Unit, error) {
 	rows, err := s.pool.Query(ctx, `
 		SELECT key, coalesce(parent_key, ''), ST_XMin(bbox), ST_YMin(bbox), ST_XMax(bbox), ST_YMax(bbox), spec
 		FROM geoflow_units WHERE run_id = $1 AND task = $2 AND state <> 'done' ORDER BY key`, runID, task)
 	if err != nil {
 		return nil, translate(fmt.Sprintf("reading the open units of task %q", task), err)
 	}
-	var out []tasks.Unit
+	var out []store.Unit
 	var (
-		u              tasks.Unit
+		u              store.Unit
 		x0, y0, x1, y1 *float64
 		spec           []byte
 	)
 	_, err = pgx.ForEachRow(rows, []any{&u.Key, &u.Parent, &x0, &y0, &x1, &y1, &spec}, func() error {
-		unit := tasks.Unit{Key: u.Key, Parent: u.Parent}
+		unit := store.Unit{Key: u.Key, Parent: u.Parent}
 		if x0 != nil {
 			unit.BBox = &orb.Bound{Min: orb.Point{*x0, *y0}, Max: orb.Point{*x1, *y1}}
 		}
@@ -265,37 +255,17 @@ func (s *Store) OpenUnits(ctx context.Context, runID int64, task string) ([]task
 	return out, translate(fmt.Sprintf("reading the open units of task %q", task), err)
 }
 
-// EndUnit records a unit that did not complete: state is "failed" (it became a dead
-// letter) or "interrupted" (shutdown cut it short; a resume runs it again).
-func (s *Store) EndUnit(ctx context.Context, ref tasks.UnitRef, state, errMsg string) error {
+// EndUnit implements store.Units: a unit that did not complete is failed (a dead letter,
+// or none could be recorded) or interrupted (shutdown cut it short).
+func (s *Store) EndUnit(ctx context.Context, ref store.UnitRef, state store.State, errMsg string) error {
 	_, err := s.pool.Exec(ctx, `UPDATE geoflow_units SET state = $4, finished_at = now(), error = NULLIF($5, ''),
-		attempts = attempts + CASE WHEN $6::timestamptz IS NULL THEN 0 ELSE 1 END, started_at = coalesce($6, started_at)
-		WHERE run_id = $1 AND task = $2 AND key = $3`, ref.RunID, ref.TaskID, ref.Key, state, errMsg, unitStart(ctx))
+		attempts = attempts + 1 WHERE run_id = $1 AND task = $2 AND key = $3`, ref.RunID, ref.TaskID, ref.Key, state, errMsg)
 	return translate(fmt.Sprintf("recording unit %s of task %q as %s", ref.Key, ref.TaskID, state), err)
 }
 
-// unitStart is the start time the runner put in ctx (tasks.WithUnitStart), or nil: the
-// statement that records a unit's outcome also counts its attempt and records its start.
-func unitStart(ctx context.Context) *time.Time {
-	if t, ok := tasks.UnitStart(ctx); ok {
-		return &t
-	}
-	return nil
-}
-
-// RunSummary is what a run did, summed over its tasks.
-type RunSummary struct {
-	ID                                int64
-	Flow, Status                      string
-	UnitsTotal, UnitsDone, UnitsDead  int64
-	Inserted, Skipped, Updated, Bytes int64
-	StartedAt                         time.Time
-	FinishedAt                        *time.Time
-}
-
 // FinishRun records the run's final status and returns its totals.
-func (s *Store) FinishRun(ctx context.Context, runID int64, status, errMsg string) (RunSummary, error) {
-	var sum RunSummary
+func (s *Store) FinishRun(ctx context.Context, runID int64, status store.State, errMsg string) (store.RunSummary, error) {
+	var sum store.RunSummary
 	err := s.pool.QueryRow(ctx, `
 		WITH c AS (
 			SELECT count(*) AS total,

@@ -3,56 +3,10 @@ package postgis
 import (
 	"context"
 	"fmt"
-	"time"
 
+	"github.com/geoflow/geoflow/store"
 	"github.com/jackc/pgx/v5"
 )
-
-// RunRecord is one run as the run history shows it. The unit and feature counts of a run
-// that is still going are counted live from its units; those of a finished run are the
-// totals recorded when it finished.
-type RunRecord struct {
-	ID               int64      `json:"id"`
-	Flow             string     `json:"flow"`
-	Status           string     `json:"status"`
-	Trigger          string     `json:"trigger"`
-	ScheduledFor     *time.Time `json:"scheduled_for"`
-	StartedAt        time.Time  `json:"started_at"`
-	FinishedAt       *time.Time `json:"finished_at"`
-	UnitsTotal       int64      `json:"units_total"`
-	UnitsDone        int64      `json:"units_done"`
-	UnitsDead        int64      `json:"units_dead"`
-	FeaturesInserted int64      `json:"features_inserted"`
-	FeaturesSkipped  int64      `json:"features_skipped"`
-	FeaturesUpdated  int64      `json:"features_updated"`
-	Error            string     `json:"error,omitempty"`
-	// Tasks is filled by GetRun only.
-	Tasks []TaskRecord `json:"tasks,omitempty"`
-}
-
-// TaskRecord is one task of a run.
-type TaskRecord struct {
-	Task             string     `json:"task"`
-	Type             string     `json:"type"`
-	State            string     `json:"state"`
-	StartedAt        *time.Time `json:"started_at"`
-	FinishedAt       *time.Time `json:"finished_at"`
-	UnitsTotal       int64      `json:"units_total"`
-	UnitsDone        int64      `json:"units_done"`
-	UnitsDead        int64      `json:"units_dead"`
-	FeaturesInserted int64      `json:"features_inserted"`
-	FeaturesSkipped  int64      `json:"features_skipped"`
-	Error            string     `json:"error,omitempty"`
-}
-
-// RunFilter selects runs for ListRuns. The zero value selects the latest 100 runs.
-type RunFilter struct {
-	Flow   string // "" for every flow
-	Status string // "" for every status
-	// Limit caps how many runs are returned, latest first. Defaults to 100; negative
-	// means no limit.
-	Limit int
-}
 
 // runSelect reads runs with live counts for the ones still running. The status test inside
 // the lateral subquery spares finished runs the count (a one-time filter); the one in the
@@ -71,15 +25,15 @@ LEFT JOIN LATERAL (
 	       coalesce(sum(u.features_updated), 0) AS upd
 	FROM geoflow_units u WHERE u.run_id = r.id AND r.status = 'running') c ON r.status = 'running'`
 
-func scanRun(row pgx.CollectableRow) (RunRecord, error) {
-	var r RunRecord
+func scanRun(row pgx.CollectableRow) (store.RunRecord, error) {
+	var r store.RunRecord
 	err := row.Scan(&r.ID, &r.Flow, &r.Status, &r.Trigger, &r.ScheduledFor, &r.StartedAt, &r.FinishedAt,
 		&r.UnitsTotal, &r.UnitsDone, &r.UnitsDead, &r.FeaturesInserted, &r.FeaturesSkipped, &r.FeaturesUpdated, &r.Error)
 	return r, err
 }
 
 // ListRuns returns the runs f selects, latest first.
-func (s *Store) ListRuns(ctx context.Context, f RunFilter) ([]RunRecord, error) {
+func (s *Store) ListRuns(ctx context.Context, f store.RunFilter) ([]store.RunRecord, error) {
 	var limit *int
 	switch {
 	case f.Limit == 0:
@@ -99,15 +53,15 @@ func (s *Store) ListRuns(ctx context.Context, f RunFilter) ([]RunRecord, error) 
 }
 
 // GetRun returns one run with its tasks, or an error wrapping ErrNotFound.
-func (s *Store) GetRun(ctx context.Context, id int64) (RunRecord, error) {
+func (s *Store) GetRun(ctx context.Context, id int64) (store.RunRecord, error) {
 	what := fmt.Sprintf("reading run %d", id)
 	rows, err := s.pool.Query(ctx, runSelect+` WHERE r.id = $1`, id)
 	if err != nil {
-		return RunRecord{}, translate(what, err)
+		return store.RunRecord{}, translate(what, err)
 	}
 	run, err := pgx.CollectExactlyOneRow(rows, scanRun)
 	if err != nil {
-		return RunRecord{}, translate(what, err)
+		return store.RunRecord{}, translate(what, err)
 	}
 	rows, err = s.pool.Query(ctx, `SELECT t.task, t.type, t.state, t.started_at, t.finished_at,
 			coalesce(c.total, t.units_total), coalesce(c.done, t.units_done), coalesce(c.dead, t.units_dead),
@@ -122,10 +76,10 @@ func (s *Store) GetRun(ctx context.Context, id int64) (RunRecord, error) {
 			FROM geoflow_units u WHERE u.run_id = t.run_id AND u.task = t.task AND t.state = 'running') c ON t.state = 'running'
 		WHERE t.run_id = $1 ORDER BY t.started_at NULLS LAST, t.task`, id)
 	if err != nil {
-		return RunRecord{}, translate(what, err)
+		return store.RunRecord{}, translate(what, err)
 	}
-	run.Tasks, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (TaskRecord, error) {
-		var t TaskRecord
+	run.Tasks, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.TaskRecord, error) {
+		var t store.TaskRecord
 		err := row.Scan(&t.Task, &t.Type, &t.State, &t.StartedAt, &t.FinishedAt,
 			&t.UnitsTotal, &t.UnitsDone, &t.UnitsDead, &t.FeaturesInserted, &t.FeaturesSkipped, &t.Error)
 		return t, err

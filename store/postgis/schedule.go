@@ -2,12 +2,11 @@ package postgis
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
+	"github.com/geoflow/geoflow/store"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // flowLockClass is the first half of the two-key advisory lock a scheduler holds on a flow
@@ -15,17 +14,6 @@ import (
 // instance over the database can tell that the flow is busy, and a crashed instance's lock
 // ends with its session.
 const flowLockClass = 0x67660002
-
-// Fire statuses, as recorded in geoflow_schedule_fires.
-const (
-	FireClaimed        = "claimed"         // won by an instance, not started yet
-	FireQueued         = "queued"          // waiting for the previous run (overlap: queue)
-	FireRunning        = "running"         // its run is going
-	FireRan            = "ran"             // its run ended; the run's own status says how
-	FireSkippedOverlap = "skipped_overlap" // the previous run was still going (overlap: skip)
-	FireCancelled      = "cancelled"       // shutdown came before it could start
-	FireFailed         = "failed"          // the run could not be started
-)
 
 // ClaimFire records that instance takes flow's fire at scheduledFor. It returns false when
 // the fire is already claimed, by another instance or earlier by this one: the caller must
@@ -76,21 +64,9 @@ func (s *Store) LastFire(ctx context.Context, flow string) (at time.Time, ok boo
 	return *last, true, nil
 }
 
-// Fire is one claimed fire of a flow, as recorded.
-type Fire struct {
-	Flow         string    `json:"flow"`
-	ScheduledFor time.Time `json:"scheduled_for"`
-	ClaimedBy    string    `json:"claimed_by"`
-	ClaimedAt    time.Time `json:"claimed_at"`
-	Catchup      bool      `json:"catchup"`
-	Status       string    `json:"status"`
-	RunID        *int64    `json:"run_id"`
-	Error        string    `json:"error,omitempty"`
-}
-
 // ListFires returns the fires of flow (all flows when flow is ""), latest first, at most
 // limit of them (all when limit <= 0).
-func (s *Store) ListFires(ctx context.Context, flow string, limit int) ([]Fire, error) {
+func (s *Store) ListFires(ctx context.Context, flow string, limit int) ([]store.Fire, error) {
 	var lim *int
 	if limit > 0 {
 		lim = &limit
@@ -101,8 +77,8 @@ func (s *Store) ListFires(ctx context.Context, flow string, limit int) ([]Fire, 
 	if err != nil {
 		return nil, translate("listing scheduled fires", err)
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Fire, error) {
-		var f Fire
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Fire, error) {
+		var f store.Fire
 		err := r.Scan(&f.Flow, &f.ScheduledFor, &f.ClaimedBy, &f.ClaimedAt, &f.Catchup, &f.Status, &f.RunID, &f.Error)
 		return f, err
 	})
@@ -134,66 +110,47 @@ func (s *Store) FlowRunning(ctx context.Context, flow string) (bool, error) {
 	return running, translate(fmt.Sprintf("checking whether flow %q is running", flow), err)
 }
 
-// FlowLock is an advisory lock on a flow, held while a scheduled run of it goes. Release
-// must be called once; a lock of a process that dies ends with its session.
-type FlowLock struct {
-	conn   *pgxpool.Conn
-	flow   string
-	shared bool
+// flowLock is an advisory lock on a flow, held on a connection of its own.
+type flowLock struct {
+	release func()
 }
 
-// TryLockFlow takes flow's lock without waiting: exclusively for a run that must not
-// overlap, shared for one that may. ok is false when the lock is held in a conflicting mode
-// by another session, that is, a run of the flow is going.
-func (s *Store) TryLockFlow(ctx context.Context, flow string, shared bool) (lock *FlowLock, ok bool, err error) {
+// Release implements store.FlowLock; it is a no-op once released.
+func (l *flowLock) Release() {
+	if l != nil && l.release != nil {
+		l.release()
+		l.release = nil
+	}
+}
+
+// TryLockFlow implements store.Fires: exclusively for a run that must not overlap, shared
+// for one that may. ok is false when the lock is held in a conflicting mode by another
+// session, that is, a run of the flow is going.
+func (s *Store) TryLockFlow(ctx context.Context, flow string, shared bool) (lock store.FlowLock, ok bool, err error) {
 	what := fmt.Sprintf("locking flow %q", flow)
-	conn, err := s.pool.Acquire(ctx)
+	conn, err := s.lockConn(ctx, what)
 	if err != nil {
-		return nil, false, translate(what, err)
+		return nil, false, err
 	}
 	fn := "pg_try_advisory_lock"
 	if shared {
 		fn = "pg_try_advisory_lock_shared"
 	}
 	if err := conn.QueryRow(ctx, "SELECT "+fn+"($1, hashtext($2))", flowLockClass, flow).Scan(&ok); err != nil {
-		conn.Release()
+		closeConn(conn)()
 		return nil, false, translate(what, err)
 	}
 	if !ok {
-		conn.Release()
+		closeConn(conn)()
 		return nil, false, nil
 	}
-	return &FlowLock{conn: conn, flow: flow, shared: shared}, true, nil
-}
-
-// Release gives the lock back. It is a no-op on a nil or released lock.
-func (l *FlowLock) Release() {
-	if l == nil || l.conn == nil {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	fn := "pg_advisory_unlock"
-	if l.shared {
-		fn = "pg_advisory_unlock_shared"
-	}
-	var released bool
-	err := l.conn.QueryRow(ctx, "SELECT "+fn+"($1, hashtext($2))", flowLockClass, l.flow).Scan(&released)
-	if err != nil || !released {
-		// The session may still hold it: close the connection rather than hand it back.
-		_ = l.conn.Conn().Close(ctx)
-	}
-	l.conn.Release()
-	l.conn = nil
+	return &flowLock{release: closeConn(conn)}, true, nil
 }
 
 // Ping checks that the database answers.
 func (s *Store) Ping(ctx context.Context) error {
 	return translate("pinging the database", s.pool.Ping(ctx))
 }
-
-// ErrMigrationsPending is returned by CheckMigrations when the schema is behind the binary.
-var ErrMigrationsPending = errors.New("pgstore: database migrations pending")
 
 // CheckMigrations returns nil when every embedded migration is applied, else an error
 // wrapping ErrMigrationsPending that names the first pending one.
@@ -204,7 +161,7 @@ func (s *Store) CheckMigrations(ctx context.Context) error {
 	}
 	for _, m := range states {
 		if m.AppliedAt == nil {
-			return fmt.Errorf("%03d_%s not applied (run geoflow migrate up): %w", m.Version, m.Name, ErrMigrationsPending)
+			return fmt.Errorf("%03d_%s not applied (run geoflow migrate up): %w", m.Version, m.Name, store.ErrMigrationsPending)
 		}
 	}
 	return nil

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/geoflow/geoflow/internal/testdb"
-	"github.com/geoflow/geoflow/tasks"
+	"github.com/geoflow/geoflow/store"
 )
 
 func TestClaimFire(t *testing.T) {
@@ -55,22 +55,22 @@ func TestMarkFireLinksRun(t *testing.T) {
 	if _, err := s.ClaimFire(ctx, "p", at, "a", true); err != nil {
 		t.Fatal(err)
 	}
-	run, err := s.StartRun(ctx, RunStart{Flow: "p", Trigger: "schedule"})
+	run, err := s.StartRun(ctx, store.RunStart{Flow: "p", Trigger: "schedule"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	run.Close()
-	if err := s.MarkFire(ctx, "p", at, FireRunning, 0, ""); err != nil {
+	if err := s.MarkFire(ctx, "p", at, store.FireRunning, 0, ""); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.MarkFire(ctx, "p", at, FireRan, run.ID, ""); err != nil {
+	if err := s.MarkFire(ctx, "p", at, store.FireRan, run.ID, ""); err != nil {
 		t.Fatal(err)
 	}
 	fires, err := s.ListFires(ctx, "p", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(fires) != 1 || fires[0].Status != FireRan || fires[0].RunID == nil || *fires[0].RunID != run.ID || !fires[0].Catchup || fires[0].ClaimedBy != "a" {
+	if len(fires) != 1 || fires[0].Status != store.FireRan || fires[0].RunID == nil || *fires[0].RunID != run.ID || !fires[0].Catchup || fires[0].ClaimedBy != "a" {
 		t.Fatalf("fires %+v", fires)
 	}
 	got, err := s.GetRun(ctx, run.ID)
@@ -89,7 +89,7 @@ func TestRunStartScheduledFor(t *testing.T) {
 	s := openTestStore(t)
 	ctx := context.Background()
 	at := time.Date(2025, 6, 1, 2, 0, 0, 0, time.UTC)
-	run, err := s.StartRun(ctx, RunStart{Flow: "p", Trigger: "schedule", ScheduledFor: &at})
+	run, err := s.StartRun(ctx, store.RunStart{Flow: "p", Trigger: "schedule", ScheduledFor: &at})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +103,7 @@ func TestRunStartScheduledFor(t *testing.T) {
 func TestFlowLock(t *testing.T) {
 	s := openTestStore(t)
 	ctx := context.Background()
-	try := func(flow string, shared bool) *FlowLock {
+	try := func(flow string, shared bool) store.FlowLock {
 		t.Helper()
 		l, ok, err := s.TryLockFlow(ctx, flow, shared)
 		if err != nil {
@@ -128,7 +128,7 @@ func TestFlowLock(t *testing.T) {
 	other.Release()
 	a.Release()
 	a.Release() // twice is harmless
-	var none *FlowLock
+	var none *flowLock
 	none.Release()
 
 	s1, s2 := try("p", true), try("p", true)
@@ -161,7 +161,7 @@ func TestFlowRunning(t *testing.T) {
 	if running("p") {
 		t.Error("a flow without runs is running")
 	}
-	run, err := s.StartRun(ctx, RunStart{Flow: "p"})
+	run, err := s.StartRun(ctx, store.RunStart{Flow: "p"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -214,7 +214,7 @@ func TestListAndGetRuns(t *testing.T) {
 	ctx := context.Background()
 	done := startRun(t, s, "p", "a", 3)
 	for i, key := range []string{"u000", "u001"} {
-		ref := tasks.UnitRef{RunID: done, TaskID: "a", Key: key}
+		ref := store.UnitRef{RunID: done, TaskID: "a", Key: key}
 		if _, err := s.pool.Exec(ctx, `UPDATE geoflow_units SET state = 'running', attempts = attempts + 1, started_at = now()
 			WHERE run_id = $1 AND task = $2 AND key = $3`, ref.RunID, ref.TaskID, ref.Key); err != nil {
 			t.Fatal(err)
@@ -250,15 +250,15 @@ func TestListAndGetRuns(t *testing.T) {
 
 	tests := []struct {
 		name string
-		f    RunFilter
+		f    store.RunFilter
 		want []int64
 	}{
 		{name: "all, latest first", want: []int64{other, done}},
-		{name: "by flow", f: RunFilter{Flow: "p"}, want: []int64{done}},
-		{name: "by status", f: RunFilter{Status: "running"}, want: []int64{other}},
-		{name: "both", f: RunFilter{Flow: "q", Status: "failed"}},
-		{name: "limit", f: RunFilter{Limit: 1}, want: []int64{other}},
-		{name: "no limit", f: RunFilter{Limit: -1}, want: []int64{other, done}},
+		{name: "by flow", f: store.RunFilter{Flow: "p"}, want: []int64{done}},
+		{name: "by status", f: store.RunFilter{Status: "running"}, want: []int64{other}},
+		{name: "both", f: store.RunFilter{Flow: "q", Status: "failed"}},
+		{name: "limit", f: store.RunFilter{Limit: 1}, want: []int64{other}},
+		{name: "no limit", f: store.RunFilter{Limit: -1}, want: []int64{other, done}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -288,7 +288,7 @@ func TestListAndGetRuns(t *testing.T) {
 		len(got.Tasks) != 1 || got.Tasks[0].State != "failed" || got.Tasks[0].Error != "1 units failed" {
 		t.Errorf("finished run %+v", got)
 	}
-	if _, err := s.GetRun(ctx, 999999); !errors.Is(err, ErrNotFound) {
+	if _, err := s.GetRun(ctx, 999999); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("GetRun of a missing run: %v", err)
 	}
 }
@@ -303,7 +303,7 @@ func TestCheckMigrations(t *testing.T) {
 	if err := s.Ping(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.CheckMigrations(ctx); !errors.Is(err, ErrMigrationsPending) {
+	if err := s.CheckMigrations(ctx); !errors.Is(err, store.ErrMigrationsPending) {
 		t.Errorf("fresh database: %v", err)
 	}
 	if _, err := s.Migrate(ctx); err != nil {

@@ -14,60 +14,69 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/paulmach/orb"
 	"github.com/paulmach/orb/encoding/wkb"
 
 	"github.com/geoflow/geoflow/spatial"
-	"github.com/geoflow/geoflow/tasks"
+	"github.com/geoflow/geoflow/store"
 )
 
-var _ tasks.Store = (*Store)(nil)
+var (
+	_ store.Store  = (*Store)(nil)
+	_ store.UnitTx = (*unitTx)(nil)
+)
 
-// CommitUnit implements tasks.Store: write's output, the unit's done state and its
-// children commit in one transaction, or none of it does.
-func (s *Store) CommitUnit(ctx context.Context, ref tasks.UnitRef, write func(ctx context.Context, tx tasks.Tx) (tasks.Result, error)) (tasks.Result, error) {
+// BeginUnit implements store.Units. The transaction takes a pooled connection until it
+// commits or rolls back; the runner opens it only once a unit's response is in.
+func (s *Store) BeginUnit(ctx context.Context, ref store.UnitRef) (store.UnitTx, error) {
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
-		return tasks.Result{}, translate(fmt.Sprintf("beginning the transaction of unit %s", ref.Key), err)
+		return nil, translate(fmt.Sprintf("beginning the transaction of unit %s", ref.Key), err)
 	}
-	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // a no-op after Commit
-	res, err := write(ctx, &unitTx{tx: tx, ref: ref})
-	if err != nil {
-		return res, err
-	}
-	if len(res.Children) > 0 {
-		children := make([]tasks.Unit, len(res.Children))
-		for i, c := range res.Children {
-			c.Parent = ref.Key
-			children[i] = c
-		}
-		res.Children = children
-		if err := addUnits(ctx, tx, ref.RunID, ref.TaskID, children); err != nil {
-			return res, err
-		}
-	}
-	_, err = tx.Exec(ctx, `UPDATE geoflow_units SET state = 'done', finished_at = now(), error = NULL,
-		features_inserted = $4, features_skipped = $5, features_updated = $6, bytes = $7,
-		attempts = attempts + CASE WHEN $8::timestamptz IS NULL THEN 0 ELSE 1 END, started_at = coalesce($8, started_at)
-		WHERE run_id = $1 AND task = $2 AND key = $3`,
-		ref.RunID, ref.TaskID, ref.Key, res.Inserted, res.Skipped, res.Updated, res.Bytes, unitStart(ctx))
-	if err != nil {
-		return res, translate(fmt.Sprintf("marking unit %s done", ref.Key), err)
-	}
-	if err := tx.Commit(ctx); err != nil {
-		return res, translate(fmt.Sprintf("committing unit %s", ref.Key), err)
-	}
-	return res, nil
+	return &unitTx{tx: tx, ref: ref}, nil
 }
 
+// unitTx is one unit's transaction.
 type unitTx struct {
 	tx  pgx.Tx
-	ref tasks.UnitRef
+	ref store.UnitRef
 }
 
-func tableIdent(t *tasks.FeatureTable) string {
+// Complete implements store.UnitTx.
+func (u *unitTx) Complete(ctx context.Context, c store.Counts, children []store.Unit, start time.Time) error {
+	ref := u.ref
+	if len(children) > 0 {
+		kids := make([]store.Unit, len(children))
+		for i, k := range children {
+			k.Parent = ref.Key
+			kids[i] = k
+		}
+		if err := addUnits(ctx, u.tx, ref.RunID, ref.TaskID, kids); err != nil {
+			return err
+		}
+	}
+	_, err := u.tx.Exec(ctx, `UPDATE geoflow_units SET state = 'done', finished_at = now(), error = NULL,
+		features_inserted = $4, features_skipped = $5, features_updated = $6, bytes = $7,
+		attempts = attempts + 1, started_at = $8
+		WHERE run_id = $1 AND task = $2 AND key = $3`,
+		ref.RunID, ref.TaskID, ref.Key, c.Inserted, c.Skipped, c.Updated, c.Bytes, start)
+	return translate(fmt.Sprintf("marking unit %s done", ref.Key), err)
+}
+
+// Commit implements store.UnitTx.
+func (u *unitTx) Commit(ctx context.Context) error {
+	return translate(fmt.Sprintf("committing unit %s", u.ref.Key), u.tx.Commit(ctx))
+}
+
+// Rollback implements store.UnitTx.
+func (u *unitTx) Rollback(ctx context.Context) {
+	_ = u.tx.Rollback(context.WithoutCancel(ctx)) // a no-op after Commit; a lost connection rolls back by itself
+}
+
+func tableIdent(t *store.FeatureTable) string {
 	schema := t.Schema
 	if schema == "" {
 		schema = "public"
@@ -77,7 +86,7 @@ func tableIdent(t *tasks.FeatureTable) string {
 
 // stagingName is a per-connection temporary table named after the target's shape, so
 // that units of different targets sharing a connection never mix.
-func stagingName(t *tasks.FeatureTable) string {
+func stagingName(t *store.FeatureTable) string {
 	h := sha256.New()
 	fmt.Fprintf(h, "%s.%s", t.Schema, t.Name)
 	for _, c := range t.Columns {
@@ -86,8 +95,9 @@ func stagingName(t *tasks.FeatureTable) string {
 	return "gf_stage_" + hex.EncodeToString(h.Sum(nil)[:6])
 }
 
-// WriteFeatures implements tasks.Tx.
-func (u *unitTx) WriteFeatures(ctx context.Context, t *tasks.FeatureTable, src tasks.FeatureSource) (tasks.Result, error) {
+// WriteFeatures implements store.UnitTx: binary COPY into a staging table, then one
+// INSERT ... ON CONFLICT.
+func (u *unitTx) WriteFeatures(ctx context.Context, t *store.FeatureTable, src store.FeatureSource) (store.Counts, error) {
 	stage := stagingName(t)
 	var cols strings.Builder
 	names := []string{"gf_feature_id", "gf_payload_hash", "gf_wkb"}
@@ -100,15 +110,15 @@ func (u *unitTx) WriteFeatures(ctx context.Context, t *tasks.FeatureTable, src t
 	// table is always empty here, without a TRUNCATE (which would cost a new file).
 	if _, err := u.tx.Exec(ctx, fmt.Sprintf(`CREATE TEMP TABLE IF NOT EXISTS %s
 		(gf_feature_id text, gf_payload_hash bytea NOT NULL, gf_wkb bytea%s) ON COMMIT DELETE ROWS`, stage, cols.String())); err != nil {
-		return tasks.Result{}, translate("creating the staging table", err)
+		return store.Counts{}, translate("creating the staging table", err)
 	}
 	rows := &copySource{src: src, table: t}
 	staged, err := u.tx.CopyFrom(ctx, pgx.Identifier{stage}, names, rows)
 	if rows.err != nil {
-		return tasks.Result{}, rows.err // the source's own error (truncated, parse...), unchanged
+		return store.Counts{}, rows.err // the source's own error (truncated, parse...), unchanged
 	}
 	if err != nil {
-		return tasks.Result{}, translate(fmt.Sprintf("copying features into %s", tableIdent(t)), err)
+		return store.Counts{}, translate(fmt.Sprintf("copying features into %s", tableIdent(t)), err)
 	}
 
 	target := tableIdent(t)
@@ -122,8 +132,8 @@ func (u *unitTx) WriteFeatures(ctx context.Context, t *tasks.FeatureTable, src t
 		insertCols = append(insertCols, pgx.Identifier{c.Name}.Sanitize())
 		selects = append(selects, castSQL(fmt.Sprintf("c%d", i), c.Type))
 	}
-	res := tasks.Result{}
-	if t.Mode == tasks.ModeUpsert {
+	res := store.Counts{}
+	if t.Mode == store.ModeUpsert {
 		keys := make([]string, len(t.Key))
 		keyStage := make([]string, len(t.Key))
 		for i, k := range t.Key {
@@ -178,9 +188,9 @@ func (u *unitTx) WriteFeatures(ctx context.Context, t *tasks.FeatureTable, src t
 	return res, nil
 }
 
-func castSQL(col string, t tasks.ColumnType) string {
+func castSQL(col string, t store.ColumnType) string {
 	switch t {
-	case tasks.TypeText, "":
+	case store.TypeText, "":
 		return col
 	default:
 		return fmt.Sprintf("NULLIF(%s, '')::%s", col, t)
@@ -190,8 +200,8 @@ func castSQL(col string, t tasks.ColumnType) string {
 // copySource adapts a feature source to pgx.CopyFromSource, converting each feature to a
 // staging row as it arrives, so a page is never held in memory.
 type copySource struct {
-	src   tasks.FeatureSource
-	table *tasks.FeatureTable
+	src   store.FeatureSource
+	table *store.FeatureTable
 	row   []any
 	n     int
 	err   error
@@ -218,7 +228,7 @@ func (c *copySource) Next() bool {
 func (c *copySource) Values() ([]any, error) { return c.row, nil }
 func (c *copySource) Err() error             { return c.err }
 
-func featureRow(f *spatial.Feature, t *tasks.FeatureTable) ([]any, error) {
+func featureRow(f *spatial.Feature, t *store.FeatureTable) ([]any, error) {
 	hash := spatial.PayloadHash(f)
 	row := make([]any, 3+len(t.Columns))
 	if f.ID != "" {
@@ -239,7 +249,7 @@ func featureRow(f *spatial.Feature, t *tasks.FeatureTable) ([]any, error) {
 		}
 		s, err := textValue(v, c.Type)
 		if err != nil {
-			return nil, &tasks.PropertyError{FeatureID: f.ID, Property: c.Property, Type: c.Type, Value: fmt.Sprint(v)}
+			return nil, &store.PropertyError{FeatureID: f.ID, Property: c.Property, Type: c.Type, Value: fmt.Sprint(v)}
 		}
 		row[3+i] = s
 	}
@@ -248,16 +258,16 @@ func featureRow(f *spatial.Feature, t *tasks.FeatureTable) ([]any, error) {
 
 // textValue renders a property for its column, checking what PostgreSQL's cast would
 // otherwise refuse with a message that names no feature.
-func textValue(v any, t tasks.ColumnType) (string, error) {
+func textValue(v any, t store.ColumnType) (string, error) {
 	var s string
 	switch x := v.(type) {
 	case string:
 		s = strings.TrimSpace(x)
-		if t == tasks.TypeText {
+		if t == store.TypeText {
 			s = x
 		}
 	case float64:
-		if t == tasks.TypeBigint {
+		if t == store.TypeBigint {
 			if x != math.Trunc(x) || math.Abs(x) > 1<<63 {
 				return "", errors.New("not integral")
 			}
@@ -281,18 +291,18 @@ func textValue(v any, t tasks.ColumnType) (string, error) {
 		return "", nil
 	}
 	switch t {
-	case tasks.TypeBigint:
+	case store.TypeBigint:
 		if _, err := strconv.ParseInt(s, 10, 64); err != nil {
 			if f, ferr := strconv.ParseFloat(s, 64); ferr == nil && f == math.Trunc(f) {
 				return strconv.FormatInt(int64(f), 10), nil
 			}
 			return "", err
 		}
-	case tasks.TypeDouble, tasks.TypeNumeric:
+	case store.TypeDouble, store.TypeNumeric:
 		if _, err := strconv.ParseFloat(s, 64); err != nil {
 			return "", err
 		}
-	case tasks.TypeBoolean:
+	case store.TypeBoolean:
 		switch strings.ToLower(s) {
 		case "true", "1", "t", "yes":
 			return "true", nil
@@ -315,8 +325,8 @@ func (e *IncompatibleTableError) Error() string {
 		e.Table, strings.Join(e.Problems, "; "))
 }
 
-// EnsureFeatureTable implements tasks.Store.
-func (s *Store) EnsureFeatureTable(ctx context.Context, t *tasks.FeatureTable) error {
+// EnsureFeatureTable implements store.TaskStore.
+func (s *Store) EnsureFeatureTable(ctx context.Context, t *store.FeatureTable) error {
 	schema := t.Schema
 	if schema == "" {
 		schema = "public"
@@ -381,13 +391,13 @@ func (s *Store) EnsureFeatureTable(ctx context.Context, t *tasks.FeatureTable) e
 	return s.ensureIndexes(ctx, t, false)
 }
 
-// FinishFeatureTable implements tasks.Store: it creates the indexes a new table was
+// FinishFeatureTable implements store.TaskStore: it creates the indexes a new table was
 // created without, once its first harvest has ended.
-func (s *Store) FinishFeatureTable(ctx context.Context, t *tasks.FeatureTable) error {
+func (s *Store) FinishFeatureTable(ctx context.Context, t *store.FeatureTable) error {
 	return s.ensureIndexes(ctx, t, true)
 }
 
-func (s *Store) ensureIndexes(ctx context.Context, t *tasks.FeatureTable, spatialIndex bool) error {
+func (s *Store) ensureIndexes(ctx context.Context, t *store.FeatureTable, spatialIndex bool) error {
 	target := tableIdent(t)
 	idx := func(suffix string) string {
 		name := t.Name + "_" + suffix
@@ -401,7 +411,7 @@ func (s *Store) ensureIndexes(ctx context.Context, t *tasks.FeatureTable, spatia
 	if spatialIndex {
 		stmts = append(stmts, fmt.Sprintf("CREATE INDEX IF NOT EXISTS %s ON %s USING gist (geom)", idx("geom_idx"), target))
 	}
-	if t.Mode == tasks.ModeUpsert {
+	if t.Mode == store.ModeUpsert {
 		// A feature whose key is NULL must still be one row: NULLS NOT DISTINCT (since
 		// PostgreSQL 15) makes NULL keys conflict like any other value. Older servers
 		// cannot, and are told so.
@@ -434,9 +444,9 @@ func (s *Store) ensureIndexes(ctx context.Context, t *tasks.FeatureTable, spatia
 	return nil
 }
 
-func pgTypeName(t tasks.ColumnType) string {
+func pgTypeName(t store.ColumnType) string {
 	switch t {
-	case tasks.TypeTimestamptz:
+	case store.TypeTimestamptz:
 		return "timestamp with time zone"
 	case "":
 		return "text"
@@ -444,12 +454,10 @@ func pgTypeName(t tasks.ColumnType) string {
 	return string(t)
 }
 
-var _ tasks.FeatureCounter = (*Store)(nil)
-
-// CountFeatures implements tasks.FeatureCounter: distinct feature ids (or payloads, for
+// CountFeatures implements store.FeatureTables: distinct feature ids (or payloads, for
 // features without ids) whose geometry's box overlaps bbox, which is what a WFS BBOX
 // filter selects.
-func (s *Store) CountFeatures(ctx context.Context, t *tasks.FeatureTable, bbox orb.Bound) (int64, error) {
+func (s *Store) CountFeatures(ctx context.Context, t *store.FeatureTable, bbox orb.Bound) (int64, error) {
 	env := "ST_MakeEnvelope($1, $2, $3, $4, 4326)"
 	if t.SRID > 0 && t.SRID != 4326 {
 		env = fmt.Sprintf("ST_Transform(%s, %d)", env, t.SRID)

@@ -4,11 +4,12 @@ import (
 	"context"
 	"io"
 	"testing"
+	"time"
 
 	"github.com/paulmach/orb"
 
 	"github.com/geoflow/geoflow/spatial"
-	"github.com/geoflow/geoflow/tasks"
+	"github.com/geoflow/geoflow/store"
 )
 
 // features is a FeatureSource over a slice.
@@ -31,7 +32,7 @@ func TestUpsertNullKey(t *testing.T) {
 	if _, err := s.Migrate(ctx); err != nil {
 		t.Fatal(err)
 	}
-	run, err := s.StartRun(ctx, RunStart{Flow: "f"})
+	run, err := s.StartRun(ctx, store.RunStart{Flow: "f"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,17 +40,17 @@ func TestUpsertNullKey(t *testing.T) {
 	if err := s.SetTaskState(ctx, run.ID, "t", "wfs", "running", ""); err != nil {
 		t.Fatal(err)
 	}
-	table := &tasks.FeatureTable{Name: "up", SRID: 4326, Mode: tasks.ModeUpsert, Key: []string{"code"},
-		Columns: []tasks.Column{{Name: "code", Property: "code", Type: tasks.TypeText}, {Name: "n", Property: "n", Type: tasks.TypeBigint}}}
+	table := &store.FeatureTable{Name: "up", SRID: 4326, Mode: store.ModeUpsert, Key: []string{"code"},
+		Columns: []store.Column{{Name: "code", Property: "code", Type: store.TypeText}, {Name: "n", Property: "n", Type: store.TypeBigint}}}
 	if err := s.EnsureFeatureTable(ctx, table); err != nil {
 		t.Fatal(err)
 	}
-	write := func(key string, n float64) tasks.Result {
+	write := func(key string, n float64) store.Counts {
 		src := features{
 			{ID: "a", Geometry: orb.Point{1, 2}, Properties: map[string]any{"code": "A", "n": n}},
 			{ID: "b", Geometry: orb.Point{3, 4}, Properties: map[string]any{"code": nil, "n": n}},
 		}
-		res, err := s.CommitUnit(ctx, tasks.UnitRef{RunID: run.ID, TaskID: "t", Key: key}, func(ctx context.Context, tx tasks.Tx) (tasks.Result, error) {
+		res, err := commitUnit(ctx, s, store.UnitRef{RunID: run.ID, TaskID: "t", Key: key}, func(ctx context.Context, tx store.UnitTx) (store.Counts, error) {
 			return tx.WriteFeatures(ctx, table, &src)
 		})
 		if err != nil {
@@ -70,4 +71,22 @@ func TestUpsertNullKey(t *testing.T) {
 	if err := s.pool.QueryRow(ctx, "SELECT count(*) FROM up").Scan(&n); err != nil || n != 2 {
 		t.Errorf("%d rows (%v), want 2 (the NULL-key feature once)", n, err)
 	}
+}
+
+// commitUnit writes one unit's output the way the runner does: in the unit's transaction,
+// then marks it done, then commits.
+func commitUnit(ctx context.Context, s *Store, ref store.UnitRef, write func(context.Context, store.UnitTx) (store.Counts, error)) (store.Counts, error) {
+	tx, err := s.BeginUnit(ctx, ref)
+	if err != nil {
+		return store.Counts{}, err
+	}
+	defer tx.Rollback(ctx)
+	c, err := write(ctx, tx)
+	if err != nil {
+		return c, err
+	}
+	if err := tx.Complete(ctx, c, nil, time.Now()); err != nil {
+		return c, err
+	}
+	return c, tx.Commit(ctx)
 }

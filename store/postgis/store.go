@@ -2,7 +2,7 @@
 // bookkeeping, the feature sink and the dead-letter table. It is the only package that
 // imports pgx; pgx errors are translated here into errors that say what was being done.
 //
-// It implements the interfaces the packages above declare (tasks.Store), so it imports
+// It implements the interfaces the packages above declare (store.TaskStore), so it imports
 // their plain types but never their behaviour.
 package postgis
 
@@ -17,7 +17,9 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/geoflow/geoflow/dlq"
 	"github.com/geoflow/geoflow/internal/redact"
+	"github.com/geoflow/geoflow/store"
 )
 
 // Store is a pool of connections to one database. It is safe for concurrent use.
@@ -111,7 +113,8 @@ func redactErr(err error, dsn string) string {
 	return msg
 }
 
-// translate turns pgx and PostgreSQL errors into messages that name what was being done.
+// translate turns pgx and PostgreSQL errors into *store.Fault errors that name what was
+// being done. This is the only place database errors are interpreted.
 func translate(what string, err error) error {
 	if err == nil {
 		return nil
@@ -119,47 +122,31 @@ func translate(what string, err error) error {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return fmt.Errorf("%s: %w", what, err)
 	}
+	if errors.Is(err, pgx.ErrNoRows) {
+		return fmt.Errorf("%s: %w", what, store.ErrNotFound)
+	}
+	f := &store.Fault{Class: dlq.ClassDatabase, Op: what, Msg: err.Error(), Err: err, Temp: true}
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
-		msg := pgErr.Message
+		f.Code, f.Msg = pgErr.Code, pgErr.Message
 		if pgErr.Detail != "" {
-			msg += " (" + pgErr.Detail + ")"
+			f.Msg += " (" + pgErr.Detail + ")"
 		}
-		return &DBError{What: what, Code: pgErr.Code, Msg: msg, err: err}
+		f.Temp = temporary(pgErr.Code)
 	}
-	if errors.Is(err, pgx.ErrNoRows) {
-		return fmt.Errorf("%s: %w", what, ErrNotFound)
+	return f
+}
+
+// temporary tells the SQLSTATEs that a new attempt of the same transaction may not meet:
+// a deadlock or serialization failure (40), a lost or refused connection (08), a server
+// shutting down, restarting or not yet accepting connections (57P), too many connections
+// or out of resources (53). Anything else the server answers (a constraint, a type) is
+// the same the next time. An error with no SQLSTATE never reached a server: temporary.
+func temporary(code string) bool {
+	for _, c := range []string{"40", "08", "57P", "53"} {
+		if strings.HasPrefix(code, c) {
+			return true
+		}
 	}
-	return &DBError{What: what, Msg: err.Error(), err: err}
-}
-
-// ErrNotFound is returned when a row asked for does not exist.
-var ErrNotFound = errors.New("pgstore: not found")
-
-// DBError is a database failure while doing What. Code is the SQLSTATE when the server
-// answered, else "".
-type DBError struct {
-	What string
-	Code string
-	Msg  string
-	err  error
-}
-
-func (e *DBError) Error() string { return fmt.Sprintf("%s: %s", e.What, e.Msg) }
-
-// Unwrap returns the underlying error.
-func (e *DBError) Unwrap() error { return e.err }
-
-// Temporary tells failures that a new attempt of the same transaction may not meet: a
-// deadlock, a serialization failure, a lost or refused connection, a server shutting
-// down (SQLSTATE classes 40, 08 and 57P).
-func (e *DBError) Temporary() bool {
-	return strings.HasPrefix(e.Code, "40") || strings.HasPrefix(e.Code, "08") || strings.HasPrefix(e.Code, "57P") ||
-		(e.Code == "" && e.err != nil && !errors.Is(e.err, ErrNotFound))
-}
-
-// IsDatabase tells a database failure from others; the dead-letter table classes it so.
-func IsDatabase(err error) bool {
-	var d *DBError
-	return errors.As(err, &d)
+	return false
 }

@@ -12,7 +12,7 @@ import (
 	"github.com/paulmach/orb"
 	"github.com/paulmach/orb/encoding/wkb"
 
-	"github.com/geoflow/geoflow/tasks"
+	"github.com/geoflow/geoflow/store"
 )
 
 // The index tables of files on disk (map tiles, imagery). The files themselves are written
@@ -22,9 +22,8 @@ import (
 // row never points at a file that is not complete.
 
 var (
-	_ tasks.TileStore    = (*Store)(nil)
-	_ tasks.AssetStore   = (*Store)(nil)
-	_ tasks.TaskExtenter = (*Store)(nil)
+	_ store.TileStore  = (*Store)(nil)
+	_ store.AssetStore = (*Store)(nil)
 )
 
 // tileColumns are the columns of a tile table and their format_type names.
@@ -50,8 +49,8 @@ func qualified(schema, name string) (string, string) {
 	return schema, pgx.Identifier{schema, name}.Sanitize()
 }
 
-// EnsureTileTable implements tasks.TileStore.
-func (s *Store) EnsureTileTable(ctx context.Context, t *tasks.TileTable) error {
+// EnsureTileTable implements store.TileStore.
+func (s *Store) EnsureTileTable(ctx context.Context, t *store.TileTable) error {
 	schema, target := qualified(t.Schema, t.Name)
 	create := fmt.Sprintf(`CREATE TABLE IF NOT EXISTS %s (
 		z integer NOT NULL, x integer NOT NULL, y integer NOT NULL,
@@ -68,8 +67,8 @@ func (s *Store) EnsureTileTable(ctx context.Context, t *tasks.TileTable) error {
 	return s.ensureFileTable(ctx, schema, t.Name, tileColumns, create, []string{"z", "x", "y"})
 }
 
-// EnsureAssetTable implements tasks.AssetStore.
-func (s *Store) EnsureAssetTable(ctx context.Context, t *tasks.AssetTable) error {
+// EnsureAssetTable implements store.AssetStore.
+func (s *Store) EnsureAssetTable(ctx context.Context, t *store.AssetTable) error {
 	schema, target := qualified(t.Schema, t.Name)
 	create := fmt.Sprintf(`CREATE TABLE IF NOT EXISTS %s (
 		collection text NOT NULL, item text NOT NULL, asset text NOT NULL,
@@ -157,24 +156,24 @@ func fnv32(s string) uint32 {
 	return h
 }
 
-// LookupTile implements tasks.TileStore.
-func (s *Store) LookupTile(ctx context.Context, t *tasks.TileTable, z, x, y int) (*tasks.StoredFile, error) {
+// LookupTile implements store.TileStore.
+func (s *Store) LookupTile(ctx context.Context, t *store.TileTable, z, x, y int) (*store.StoredFile, error) {
 	_, target := qualified(t.Schema, t.Name)
 	return s.lookupFile(ctx, target, fmt.Sprintf("tile %d/%d/%d", z, x, y),
 		fmt.Sprintf(`SELECT status, coalesce(path, ''), content_hash, bytes, coalesce(etag, ''), coalesce(last_modified, '')
 		FROM %s WHERE z = $1 AND x = $2 AND y = $3`, target), z, x, y)
 }
 
-// LookupAsset implements tasks.AssetStore.
-func (s *Store) LookupAsset(ctx context.Context, t *tasks.AssetTable, collection, item, asset string) (*tasks.StoredFile, error) {
+// LookupAsset implements store.AssetStore.
+func (s *Store) LookupAsset(ctx context.Context, t *store.AssetTable, collection, item, asset string) (*store.StoredFile, error) {
 	_, target := qualified(t.Schema, t.Name)
 	return s.lookupFile(ctx, target, fmt.Sprintf("asset %s/%s/%s", collection, item, asset),
 		fmt.Sprintf(`SELECT 'ok', coalesce(path, ''), content_hash, bytes, coalesce(etag, ''), coalesce(last_modified, '')
 		FROM %s WHERE collection = $1 AND item = $2 AND asset = $3`, target), collection, item, asset)
 }
 
-func (s *Store) lookupFile(ctx context.Context, target, what, sql string, args ...any) (*tasks.StoredFile, error) {
-	var f tasks.StoredFile
+func (s *Store) lookupFile(ctx context.Context, target, what, sql string, args ...any) (*store.StoredFile, error) {
+	var f store.StoredFile
 	err := s.pool.QueryRow(ctx, sql, args...).Scan(&f.Status, &f.Path, &f.Hash, &f.Bytes, &f.ETag, &f.LastModified)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, nil
@@ -185,8 +184,8 @@ func (s *Store) lookupFile(ctx context.Context, target, what, sql string, args .
 	return &f, nil
 }
 
-// UpsertTile implements tasks.Tx.
-func (u *unitTx) UpsertTile(ctx context.Context, t *tasks.TileTable, r tasks.TileRow) (tasks.Result, error) {
+// UpsertTile implements store.UnitTx.
+func (u *unitTx) UpsertTile(ctx context.Context, t *store.TileTable, r store.TileRow) (store.Counts, error) {
 	_, target := qualified(t.Schema, t.Name)
 	sql := fmt.Sprintf(`INSERT INTO %s AS t (z, x, y, footprint, status, path, content_hash, bytes, content_type, etag, last_modified, fetched_at, gf_run_id)
 		VALUES ($1, $2, $3, ST_MakeEnvelope($4, $5, $6, $7, 4326), $8, NULLIF($9, ''), $10, $11, NULLIF($12, ''), NULLIF($13, ''), NULLIF($14, ''), now(), $15)
@@ -198,22 +197,22 @@ func (u *unitTx) UpsertTile(ctx context.Context, t *tasks.TileTable, r tasks.Til
 	err := u.tx.QueryRow(ctx, sql, r.Z, r.X, r.Y, r.Footprint.Min[0], r.Footprint.Min[1], r.Footprint.Max[0], r.Footprint.Max[1],
 		r.Status, r.Path, r.Hash, r.Bytes, r.ContentType, r.ETag, r.LastModified, u.ref.RunID).Scan(&inserted)
 	if err != nil {
-		return tasks.Result{}, translate(fmt.Sprintf("recording tile %d/%d/%d in %s", r.Z, r.X, r.Y, target), err)
+		return store.Counts{}, translate(fmt.Sprintf("recording tile %d/%d/%d in %s", r.Z, r.X, r.Y, target), err)
 	}
 	if inserted {
-		return tasks.Result{Inserted: 1, Bytes: r.Bytes}, nil
+		return store.Counts{Inserted: 1, Bytes: r.Bytes}, nil
 	}
-	return tasks.Result{Updated: 1, Bytes: r.Bytes}, nil
+	return store.Counts{Updated: 1, Bytes: r.Bytes}, nil
 }
 
-// UpsertAsset implements tasks.Tx.
-func (u *unitTx) UpsertAsset(ctx context.Context, t *tasks.AssetTable, r tasks.AssetRow) (tasks.Result, error) {
+// UpsertAsset implements store.UnitTx.
+func (u *unitTx) UpsertAsset(ctx context.Context, t *store.AssetTable, r store.AssetRow) (store.Counts, error) {
 	_, target := qualified(t.Schema, t.Name)
 	var fp []byte
 	if r.Footprint != nil {
 		b, err := wkb.Marshal(r.Footprint)
 		if err != nil {
-			return tasks.Result{}, fmt.Errorf("asset %s/%s: encoding its footprint: %w", r.Item, r.Asset, err)
+			return store.Counts{}, fmt.Errorf("asset %s/%s: encoding its footprint: %w", r.Item, r.Asset, err)
 		}
 		fp = b
 	}
@@ -238,15 +237,15 @@ func (u *unitTx) UpsertAsset(ctx context.Context, t *tasks.AssetTable, r tasks.A
 	err := u.tx.QueryRow(ctx, sql, r.Collection, r.Item, r.Asset, fp, r.Datetime, propArg, r.Href, r.Path, r.Hash,
 		r.Checksum, r.Bytes, r.ContentType, r.ETag, r.LastModified, u.ref.RunID).Scan(&inserted)
 	if err != nil {
-		return tasks.Result{}, translate(fmt.Sprintf("recording asset %s/%s/%s in %s", r.Collection, r.Item, r.Asset, target), err)
+		return store.Counts{}, translate(fmt.Sprintf("recording asset %s/%s/%s in %s", r.Collection, r.Item, r.Asset, target), err)
 	}
 	if inserted {
-		return tasks.Result{Inserted: 1, Bytes: r.Bytes}, nil
+		return store.Counts{Inserted: 1, Bytes: r.Bytes}, nil
 	}
-	return tasks.Result{Updated: 1, Bytes: r.Bytes}, nil
+	return store.Counts{Updated: 1, Bytes: r.Bytes}, nil
 }
 
-// TaskExtent implements tasks.TaskExtenter: the extent of the units that stored something
+// TaskExtent implements store.TaskStore: the extent of the units that stored something
 // (inserted, skipped or updated features or files) in the latest run of flow where task
 // finished done. For a WFS harvest these are the leaf tiles that held features, which
 // bound its table's features up to the geometries reaching over a tile's edge.

@@ -10,7 +10,7 @@ import (
 	"github.com/paulmach/orb"
 
 	"github.com/geoflow/geoflow/internal/testdb"
-	"github.com/geoflow/geoflow/tasks"
+	"github.com/geoflow/geoflow/store"
 )
 
 // TestTileAndAssetIndex: tables are created once with their keys and footprint indexes,
@@ -27,8 +27,8 @@ func TestTileAndAssetIndex(t *testing.T) {
 	if _, err := s.Migrate(ctx); err != nil {
 		t.Fatal(err)
 	}
-	tt := &tasks.TileTable{Schema: "tiles x", Name: "Base-Map"} // quoted identifiers
-	at := &tasks.AssetTable{Name: "scenes"}
+	tt := &store.TileTable{Schema: "tiles x", Name: "Base-Map"} // quoted identifiers
+	at := &store.AssetTable{Name: "scenes"}
 	for range 2 {
 		if err := s.EnsureTileTable(ctx, tt); err != nil {
 			t.Fatal(err)
@@ -47,11 +47,11 @@ func TestTileAndAssetIndex(t *testing.T) {
 		t.Fatalf("lookup before any row: %v %v", f, err)
 	}
 	run := startRun(t, s, "f", "basemap", 2)
-	row := tasks.TileRow{Z: 1, X: 1, Y: 0, Footprint: orb.Bound{Min: orb.Point{0, 0}, Max: orb.Point{180, 85}}, Status: tasks.FileOK,
+	row := store.TileRow{Z: 1, X: 1, Y: 0, Footprint: orb.Bound{Min: orb.Point{0, 0}, Max: orb.Point{180, 85}}, Status: store.FileOK,
 		Path: "/t/1/1/0.png", Hash: make([]byte, 32), Bytes: 10, ContentType: "image/png", ETag: `"a"`}
-	for i, want := range []tasks.Result{{Inserted: 1, Bytes: 10}, {Updated: 1, Bytes: 10}} {
-		ref := tasks.UnitRef{RunID: run, TaskID: "basemap", Key: []string{"u000", "u001"}[i]}
-		res, err := s.CommitUnit(ctx, ref, func(ctx context.Context, tx tasks.Tx) (tasks.Result, error) {
+	for i, want := range []store.Counts{{Inserted: 1, Bytes: 10}, {Updated: 1, Bytes: 10}} {
+		ref := store.UnitRef{RunID: run, TaskID: "basemap", Key: []string{"u000", "u001"}[i]}
+		res, err := commitUnit(ctx, s, ref, func(ctx context.Context, tx store.UnitTx) (store.Counts, error) {
 			return tx.UpsertTile(ctx, tt, row)
 		})
 		if err != nil || res.Inserted != want.Inserted || res.Updated != want.Updated {
@@ -60,13 +60,13 @@ func TestTileAndAssetIndex(t *testing.T) {
 		row.ETag = `"b"`
 	}
 	f, err = s.LookupTile(ctx, tt, 1, 1, 0)
-	if err != nil || f == nil || f.ETag != `"b"` || f.Path != "/t/1/1/0.png" || f.Bytes != 10 || f.Status != tasks.FileOK {
+	if err != nil || f == nil || f.ETag != `"b"` || f.Path != "/t/1/1/0.png" || f.Bytes != 10 || f.Status != store.FileOK {
 		t.Fatalf("lookup: %+v %v", f, err)
 	}
-	ref := tasks.UnitRef{RunID: run, TaskID: "basemap", Key: "u001"}
+	ref := store.UnitRef{RunID: run, TaskID: "basemap", Key: "u001"}
 	dt := time.Date(2024, 5, 1, 10, 0, 0, 0, time.UTC)
-	_, err = s.CommitUnit(ctx, ref, func(ctx context.Context, tx tasks.Tx) (tasks.Result, error) {
-		return tx.UpsertAsset(ctx, at, tasks.AssetRow{Collection: "c", Item: "i", Asset: "visual", Datetime: &dt,
+	_, err = commitUnit(ctx, s, ref, func(ctx context.Context, tx store.UnitTx) (store.Counts, error) {
+		return tx.UpsertAsset(ctx, at, store.AssetRow{Collection: "c", Item: "i", Asset: "visual", Datetime: &dt,
 			Footprint: orb.Polygon{{{0, 0}, {1, 0}, {1, 1}, {0, 0}}}, Properties: []byte(`{"gsd": 0.2}`), Path: "/a.tif", Bytes: 5})
 	})
 	if err != nil {
@@ -87,7 +87,7 @@ func TestTileAndAssetIndex(t *testing.T) {
 	}
 
 	testdb.Rows(t, dbURL, `CREATE TABLE wrong (z text, x int)`)
-	err = s.EnsureTileTable(ctx, &tasks.TileTable{Name: "wrong"})
+	err = s.EnsureTileTable(ctx, &store.TileTable{Name: "wrong"})
 	var inc *IncompatibleTableError
 	if !errors.As(err, &inc) || !strings.Contains(err.Error(), `column "z" is text, not integer`) {
 		t.Errorf("incompatible table: %v", err)

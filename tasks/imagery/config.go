@@ -16,6 +16,7 @@ import (
 
 	"github.com/geoflow/geoflow/internal/redact"
 	"github.com/geoflow/geoflow/spatial"
+	"github.com/geoflow/geoflow/store"
 	"github.com/geoflow/geoflow/tasks"
 )
 
@@ -150,7 +151,7 @@ func (c *Config) Check(p tasks.Problems) {
 	}
 	if c.Target.Table == "" {
 		p.At("", "target.table is required")
-	} else if _, _, err := tasks.SplitTable(c.Target.Table); err != nil {
+	} else if _, _, err := store.SplitTable(c.Target.Table); err != nil {
 		p.At("target.table", "%v", err)
 	}
 }
@@ -168,11 +169,11 @@ func crsOf(s string) (int, error) {
 
 // New implements tasks.Config.
 func (c *Config) New(id string) (tasks.Task, error) {
-	schema, table, err := tasks.SplitTable(c.Target.Table)
+	schema, table, err := store.SplitTable(c.Target.Table)
 	if err != nil {
 		return nil, err
 	}
-	t := &Task{id: id, cfg: *c, table: &tasks.AssetTable{Schema: schema, Name: table}}
+	t := &Task{id: id, cfg: *c, table: &store.AssetTable{Schema: schema, Name: table}}
 	if c.STAC != nil {
 		s := *c.STAC
 		if len(s.Assets) == 0 {

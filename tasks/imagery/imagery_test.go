@@ -18,13 +18,15 @@ import (
 
 	"github.com/geoflow/geoflow/dlq"
 	"github.com/geoflow/geoflow/flows"
-	"github.com/geoflow/geoflow/store/postgis"
 	"github.com/geoflow/geoflow/internal/devserver/stacserver"
-	"github.com/geoflow/geoflow/internal/testdb"
 	"github.com/geoflow/geoflow/internal/devserver/wmsserver"
+	"github.com/geoflow/geoflow/internal/testdb"
 	"github.com/geoflow/geoflow/retry"
+	"github.com/geoflow/geoflow/store"
+	"github.com/geoflow/geoflow/store/postgis"
 	"github.com/geoflow/geoflow/tasks"
 	"github.com/geoflow/geoflow/tasks/imagery"
+	"github.com/geoflow/geoflow/tasks/internal/files"
 	"github.com/geoflow/geoflow/tasks/tiles"
 )
 
@@ -34,7 +36,7 @@ type harness struct {
 	t     *testing.T
 	url   string
 	dbURL string
-	store *postgis.Store
+	db    *postgis.Store
 	dir   string
 	logs  *bytes.Buffer
 }
@@ -43,12 +45,12 @@ func newHarness(t *testing.T, srv *httptest.Server) *harness {
 	t.Helper()
 	t.Cleanup(srv.Close)
 	dbURL := testdb.URL(t)
-	store, err := postgis.Open(context.Background(), dbURL, nil)
+	db, err := postgis.Open(context.Background(), dbURL, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(store.Close)
-	return &harness{t: t, url: srv.URL, dbURL: dbURL, store: store, dir: t.TempDir(), logs: &bytes.Buffer{}}
+	t.Cleanup(db.Close)
+	return &harness{t: t, url: srv.URL, dbURL: dbURL, db: db, dir: t.TempDir(), logs: &bytes.Buffer{}}
 }
 
 func registry() *tasks.Registry {
@@ -71,7 +73,7 @@ func (h *harness) run(taskYAML string, opts flows.RunOptions) *flows.Result {
 		h.t.Fatalf("flow: %v\n%s", err, src)
 	}
 	log := slog.New(slog.NewTextHandler(h.logs, nil))
-	opts.Store, opts.Logger = h.store, log
+	opts.Store, opts.Logger = h.db, log
 	opts.HTTP = retry.New(&retry.Options{Logger: log, Seed: 1})
 	res, err := flows.Run(context.Background(), f, opts)
 	if err != nil {
@@ -115,7 +117,7 @@ func TestWMSChips(t *testing.T) {
     bbox: [11.45, 48.05, 11.55, 48.15]
     target: {dir: $DIR/chips, table: ortho_chips}
 `, tt.crs, tt.version, tt.res, tt.maxSize), flows.RunOptions{})
-			if res.Status != flows.StateDone || res.Summary.Inserted == 0 {
+			if res.Status != store.Done || res.Summary.Inserted == 0 {
 				t.Fatalf("run %s inserted %d\n%s", res.Status, res.Summary.Inserted, tail(h.logs.String()))
 			}
 			area := munich
@@ -154,14 +156,14 @@ func TestWMSChips(t *testing.T) {
 				WHERE ST_Covers(ST_Buffer(u, 1e-9), ST_MakeEnvelope(11.45, 48.05, 11.55, 48.15, 4326))`); cov != 1 {
 				t.Errorf("the chips do not cover the area")
 			}
-			files, _ := filepath.Glob(filepath.Join(h.dir, "chips", "chip_*"))
+			chips, _ := filepath.Glob(filepath.Join(h.dir, "chips", "chip_*"))
 			var images, worlds int
-			for _, f := range files {
+			for _, f := range chips {
 				switch filepath.Ext(f) {
 				case ".png", ".tif":
 					images++
 					b, _ := os.ReadFile(f)
-					if tiles.SniffImage(b) == "" {
+					if files.SniffImage(b) == "" {
 						t.Errorf("%s is not an image", f)
 					}
 				case ".pgw":
@@ -253,7 +255,7 @@ func TestSTAC(t *testing.T) {
 	if m, _ := filepath.Glob(filepath.Join(h.dir, "scenes", "aerial", "scene-004", "*")); len(m) != 0 {
 		t.Errorf("files left for the bad asset: %v", m)
 	}
-	entries, err := h.store.ListDeadLetters(context.Background(), dlq.Filter{RunID: res.RunID})
+	entries, err := h.db.ListDeadLetters(context.Background(), dlq.Filter{RunID: res.RunID})
 	if err != nil || len(entries) != 1 || !strings.Contains(entries[0].Error, "checksum mismatch") ||
 		entries[0].Unit != "item/aerial/scene-004/visual" {
 		t.Fatalf("dead letters %+v (%v)", entries, err)
@@ -291,7 +293,7 @@ func TestSTACResumesPartialFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	res := h.run(stacTask, flows.RunOptions{})
-	if res.Status != flows.StateDone || res.Summary.Inserted != 4 {
+	if res.Status != store.Done || res.Summary.Inserted != 4 {
 		t.Fatalf("run %s inserted %d\n%s", res.Status, res.Summary.Inserted, tail(h.logs.String()))
 	}
 	if r := fx.Stats().Ranges[stacserver.AssetPath("scene-001")]; len(r) != 1 || r[0] != "bytes=12345-" {
@@ -312,7 +314,7 @@ func TestSTACArea(t *testing.T) {
 	h := newHarness(t, httptest.NewServer(fx))
 	area := orb.Bound{Min: orb.Point{11.451, 48.051}, Max: orb.Point{11.46, 48.06}}
 	res := h.run(stacTask, flows.RunOptions{Area: &area})
-	if res.Status != flows.StateDone || res.Summary.Inserted != 1 {
+	if res.Status != store.Done || res.Summary.Inserted != 1 {
 		t.Errorf("run %s inserted %d; the area touches one scene\n%s", res.Status, res.Summary.Inserted, tail(h.logs.String()))
 	}
 }

@@ -3,11 +3,7 @@ package imagery
 import (
 	"bytes"
 	"context"
-	"crypto/md5"
-	"crypto/sha1"
 	"crypto/sha256"
-	"crypto/sha512"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -28,9 +24,9 @@ import (
 	"github.com/geoflow/geoflow/dlq"
 	"github.com/geoflow/geoflow/internal/redact"
 	"github.com/geoflow/geoflow/retry"
-	"github.com/geoflow/geoflow/spatial/geojson"
+	"github.com/geoflow/geoflow/store"
 	"github.com/geoflow/geoflow/tasks"
-	"github.com/geoflow/geoflow/tasks/tiles"
+	"github.com/geoflow/geoflow/tasks/internal/files"
 )
 
 const (
@@ -39,64 +35,6 @@ const (
 	// maxPages stops a server whose next links never end.
 	maxPages = 100_000
 )
-
-// ItemCollection is the part of a STAC search response (a GeoJSON FeatureCollection of
-// items) that the task reads.
-type ItemCollection struct {
-	Type     string `json:"type"`
-	Features []Item `json:"features"`
-	Links    []Link `json:"links"`
-}
-
-// Item is a STAC item.
-type Item struct {
-	ID         string           `json:"id"`
-	Collection string           `json:"collection"`
-	Geometry   json.RawMessage  `json:"geometry"`
-	BBox       []float64        `json:"bbox"`
-	Properties json.RawMessage  `json:"properties"`
-	Assets     map[string]Asset `json:"assets"`
-}
-
-// Asset is one file of an item.
-type Asset struct {
-	Href     string `json:"href"`
-	Type     string `json:"type"`
-	Checksum string `json:"file:checksum"`
-	Size     int64  `json:"file:size"`
-}
-
-// Link is a STAC link; a search's next link may be a POST with a body to send (merged
-// into the previous body when Merge is set), as the STAC API's item search specifies.
-type Link struct {
-	Rel     string            `json:"rel"`
-	Href    string            `json:"href"`
-	Method  string            `json:"method"`
-	Body    json.RawMessage   `json:"body"`
-	Merge   bool              `json:"merge"`
-	Headers map[string]string `json:"headers"`
-}
-
-// ParseItemCollection decodes a search response, refusing what is not a
-// FeatureCollection of items with ids.
-func ParseItemCollection(r io.Reader) (*ItemCollection, error) {
-	var ic ItemCollection
-	if err := json.NewDecoder(io.LimitReader(r, 64<<20)).Decode(&ic); err != nil {
-		return nil, fmt.Errorf("not a STAC item collection: %w", err)
-	}
-	if ic.Type != "FeatureCollection" {
-		return nil, fmt.Errorf("not a STAC item collection: type %q", ic.Type)
-	}
-	for i, it := range ic.Features {
-		if it.ID == "" {
-			return nil, fmt.Errorf("item %d has no id", i)
-		}
-		if len(it.BBox) != 0 && len(it.BBox) != 4 && len(it.BBox) != 6 {
-			return nil, fmt.Errorf("item %q: bbox has %d values", it.ID, len(it.BBox))
-		}
-	}
-	return &ic, nil
-}
 
 // pageSpec is the request of one search page.
 type pageSpec struct {
@@ -121,7 +59,7 @@ type assetSpec struct {
 }
 
 // planSTAC plans the first search page; each page plans its items' assets and the next.
-func (t *Task) planSTAC(env *tasks.Env, a orb.Bound) ([]tasks.Unit, error) {
+func (t *Task) planSTAC(env *tasks.Env, a orb.Bound) ([]store.Unit, error) {
 	if env.Area != nil {
 		a = intersect(a, *env.Area)
 	}
@@ -141,19 +79,19 @@ func (t *Task) planSTAC(env *tasks.Env, a orb.Bound) ([]tasks.Unit, error) {
 		return nil, fmt.Errorf("stac.query: %w", err)
 	}
 	sp, _ := json.Marshal(pageSpec{Method: http.MethodPost, Href: strings.TrimRight(s.URL, "/") + "/search", Body: b})
-	return []tasks.Unit{{Key: pagePrefix + "0", BBox: &a, Spec: sp}}, nil
+	return []store.Unit{{Key: pagePrefix + "0", BBox: &a, Spec: sp}}, nil
 }
 
 // executePage runs one search request and commits, as its children, a unit per wanted
 // asset of each item and the next page.
-func (t *Task) executePage(ctx context.Context, env *tasks.Env, u tasks.Unit) (tasks.Result, error) {
+func (t *Task) executePage(ctx context.Context, env *tasks.Env, u store.Unit) (*tasks.Output, error) {
 	n, err := strconv.Atoi(strings.TrimPrefix(u.Key, pagePrefix))
 	var sp pageSpec
 	if err == nil {
 		err = json.Unmarshal(u.Spec, &sp)
 	}
 	if err != nil || sp.Href == "" {
-		return tasks.Result{}, retry.Permanent(dlq.ClassInvalid, fmt.Errorf("unit %s: bad spec %s", u.Key, u.Spec))
+		return nil, retry.Permanent(dlq.ClassInvalid, fmt.Errorf("unit %s: bad spec %s", u.Key, u.Spec))
 	}
 	method := cmpOr(strings.ToUpper(sp.Method), http.MethodGet)
 	var ic *ItemCollection
@@ -198,7 +136,7 @@ func (t *Task) executePage(ctx context.Context, env *tasks.Env, u tasks.Unit) (t
 		return nil
 	})
 	if err != nil {
-		return tasks.Result{}, fmt.Errorf("searching %s (page %d): %w", redact.URL(sp.Href), n, err)
+		return nil, fmt.Errorf("searching %s (page %d): %w", redact.URL(sp.Href), n, err)
 	}
 	children := t.assetUnits(env, ic)
 	if next := nextPage(ic, sp); next != nil {
@@ -206,64 +144,15 @@ func (t *Task) executePage(ctx context.Context, env *tasks.Env, u tasks.Unit) (t
 			env.Logger.Warn("stopping after too many search pages", "pages", n+1)
 		} else {
 			b, _ := json.Marshal(next)
-			children = append(children, tasks.Unit{Key: pagePrefix + strconv.Itoa(n+1), BBox: u.BBox, Spec: b})
+			children = append(children, store.Unit{Key: pagePrefix + strconv.Itoa(n+1), BBox: u.BBox, Spec: b})
 		}
 	}
-	res, err := env.Store.CommitUnit(ctx, ref(env, u), func(context.Context, tasks.Tx) (tasks.Result, error) {
-		return tasks.Result{Bytes: size, Children: children}, nil
-	})
-	if err != nil {
-		return res, retry.Permanent(dlq.ClassDatabase, err)
-	}
-	return res, nil
-}
-
-// nextPage returns the request of the page after cur, or nil at the end.
-func nextPage(ic *ItemCollection, cur pageSpec) *pageSpec {
-	if len(ic.Features) == 0 {
-		return nil // a next link on an empty page would loop
-	}
-	for _, l := range ic.Links {
-		if l.Rel != "next" || l.Href == "" {
-			continue
-		}
-		next := &pageSpec{Method: cmpOr(strings.ToUpper(l.Method), http.MethodGet), Href: l.Href, Headers: l.Headers}
-		if base, err := url.Parse(cur.Href); err == nil {
-			if h, err := base.Parse(l.Href); err == nil {
-				next.Href = h.String()
-			}
-		}
-		if next.Method == http.MethodPost {
-			next.Body = l.Body
-			if l.Merge {
-				next.Body = mergeJSON(cur.Body, l.Body)
-			}
-		}
-		if next.Method == cur.Method && next.Href == cur.Href && bytes.Equal(next.Body, cur.Body) {
-			return nil // the same request again: the server's paging is broken
-		}
-		return next
-	}
-	return nil
-}
-
-// mergeJSON overlays the members of b onto a (both JSON objects).
-func mergeJSON(a, b json.RawMessage) json.RawMessage {
-	m := map[string]json.RawMessage{}
-	_ = json.Unmarshal(a, &m)
-	var o map[string]json.RawMessage
-	if json.Unmarshal(b, &o) == nil {
-		for k, v := range o {
-			m[k] = v
-		}
-	}
-	out, _ := json.Marshal(m)
-	return out
+	return &tasks.Output{Counts: store.Counts{Bytes: size}, Children: children}, nil
 }
 
 // assetUnits plans a unit per wanted asset of each item.
-func (t *Task) assetUnits(env *tasks.Env, ic *ItemCollection) []tasks.Unit {
-	var out []tasks.Unit
+func (t *Task) assetUnits(env *tasks.Env, ic *ItemCollection) []store.Unit {
+	var out []store.Unit
 	for _, it := range ic.Features {
 		var props struct {
 			Datetime      *time.Time `json:"datetime"`
@@ -283,7 +172,7 @@ func (t *Task) assetUnits(env *tasks.Env, ic *ItemCollection) []tasks.Unit {
 			}
 			sp, _ := json.Marshal(assetSpec{Collection: it.Collection, Item: it.ID, Asset: key, Href: a.Href, Type: a.Type,
 				Checksum: a.Checksum, Size: a.Size, Datetime: dt, Geometry: it.Geometry, Properties: it.Properties})
-			u := tasks.Unit{Key: itemPrefix + url.PathEscape(it.Collection) + "/" + url.PathEscape(it.ID) + "/" + url.PathEscape(key), Spec: sp}
+			u := store.Unit{Key: itemPrefix + url.PathEscape(it.Collection) + "/" + url.PathEscape(it.ID) + "/" + url.PathEscape(key), Spec: sp}
 			if b != nil {
 				bb := *b
 				u.BBox = &bb
@@ -294,56 +183,29 @@ func (t *Task) assetUnits(env *tasks.Env, ic *ItemCollection) []tasks.Unit {
 	return out
 }
 
-func itemBound(it Item) *orb.Bound {
-	switch len(it.BBox) {
-	case 4:
-		return &orb.Bound{Min: orb.Point{it.BBox[0], it.BBox[1]}, Max: orb.Point{it.BBox[2], it.BBox[3]}}
-	case 6:
-		return &orb.Bound{Min: orb.Point{it.BBox[0], it.BBox[1]}, Max: orb.Point{it.BBox[3], it.BBox[4]}}
-	}
-	if g := geometry(it.Geometry); g != nil {
-		b := g.Bound()
-		return &b
-	}
-	return nil
-}
-
-// geometry decodes an item's GeoJSON geometry; nil when it has none or it is invalid.
-func geometry(raw json.RawMessage) orb.Geometry {
-	if len(raw) == 0 || string(raw) == "null" {
-		return nil
-	}
-	doc := append(append([]byte(`{"type":"Feature","properties":{},"geometry":`), raw...), '}')
-	f, err := geojson.NewReader(bytes.NewReader(doc), geojson.Options{}).Next()
-	if err != nil || f == nil {
-		return nil
-	}
-	return f.Geometry
-}
-
 // executeAsset downloads one asset with HTTP Range, so that a transfer cut off (in this
 // attempt, or in a process that died) resumes from the byte where it stopped; checks it
 // against the item's file:checksum and file:size; and commits it.
-func (t *Task) executeAsset(ctx context.Context, env *tasks.Env, u tasks.Unit) (tasks.Result, error) {
+func (t *Task) executeAsset(ctx context.Context, env *tasks.Env, u store.Unit) (*tasks.Output, error) {
 	var sp assetSpec
 	if err := json.Unmarshal(u.Spec, &sp); err != nil || sp.Href == "" {
-		return tasks.Result{}, retry.Permanent(dlq.ClassInvalid, fmt.Errorf("unit %s: bad spec %s", u.Key, u.Spec))
+		return nil, retry.Permanent(dlq.ClassInvalid, fmt.Errorf("unit %s: bad spec %s", u.Key, u.Spec))
 	}
 	stored, err := env.Store.LookupAsset(ctx, t.table, sp.Collection, sp.Item, sp.Asset)
 	if err != nil {
-		return tasks.Result{}, retry.Permanent(dlq.ClassDatabase, err)
+		return nil, err
 	}
 	final := t.assetPath(sp)
-	if stored != nil && tiles.FileIntact(stored.Path, stored.Bytes) && stored.Path == final && sp.Checksum != "" {
+	if stored != nil && files.FileIntact(stored.Path, stored.Bytes) && stored.Path == final && sp.Checksum != "" {
 		if ok, _ := checksumMatches(sp.Checksum, stored.Hash, final); ok {
 			// The item still names the content we verified and hold: nothing to fetch.
-			return commitSkipped(ctx, env, u)
+			return skipped(), nil
 		}
 	}
-	revalidate := stored != nil && stored.ETag != "" && stored.Path == final && tiles.FileIntact(stored.Path, stored.Bytes)
+	revalidate := stored != nil && stored.ETag != "" && stored.Path == final && files.FileIntact(stored.Path, stored.Bytes)
 	d := &download{part: final + ".part", meta: final + ".part.json"}
 	if err := os.MkdirAll(filepath.Dir(final), 0o755); err != nil {
-		return tasks.Result{}, retry.Permanent(dlq.ClassDatabase, err)
+		return nil, store.DiskFault("creating the asset's directory", err)
 	}
 	var ct, etag, lastMod string
 	notModified := false
@@ -369,17 +231,17 @@ func (t *Task) executeAsset(ctx context.Context, env *tasks.Env, u tasks.Unit) (
 		return d.receive(resp)
 	})
 	if err != nil {
-		return tasks.Result{}, fmt.Errorf("downloading asset %s of item %s: %w", sp.Asset, sp.Item, err)
+		return nil, fmt.Errorf("downloading asset %s of item %s: %w", sp.Asset, sp.Item, err)
 	}
 	if notModified {
-		return commitSkipped(ctx, env, u)
+		return skipped(), nil
 	}
 	size, sum, err := d.verify(sp)
 	if err != nil {
 		// A complete file with the wrong content: start again from nothing next time.
 		os.Remove(d.part)
 		os.Remove(d.meta)
-		return tasks.Result{}, retry.Permanent(dlq.ClassParse, fmt.Errorf("asset %s of item %s: %w", sp.Asset, sp.Item, err))
+		return nil, retry.Permanent(dlq.ClassParse, fmt.Errorf("asset %s of item %s: %w", sp.Asset, sp.Item, err))
 	}
 	if ct == "" || d.resumed {
 		ct = cmpOr(sp.Type, ct)
@@ -390,21 +252,23 @@ func (t *Task) executeAsset(ctx context.Context, env *tasks.Env, u tasks.Unit) (
 	} else if u.BBox != nil {
 		fp = boundPolygon(*u.BBox)
 	}
-	row := tasks.AssetRow{Collection: sp.Collection, Item: sp.Item, Asset: sp.Asset, Footprint: fp, Datetime: sp.Datetime,
+	row := store.AssetRow{Collection: sp.Collection, Item: sp.Item, Asset: sp.Asset, Footprint: fp, Datetime: sp.Datetime,
 		Properties: sp.Properties, Href: redact.URL(sp.Href), Path: final, Hash: sum, Checksum: sp.Checksum, Bytes: size,
 		ContentType: ct, ETag: etag, LastModified: lastMod}
-	res, err := t.commitFile(ctx, env, u, row, stored, func() error {
+	out, err := t.fileOutput(row, stored, func() error {
 		if err := os.Rename(d.part, final); err != nil {
 			return err
 		}
 		os.Remove(d.meta)
-		return tiles.SyncDir(filepath.Dir(final))
+		return files.SyncDir(filepath.Dir(final))
 	})
 	// An unchanged file is skipped: its fresh copy is not needed.
 	os.Remove(d.part)
 	os.Remove(d.meta)
-	res.Bytes = d.received
-	return res, err
+	if out != nil {
+		out.Counts.Bytes = d.received
+	}
+	return out, err
 }
 
 // assetPath is dir/collection/item/asset.ext, each part made safe as a file name.
@@ -493,7 +357,7 @@ func (d *download) receive(resp *http.Response) error {
 			d.total = resp.ContentLength
 		}
 		m, _ := json.Marshal(partMeta{ETag: resp.Header.Get("ETag"), LastModified: resp.Header.Get("Last-Modified")})
-		if err := tiles.WriteFileAtomic(d.meta, m); err != nil {
+		if err := files.WriteFileAtomic(d.meta, m); err != nil {
 			return retry.Permanent(dlq.ClassDatabase, err)
 		}
 	}
@@ -567,115 +431,6 @@ func (d *download) verify(sp assetSpec) (int64, []byte, error) {
 		}
 	}
 	return n, sum, nil
-}
-
-// checksumMatches tells whether a stored file still has the content checksum names.
-func checksumMatches(checksum string, sha256sum []byte, path string) (bool, error) {
-	alg, want, known := parseMultihash(checksum)
-	if !known {
-		return false, nil
-	}
-	if alg == "sha2-256" {
-		return bytes.Equal(sha256sum, want), nil
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		return false, err
-	}
-	defer f.Close()
-	h := newHash(alg)
-	if _, err := io.Copy(h, f); err != nil {
-		return false, err
-	}
-	return bytes.Equal(h.Sum(nil), want), nil
-}
-
-// parseMultihash reads a hex multihash (file:checksum): 1220 sha2-256, 1340 sha2-512,
-// 1114 sha1, d50110 md5. known is false for other algorithms and malformed values.
-func parseMultihash(s string) (alg string, digest []byte, known bool) {
-	b, err := hex.DecodeString(strings.TrimSpace(s))
-	if err != nil || len(b) < 3 {
-		return "", nil, false
-	}
-	var code uint64
-	var shift uint
-	i := 0
-	for ; i < len(b) && i < 4; i++ {
-		code |= uint64(b[i]&0x7f) << shift
-		shift += 7
-		if b[i]&0x80 == 0 {
-			i++
-			break
-		}
-	}
-	if i >= len(b) {
-		return "", nil, false
-	}
-	length := int(b[i])
-	digest = b[i+1:]
-	if len(digest) != length {
-		return "", nil, false
-	}
-	switch {
-	case code == 0x12 && length == 32:
-		return "sha2-256", digest, true
-	case code == 0x13 && length == 64:
-		return "sha2-512", digest, true
-	case code == 0x11 && length == 20:
-		return "sha1", digest, true
-	case code == 0xd5 && length == 16:
-		return "md5", digest, true
-	}
-	return "", nil, false
-}
-
-func newHash(alg string) hash.Hash {
-	switch alg {
-	case "sha2-512":
-		return sha512.New()
-	case "sha1":
-		return sha1.New()
-	case "md5":
-		return md5.New()
-	}
-	return sha256.New()
-}
-
-// contentRange parses "bytes start-end/total" (total may be "*", giving -1).
-func contentRange(s string) (start, total int64, ok bool) {
-	rest, found := strings.CutPrefix(strings.TrimSpace(s), "bytes ")
-	if !found {
-		return 0, 0, false
-	}
-	span, tot, found := strings.Cut(rest, "/")
-	if !found {
-		return 0, 0, false
-	}
-	a, _, found := strings.Cut(span, "-")
-	if !found {
-		return 0, 0, false
-	}
-	start, err := strconv.ParseInt(a, 10, 64)
-	if err != nil || start < 0 {
-		return 0, 0, false
-	}
-	total = -1
-	if tot != "*" {
-		if total, err = strconv.ParseInt(tot, 10, 64); err != nil {
-			return 0, 0, false
-		}
-	}
-	return start, total, true
-}
-
-// rangeTotal parses the "bytes */total" of a 416.
-func rangeTotal(s string) (int64, bool) {
-	rest, ok := strings.CutPrefix(strings.TrimSpace(s), "bytes */")
-	if !ok {
-		return 0, false
-	}
-	n, err := strconv.ParseInt(rest, 10, 64)
-	return n, err == nil
 }
 
 type countingReader struct {

@@ -15,8 +15,9 @@ import (
 
 	"github.com/geoflow/geoflow/dlq"
 	"github.com/geoflow/geoflow/retry"
+	"github.com/geoflow/geoflow/store"
 	"github.com/geoflow/geoflow/tasks"
-	"github.com/geoflow/geoflow/tasks/tiles"
+	"github.com/geoflow/geoflow/tasks/internal/files"
 )
 
 var _ tasks.Task = (*Task)(nil)
@@ -27,7 +28,7 @@ var _ tasks.Task = (*Task)(nil)
 type Task struct {
 	id    string
 	cfg   Config
-	table *tasks.AssetTable
+	table *store.AssetTable
 	epsg  int // WMS chip CRS
 
 	mu      sync.Mutex
@@ -58,11 +59,7 @@ func (t *Task) area(ctx context.Context, env *tasks.Env) (orb.Bound, error) {
 	if b := t.cfg.BBox; b != nil {
 		return orb.Bound{Min: orb.Point{b[0], b[1]}, Max: orb.Point{b[2], b[3]}}, nil
 	}
-	ext, ok := env.Store.(tasks.TaskExtenter)
-	if !ok {
-		return orb.Bound{}, fmt.Errorf("bbox_from: this store cannot tell the extent of task %q", t.cfg.BBoxFrom)
-	}
-	b, found, err := ext.TaskExtent(ctx, env.Flow, t.cfg.BBoxFrom)
+	b, found, err := env.Store.TaskExtent(ctx, env.Flow, t.cfg.BBoxFrom)
 	if err != nil {
 		return orb.Bound{}, fmt.Errorf("bbox_from %q: %w", t.cfg.BBoxFrom, err)
 	}
@@ -74,7 +71,7 @@ func (t *Task) area(ctx context.Context, env *tasks.Env) (orb.Bound, error) {
 }
 
 // Plan implements tasks.Task.
-func (t *Task) Plan(ctx context.Context, env *tasks.Env) ([]tasks.Unit, error) {
+func (t *Task) Plan(ctx context.Context, env *tasks.Env) ([]store.Unit, error) {
 	if err := t.ensure(ctx, env); err != nil {
 		return nil, err
 	}
@@ -93,9 +90,9 @@ func (t *Task) Plan(ctx context.Context, env *tasks.Env) ([]tasks.Unit, error) {
 }
 
 // Execute implements tasks.Task.
-func (t *Task) Execute(ctx context.Context, env *tasks.Env, u tasks.Unit) (tasks.Result, error) {
+func (t *Task) Execute(ctx context.Context, env *tasks.Env, u store.Unit) (*tasks.Output, error) {
 	if err := t.ensure(ctx, env); err != nil {
-		return tasks.Result{}, retry.Permanent(dlq.ClassDatabase, err)
+		return nil, err
 	}
 	switch {
 	case strings.HasPrefix(u.Key, chipPrefix) && t.cfg.WMS != nil:
@@ -105,47 +102,34 @@ func (t *Task) Execute(ctx context.Context, env *tasks.Env, u tasks.Unit) (tasks
 	case strings.HasPrefix(u.Key, itemPrefix) && t.cfg.STAC != nil:
 		return t.executeAsset(ctx, env, u)
 	}
-	return tasks.Result{}, retry.Permanent(dlq.ClassInvalid, fmt.Errorf("unit %q is not a unit of this task", u.Key))
+	return nil, retry.Permanent(dlq.ClassInvalid, fmt.Errorf("unit %q is not a unit of this task", u.Key))
 }
 
-func ref(env *tasks.Env, u tasks.Unit) tasks.UnitRef {
-	return tasks.UnitRef{RunID: env.RunID, TaskID: env.TaskID, Key: u.Key}
-}
-
-// commitFile records row with its unit. place puts the file (and any sidecar) in its
-// final path, atomically; it runs inside the unit's transaction before the row, so a crash
-// between leaves a file without a row, which the next run does not trust and overwrites.
-// When the stored row already has this content and the file is intact, nothing is
-// rewritten and the unit counts as skipped.
-func (t *Task) commitFile(ctx context.Context, env *tasks.Env, u tasks.Unit, row tasks.AssetRow, stored *tasks.StoredFile,
-	place func() error) (tasks.Result, error) {
-	res, err := env.Store.CommitUnit(ctx, ref(env, u), func(ctx context.Context, tx tasks.Tx) (tasks.Result, error) {
-		if stored != nil && bytes.Equal(stored.Hash, row.Hash) && stored.Path == row.Path && tiles.FileHas(stored.Path, stored.Bytes, stored.Hash) {
-			if _, err := tx.UpsertAsset(ctx, t.table, row); err != nil {
-				return tasks.Result{}, err
-			}
-			return tasks.Result{Skipped: 1, Bytes: row.Bytes}, nil
-		}
-		if err := place(); err != nil {
-			return tasks.Result{}, retry.Permanent(dlq.ClassDatabase, fmt.Errorf("writing %s: %w", row.Path, err))
-		}
-		return tx.UpsertAsset(ctx, t.table, row)
-	})
-	if err != nil {
-		return res, retry.Permanent(dlq.ClassDatabase, err)
+// fileOutput is the output of a unit that fetched one file: its row, once place has put
+// the file (and any sidecar) in its final path, atomically, before the row commits (a
+// crash between leaves a file without a row, which the next run does not trust and
+// overwrites). When the stored row already has this content and the file is intact,
+// nothing is rewritten and the unit counts as skipped.
+func (t *Task) fileOutput(row store.AssetRow, stored *store.StoredFile, place func() error) (*tasks.Output, error) {
+	out := &tasks.Output{AssetTable: t.table, Assets: []store.AssetRow{row}, Counts: store.Counts{Bytes: row.Bytes}}
+	switch {
+	case stored != nil && bytes.Equal(stored.Hash, row.Hash) && stored.Path == row.Path && files.FileHas(stored.Path, stored.Bytes, stored.Hash):
+		out.Counts.Skipped = 1
+		return out, nil
+	case stored == nil:
+		out.Counts.Inserted = 1
+	default:
+		out.Counts.Updated = 1
 	}
-	return res, nil
+	if err := place(); err != nil {
+		return nil, store.DiskFault("writing "+row.Path, err)
+	}
+	return out, nil
 }
 
-// commitSkipped records a unit whose file is unchanged (a 304).
-func commitSkipped(ctx context.Context, env *tasks.Env, u tasks.Unit) (tasks.Result, error) {
-	res, err := env.Store.CommitUnit(ctx, ref(env, u), func(context.Context, tasks.Tx) (tasks.Result, error) {
-		return tasks.Result{Skipped: 1}, nil
-	})
-	if err != nil {
-		return res, retry.Permanent(dlq.ClassDatabase, err)
-	}
-	return res, nil
+// skipped is the output of a unit whose file is unchanged (a 304).
+func skipped() *tasks.Output {
+	return &tasks.Output{Counts: store.Counts{Skipped: 1}}
 }
 
 // request builds a retry.Request for a GET of u with the task's headers.

@@ -20,8 +20,9 @@ import (
 	"github.com/geoflow/geoflow/internal/ows"
 	"github.com/geoflow/geoflow/internal/redact"
 	"github.com/geoflow/geoflow/retry"
+	"github.com/geoflow/geoflow/store"
 	"github.com/geoflow/geoflow/tasks"
-	"github.com/geoflow/geoflow/tasks/tiles"
+	"github.com/geoflow/geoflow/tasks/internal/files"
 )
 
 const (
@@ -164,7 +165,7 @@ type chipSpec struct {
 // planWMS cuts the task's area into a grid of chips of the requested resolution, each
 // within the server's MaxWidth/MaxHeight and max_size. The grid is laid over the task's
 // own area, so a --bbox run plans the same chips (those touching it) under the same keys.
-func (t *Task) planWMS(ctx context.Context, env *tasks.Env, a orb.Bound) ([]tasks.Unit, error) {
+func (t *Task) planWMS(ctx context.Context, env *tasks.Env, a orb.Bound) ([]store.Unit, error) {
 	c, err := t.capabilities(ctx, env)
 	if err != nil {
 		return nil, err
@@ -185,7 +186,7 @@ func (t *Task) planWMS(ctx context.Context, env *tasks.Env, a orb.Bound) ([]task
 	gw, gh := float64(cw)*w.Resolution, float64(ch)*w.Resolution
 	cols := max(1, int(math.Ceil((p.Max[0]-p.Min[0])/gw-1e-9)))
 	rows := max(1, int(math.Ceil((p.Max[1]-p.Min[1])/gh-1e-9)))
-	var units []tasks.Unit
+	var units []store.Unit
 	for r := range rows {
 		for col := range cols {
 			x0, y1 := p.Min[0]+float64(col)*gw, p.Max[1]-float64(r)*gh
@@ -195,7 +196,7 @@ func (t *Task) planWMS(ctx context.Context, env *tasks.Env, a orb.Bound) ([]task
 				continue
 			}
 			sp, _ := json.Marshal(chipSpec{BBox: [4]float64{cb.Min[0], cb.Min[1], cb.Max[0], cb.Max[1]}, Width: cw, Height: ch, Format: format})
-			units = append(units, tasks.Unit{Key: fmt.Sprintf("%s%d/%d", chipPrefix, r, col), BBox: &fp, Spec: sp})
+			units = append(units, store.Unit{Key: fmt.Sprintf("%s%d/%d", chipPrefix, r, col), BBox: &fp, Spec: sp})
 		}
 	}
 	env.Logger.Info("wms chips planned", "chips", len(units), "grid", fmt.Sprintf("%dx%d", rows, cols),
@@ -236,18 +237,18 @@ func (t *Task) getMap(sp chipSpec) string {
 }
 
 // executeChip fetches one chip and stores it with its georeferencing.
-func (t *Task) executeChip(ctx context.Context, env *tasks.Env, u tasks.Unit) (tasks.Result, error) {
+func (t *Task) executeChip(ctx context.Context, env *tasks.Env, u store.Unit) (*tasks.Output, error) {
 	var sp chipSpec
 	if err := json.Unmarshal(u.Spec, &sp); err != nil || sp.Width <= 0 || sp.Height <= 0 {
-		return tasks.Result{}, retry.Permanent(dlq.ClassInvalid, fmt.Errorf("unit %s: bad spec %s", u.Key, u.Spec))
+		return nil, retry.Permanent(dlq.ClassInvalid, fmt.Errorf("unit %s: bad spec %s", u.Key, u.Spec))
 	}
 	w := t.cfg.WMS
 	item := strings.TrimPrefix(u.Key, chipPrefix)
 	stored, err := env.Store.LookupAsset(ctx, t.table, w.Layers, u.Key, "image")
 	if err != nil {
-		return tasks.Result{}, retry.Permanent(dlq.ClassDatabase, err)
+		return nil, err
 	}
-	revalidate := stored != nil && stored.ETag != "" && tiles.FileHas(stored.Path, stored.Bytes, stored.Hash)
+	revalidate := stored != nil && stored.ETag != "" && files.FileHas(stored.Path, stored.Bytes, stored.Hash)
 	mapURL := t.getMap(sp)
 	var body []byte
 	var format, ct, etag, lastMod string
@@ -275,22 +276,22 @@ func (t *Task) executeChip(ctx context.Context, env *tasks.Env, u tasks.Unit) (t
 		}
 		// A WMS answers a bad request with a ServiceExceptionReport, often with 200:
 		// CheckImage refuses it with the server's words in the snippet.
-		if format, err = tiles.CheckImage(ct, b); err != nil {
+		if format, err = files.CheckImage(ct, b); err != nil {
 			return err
 		}
 		body = b
 		return nil
 	})
 	if err != nil {
-		return tasks.Result{}, fmt.Errorf("fetching chip %s: %w", item, err)
+		return nil, fmt.Errorf("fetching chip %s: %w", item, err)
 	}
 	if notModified {
-		return commitSkipped(ctx, env, u)
+		return skipped(), nil
 	}
 	base := filepath.Join(t.cfg.Target.Dir, "chip_"+strings.ReplaceAll(item, "/", "_"))
 	path := base + "." + format
 	sum := sha256.Sum256(body)
-	geotiff := format == tiles.FormatTIFF && strings.Contains(strings.ToLower(sp.Format), "geotiff")
+	geotiff := format == files.FormatTIFF && strings.Contains(strings.ToLower(sp.Format), "geotiff")
 	world := ""
 	if !geotiff {
 		world = base + "." + worldExt(format)
@@ -304,15 +305,15 @@ func (t *Task) executeChip(ctx context.Context, env *tasks.Env, u tasks.Unit) (t
 		"resolution": res, "format": sp.Format, "world_file": world, "georeferencing": map[bool]string{true: "geotiff", false: "world_file"}[geotiff],
 	})
 	fp := t.toLonLat(orb.Bound{Min: orb.Point{sp.BBox[0], sp.BBox[1]}, Max: orb.Point{sp.BBox[2], sp.BBox[3]}})
-	row := tasks.AssetRow{Collection: w.Layers, Item: u.Key, Asset: "image", Footprint: boundPolygon(fp), Properties: props,
+	row := store.AssetRow{Collection: w.Layers, Item: u.Key, Asset: "image", Footprint: boundPolygon(fp), Properties: props,
 		Href: redact.URL(mapURL), Path: path, Hash: sum[:], Bytes: int64(len(body)), ContentType: ct, ETag: etag, LastModified: lastMod}
-	return t.commitFile(ctx, env, u, row, stored, func() error {
+	return t.fileOutput(row, stored, func() error {
 		if world != "" {
-			if err := tiles.WriteFileAtomic(world, worldFile(sp)); err != nil {
+			if err := files.WriteFileAtomic(world, worldFile(sp)); err != nil {
 				return err
 			}
 		}
-		return tiles.WriteFileAtomic(path, body)
+		return files.WriteFileAtomic(path, body)
 	})
 }
 
@@ -320,13 +321,13 @@ func (t *Task) executeChip(ctx context.Context, env *tasks.Env, u tasks.Unit) (t
 // first and last letters of the image's extension and a "w").
 func worldExt(format string) string {
 	switch format {
-	case tiles.FormatPNG:
+	case files.FormatPNG:
 		return "pgw"
-	case tiles.FormatJPEG:
+	case files.FormatJPEG:
 		return "jgw"
-	case tiles.FormatTIFF:
+	case files.FormatTIFF:
 		return "tfw"
-	case tiles.FormatGIF:
+	case files.FormatGIF:
 		return "gfw"
 	}
 	return "wld"

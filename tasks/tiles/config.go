@@ -12,6 +12,7 @@ import (
 
 	"github.com/geoflow/geoflow/internal/redact"
 	"github.com/geoflow/geoflow/spatial"
+	"github.com/geoflow/geoflow/store"
 	"github.com/geoflow/geoflow/tasks"
 )
 
@@ -97,7 +98,7 @@ func (c *Config) Check(p tasks.Problems) {
 	}
 	if c.Target.Table == "" {
 		p.At("", "target.table is required")
-	} else if _, _, err := tasks.SplitTable(c.Target.Table); err != nil {
+	} else if _, _, err := store.SplitTable(c.Target.Table); err != nil {
 		p.At("target.table", "%v", err)
 	}
 }
@@ -119,7 +120,7 @@ func zoomRange(z []int) (lo, hi int, err error) {
 
 // New implements tasks.Config.
 func (c *Config) New(id string) (tasks.Task, error) {
-	schema, table, err := tasks.SplitTable(c.Target.Table)
+	schema, table, err := store.SplitTable(c.Target.Table)
 	if err != nil {
 		return nil, err
 	}
@@ -131,5 +132,5 @@ func (c *Config) New(id string) (tasks.Task, error) {
 	if err != nil {
 		return nil, fmt.Errorf("zoom: %w", err)
 	}
-	return &Task{id: id, cfg: *c, tpl: tpl, zmin: lo, zmax: hi, table: &tasks.TileTable{Schema: schema, Name: table}}, nil
+	return &Task{id: id, cfg: *c, tpl: tpl, zmin: lo, zmax: hi, table: &store.TileTable{Schema: schema, Name: table}}, nil
 }

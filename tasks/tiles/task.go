@@ -20,7 +20,9 @@ import (
 
 	"github.com/geoflow/geoflow/dlq"
 	"github.com/geoflow/geoflow/retry"
+	"github.com/geoflow/geoflow/store"
 	"github.com/geoflow/geoflow/tasks"
+	"github.com/geoflow/geoflow/tasks/internal/files"
 )
 
 var _ tasks.Task = (*Task)(nil)
@@ -44,7 +46,7 @@ type Task struct {
 	cfg        Config
 	tpl        *Template
 	zmin, zmax int
-	table      *tasks.TileTable
+	table      *store.TileTable
 
 	mu      sync.Mutex
 	ensured bool
@@ -83,11 +85,7 @@ func (t *Task) area(ctx context.Context, env *tasks.Env) (orb.Bound, bool, error
 		b := *t.cfg.BBox
 		a = orb.Bound{Min: orb.Point{b[0], b[1]}, Max: orb.Point{b[2], b[3]}}
 	default:
-		ext, isExt := env.Store.(tasks.TaskExtenter)
-		if !isExt {
-			return a, false, fmt.Errorf("bbox_from: this store cannot tell the extent of task %q", t.cfg.BBoxFrom)
-		}
-		b, ok, err := ext.TaskExtent(ctx, env.Flow, t.cfg.BBoxFrom)
+		b, ok, err := env.Store.TaskExtent(ctx, env.Flow, t.cfg.BBoxFrom)
 		if err != nil {
 			return a, false, fmt.Errorf("bbox_from %q: %w", t.cfg.BBoxFrom, err)
 		}
@@ -109,7 +107,7 @@ func (t *Task) area(ctx context.Context, env *tasks.Env) (orb.Bound, bool, error
 
 // Plan implements tasks.Task: the tiles of the first zoom level, and an expansion unit
 // per tile of it that plans the levels below as the run goes.
-func (t *Task) Plan(ctx context.Context, env *tasks.Env) ([]tasks.Unit, error) {
+func (t *Task) Plan(ctx context.Context, env *tasks.Env) ([]store.Unit, error) {
 	if err := t.ensure(ctx, env); err != nil {
 		return nil, err
 	}
@@ -128,7 +126,7 @@ func (t *Task) Plan(ctx context.Context, env *tasks.Env) ([]tasks.Unit, error) {
 	if t.zmax > t.zmin {
 		per = 2
 	}
-	units := make([]tasks.Unit, 0, n*per)
+	units := make([]store.Unit, 0, n*per)
 	for x := x0; x <= x1; x++ {
 		for y := y0; y <= y1; y++ {
 			units = append(units, fetchUnit(t.zmin, x, y))
@@ -142,14 +140,14 @@ func (t *Task) Plan(ctx context.Context, env *tasks.Env) ([]tasks.Unit, error) {
 	return units, nil
 }
 
-func fetchUnit(z, x, y int) tasks.Unit {
+func fetchUnit(z, x, y int) store.Unit {
 	b := tileBound(z, x, y)
-	return tasks.Unit{Key: tileKey(z, x, y), BBox: &b}
+	return store.Unit{Key: tileKey(z, x, y), BBox: &b}
 }
 
-func expandUnit(z, x, y int, sp json.RawMessage) tasks.Unit {
+func expandUnit(z, x, y int, sp json.RawMessage) store.Unit {
 	b := tileBound(z, x, y)
-	return tasks.Unit{Key: expandPrefix + tileKey(z, x, y), BBox: &b, Spec: sp}
+	return store.Unit{Key: expandPrefix + tileKey(z, x, y), BBox: &b, Spec: sp}
 }
 
 func tileKey(z, x, y int) string {
@@ -186,33 +184,33 @@ func CountTiles(a orb.Bound, zmin, zmax int) int64 {
 }
 
 // Execute implements tasks.Task.
-func (t *Task) Execute(ctx context.Context, env *tasks.Env, u tasks.Unit) (tasks.Result, error) {
+func (t *Task) Execute(ctx context.Context, env *tasks.Env, u store.Unit) (*tasks.Output, error) {
 	if err := t.ensure(ctx, env); err != nil {
-		return tasks.Result{}, retry.Permanent(dlq.ClassDatabase, err)
+		return nil, err
 	}
 	if rest, ok := strings.CutPrefix(u.Key, expandPrefix); ok {
-		return t.expand(ctx, env, u, rest)
+		return t.expand(u, rest)
 	}
 	z, x, y, err := parseKey(u.Key)
 	if err != nil {
-		return tasks.Result{}, retry.Permanent(dlq.ClassInvalid, err)
+		return nil, retry.Permanent(dlq.ClassInvalid, err)
 	}
 	return t.fetch(ctx, env, u, z, x, y)
 }
 
-// expand commits an expansion unit with its children: the tile's descendants over the
+// expand plans an expansion unit's children: the tile's descendants over the
 // area for the next expandDepth levels, and expansion units below them.
-func (t *Task) expand(ctx context.Context, env *tasks.Env, u tasks.Unit, key string) (tasks.Result, error) {
+func (t *Task) expand(u store.Unit, key string) (*tasks.Output, error) {
 	z, x, y, err := parseKey(key)
 	if err != nil {
-		return tasks.Result{}, retry.Permanent(dlq.ClassInvalid, err)
+		return nil, retry.Permanent(dlq.ClassInvalid, err)
 	}
 	var sp spec
 	if err := json.Unmarshal(u.Spec, &sp); err != nil {
-		return tasks.Result{}, retry.Permanent(dlq.ClassInvalid, fmt.Errorf("unit %s: bad spec %s: %w", u.Key, u.Spec, err))
+		return nil, retry.Permanent(dlq.ClassInvalid, fmt.Errorf("unit %s: bad spec %s: %w", u.Key, u.Spec, err))
 	}
 	a := orb.Bound{Min: orb.Point{sp.Area[0], sp.Area[1]}, Max: orb.Point{sp.Area[2], sp.Area[3]}}
-	var children []tasks.Unit
+	var children []store.Unit
 	last := min(z+expandDepth, t.zmax)
 	for zz := z + 1; zz <= last; zz++ {
 		dx0, dx1, dy0, dy1 := descendants(z, x, y, zz)
@@ -226,17 +224,7 @@ func (t *Task) expand(ctx context.Context, env *tasks.Env, u tasks.Unit, key str
 			}
 		}
 	}
-	res, err := env.Store.CommitUnit(ctx, ref(env, u), func(context.Context, tasks.Tx) (tasks.Result, error) {
-		return tasks.Result{Children: children}, nil
-	})
-	if err != nil {
-		return res, retry.Permanent(dlq.ClassDatabase, err)
-	}
-	return res, nil
-}
-
-func ref(env *tasks.Env, u tasks.Unit) tasks.UnitRef {
-	return tasks.UnitRef{RunID: env.RunID, TaskID: env.TaskID, Key: u.Key}
+	return &tasks.Output{Children: children}, nil
 }
 
 // response is what a tile request brought back.
@@ -250,15 +238,15 @@ type response struct {
 	lastMod     string
 }
 
-// fetch downloads one tile, revalidating what is stored, and commits its file and row.
-func (t *Task) fetch(ctx context.Context, env *tasks.Env, u tasks.Unit, z, x, y int) (tasks.Result, error) {
+// fetch downloads one tile, revalidating what is stored, and puts its file in place.
+func (t *Task) fetch(ctx context.Context, env *tasks.Env, u store.Unit, z, x, y int) (*tasks.Output, error) {
 	stored, err := env.Store.LookupTile(ctx, t.table, z, x, y)
 	if err != nil {
-		return tasks.Result{}, retry.Permanent(dlq.ClassDatabase, err)
+		return nil, err
 	}
 	// Revalidate only what is really on disk, byte for byte: a row whose file was
 	// deleted, or lost its last rename in a crash, is fetched in full again.
-	revalidate := stored != nil && stored.Status == tasks.FileOK && FileHas(stored.Path, stored.Bytes, stored.Hash) &&
+	revalidate := stored != nil && stored.Status == store.FileOK && files.FileHas(stored.Path, stored.Bytes, stored.Hash) &&
 		(stored.ETag != "" || stored.LastModified != "")
 	accept := []int{http.StatusNotModified}
 	if t.cfg.MissingOK {
@@ -317,7 +305,7 @@ func (t *Task) fetch(ctx context.Context, env *tasks.Env, u tasks.Unit, z, x, y 
 		if cl := resp.ContentLength; cl >= 0 && int64(len(body)) != cl {
 			return retry.Transient(dlq.ClassTruncated, fmt.Errorf("%d of %d bytes", len(body), cl))
 		}
-		got.format, err = CheckImage(got.contentType, body)
+		got.format, err = files.CheckImage(got.contentType, body)
 		if err != nil {
 			return err
 		}
@@ -325,62 +313,64 @@ func (t *Task) fetch(ctx context.Context, env *tasks.Env, u tasks.Unit, z, x, y 
 		return nil
 	})
 	if err != nil {
-		return tasks.Result{}, fmt.Errorf("fetching tile %s: %w", u.Key, err)
+		return nil, fmt.Errorf("fetching tile %s: %w", u.Key, err)
 	}
-	return t.commit(ctx, env, u, z, x, y, stored, got)
+	return t.output(env, u, z, x, y, stored, got)
 }
 
-// commit stores what fetch brought: nothing for a 304, a missing row for a 404 with
-// missing_ok, else the file (atomically, before the row; a crash in between leaves a
-// file without a row, which the next run does not trust and overwrites; a crash that
-// loses the rename leaves a row whose hash the file does not match, which the next run
-// detects and fetches again) and its row.
-func (t *Task) commit(ctx context.Context, env *tasks.Env, u tasks.Unit, z, x, y int, stored *tasks.StoredFile, got response) (tasks.Result, error) {
-	row := tasks.TileRow{Z: z, X: x, Y: y, Footprint: tileBound(z, x, y), ContentType: got.contentType, ETag: got.etag, LastModified: got.lastMod}
+// output is what fetch brought, for the runner to record: nothing for a 304, a missing
+// row for a 404 with missing_ok, else the file (written atomically here, before the row
+// commits; a crash in between leaves a file without a row, which the next run does not
+// trust and overwrites; a crash that loses the rename leaves a row whose hash the file
+// does not match, which the next run detects and fetches again) and its row.
+func (t *Task) output(env *tasks.Env, u store.Unit, z, x, y int, stored *store.StoredFile, got response) (*tasks.Output, error) {
+	row := store.TileRow{Z: z, X: x, Y: y, Footprint: tileBound(z, x, y), ContentType: got.contentType, ETag: got.etag, LastModified: got.lastMod}
+	out := &tasks.Output{TileTable: t.table}
 	var oldPath string
-	res, err := env.Store.CommitUnit(ctx, ref(env, u), func(ctx context.Context, tx tasks.Tx) (tasks.Result, error) {
-		switch {
-		case got.notModified:
-			return tasks.Result{Skipped: 1}, nil
-		case got.missing:
-			row.Status = tasks.FileMissing
-			if stored != nil && stored.Status == tasks.FileOK {
-				oldPath = stored.Path // the server no longer has it
-			}
-			if _, err := tx.UpsertTile(ctx, t.table, row); err != nil {
-				return tasks.Result{}, err
-			}
-			return tasks.Result{Skipped: 1}, nil
+	switch {
+	case got.notModified:
+		out.Counts.Skipped = 1
+		return out, nil
+	case got.missing:
+		row.Status = store.FileMissing
+		if stored != nil && stored.Status == store.FileOK {
+			oldPath = stored.Path // the server no longer has it
 		}
+		out.Counts.Skipped = 1
+	default:
 		sum := sha256.Sum256(got.body)
-		row.Status, row.Hash, row.Bytes = tasks.FileOK, sum[:], int64(len(got.body))
+		row.Status, row.Hash, row.Bytes = store.FileOK, sum[:], int64(len(got.body))
 		row.Path = filepath.Join(t.cfg.Target.Dir, strconv.Itoa(z), strconv.Itoa(x), strconv.Itoa(y)+"."+got.format)
-		if stored != nil && stored.Status == tasks.FileOK && bytes.Equal(stored.Hash, row.Hash) && stored.Path == row.Path &&
-			FileHas(stored.Path, stored.Bytes, stored.Hash) {
+		out.Counts.Bytes = row.Bytes
+		switch {
+		case stored != nil && stored.Status == store.FileOK && bytes.Equal(stored.Hash, row.Hash) && stored.Path == row.Path &&
+			files.FileHas(stored.Path, stored.Bytes, stored.Hash):
 			// Same content from a server that does not revalidate: refresh the
 			// validators, leave the file alone.
-			if _, err := tx.UpsertTile(ctx, t.table, row); err != nil {
-				return tasks.Result{}, err
+			out.Counts.Skipped = 1
+		default:
+			if err := files.WriteFileAtomic(row.Path, got.body); err != nil {
+				return nil, store.DiskFault("writing "+row.Path, err)
 			}
-			return tasks.Result{Skipped: 1, Bytes: row.Bytes}, nil
+			if stored != nil && stored.Path != "" && stored.Path != row.Path {
+				oldPath = stored.Path // another format than before
+			}
+			if stored == nil {
+				out.Counts.Inserted = 1
+			} else {
+				out.Counts.Updated = 1
+			}
 		}
-		if err := WriteFileAtomic(row.Path, got.body); err != nil {
-			return tasks.Result{}, retry.Permanent(dlq.ClassDatabase, fmt.Errorf("writing %s: %w", row.Path, err))
-		}
-		if stored != nil && stored.Path != "" && stored.Path != row.Path {
-			oldPath = stored.Path // another format than before
-		}
-		return tx.UpsertTile(ctx, t.table, row)
-	})
-	if err != nil {
-		return res, retry.Permanent(dlq.ClassDatabase, err)
 	}
+	out.Tiles = []store.TileRow{row}
 	if oldPath != "" {
-		if err := os.Remove(oldPath); err != nil && !errors.Is(err, os.ErrNotExist) {
-			env.Logger.Warn("removing a tile's previous file", "unit", u.Key, "path", oldPath, "err", err)
+		out.Committed = func() {
+			if err := os.Remove(oldPath); err != nil && !errors.Is(err, os.ErrNotExist) {
+				env.Logger.Warn("removing a tile's previous file", "unit", u.Key, "path", oldPath, "err", err)
+			}
 		}
 	}
-	return res, nil
+	return out, nil
 }
 
 func fmtBound(b orb.Bound) string {

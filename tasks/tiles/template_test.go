@@ -9,6 +9,7 @@ import (
 
 	"github.com/geoflow/geoflow/dlq"
 	"github.com/geoflow/geoflow/retry"
+	"github.com/geoflow/geoflow/tasks/internal/files"
 )
 
 func TestTemplate(t *testing.T) {
@@ -74,10 +75,10 @@ func TestCheckImage(t *testing.T) {
 		want      string
 		transient bool
 	}{
-		{"png", "image/png", png, FormatPNG, false},
-		{"jpeg", "image/jpeg", []byte{0xff, 0xd8, 0xff, 0xe0, 0, 0x10, 'J', 'F', 'I', 'F'}, FormatJPEG, false},
-		{"webp", "image/webp", []byte("RIFF\x10\x00\x00\x00WEBPVP8 "), FormatWebP, false},
-		{"octet-stream png", "application/octet-stream", png, FormatPNG, false},
+		{"png", "image/png", png, files.FormatPNG, false},
+		{"jpeg", "image/jpeg", []byte{0xff, 0xd8, 0xff, 0xe0, 0, 0x10, 'J', 'F', 'I', 'F'}, files.FormatJPEG, false},
+		{"webp", "image/webp", []byte("RIFF\x10\x00\x00\x00WEBPVP8 "), files.FormatWebP, false},
+		{"octet-stream png", "application/octet-stream", png, files.FormatPNG, false},
 		{"proxy page", "text/html", []byte("<html><head><title>502 Bad Gateway</title></head></html>"), "", true},
 		{"portal page", "text/html; charset=utf-8", []byte("<html><body>Layer not found</body></html>"), "", false},
 		{"html as image/png", "image/png", []byte("<html><body>Layer not found</body></html>"), "", false},
@@ -86,14 +87,14 @@ func TestCheckImage(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := CheckImage(tt.ct, tt.body)
+			got, err := files.CheckImage(tt.ct, tt.body)
 			if got != tt.want {
 				t.Errorf("format %q, want %q (err %v)", got, tt.want, err)
 			}
 			if tt.want == "" {
-				var ni *NotImageError
+				var ni *files.NotImageError
 				if !errors.As(err, &ni) {
-					t.Fatalf("err %v, want a NotImageError", err)
+					t.Fatalf("err %v, want a files.NotImageError", err)
 				}
 				if c := retry.ClassOf(err); c != dlq.ClassParse {
 					t.Errorf("class %s", c)

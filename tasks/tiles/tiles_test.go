@@ -18,11 +18,13 @@ import (
 
 	"github.com/geoflow/geoflow/dlq"
 	"github.com/geoflow/geoflow/flows"
-	"github.com/geoflow/geoflow/store/postgis"
-	"github.com/geoflow/geoflow/internal/testdb"
 	"github.com/geoflow/geoflow/internal/devserver/tileserver"
+	"github.com/geoflow/geoflow/internal/testdb"
 	"github.com/geoflow/geoflow/retry"
+	"github.com/geoflow/geoflow/store"
+	"github.com/geoflow/geoflow/store/postgis"
 	"github.com/geoflow/geoflow/tasks"
+	"github.com/geoflow/geoflow/tasks/internal/files"
 	"github.com/geoflow/geoflow/tasks/tiles"
 )
 
@@ -34,7 +36,7 @@ type harness struct {
 	fx    *tileserver.Server
 	srv   *httptest.Server
 	dbURL string
-	store *postgis.Store
+	db    *postgis.Store
 	dir   string
 	logs  *bytes.Buffer
 }
@@ -45,12 +47,12 @@ func newHarness(t *testing.T, opts tileserver.Options) *harness {
 	srv := httptest.NewServer(fx)
 	t.Cleanup(srv.Close)
 	dbURL := testdb.URL(t)
-	store, err := postgis.Open(context.Background(), dbURL, nil)
+	db, err := postgis.Open(context.Background(), dbURL, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(store.Close)
-	return &harness{t: t, fx: fx, srv: srv, dbURL: dbURL, store: store, dir: t.TempDir(), logs: &bytes.Buffer{}}
+	t.Cleanup(db.Close)
+	return &harness{t: t, fx: fx, srv: srv, dbURL: dbURL, db: db, dir: t.TempDir(), logs: &bytes.Buffer{}}
 }
 
 func registry() *tasks.Registry {
@@ -89,7 +91,7 @@ func (h *harness) logger() *slog.Logger { return slog.New(slog.NewTextHandler(h.
 
 func (h *harness) run(f *flows.Flow, opts flows.RunOptions) *flows.Result {
 	h.t.Helper()
-	opts.Store, opts.Logger = h.store, h.logger()
+	opts.Store, opts.Logger = h.db, h.logger()
 	if opts.HTTP == nil {
 		opts.HTTP = h.handler()
 	}
@@ -173,7 +175,7 @@ func TestZoomRangeOnceThen304(t *testing.T) {
 		t.Fatalf("CountTiles = %d, the cover has %d", n, len(want))
 	}
 	res := h.run(f, flows.RunOptions{})
-	if res.Status != flows.StateDone || res.Summary.Inserted != int64(len(want)) {
+	if res.Status != store.Done || res.Summary.Inserted != int64(len(want)) {
 		t.Fatalf("run %s, inserted %d; want done and %d\n%s", res.Status, res.Summary.Inserted, len(want), tail(h.logs.String()))
 	}
 	st := h.fx.Stats()
@@ -185,24 +187,24 @@ func TestZoomRangeOnceThen304(t *testing.T) {
 			t.Errorf("tile %s served %d times (in cover: %v)", k, n, want[k])
 		}
 	}
-	rows, files := h.rows("status = 'ok'"), h.files()
-	if len(rows) != len(want) || len(files) != len(want) {
-		t.Fatalf("%d rows, %d files; want %d", len(rows), len(files), len(want))
+	rows, onDisk := h.rows("status = 'ok'"), h.files()
+	if len(rows) != len(want) || len(onDisk) != len(want) {
+		t.Fatalf("%d rows, %d files; want %d", len(rows), len(onDisk), len(want))
 	}
 	for k := range want {
-		if !rows[k] || !files[k] {
-			t.Errorf("tile %s: row %v, file %v", k, rows[k], files[k])
+		if !rows[k] || !onDisk[k] {
+			t.Errorf("tile %s: row %v, file %v", k, rows[k], onDisk[k])
 		}
 	}
-	// The index agrees with the files and the fixture's validators.
+	// The index agrees with the onDisk and the fixture's validators.
 	bad := testdb.Int64(t, h.dbURL, `SELECT count(*) FROM public.basemap_tiles WHERE etag IS NULL OR last_modified IS NULL
 		OR content_type <> 'image/png' OR bytes <= 0 OR length(content_hash) <> 32 OR NOT ST_IsValid(footprint) OR ST_SRID(footprint) <> 4326`)
 	if bad != 0 {
 		t.Errorf("%d rows lack validators, type, size, hash or a valid footprint", bad)
 	}
-	for k := range files {
+	for k := range onDisk {
 		b, err := os.ReadFile(filepath.Join(h.dir, "tiles", filepath.FromSlash(k)+".png"))
-		if err != nil || tiles.SniffImage(b) != tiles.FormatPNG {
+		if err != nil || files.SniffImage(b) != files.FormatPNG {
 			t.Errorf("tile %s: not a PNG file (%v)", k, err)
 		}
 		break
@@ -211,7 +213,7 @@ func TestZoomRangeOnceThen304(t *testing.T) {
 	h.fx.ResetStats()
 	res = h.run(f, flows.RunOptions{})
 	st = h.fx.Stats()
-	if res.Status != flows.StateDone || st.OK != 0 || st.NotModified != int64(len(want)) || res.Summary.Skipped != int64(len(want)) || res.Summary.Inserted != 0 {
+	if res.Status != store.Done || st.OK != 0 || st.NotModified != int64(len(want)) || res.Summary.Skipped != int64(len(want)) || res.Summary.Inserted != 0 {
 		t.Fatalf("second run %s: %d 200s, %d 304s, skipped %d inserted %d; want only %d 304s", res.Status, st.OK, st.NotModified,
 			res.Summary.Skipped, res.Summary.Inserted, len(want))
 	}
@@ -232,7 +234,7 @@ func TestZoomRangeOnceThen304(t *testing.T) {
 	if st := h.fx.Stats(); st.OK != 1 || st.Served["14/8717/5685"] != 1 || st.NotModified != int64(len(want)-1) {
 		t.Errorf("after damaging one file: %d 200s (%v), %d 304s; want that tile fetched again", st.OK, st.Served, st.NotModified)
 	}
-	if b2, _ := os.ReadFile(victim); tiles.SniffImage(b2) != tiles.FormatPNG || bytes.Equal(b2, b) {
+	if b2, _ := os.ReadFile(victim); files.SniffImage(b2) != files.FormatPNG || bytes.Equal(b2, b) {
 		t.Errorf("the damaged file was not restored")
 	}
 
@@ -299,7 +301,7 @@ func TestHTML200NeverStored(t *testing.T) {
 					t.Errorf("the HTML page of tile %s was stored", k)
 				}
 			}
-			entries, err := h.store.ListDeadLetters(context.Background(), dlq.Filter{RunID: res.RunID})
+			entries, err := h.db.ListDeadLetters(context.Background(), dlq.Filter{RunID: res.RunID})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -321,11 +323,11 @@ func TestDeadTilesReplay(t *testing.T) {
 	f := h.flow(basemap(munich, "[11, 15]", ""))
 	res := h.run(f, flows.RunOptions{})
 	want := cover(munich, 11, 15)
-	if res.DeadLetters() == 0 || res.Status != flows.StateFailed {
+	if res.DeadLetters() == 0 || res.Status != store.Failed {
 		t.Fatalf("run %s with %d dead units; want failed with some", res.Status, res.DeadLetters())
 	}
 	ctx := context.Background()
-	entries, err := h.store.ListDeadLetters(ctx, dlq.Filter{RunID: res.RunID, Status: dlq.StatusOpen})
+	entries, err := h.db.ListDeadLetters(ctx, dlq.Filter{RunID: res.RunID, Status: dlq.StatusOpen})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -341,7 +343,7 @@ func TestDeadTilesReplay(t *testing.T) {
 		t.Errorf("%d rows before the replay; want %d", got, len(want)-len(entries))
 	}
 	h.fx.SetFail(nil)
-	rr, err := flows.Replay(ctx, entries, flows.ReplayOptions{Store: h.store, HTTP: h.handler(), Registry: registry(), Logger: h.logger()})
+	rr, err := flows.Replay(ctx, entries, flows.ReplayOptions{Store: h.db, HTTP: h.handler(), Registry: registry(), Logger: h.logger()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -352,7 +354,7 @@ func TestDeadTilesReplay(t *testing.T) {
 	if len(rows) != len(want) || len(files) != len(want) {
 		t.Errorf("after the replay: %d rows, %d files; want %d", len(rows), len(files), len(want))
 	}
-	if st, _ := h.store.TaskState(ctx, res.RunID, "basemap"); st != flows.StateDone {
+	if st, _ := h.db.TaskState(ctx, res.RunID, "basemap"); st != store.Done {
 		t.Errorf("task state after the replay: %s", st)
 	}
 }
@@ -365,7 +367,7 @@ func TestQuota429(t *testing.T) {
 	want := cover(munich, 12, 15)
 	res := h.run(f, flows.RunOptions{})
 	st := h.fx.Stats()
-	if res.Status != flows.StateDone || res.Summary.Inserted != int64(len(want)) {
+	if res.Status != store.Done || res.Summary.Inserted != int64(len(want)) {
 		t.Fatalf("run %s inserted %d; want %d\n%s", res.Status, res.Summary.Inserted, len(want), tail(h.logs.String()))
 	}
 	if st.TooMany == 0 {
@@ -385,7 +387,7 @@ func TestMissingOK(t *testing.T) {
 
 	h := newHarness(t, tileserver.Options{Coverage: coverage})
 	res := h.run(h.flow(basemap(munich, "[13, 14]", "    missing_ok: true\n")), flows.RunOptions{})
-	if res.Status != flows.StateDone || res.DeadLetters() != 0 {
+	if res.Status != store.Done || res.DeadLetters() != 0 {
 		t.Fatalf("run %s with %d dead\n%s", res.Status, res.DeadLetters(), tail(h.logs.String()))
 	}
 	ok, missing, files := h.rows("status = 'ok'"), h.rows("status = 'missing'"), h.files()
@@ -410,7 +412,7 @@ func TestAreaRestrictsPlanning(t *testing.T) {
 	res := h.run(h.flow(basemap(munich, "[10, 16]", "")), flows.RunOptions{Area: &area})
 	want := cover(area, 10, 16)
 	st := h.fx.Stats()
-	if res.Status != flows.StateDone || len(st.Served) != len(want) {
+	if res.Status != store.Done || len(st.Served) != len(want) {
 		t.Fatalf("run %s fetched %d tiles; the area's cover has %d", res.Status, len(st.Served), len(want))
 	}
 	for k := range st.Served {
@@ -434,7 +436,7 @@ func TestBBoxFrom(t *testing.T) {
     target: {dir: $DIR/overview, table: public.overview_tiles}
 `)
 	res := h.run(f, flows.RunOptions{})
-	if res.TaskStates["basemap"] != flows.StateDone || res.TaskStates["overview"] != flows.StateDone {
+	if res.TaskStates["basemap"] != store.Done || res.TaskStates["overview"] != store.Done {
 		t.Fatalf("states %v\n%s", res.TaskStates, tail(h.logs.String()))
 	}
 	if n := testdb.Int64(t, h.dbURL, "SELECT count(*) FROM public.overview_tiles"); n < int64(len(cover(small, 12, 12))) {

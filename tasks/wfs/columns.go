@@ -4,27 +4,27 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/geoflow/geoflow/tasks"
+	"github.com/geoflow/geoflow/store"
 )
 
 // columnType maps an XSD type to a column type.
-func columnType(xsd string) tasks.ColumnType {
+func columnType(xsd string) store.ColumnType {
 	switch strings.ToLower(xsd) {
 	case "int", "integer", "long", "short", "byte", "nonnegativeinteger", "positiveinteger", "negativeinteger",
 		"nonpositiveinteger", "unsignedint", "unsignedshort", "unsignedbyte", "unsignedlong":
-		return tasks.TypeBigint
+		return store.TypeBigint
 	case "double", "float":
-		return tasks.TypeDouble
+		return store.TypeDouble
 	case "decimal":
-		return tasks.TypeNumeric
+		return store.TypeNumeric
 	case "boolean":
-		return tasks.TypeBoolean
+		return store.TypeBoolean
 	case "date":
-		return tasks.TypeDate
+		return store.TypeDate
 	case "datetime":
-		return tasks.TypeTimestamptz
+		return store.TypeTimestamptz
 	}
-	return tasks.TypeText
+	return store.TypeText
 }
 
 // launder turns a property name into a column name the way ogr2ogr's PostgreSQL driver
@@ -51,12 +51,12 @@ func launder(name string) string {
 var reserved = map[string]bool{"geom": true, "gf_feature_id": true, "gf_payload_hash": true, "gf_run_id": true, "gf_fetched_at": true}
 
 // columns lays out one column per property, laundered and made unique.
-func columns(props []Property) []tasks.Column {
+func columns(props []Property) []store.Column {
 	used := map[string]bool{}
 	for k := range reserved {
 		used[k] = true
 	}
-	out := make([]tasks.Column, 0, len(props))
+	out := make([]store.Column, 0, len(props))
 	for _, p := range props {
 		name := launder(p.Name)
 		if name == "" {
@@ -67,12 +67,12 @@ func columns(props []Property) []tasks.Column {
 			name = fmt.Sprintf("%s_%d", base, i)
 		}
 		used[name] = true
-		out = append(out, tasks.Column{Name: name, Property: p.Name, Type: columnType(p.XSDType)})
+		out = append(out, store.Column{Name: name, Property: p.Name, Type: columnType(p.XSDType)})
 	}
 	return out
 }
 
-func columnNames(cols []tasks.Column) string {
+func columnNames(cols []store.Column) string {
 	names := make([]string, len(cols))
 	for i, c := range cols {
 		names[i] = c.Name

@@ -10,6 +10,7 @@ import (
 
 	"github.com/geoflow/geoflow/internal/redact"
 	"github.com/geoflow/geoflow/spatial"
+	"github.com/geoflow/geoflow/store"
 	"github.com/geoflow/geoflow/tasks"
 )
 
@@ -54,13 +55,13 @@ type Target struct {
 	// Table is [schema.]table, created when missing.
 	Table string `yaml:"table"`
 	// Mode is append (payload-hash key, default) or upsert (with Key).
-	Mode string   `yaml:"mode" enum:"append,upsert"`
-	Key  []string `yaml:"key"`
+	Mode store.Mode `yaml:"mode" enum:"append,upsert"`
+	Key  []string   `yaml:"key"`
 }
 
 // NewConfig returns a Config with its defaults.
 func NewConfig() *Config {
-	return &Config{Version: "auto", SRS: "EPSG:4326", OutputFormat: "auto", BBoxCRS: "EPSG:4326", Target: Target{Mode: tasks.ModeAppend}}
+	return &Config{Version: "auto", SRS: "EPSG:4326", OutputFormat: "auto", BBoxCRS: "EPSG:4326", Target: Target{Mode: store.ModeAppend}}
 }
 
 // Check implements tasks.Config.
@@ -94,13 +95,13 @@ func (c *Config) Check(p tasks.Problems) {
 	}
 	if c.Target.Table == "" {
 		p.At("", "target.table is required")
-	} else if _, _, err := tasks.SplitTable(c.Target.Table); err != nil {
+	} else if _, _, err := store.SplitTable(c.Target.Table); err != nil {
 		p.At("target.table", "%v", err)
 	}
-	if c.Target.Mode == tasks.ModeUpsert && len(c.Target.Key) == 0 {
+	if c.Target.Mode == store.ModeUpsert && len(c.Target.Key) == 0 {
 		p.At("target.key", "upsert mode needs target.key (the properties that identify a feature)")
 	}
-	if c.Target.Mode != tasks.ModeUpsert && len(c.Target.Key) > 0 {
+	if c.Target.Mode != store.ModeUpsert && len(c.Target.Key) > 0 {
 		p.At("target.key", "only used with mode: upsert")
 	}
 	for _, k := range c.Target.Key {
@@ -112,7 +113,7 @@ func (c *Config) Check(p tasks.Problems) {
 
 // New implements tasks.Config.
 func (c *Config) New(id string) (tasks.Task, error) {
-	schema, table, err := tasks.SplitTable(c.Target.Table)
+	schema, table, err := store.SplitTable(c.Target.Table)
 	if err != nil {
 		return nil, err
 	}

@@ -7,10 +7,10 @@ import (
 	"testing"
 
 	"github.com/geoflow/geoflow/flows"
-	"github.com/geoflow/geoflow/store/postgis"
-	"github.com/geoflow/geoflow/internal/testdb"
 	"github.com/geoflow/geoflow/internal/devserver/wfsserver"
+	"github.com/geoflow/geoflow/internal/testdb"
 	"github.com/geoflow/geoflow/retry"
+	"github.com/geoflow/geoflow/store"
 	"github.com/geoflow/geoflow/tasks"
 )
 
@@ -34,15 +34,15 @@ tasks:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.store.Migrate(ctx); err != nil {
+	if _, err := h.db.Migrate(ctx); err != nil {
 		t.Fatal(err)
 	}
-	run, err := h.store.StartRun(ctx, postgis.RunStart{Flow: "pages"})
+	run, err := h.db.StartRun(ctx, store.RunStart{Flow: "pages"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer run.Close()
-	if err := h.store.SetTaskState(ctx, run.ID, "parcels", "wfs", "running", ""); err != nil {
+	if err := h.db.SetTaskState(ctx, run.ID, "parcels", "wfs", "running", ""); err != nil {
 		t.Fatal(err)
 	}
 	task, err := f.Task("parcels").Config.New("parcels")
@@ -50,20 +50,20 @@ tasks:
 		t.Fatal(err)
 	}
 	env := &tasks.Env{Flow: "pages", RunID: run.ID, TaskID: "parcels", Logger: slog.New(slog.NewTextHandler(h.logs, nil)),
-		HTTP: retry.New(&retry.Options{Seed: 1}), Store: h.store}
+		HTTP: retry.New(&retry.Options{Seed: 1}), Store: h.db}
 	if _, err := task.Plan(ctx, env); err != nil { // prepares the table
 		t.Fatal(err)
 	}
 	// Two pages of 500, as a tile that cannot be split would be paged at a page size of
 	// 500 learnt earlier: the server hands out 300 at a time.
 	total := int64(len(h.fx.FeaturesIn(extent)))
-	var queue []tasks.Unit
+	var queue []store.Unit
 	for _, start := range []int64{0, 500} {
 		sp, _ := json.Marshal(map[string]any{"d": 24, "p": true, "s": start, "z": 500, "t": total})
 		b := extent
-		queue = append(queue, tasks.Unit{Key: "q/p" + itoa(start), BBox: &b, Spec: sp})
+		queue = append(queue, store.Unit{Key: "q/p" + itoa(start), BBox: &b, Spec: sp})
 	}
-	if err := h.store.AddUnits(ctx, run.ID, "parcels", queue); err != nil {
+	if err := h.db.AddUnits(ctx, run.ID, "parcels", queue); err != nil {
 		t.Fatal(err)
 	}
 	var pages []string
@@ -71,11 +71,11 @@ tasks:
 		u := queue[0]
 		queue = queue[1:]
 		pages = append(pages, u.Key)
-		res, err := task.Execute(ctx, env, u)
+		children, err := flows.ExecuteUnit(ctx, h.db, task, env, u)
 		if err != nil {
 			t.Fatalf("unit %s: %v", u.Key, err)
 		}
-		queue = append(queue, res.Children...)
+		queue = append(queue, children...)
 	}
 	if n := testdb.Int64(t, h.dbURL, "SELECT count(DISTINCT gf_feature_id) FROM paged"); n != total {
 		t.Errorf("%d distinct features stored of %d; pages run: %v", n, total, pages)

@@ -19,6 +19,7 @@ import (
 	"github.com/geoflow/geoflow/spatial"
 	"github.com/geoflow/geoflow/spatial/geojson"
 	"github.com/geoflow/geoflow/spatial/gml"
+	"github.com/geoflow/geoflow/store"
 	"github.com/geoflow/geoflow/tasks"
 )
 
@@ -83,7 +84,7 @@ func (t *Task) prepare(ctx context.Context, env *tasks.Env) (*prepared, error) {
 	if err != nil {
 		return nil, err
 	}
-	p.table = &tasks.FeatureTable{Schema: t.schema, Name: t.table, SRID: p.srid, Mode: t.cfg.Target.Mode, Key: t.cfg.Target.Key}
+	p.table = &store.FeatureTable{Schema: t.schema, Name: t.table, SRID: p.srid, Mode: t.cfg.Target.Mode, Key: t.cfg.Target.Key}
 	p.table.Columns = columns(schema.Properties)
 	for _, k := range t.cfg.Target.Key {
 		found := false
@@ -174,7 +175,7 @@ func (t *Task) capabilities(ctx context.Context, env *tasks.Env) (*Capabilities,
 	err := env.HTTP.Do(ctx, t.plainRequest(env, "capabilities", ows.URL(t.cfg.URL, params)), func(resp *http.Response) error {
 		root, err := parseDOM(resp.Body)
 		if err != nil {
-			return classify(err, nil)
+			return classify(err)
 		}
 		caps, err = parseCapabilities(root)
 		if err != nil {
@@ -198,7 +199,7 @@ func (t *Task) describe(ctx context.Context, env *tasks.Env, p *prepared) (*Sche
 	err := env.HTTP.Do(ctx, t.plainRequest(env, "describe", u), func(resp *http.Response) error {
 		root, err := parseDOM(resp.Body)
 		if err != nil {
-			return classify(err, nil)
+			return classify(err)
 		}
 		if s, err = parseSchema(root, p.typeName); err != nil {
 			return retry.Permanent(dlq.ClassParse, err)
@@ -286,7 +287,7 @@ func combineFilter(user, version string, b orb.Bound) string {
 
 func (t *Task) plainRequest(env *tasks.Env, unit, u string) retry.Request {
 	return retry.Request{
-		Unit: unit, Policy: env.Retry, RateLimit: env.RateLimit,
+		Unit: unit, Policy: env.Retry, RateLimit: env.RateLimit, Classify: classifyException,
 		New: func(ctx context.Context) (*http.Request, error) {
 			req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 			if err != nil {
@@ -366,7 +367,7 @@ func (t *Task) source(env *tasks.Env, p *prepared, unit string, body io.Reader, 
 
 func (s *featureSource) meta() spatial.Meta { return s.metaFn() }
 
-// Next implements tasks.FeatureSource.
+// Next implements store.FeatureSource.
 func (s *featureSource) Next() (*spatial.Feature, error) {
 	for {
 		f, err := s.next()

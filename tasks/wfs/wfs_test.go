@@ -16,10 +16,11 @@ import (
 	"github.com/paulmach/orb"
 
 	"github.com/geoflow/geoflow/flows"
-	"github.com/geoflow/geoflow/store/postgis"
-	"github.com/geoflow/geoflow/internal/testdb"
 	"github.com/geoflow/geoflow/internal/devserver/wfsserver"
+	"github.com/geoflow/geoflow/internal/testdb"
 	"github.com/geoflow/geoflow/retry"
+	"github.com/geoflow/geoflow/store"
+	"github.com/geoflow/geoflow/store/postgis"
 	"github.com/geoflow/geoflow/tasks"
 	"github.com/geoflow/geoflow/tasks/wfs"
 )
@@ -32,7 +33,7 @@ type harness struct {
 	fx    *wfsserver.Server
 	srv   *httptest.Server
 	dbURL string
-	store *postgis.Store
+	db    *postgis.Store
 	logs  *bytes.Buffer
 }
 
@@ -42,12 +43,12 @@ func newHarness(t *testing.T, opts wfsserver.Options) *harness {
 	srv := httptest.NewServer(fx)
 	t.Cleanup(srv.Close)
 	dbURL := testdb.URL(t)
-	store, err := postgis.Open(context.Background(), dbURL, nil)
+	db, err := postgis.Open(context.Background(), dbURL, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(store.Close)
-	return &harness{t: t, fx: fx, srv: srv, dbURL: dbURL, store: store, logs: &bytes.Buffer{}}
+	t.Cleanup(db.Close)
+	return &harness{t: t, fx: fx, srv: srv, dbURL: dbURL, db: db, logs: &bytes.Buffer{}}
 }
 
 func registry() *tasks.Registry {
@@ -74,7 +75,7 @@ tasks:
 		h.t.Fatalf("flow: %v\n%s", err, src)
 	}
 	log := slog.New(slog.NewTextHandler(h.logs, nil))
-	opts.Store, opts.Logger = h.store, log
+	opts.Store, opts.Logger = h.db, log
 	if opts.HTTP == nil {
 		opts.HTTP = retry.New(&retry.Options{Logger: log, Seed: 1})
 	}
@@ -206,7 +207,7 @@ func TestHarvestComplete(t *testing.T) {
 				keys += "\ntypename: " + h.fx.TypeName()
 			}
 			res := h.run(keys+"\nbbox: [11.45, 48.05, 11.55, 48.15]\ntarget: {table: public.parcels}", flows.RunOptions{})
-			if res.Status != flows.StateDone {
+			if res.Status != store.Done {
 				t.Fatalf("run %s: %v\n%s", res.Status, res.FailedTasks, tail(h.logs.String()))
 			}
 			h.checkComplete("public.parcels", extent)
@@ -231,7 +232,7 @@ func TestHarvestFaults(t *testing.T) {
 	h := newHarness(t, wfsserver.Options{Features: 2000, CountDefault: 250, Faults: wfsserver.Faults{
 		Rate5xx: 0.06, RateTruncate: 0.08, RateHTML200: 0.04, Seed: 7}})
 	res := h.run("typename: gf:parcels\nbbox: [11.45, 48.05, 11.55, 48.15]\ntarget: {table: parcels}", flows.RunOptions{})
-	if res.Status != flows.StateDone || res.DeadLetters() != 0 {
+	if res.Status != store.Done || res.DeadLetters() != 0 {
 		t.Fatalf("run %s with %d dead units\n%s", res.Status, res.DeadLetters(), tail(h.logs.String()))
 	}
 	st := h.fx.Stats()
@@ -245,7 +246,7 @@ func TestHarvestArea(t *testing.T) {
 	h := newHarness(t, wfsserver.Options{Features: 4000, CountDefault: 500})
 	area := orb.Bound{Min: orb.Point{11.46, 48.06}, Max: orb.Point{11.48, 48.08}}
 	res := h.run("typename: gf:parcels\nbbox: [11.45, 48.05, 11.55, 48.15]\ntarget: {table: parcels}", flows.RunOptions{Area: &area})
-	if res.Status != flows.StateDone {
+	if res.Status != store.Done {
 		t.Fatalf("run %s\n%s", res.Status, tail(h.logs.String()))
 	}
 	h.checkComplete("public.parcels", area)
@@ -263,7 +264,7 @@ func TestHarvestUpsert(t *testing.T) {
 	h := newHarness(t, wfsserver.Options{Features: 800, CountDefault: 300})
 	keys := "typename: gf:parcels\nbbox: [11.45, 48.05, 11.55, 48.15]\ntarget: {table: up, mode: upsert, key: [parcel_id]}"
 	res := h.run(keys, flows.RunOptions{})
-	if res.Status != flows.StateDone || res.Summary.Inserted != 800 {
+	if res.Status != store.Done || res.Summary.Inserted != 800 {
 		t.Fatalf("run %s inserted %d\n%s", res.Status, res.Summary.Inserted, tail(h.logs.String()))
 	}
 	// Change some rows locally: the next run must put the server's version back.
@@ -299,7 +300,7 @@ func TestHarvestRefusesBadInput(t *testing.T) {
 			}
 			res := h.run(tt.keys, flows.RunOptions{})
 			msg := res.FailedTasks["parcels"]
-			if res.Status != flows.StateFailed || !strings.Contains(msg, tt.want) {
+			if res.Status != store.Failed || !strings.Contains(msg, tt.want) {
 				t.Fatalf("run %s, task error %q; want failure containing %q", res.Status, msg, tt.want)
 			}
 			if st := h.fx.Stats(); st.GetFeature > 0 {

@@ -10,8 +10,8 @@ import (
 	"testing"
 
 	"github.com/geoflow/geoflow/cmd/geoflow/cli"
-	"github.com/geoflow/geoflow/internal/testdb"
 	"github.com/geoflow/geoflow/internal/devserver/wfsserver"
+	"github.com/geoflow/geoflow/internal/testdb"
 )
 
 func TestMain(m *testing.M) { testdb.Main(m) }

@@ -16,7 +16,6 @@ import (
 
 	"github.com/geoflow/geoflow/dlq"
 	"github.com/geoflow/geoflow/flows"
-	"github.com/geoflow/geoflow/store/postgis"
 	"github.com/geoflow/geoflow/retry"
 )
 
@@ -65,20 +64,6 @@ func classNames() string {
 	return strings.Join(names, ", ")
 }
 
-// openDLQStore opens the database and brings its schema up to date: the DLQ commands may be
-// the first thing run against a database.
-func openDLQStore(ctx context.Context, g *globals) (*postgis.Store, error) {
-	store, err := postgis.Open(ctx, g.databaseURL(), nil)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := store.Migrate(ctx); err != nil {
-		store.Close()
-		return nil, fmt.Errorf("migrating the database: %w", err)
-	}
-	return store, nil
-}
-
 func writeDLQJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
@@ -101,12 +86,12 @@ func newDLQListCmd(g *globals) *cobra.Command {
 				return err
 			}
 			f.Limit = limit
-			store, err := openDLQStore(cmd.Context(), g)
+			st, err := openStore(cmd.Context(), g, true)
 			if err != nil {
 				return err
 			}
-			defer store.Close()
-			entries, err := store.ListDeadLetters(cmd.Context(), f)
+			defer st.Close()
+			entries, err := st.ListDeadLetters(cmd.Context(), f)
 			if err != nil {
 				return err
 			}
@@ -187,12 +172,12 @@ func newDLQShowCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			store, err := openDLQStore(cmd.Context(), g)
+			st, err := openStore(cmd.Context(), g, true)
 			if err != nil {
 				return err
 			}
-			defer store.Close()
-			e, err := store.GetDeadLetter(cmd.Context(), id)
+			defer st.Close()
+			e, err := st.GetDeadLetter(cmd.Context(), id)
 			if err != nil {
 				return err
 			}
@@ -270,24 +255,24 @@ func newDLQStatsCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			store, err := openDLQStore(cmd.Context(), g)
+			st, err := openStore(cmd.Context(), g, true)
 			if err != nil {
 				return err
 			}
-			defer store.Close()
-			rows, err := store.DeadLetterStats(cmd.Context(), f)
+			defer st.Close()
+			rows, err := st.DeadLetterStats(cmd.Context(), f)
 			if err != nil {
 				return err
 			}
-			st := dlq.Aggregate(rows)
+			stats := dlq.Aggregate(rows)
 			if asJS {
-				return writeDLQJSON(g.stdout, st)
+				return writeDLQJSON(g.stdout, stats)
 			}
-			fmt.Fprintf(g.stdout, "%d dead letter%s\n", st.Total, plural(int(st.Total)))
+			fmt.Fprintf(g.stdout, "%d dead letter%s\n", stats.Total, plural(int(stats.Total)))
 			for _, sec := range []struct {
 				title  string
 				counts []dlq.Count
-			}{{"CLASS", st.ByClass}, {"TASK", st.ByTask}, {"HOST", st.ByHost}, {"STATUS", st.ByStatus}} {
+			}{{"CLASS", stats.ByClass}, {"TASK", stats.ByTask}, {"HOST", stats.ByHost}, {"STATUS", stats.ByStatus}} {
 				if len(sec.counts) == 0 {
 					continue
 				}
@@ -365,18 +350,18 @@ func replayDLQ(cmd *cobra.Command, g *globals, args []string, ff filterFlags, al
 	if err != nil {
 		return err
 	}
-	store, err := openDLQStore(ctx, g)
+	st, err := openStore(ctx, g, true)
 	if err != nil {
 		return err
 	}
-	defer store.Close()
+	defer st.Close()
 	if len(ids) > 0 {
 		// Named entries must all exist and be open: replaying a closed one would redo work
 		// silently, and a typo must not pass unnoticed.
 		f.Status = ""
 		f.IDs = ids
 	}
-	entries, err := store.ListDeadLetters(ctx, f)
+	entries, err := st.ListDeadLetters(ctx, f)
 	if err != nil {
 		return err
 	}
@@ -408,7 +393,7 @@ func replayDLQ(cmd *cobra.Command, g *globals, args []string, ff filterFlags, al
 		return printEntries(g.stdout, entries)
 	}
 	res, err := flows.Replay(ctx, entries, flows.ReplayOptions{
-		Store:    store,
+		Store:    st,
 		HTTP:     retry.New(&retry.Options{Logger: log}),
 		Registry: registry(),
 		Logger:   log,
@@ -451,12 +436,12 @@ func newDLQDiscardCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			store, err := openDLQStore(cmd.Context(), g)
+			st, err := openStore(cmd.Context(), g, true)
 			if err != nil {
 				return err
 			}
-			defer store.Close()
-			done, err := store.DiscardDeadLetters(cmd.Context(), ids)
+			defer st.Close()
+			done, err := st.DiscardDeadLetters(cmd.Context(), ids)
 			if err != nil {
 				return err
 			}
@@ -500,12 +485,12 @@ func newDLQPurgeCmd(g *globals) *cobra.Command {
 			if includeOpen {
 				statuses = append(statuses, dlq.StatusOpen)
 			}
-			store, err := openDLQStore(cmd.Context(), g)
+			st, err := openStore(cmd.Context(), g, true)
 			if err != nil {
 				return err
 			}
-			defer store.Close()
-			n, err := store.PurgeDeadLetters(cmd.Context(), time.Now().Add(-age), statuses...)
+			defer st.Close()
+			n, err := st.PurgeDeadLetters(cmd.Context(), time.Now().Add(-age), statuses...)
 			if err != nil {
 				return err
 			}

@@ -20,8 +20,8 @@ import (
 	"github.com/paulmach/orb"
 
 	"github.com/geoflow/geoflow/cmd/geoflow/cli"
-	"github.com/geoflow/geoflow/internal/testdb"
 	"github.com/geoflow/geoflow/internal/devserver/wfsserver"
+	"github.com/geoflow/geoflow/internal/testdb"
 	"github.com/geoflow/geoflow/spatial"
 )
 

@@ -5,8 +5,6 @@ import (
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
-
-	"github.com/geoflow/geoflow/store/postgis"
 )
 
 func newMigrateCmd(g *globals) *cobra.Command {
@@ -19,12 +17,12 @@ func newMigrateCmd(g *globals) *cobra.Command {
 		Short: "Create PostGIS when missing and apply pending migrations",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			store, err := postgis.Open(cmd.Context(), g.databaseURL(), nil)
+			st, err := openStore(cmd.Context(), g, false)
 			if err != nil {
 				return err
 			}
-			defer store.Close()
-			done, err := store.Migrate(cmd.Context())
+			defer st.Close()
+			done, err := st.Migrate(cmd.Context())
 			if err != nil {
 				return err
 			}
@@ -41,12 +39,12 @@ func newMigrateCmd(g *globals) *cobra.Command {
 		Short: "List migrations and whether each is applied",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			store, err := postgis.Open(cmd.Context(), g.databaseURL(), nil)
+			st, err := openStore(cmd.Context(), g, false)
 			if err != nil {
 				return err
 			}
-			defer store.Close()
-			states, err := store.MigrationStatus(cmd.Context())
+			defer st.Close()
+			states, err := st.MigrationStatus(cmd.Context())
 			if err != nil {
 				return err
 			}

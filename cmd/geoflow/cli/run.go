@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"runtime/pprof"
+	"strconv"
 	"strings"
 	"time"
 
@@ -15,13 +16,14 @@ import (
 
 	"github.com/geoflow/geoflow/dlq"
 	"github.com/geoflow/geoflow/flows"
-	"github.com/geoflow/geoflow/store/postgis"
 	"github.com/geoflow/geoflow/retry"
 	"github.com/geoflow/geoflow/spatial"
+	"github.com/geoflow/geoflow/store"
 )
 
 type runFlags struct {
 	resume         bool
+	useCurrentFlow bool
 	bbox           string
 	bboxCRS        string
 	only           []string
@@ -45,7 +47,8 @@ func newRunCmd(g *globals) *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.BoolVar(&rf.resume, "resume", false, "continue the latest unfinished run of this flow: only units not done are fetched")
+	f.BoolVar(&rf.resume, "resume", false, "continue the latest unfinished run of this flow (interrupted, crashed, or failed with units left): only units not done are fetched, with the flow the run recorded")
+	f.BoolVar(&rf.useCurrentFlow, "use-current-flow", false, "with --resume: run the flow file as it is now, not the flow the run recorded when it started")
 	f.StringVar(&rf.bbox, "bbox", "", "restrict spatial tasks to minx,miny,maxx,maxy (lon/lat unless --bbox-crs)")
 	f.StringVar(&rf.bboxCRS, "bbox-crs", "EPSG:4326", "CRS of --bbox: EPSG:4326 or EPSG:3857")
 	f.StringSliceVar(&rf.only, "task", nil, "run only this task (repeatable)")
@@ -93,16 +96,16 @@ func runFlow(ctx context.Context, g *globals, path string, rf runFlags) error {
 	if err != nil {
 		return err
 	}
-	store, err := postgis.Open(ctx, g.databaseURL(), nil)
+	st, err := openStore(ctx, g, false)
 	if err != nil {
 		return err
 	}
-	defer store.Close()
+	defer st.Close()
 
 	progress := &flows.Progress{}
 	stopDisplay := startDisplay(g.stderr, rf.progress, progress, log)
 	res, err := flows.Run(ctx, f, flows.RunOptions{
-		Store:     store,
+		Store:     st,
 		HTTP:      retry.New(&retry.Options{Logger: log}),
 		Logger:    log,
 		Area:      area,
@@ -110,6 +113,8 @@ func runFlow(ctx context.Context, g *globals, path string, rf runFlags) error {
 		Resume:    rf.resume,
 		Grace:     rf.grace,
 		Progress:  progress,
+
+		UseCurrentFlow: rf.useCurrentFlow,
 	})
 	stopDisplay()
 	if err != nil {
@@ -130,7 +135,7 @@ func runFlow(ctx context.Context, g *globals, path string, rf runFlags) error {
 	if res.DeadLetters() > 0 {
 		return &exitError{code: ExitDeadLetters}
 	}
-	if res.Status != flows.StateDone {
+	if res.Status != store.Done {
 		return &exitError{code: ExitError, err: fmt.Errorf("run %d ended %s", res.RunID, res.Status)}
 	}
 	return nil
@@ -160,6 +165,16 @@ func parseArea(s, crs string) (*orb.Bound, error) {
 
 func printSummary(g *globals, f *flows.Flow, res *flows.Result) {
 	s := res.Summary
+	if len(res.FlowChanges) > 0 {
+		which := "the flow run " + strconv.FormatInt(res.RunID, 10) + " recorded (--use-current-flow to use the file)"
+		if res.FlowUsed == "current" {
+			which = "the file, as --use-current-flow asked"
+		}
+		fmt.Fprintf(g.stdout, "the flow file changed since run %d started; resumed with %s:\n", res.RunID, which)
+		for _, c := range res.FlowChanges {
+			fmt.Fprintf(g.stdout, "  %s\n", c)
+		}
+	}
 	// "983 of 1000 units done; 17 dead letters (12 http_5xx, 5 parse): geoflow dlq list --run 42"
 	fmt.Fprintf(g.stdout, "run %d of %s %s in %s: %s", res.RunID, f.Name, res.Status,
 		res.Elapsed.Round(10*time.Millisecond), dlq.Summary(s.UnitsDone, s.UnitsTotal, s.UnitsDead, res.RunID, res.DeadByClass))

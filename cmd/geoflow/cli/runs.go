@@ -7,9 +7,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/geoflow/geoflow/store"
 	"github.com/spf13/cobra"
-
-	"github.com/geoflow/geoflow/store/postgis"
 )
 
 func newRunsCmd(g *globals) *cobra.Command {
@@ -23,7 +22,7 @@ func newRunsCmd(g *globals) *cobra.Command {
 
 func newRunsListCmd(g *globals) *cobra.Command {
 	var (
-		filter postgis.RunFilter
+		filter store.RunFilter
 		asJS   bool
 	)
 	cmd := &cobra.Command{
@@ -34,18 +33,18 @@ func newRunsListCmd(g *globals) *cobra.Command {
 			if filter.Limit < 1 {
 				return fmt.Errorf("--limit must be at least 1")
 			}
-			store, err := openDLQStore(cmd.Context(), g)
+			st, err := openStore(cmd.Context(), g, true)
 			if err != nil {
 				return err
 			}
-			defer store.Close()
-			runs, err := store.ListRuns(cmd.Context(), filter)
+			defer st.Close()
+			runs, err := st.ListRuns(cmd.Context(), filter)
 			if err != nil {
 				return err
 			}
 			if asJS {
 				if runs == nil {
-					runs = []postgis.RunRecord{}
+					runs = []store.RunRecord{}
 				}
 				return writeDLQJSON(g.stdout, runs)
 			}
@@ -75,12 +74,12 @@ func newRunsShowCmd(g *globals) *cobra.Command {
 			if err != nil || id < 1 {
 				return fmt.Errorf("run id %q: want a positive whole number", args[0])
 			}
-			store, err := openDLQStore(cmd.Context(), g)
+			st, err := openStore(cmd.Context(), g, true)
 			if err != nil {
 				return err
 			}
-			defer store.Close()
-			run, err := store.GetRun(cmd.Context(), id)
+			defer st.Close()
+			run, err := st.GetRun(cmd.Context(), id)
 			if err != nil {
 				return err
 			}
@@ -101,7 +100,7 @@ func fmtTime(t *time.Time) string {
 	return t.Local().Format(time.DateTime)
 }
 
-func printRuns(w io.Writer, runs []postgis.RunRecord) error {
+func printRuns(w io.Writer, runs []store.RunRecord) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tFLOW\tSTATUS\tTRIGGER\tSCHEDULED FOR\tSTARTED\tFINISHED\tUNITS DONE\tDEAD\tINSERTED\tSKIPPED")
 	for _, r := range runs {
@@ -112,7 +111,7 @@ func printRuns(w io.Writer, runs []postgis.RunRecord) error {
 	return tw.Flush()
 }
 
-func printRun(w io.Writer, r postgis.RunRecord) error {
+func printRun(w io.Writer, r store.RunRecord) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "run\t%d\n", r.ID)
 	fmt.Fprintf(tw, "flow\t%s\n", r.Flow)

@@ -17,10 +17,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/geoflow/geoflow/flows"
-	"github.com/geoflow/geoflow/store/postgis"
+	"github.com/geoflow/geoflow/retry"
 	"github.com/geoflow/geoflow/schedule"
 	"github.com/geoflow/geoflow/server"
-	"github.com/geoflow/geoflow/retry"
 )
 
 type serveFlags struct {
@@ -69,12 +68,12 @@ func runServe(ctx context.Context, g *globals, sf serveFlags) error {
 	}
 	// Each scheduled run holds a connection for its flow's lock and one for its own, on top
 	// of its workers': more than a single run needs.
-	store, err := postgis.Open(ctx, g.databaseURL(), &postgis.Options{MaxConns: 32})
+	st, err := openStore(ctx, g, false)
 	if err != nil {
 		return err
 	}
-	defer store.Close()
-	if _, err := store.Migrate(ctx); err != nil {
+	defer st.Close()
+	if _, err := st.Migrate(ctx); err != nil {
 		return fmt.Errorf("migrating the database: %w", err)
 	}
 	ln, err := net.Listen("tcp", sf.listen)
@@ -90,7 +89,7 @@ func runServe(ctx context.Context, g *globals, sf serveFlags) error {
 		return err
 	}
 	sched, err := schedule.New(schedule.Options{
-		Store:    store,
+		Store:    st,
 		Dir:      sf.dir,
 		Flows:    flows.Options{Registry: registry()},
 		Logger:   log,
@@ -115,7 +114,7 @@ func runServe(ctx context.Context, g *globals, sf serveFlags) error {
 	ready.Store(true)
 	// Not ready from the first signal on, while runs drain and the endpoints still answer.
 	context.AfterFunc(ctx, func() { ready.Store(false) })
-	h, err := server.Handler(server.Options{Store: store, Flows: sched, Registry: reg, Ready: &ready, Logger: log})
+	h, err := server.Handler(server.Options{Store: st, Flows: sched, Registry: reg, Ready: &ready, Logger: log})
 	if err != nil {
 		ln.Close()
 		return err

@@ -18,9 +18,10 @@ import (
 	"time"
 
 	"github.com/geoflow/geoflow/cmd/geoflow/cli"
-	"github.com/geoflow/geoflow/store/postgis"
-	"github.com/geoflow/geoflow/internal/testdb"
 	"github.com/geoflow/geoflow/internal/devserver/wfsserver"
+	"github.com/geoflow/geoflow/internal/testdb"
+	"github.com/geoflow/geoflow/store"
+	"github.com/geoflow/geoflow/store/postgis"
 )
 
 func scheduledFlow(name, schedule, wfsURL string) string {
@@ -173,7 +174,7 @@ func TestServeTwoInstancesAndSIGTERM(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("runs list: exit %d\n%s", code, errs)
 	}
-	var listed []postgis.RunRecord
+	var listed []store.RunRecord
 	if err := json.Unmarshal([]byte(out), &listed); err != nil || int64(len(listed)) != total {
 		t.Errorf("runs list --json: %d runs (want %d), %v", len(listed), total, err)
 	}
@@ -272,24 +273,24 @@ func TestRunsCommands(t *testing.T) {
 		t.Fatalf("runs list on an empty database: exit %d\n%s%s", code, out, errs)
 	}
 	ctx := context.Background()
-	store, err := postgis.Open(ctx, db, nil)
+	st, err := postgis.Open(ctx, db, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer store.Close()
+	defer st.Close()
 	at := time.Date(2025, 6, 1, 2, 0, 0, 0, time.UTC)
 	for i, flow := range []string{"a", "b", "a"} {
-		st := postgis.RunStart{Flow: flow}
+		rs := store.RunStart{Flow: flow}
 		if i == 2 {
-			st.Trigger, st.ScheduledFor = "schedule", &at
+			rs.Trigger, rs.ScheduledFor = "schedule", &at
 		}
-		run, err := store.StartRun(ctx, st)
+		run, err := st.StartRun(ctx, rs)
 		if err != nil {
 			t.Fatal(err)
 		}
 		run.Close()
 		if i < 2 {
-			if _, err := store.FinishRun(ctx, run.ID, "done", ""); err != nil {
+			if _, err := st.FinishRun(ctx, run.ID, store.Done, ""); err != nil {
 				t.Fatal(err)
 			}
 		}

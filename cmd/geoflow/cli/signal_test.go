@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/geoflow/geoflow/internal/testdb"
 	"github.com/geoflow/geoflow/internal/devserver/wfsserver"
+	"github.com/geoflow/geoflow/internal/testdb"
 )
 
 // TestRunSignals sends SIGTERM or SIGINT to a running `geoflow run`: it stops taking new

@@ -1,4 +1,6 @@
-package tiles
+// Package files holds what the tasks that write files share: atomic writes, checks that a
+// stored file is intact, and telling images apart by their first bytes.
+package files
 
 import (
 	"bytes"

@@ -1,7 +1,6 @@
-package tasks
+package store
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"regexp"
@@ -13,61 +12,6 @@ import (
 	"github.com/geoflow/geoflow/spatial"
 )
 
-// Store is what a task writes through. internal/pgstore implements it over PostgreSQL;
-// tests use the same implementation against a real PostGIS.
-type Store interface {
-	// CommitUnit runs write inside one transaction and, in that same transaction, marks
-	// the unit done with write's counts and stores write's children as pending units.
-	// If write or the commit fails, nothing of it remains and the error is returned.
-	CommitUnit(ctx context.Context, ref UnitRef, write func(ctx context.Context, tx Tx) (Result, error)) (Result, error)
-	// EnsureFeatureTable creates t when it is missing, with its geometry, bookkeeping
-	// columns and indexes, and fails with a clear error when a table of that name exists
-	// with incompatible columns. It is called before anything is fetched.
-	EnsureFeatureTable(ctx context.Context, t *FeatureTable) error
-	// FinishFeatureTable creates indexes that EnsureFeatureTable deferred for a table it
-	// created (the spatial index, built once over the first harvest's rows). It is
-	// idempotent and cheap when there is nothing to do.
-	FinishFeatureTable(ctx context.Context, t *FeatureTable) error
-	TileStore
-	AssetStore
-}
-
-// TileStore keeps the index of map tiles written to disk.
-type TileStore interface {
-	// EnsureTileTable creates t when it is missing (a GiST index on footprint, a unique
-	// key on z, x, y) and fails clearly when a table of that name has other columns.
-	EnsureTileTable(ctx context.Context, t *TileTable) error
-	// LookupTile returns what is stored of tile z/x/y, or nil when it has no row, so a
-	// fetch can revalidate it (If-None-Match, If-Modified-Since).
-	LookupTile(ctx context.Context, t *TileTable, z, x, y int) (*StoredFile, error)
-}
-
-// AssetStore keeps the index of imagery files (WMS chips, STAC assets) written to disk.
-type AssetStore interface {
-	// EnsureAssetTable creates t when it is missing (a GiST index on footprint, a unique
-	// key on collection, item, asset) and fails clearly when a table of that name has
-	// other columns.
-	EnsureAssetTable(ctx context.Context, t *AssetTable) error
-	// LookupAsset returns what is stored of one asset, or nil when it has no row.
-	LookupAsset(ctx context.Context, t *AssetTable, collection, item, asset string) (*StoredFile, error)
-}
-
-// Tx is the write side of one unit's transaction.
-type Tx interface {
-	// WriteFeatures streams src into t (binary COPY into a staging table, then one
-	// INSERT ... ON CONFLICT), reporting features inserted, already present (skipped)
-	// and, in upsert mode, updated. src is read until io.EOF; any other error from src
-	// aborts the write and is returned unchanged (wrapped), so the caller can tell a
-	// truncated response from a database failure.
-	WriteFeatures(ctx context.Context, t *FeatureTable, src FeatureSource) (Result, error)
-	// UpsertTile records one tile: Inserted 1 for a new row, Updated 1 for a changed
-	// one. The tile's file must already be in place (renamed into its final path): the
-	// row commits with the unit, after the file.
-	UpsertTile(ctx context.Context, t *TileTable, row TileRow) (Result, error)
-	// UpsertAsset records one imagery file, as UpsertTile does a tile.
-	UpsertAsset(ctx context.Context, t *AssetTable, row AssetRow) (Result, error)
-}
-
 // FeatureSource yields features one at a time and io.EOF at the end; spatial readers
 // implement it. Any error other than io.EOF aborts the write: a task that wants to skip
 // refused features (*spatial.FeatureError) filters them out before the writer sees them.
@@ -75,7 +19,8 @@ type FeatureSource interface {
 	Next() (*spatial.Feature, error)
 }
 
-// ColumnType is a PostgreSQL column type a feature property is stored as.
+// ColumnType is the type a feature property is stored as, named as PostgreSQL names it;
+// other stores map each to their nearest type.
 type ColumnType string
 
 // The column types a property can have; see the WFS task for how XSD types map to them.
@@ -97,10 +42,13 @@ type Column struct {
 	Type     ColumnType // column type
 }
 
+// Mode is how a feature table is written.
+type Mode string
+
 // Write modes of a feature table.
 const (
-	ModeAppend = "append" // key on the payload hash: a feature already stored is skipped
-	ModeUpsert = "upsert" // key on Key: a changed feature is updated in place
+	ModeAppend Mode = "append" // key on the payload hash: a feature already stored is skipped
+	ModeUpsert Mode = "upsert" // key on Key: a changed feature is updated in place
 )
 
 // FeatureTable describes a target table for features.
@@ -109,7 +57,7 @@ type FeatureTable struct {
 	Name    string   // table name
 	SRID    int      // SRID of the geom column; 0 means unknown (geometry without SRID)
 	Columns []Column // property columns in order
-	Mode    string   // ModeAppend (default) or ModeUpsert
+	Mode    Mode     // ModeAppend (default) or ModeUpsert
 	Key     []string // column names of the upsert key
 }
 
@@ -124,27 +72,6 @@ type PropertyError struct {
 
 func (e *PropertyError) Error() string {
 	return fmt.Sprintf("feature %q: property %q: %q is not a valid %s", e.FeatureID, e.Property, e.Value, e.Type)
-}
-
-// FeatureCounter is implemented by stores that can count the distinct features of a
-// table inside a lon/lat box, for completeness checks.
-type FeatureCounter interface {
-	CountFeatures(ctx context.Context, t *FeatureTable, bbox orb.Bound) (int64, error)
-}
-
-// Finisher is implemented by tasks that finish their work once no unit is left to run
-// (all done, or some dead): indexing a table, comparing the server's count with the
-// features stored. The runner calls it unless the task was interrupted; a replay calls it
-// after re-executing a task's dead units.
-type Finisher interface {
-	Finish(ctx context.Context, env *Env) error
-}
-
-// TaskExtenter is implemented by stores that can tell the lon/lat extent of what another
-// task of a flow stored (bbox_from). ok is false when the task has no finished run with
-// data.
-type TaskExtenter interface {
-	TaskExtent(ctx context.Context, flow, task string) (b orb.Bound, ok bool, err error)
 }
 
 // TileTable describes a target table for map tiles: one row per tile, keyed on (z, x, y)

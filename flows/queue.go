@@ -1,0 +1,80 @@
+package flows
+
+import (
+	"context"
+	"sync"
+
+	"github.com/geoflow/geoflow/store"
+	"github.com/geoflow/geoflow/tasks"
+)
+
+// drain executes units, and the children they plan, with a pool of workers until none
+// are left or ctx is cancelled (units in flight then run on under work). ended is called,
+// from the workers, after each unit with the state it ended in.
+func (r *runner) drain(ctx, work context.Context, task tasks.Task, env *tasks.Env, units []store.Unit, workers int,
+	prog *TaskProgress, ended func(u store.Unit, state store.State)) {
+	q := newQueue(units)
+	var wg sync.WaitGroup
+	for range max(workers, 1) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				u, ok := q.pop(ctx)
+				if !ok {
+					return
+				}
+				children, state := r.unit(work, task, env, u, prog)
+				ended(u, state)
+				prog.addTotal(int64(len(children)))
+				q.finish(children)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// queue hands units to workers; units may add children while others run. It ends when
+// it is empty and nothing is in flight, or when ctx is cancelled.
+type queue struct {
+	mu       sync.Mutex
+	cond     *sync.Cond
+	items    []store.Unit
+	inflight int
+}
+
+func newQueue(items []store.Unit) *queue {
+	q := &queue{items: items}
+	q.cond = sync.NewCond(&q.mu)
+	return q
+}
+
+func (q *queue) pop(ctx context.Context) (store.Unit, bool) {
+	stop := context.AfterFunc(ctx, func() {
+		q.mu.Lock()
+		q.cond.Broadcast()
+		q.mu.Unlock()
+	})
+	defer stop()
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for len(q.items) == 0 && q.inflight > 0 && ctx.Err() == nil {
+		q.cond.Wait()
+	}
+	if ctx.Err() != nil || len(q.items) == 0 {
+		q.cond.Broadcast()
+		return store.Unit{}, false
+	}
+	u := q.items[0]
+	q.items = q.items[1:]
+	q.inflight++
+	return u, true
+}
+
+func (q *queue) finish(children []store.Unit) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.inflight--
+	q.items = append(q.items, children...)
+	q.cond.Broadcast()
+}

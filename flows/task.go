@@ -1,0 +1,198 @@
+package flows
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/geoflow/geoflow/store"
+	"github.com/geoflow/geoflow/tasks"
+)
+
+// runner executes one run's tasks.
+type runner struct {
+	f     *Flow
+	opts  RunOptions
+	log   *slog.Logger
+	runID int64
+	grace time.Duration
+	// resumed: tasks done in an earlier session of the run are not run again.
+	resumed bool
+	// replaying marks a runner executing dead letters again: a failure adds to the
+	// entry's replay history.
+	replaying bool
+
+	done map[string]chan struct{} // closed when a task has ended; read-only after setup
+	mu   sync.Mutex
+	// state and fails are read by Run once every task has ended.
+	state map[string]store.State
+	fails map[string]string
+	// unrecorded counts units whose outcome the store could not take, even after waiting:
+	// they are left for a resume.
+	unrecorded atomic.Int64
+	// storeDown is set while the store is known to be unreachable, to log an outage once.
+	storeDown atomic.Bool
+}
+
+func newRunner(f *Flow, opts RunOptions, log *slog.Logger, runID int64) *runner {
+	r := &runner{f: f, opts: opts, log: log, runID: runID,
+		done: make(map[string]chan struct{}), state: make(map[string]store.State), fails: make(map[string]string)}
+	for _, t := range f.Tasks {
+		r.done[t.ID] = make(chan struct{})
+	}
+	return r
+}
+
+func (r *runner) setState(id string, st store.State) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.state[id] = st
+}
+
+func (r *runner) getState(id string) (store.State, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	st, ok := r.state[id]
+	return st, ok
+}
+
+// runTask waits for dependencies, then plans and executes the task's units.
+func (r *runner) runTask(ctx, work context.Context, t *Task, sem chan struct{}) {
+	final := context.WithoutCancel(ctx)
+	record := func(state store.State, msg string) {
+		r.setState(t.ID, state)
+		if err := r.persist(final, "recording task state", func(ctx context.Context) error {
+			return r.opts.Store.SetTaskState(ctx, r.runID, t.ID, t.Type, state, msg)
+		}); err != nil {
+			r.log.Error("recording task state", "task", t.ID, "state", state, "err", err)
+		}
+	}
+	for _, dep := range t.DependsOn {
+		<-r.done[dep]
+		st, ran := r.getState(dep)
+		if !ran {
+			continue // not selected in this run (--task): its output is taken as it stands
+		}
+		if st != store.Done {
+			if st == store.Interrupted || ctx.Err() != nil {
+				record(store.Interrupted, "")
+				return
+			}
+			r.log.Warn("task skipped: an upstream task did not succeed", "task", t.ID, "upstream", dep, "upstream_state", st)
+			record(store.UpstreamFailed, fmt.Sprintf("upstream task %q %s", dep, st))
+			return
+		}
+	}
+	if r.resumed {
+		if st, err := r.opts.Store.TaskState(final, r.runID, t.ID); err == nil && st == store.Done {
+			r.log.Info("task already done in this run", "task", t.ID)
+			r.setState(t.ID, store.Done)
+			return
+		}
+	}
+	select {
+	case sem <- struct{}{}:
+	case <-ctx.Done():
+		record(store.Interrupted, "")
+		return
+	}
+	defer func() { <-sem }()
+	if ctx.Err() != nil {
+		record(store.Interrupted, "")
+		return
+	}
+	record(store.Running, "")
+	state, msg, dead := r.execute(ctx, work, t)
+	if state == store.Failed && dead == 0 {
+		r.mu.Lock()
+		r.fails[t.ID] = msg
+		r.mu.Unlock()
+	}
+	record(state, msg)
+}
+
+// env is what the task's units get from the runner.
+func (r *runner) env(t *Task) *tasks.Env {
+	return &tasks.Env{
+		Flow: r.f.Name, RunID: r.runID, TaskID: t.ID, Logger: r.log.With("task", t.ID),
+		HTTP: r.opts.HTTP, Store: r.opts.Store, Area: r.opts.Area,
+		Retry: t.Retry, RateLimit: t.RateLimit,
+	}
+}
+
+// execute plans and runs one task's units; it returns the task's final state, a message
+// when it did not succeed, and how many of its units failed for good.
+func (r *runner) execute(ctx, work context.Context, t *Task) (state store.State, msg string, dead int64) {
+	task, err := t.Config.New(t.ID)
+	if err != nil {
+		r.log.Error("task cannot start", "task", t.ID, "err", err)
+		return store.Failed, err.Error(), 0
+	}
+	env := r.env(t)
+	var planned []store.Unit
+	err = r.persist(ctx, "planning", func(ctx context.Context) error {
+		planned, err = task.Plan(ctx, env)
+		return err
+	})
+	if err != nil {
+		if ctx.Err() != nil {
+			return store.Interrupted, "", 0
+		}
+		env.Logger.Error("planning failed", "err", err)
+		return store.Failed, fmt.Sprintf("planning: %v", err), 0
+	}
+	final := context.WithoutCancel(ctx)
+	var open []store.Unit
+	err = r.persist(final, "recording the planned units", func(ctx context.Context) error {
+		if err := r.opts.Store.AddUnits(ctx, r.runID, t.ID, planned); err != nil {
+			return err
+		}
+		open, err = r.opts.Store.OpenUnits(ctx, r.runID, t.ID)
+		return err
+	})
+	if err != nil {
+		return store.Failed, err.Error(), 0
+	}
+	prog := r.opts.Progress.task(t.ID)
+	prog.addTotal(int64(len(open)))
+	env.Logger.Info("task started", "units", len(open), "planned", len(planned))
+
+	var deadUnits, interrupted, unrecorded atomic.Int64
+	r.drain(ctx, work, task, env, open, cmp.Or(t.RateLimit.Concurrency, 4), prog, func(_ store.Unit, state store.State) {
+		switch state {
+		case store.Failed:
+			deadUnits.Add(1)
+		case store.Interrupted:
+			interrupted.Add(1)
+		case store.Pending:
+			unrecorded.Add(1)
+		}
+	})
+	if ctx.Err() != nil || interrupted.Load() > 0 {
+		return store.Interrupted, "", deadUnits.Load()
+	}
+	r.finish(final, task, env)
+	switch {
+	case unrecorded.Load() > 0:
+		return store.Failed, fmt.Sprintf("%d units could not be recorded (the store was unavailable); resume the run", unrecorded.Load()), deadUnits.Load()
+	case deadUnits.Load() > 0:
+		return store.Failed, fmt.Sprintf("%d units failed", deadUnits.Load()), deadUnits.Load()
+	}
+	return store.Done, "", 0
+}
+
+// finish lets a task finish its work (index its table, check completeness). A problem is
+// reported loudly but does not undo work that is stored.
+func (r *runner) finish(ctx context.Context, task tasks.Task, env *tasks.Env) {
+	fin, ok := task.(tasks.Finisher)
+	if !ok {
+		return
+	}
+	if err := r.persist(ctx, "finishing the task", func(ctx context.Context) error { return fin.Finish(ctx, env) }); err != nil {
+		env.Logger.Error("task finished with a problem", "err", err)
+	}
+}

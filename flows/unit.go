@@ -1,0 +1,236 @@
+package flows
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/geoflow/geoflow/dlq"
+	"github.com/geoflow/geoflow/retry"
+	"github.com/geoflow/geoflow/store"
+	"github.com/geoflow/geoflow/tasks"
+)
+
+// unit runs one unit to its end and returns the units it planned and how it ended:
+// store.Done (its output committed with its done state), store.Failed (a dead letter),
+// store.Interrupted, or store.Pending when not even its failure could be recorded (it
+// is left for a resume).
+//
+// Faults are classified by where they happened. A source's failure (the server, the
+// network, what it sent) was retried by the rate-limit handler under the host's
+// policies; here it becomes a dead letter. A store's failure (the database restarting, a
+// full disk) is never the host's: the unit waits for the store to answer again and is
+// written again from what it already fetched, or executed again when the fault came
+// before its fetch, within its retry policy's max_elapsed.
+func (r *runner) unit(work context.Context, task tasks.Task, env *tasks.Env, u store.Unit, prog *TaskProgress) ([]store.Unit, store.State) {
+	ref := store.UnitRef{RunID: env.RunID, TaskID: env.TaskID, Key: u.Key}
+	final := context.WithoutCancel(work)
+	start := time.Now()
+	deadline := start.Add(cmp.Or(env.Retry.MaxElapsed, retry.DefaultMaxElapsed))
+	var out *tasks.Output
+	defer func() { out.Close() }()
+	for {
+		var err error
+		if out == nil {
+			if out, err = task.Execute(work, env, u); err != nil {
+				out.Close()
+				out = nil
+			}
+		}
+		var w written
+		if err == nil {
+			w, err = r.write(work, ref, out, start)
+		}
+		switch {
+		case err == nil && w.redo != nil:
+			// The task judged its output and wants the unit done differently (a tile
+			// that held more than one response is split): execute it again.
+			out.Close()
+			out, u.Spec = nil, w.redo
+			continue
+		case err == nil:
+			if out.Committed != nil {
+				out.Committed()
+			}
+			prog.finished(w.counts)
+			return w.children, store.Done
+		case work.Err() != nil && errors.Is(err, context.Canceled):
+			if err := r.persist(final, "recording an interrupted unit", func(ctx context.Context) error {
+				return r.opts.Store.EndUnit(ctx, ref, store.Interrupted, "interrupted by shutdown")
+			}); err != nil {
+				env.Logger.Error("recording an interrupted unit", "unit", u.Key, "err", err)
+			}
+			return nil, store.Interrupted
+		}
+		if f, sink := store.AsFault(err); sink && f.Temporary() && r.waitStore(work, env, f, deadline) {
+			if out != nil { // fetched already: written again from what the task holds
+				env.Logger.Info("writing the unit again after a store fault", "unit", u.Key, "class", f.Class)
+			}
+			continue
+		}
+		prog.failed()
+		return nil, r.deadLetter(final, env, u, err)
+	}
+}
+
+// written is what a unit's transaction committed.
+type written struct {
+	counts   store.Counts
+	children []store.Unit
+	redo     []byte // set when the task's Check asked for the unit to be executed again
+}
+
+// write drains out into the unit's transaction: features, file rows, then the unit's
+// done state with its counts and children; all of it commits, or none.
+func (r *runner) write(ctx context.Context, ref store.UnitRef, out *tasks.Output, start time.Time) (written, error) {
+	tx, err := r.opts.Store.BeginUnit(ctx, ref)
+	if err != nil {
+		return written{}, err
+	}
+	defer tx.Rollback(ctx)
+	w := written{counts: out.Counts, children: out.Children}
+	if out.Features != nil {
+		src, err := out.Features()
+		if err != nil {
+			return w, err
+		}
+		c, err := tx.WriteFeatures(ctx, out.Table, src)
+		if err != nil {
+			return w, err
+		}
+		w.counts.Add(c)
+		if out.Check != nil {
+			v, err := out.Check(c)
+			if err != nil {
+				return w, err
+			}
+			if v != nil && v.Redo != nil {
+				return written{redo: v.Redo}, nil // rolled back by the deferred Rollback
+			}
+			if v != nil {
+				w.children = append(w.children[:len(w.children):len(w.children)], v.Children...)
+			}
+		}
+	}
+	for _, row := range out.Tiles {
+		if _, err := tx.UpsertTile(ctx, out.TileTable, row); err != nil {
+			return w, err
+		}
+	}
+	for _, row := range out.Assets {
+		if _, err := tx.UpsertAsset(ctx, out.AssetTable, row); err != nil {
+			return w, err
+		}
+	}
+	if err := tx.Complete(ctx, w.counts, w.children, start); err != nil {
+		return w, err
+	}
+	return w, tx.Commit(ctx)
+}
+
+// deadLetter records a unit that failed for good: the unit's failed state and its
+// dead-letter entry (classified, redacted) commit together. Only the redacted error is
+// logged, so no credential reaches the logs either. It returns store.Failed, or
+// store.Pending when the store could not take the failure (the unit is then left for a
+// resume, which runs it again).
+func (r *runner) deadLetter(ctx context.Context, env *tasks.Env, u store.Unit, err error) store.State {
+	ref := store.UnitRef{RunID: env.RunID, TaskID: env.TaskID, Key: u.Key}
+	var classed dlq.Classed
+	var detailed dlq.Detailed
+	if !errors.As(err, &classed) && !errors.As(err, &detailed) {
+		err = retry.Permanent(retry.ClassOf(err), err)
+	}
+	e := dlq.FromError(err)
+	e.Flow, e.Task, e.RunID, e.Unit, e.BBox = env.Flow, env.TaskID, env.RunID, u.Key, u.BBox
+	if r.replaying {
+		e.History = []dlq.ReplayItem{{At: time.Now().UTC(), Result: dlq.ReplayFailed, Class: e.Class, Error: e.Error}}
+	}
+	env.Logger.Error("unit failed", "unit", u.Key, "class", e.Class, "err", e.Error)
+	if rerr := r.persist(ctx, "recording a dead letter", func(ctx context.Context) error {
+		_, err := r.opts.Store.RecordDeadLetter(ctx, ref, e)
+		return err
+	}); rerr != nil {
+		env.Logger.Error("the unit's failure could not be recorded; a resume runs it again", "unit", u.Key, "err", rerr)
+		r.unrecorded.Add(1)
+		return store.Pending
+	}
+	return store.Failed
+}
+
+// persist runs fn, and runs it again while it fails with a temporary store fault and the
+// store comes back within opts.StoreWait: bookkeeping waits out a database restart
+// instead of losing what the run did.
+func (r *runner) persist(ctx context.Context, what string, fn func(ctx context.Context) error) error {
+	deadline := time.Now().Add(cmp.Or(r.opts.StoreWait, 5*time.Minute))
+	for {
+		err := fn(ctx)
+		f, sink := store.AsFault(err)
+		if err == nil || !sink || !f.Temporary() {
+			return err
+		}
+		if !r.waitStore(ctx, nil, f, deadline) {
+			return fmt.Errorf("%s: %w", what, err)
+		}
+	}
+}
+
+// waitStore waits for the store to answer again after fault f, pinging it with a
+// backoff from 250ms to 5s, until deadline. It reports whether the store is back.
+func (r *runner) waitStore(ctx context.Context, env *tasks.Env, f *store.Fault, deadline time.Time) bool {
+	log := r.log
+	if env != nil {
+		log = env.Logger
+	}
+	if r.storeDown.CompareAndSwap(false, true) {
+		log.Warn("the store failed; units wait for it to come back (the source hosts are not charged)",
+			"class", f.Class, "err", f.Error())
+	}
+	for delay := 250 * time.Millisecond; ; delay = min(2*delay, 5*time.Second) {
+		if time.Now().Add(delay).After(deadline) {
+			return false
+		}
+		t := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return false
+		case <-t.C:
+		}
+		if f.Class != dlq.ClassDatabase || r.opts.Store.Ping(ctx) == nil {
+			if r.storeDown.CompareAndSwap(true, false) {
+				log.Info("the store answers again")
+			}
+			return true
+		}
+	}
+}
+
+// ExecuteUnit runs one unit of task as a run does, without the run around it: it executes
+// the unit, writes its output in the unit's transaction, marks it done and commits, and
+// returns the units it planned. A failure is returned, not dead-lettered. It is for tools
+// and tests that drive units one at a time; the unit must be recorded (store.Units.AddUnits).
+func ExecuteUnit(ctx context.Context, st store.Runner, task tasks.Task, env *tasks.Env, u store.Unit) ([]store.Unit, error) {
+	r := &runner{opts: RunOptions{Store: st}, log: env.Logger, runID: env.RunID}
+	ref := store.UnitRef{RunID: env.RunID, TaskID: env.TaskID, Key: u.Key}
+	for {
+		out, err := task.Execute(ctx, env, u)
+		if err != nil {
+			return nil, err
+		}
+		w, err := r.write(ctx, ref, out, time.Now())
+		out.Close()
+		switch {
+		case err != nil:
+			return nil, err
+		case w.redo != nil:
+			u.Spec = w.redo
+			continue
+		}
+		if out.Committed != nil {
+			out.Committed()
+		}
+		return w.children, nil
+	}
+}

@@ -1,0 +1,156 @@
+// The scanner's names: reading, checking and interning element and
+// attribute names.
+
+package gml
+
+import (
+	"encoding/xml"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// nameByte marks the ASCII bytes isNameByte accepts.
+var nameByte = func() (t [256]bool) {
+	for c := 0; c < utf8.RuneSelf; c++ {
+		t[c] = isNameByte(byte(c))
+	}
+	return t
+}()
+
+func isNameByte(c byte) bool {
+	return 'A' <= c && c <= 'Z' ||
+		'a' <= c && c <= 'z' ||
+		'0' <= c && c <= '9' ||
+		c == '_' || c == ':' || c == '.' || c == '-'
+}
+
+// readName appends a name to dst: bytes up to the first single-byte
+// character not valid in names. false without s.err: no name there.
+func (s *scanner) readName(dst []byte) ([]byte, bool) {
+	b, ok := s.mustgetc()
+	if !ok {
+		return dst, false
+	}
+	if b < utf8.RuneSelf && !isNameByte(b) {
+		s.ungetc()
+		return dst, false
+	}
+	dst = append(dst, b)
+	for {
+		i := s.pos
+		for i < s.end && (s.buf[i] >= utf8.RuneSelf || isNameByte(s.buf[i])) {
+			i++
+		}
+		dst = append(dst, s.buf[s.pos:i]...)
+		s.pos = i
+		if b, ok = s.mustgetc(); !ok {
+			return dst, false
+		}
+		if b < utf8.RuneSelf && !isNameByte(b) {
+			s.ungetc()
+			return dst, true
+		}
+		dst = append(dst, b)
+	}
+}
+
+func isName(s []byte) bool {
+	if len(s) == 0 {
+		return false
+	}
+	ascii := true
+	for _, c := range s {
+		if c >= utf8.RuneSelf {
+			ascii = false
+			break
+		}
+	}
+	if ascii {
+		c := s[0]
+		if !('A' <= c && c <= 'Z' || 'a' <= c && c <= 'z' || c == '_' || c == ':') {
+			return false
+		}
+		for _, c := range s[1:] {
+			if !isNameByte(c) {
+				return false
+			}
+		}
+		return true
+	}
+	c, n := utf8.DecodeRune(s)
+	if c == utf8.RuneError && n == 1 {
+		return false
+	}
+	if !unicode.Is(nameFirst, c) {
+		return false
+	}
+	for n < len(s) {
+		s = s[n:]
+		c, n = utf8.DecodeRune(s)
+		if c == utf8.RuneError && n == 1 {
+			return false
+		}
+		if !unicode.Is(nameFirst, c) && !unicode.Is(nameSecond, c) {
+			return false
+		}
+	}
+	return true
+}
+
+// name reads a name, as encoding/xml's name, interning it.
+func (s *scanner) name() (string, bool) {
+	// Fast path: an ASCII name whose end is in the window.
+	if s.err == nil && s.pos < s.end {
+		i := s.pos
+		if c := s.buf[i]; 'A' <= c && c <= 'Z' || 'a' <= c && c <= 'z' || c == '_' || c == ':' {
+			i++
+			for i < s.end && nameByte[s.buf[i]] {
+				i++
+			}
+			if i < s.end && s.buf[i] < utf8.RuneSelf {
+				b := s.buf[s.pos:i]
+				s.pos = i
+				return s.intern(b), true
+			}
+		}
+	}
+	var nb [64]byte
+	b, ok := s.readName(nb[:0])
+	if !ok {
+		return "", false
+	}
+	if !isName(b) {
+		s.err = s.syntaxError("invalid XML name: " + string(b))
+		return "", false
+	}
+	return s.intern(b), true
+}
+
+// intern returns b as a string, the same one for the same names: a
+// response repeats a few dozen names.
+func (s *scanner) intern(b []byte) string {
+	if v, ok := s.names[string(b)]; ok {
+		return v
+	}
+	v := string(b)
+	if len(s.names) < 4096 {
+		s.names[v] = v
+	}
+	return v
+}
+
+// nsname reads a name with an optional prefix, as encoding/xml's nsname.
+func (s *scanner) nsname() (xml.Name, bool) {
+	str, ok := s.name()
+	if !ok {
+		return xml.Name{}, false
+	}
+	if strings.Count(str, ":") > 1 {
+		return xml.Name{}, false
+	}
+	if space, local, ok := strings.Cut(str, ":"); ok && space != "" && local != "" {
+		return xml.Name{Space: space, Local: local}, true
+	}
+	return xml.Name{Local: str}, true
+}

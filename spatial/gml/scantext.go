@@ -1,0 +1,204 @@
+// The scanner's character data: text, attribute values and CDATA content,
+// with entity references and the XML character checks.
+
+package gml
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"unicode"
+	"unicode/utf8"
+)
+
+// textSpecial marks the bytes that readText cannot copy in bulk.
+var textSpecial = func() (t [256]bool) {
+	for c := 0; c < 256; c++ {
+		t[c] = c < 0x20 || c >= 0x80 || c == '<' || c == '&' || c == ']' || c == '>' || c == '"' || c == '\''
+	}
+	return t
+}()
+
+// readText is encoding/xml's text: character data up to '<' (quote < 0),
+// an attribute value up to its quote, or a CDATA section up to "]]>". It
+// returns nil on error, leaving it in s.err; the data is valid until the
+// next call.
+func (s *scanner) readText(quote int, cdata bool) []byte {
+	var b0, b1 byte
+	trunc := 0
+	check := false // data holds bytes that need the character check
+	buf := s.text[:0]
+Input:
+	for {
+		if s.err == nil {
+			i := s.pos
+			for i < s.end && !textSpecial[s.buf[i]] {
+				i++
+			}
+			if i > s.pos {
+				buf = append(buf, s.buf[s.pos:i]...)
+				s.pos = i
+				b0, b1 = 'a', 'a'
+			}
+		}
+		b, ok := s.getc()
+		if !ok {
+			if cdata {
+				if s.err == io.EOF {
+					s.err = s.syntaxError("unexpected EOF in CDATA section")
+				}
+				s.text = buf
+				return nil
+			}
+			break Input
+		}
+		if quote < 0 && b0 == ']' && b1 == ']' && b == '>' {
+			if cdata {
+				trunc = 2
+				break Input
+			}
+			s.err = s.syntaxError("unescaped ]]> not in CDATA section")
+			s.text = buf
+			return nil
+		}
+		if b == '<' && !cdata {
+			if quote >= 0 {
+				s.err = s.syntaxError("unescaped < inside quoted string")
+				s.text = buf
+				return nil
+			}
+			s.ungetc()
+			break Input
+		}
+		if quote >= 0 && b == byte(quote) {
+			break Input
+		}
+		if b == '&' && !cdata {
+			var ok bool
+			buf, ok = s.entity(buf)
+			if !ok {
+				s.text = buf
+				return nil
+			}
+			check = true
+			b0, b1 = 0, 0
+			continue Input
+		}
+		if b < 0x20 || b >= 0x80 {
+			check = true
+		}
+		switch {
+		case b == '\r':
+			buf = append(buf, '\n')
+		case b1 == '\r' && b == '\n':
+		default:
+			buf = append(buf, b)
+		}
+		b0, b1 = b1, b
+	}
+	s.text = buf
+	data := buf[:len(buf)-trunc]
+	if check {
+		for rest := data; len(rest) > 0; {
+			r, size := utf8.DecodeRune(rest)
+			if r == utf8.RuneError && size == 1 {
+				s.err = s.syntaxError("invalid UTF-8")
+				return nil
+			}
+			rest = rest[size:]
+			if !isInCharacterRange(r) {
+				s.err = s.syntaxError(fmt.Sprintf("illegal character code %U", r))
+				return nil
+			}
+		}
+	}
+	return data
+}
+
+// entity reads a reference whose '&' was just read and appends its text;
+// false means an error, in s.err.
+func (s *scanner) entity(buf []byte) ([]byte, bool) {
+	b, ok := s.mustgetc()
+	if !ok {
+		return buf, false
+	}
+	var name []byte
+	if b == '#' {
+		if b, ok = s.mustgetc(); !ok {
+			return buf, false
+		}
+		base := 10
+		if b == 'x' {
+			base = 16
+			if b, ok = s.mustgetc(); !ok {
+				return buf, false
+			}
+		}
+		var digits [32]byte
+		d := digits[:0]
+		for '0' <= b && b <= '9' ||
+			base == 16 && 'a' <= b && b <= 'f' ||
+			base == 16 && 'A' <= b && b <= 'F' {
+			d = append(d, b)
+			if b, ok = s.mustgetc(); !ok {
+				return buf, false
+			}
+		}
+		ent := "&#"
+		if base == 16 {
+			ent += "x"
+		}
+		ent += string(d)
+		if b != ';' {
+			s.ungetc()
+			ent += " (no semicolon)"
+		} else {
+			n, err := strconv.ParseUint(string(d), base, 64)
+			if err == nil && n <= unicode.MaxRune {
+				return utf8.AppendRune(buf, rune(n)), true
+			}
+			ent += ";"
+		}
+		s.err = s.syntaxError("invalid character entity " + ent)
+		return buf, false
+	}
+	s.ungetc()
+	var nb [16]byte
+	name, ok = s.readName(nb[:0])
+	if !ok && s.err != nil {
+		return buf, false
+	}
+	if b, ok = s.mustgetc(); !ok {
+		return buf, false
+	}
+	if b != ';' {
+		s.ungetc()
+		s.err = s.syntaxError("invalid character entity &" + string(name) + " (no semicolon)")
+		return buf, false
+	}
+	if isName(name) {
+		switch string(name) {
+		case "lt":
+			return append(buf, '<'), true
+		case "gt":
+			return append(buf, '>'), true
+		case "amp":
+			return append(buf, '&'), true
+		case "apos":
+			return append(buf, '\''), true
+		case "quot":
+			return append(buf, '"'), true
+		}
+	}
+	s.err = s.syntaxError("invalid character entity &" + string(name) + ";")
+	return buf, false
+}
+
+func isInCharacterRange(r rune) bool {
+	return r == 0x09 ||
+		r == 0x0A ||
+		r == 0x0D ||
+		r >= 0x20 && r <= 0xD7FF ||
+		r >= 0xE000 && r <= 0xFFFD ||
+		r >= 0x10000 && r <= 0x10FFFF
+}

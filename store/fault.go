@@ -1,0 +1,67 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/geoflow/geoflow/dlq"
+)
+
+// Fault is a failure of where output goes (the database, the disk), never of a source:
+// the runner retries the unit after the sink is back instead of charging the failure to
+// a remote host. Store implementations translate every database error into a Fault;
+// tasks wrap file-system failures with DiskFault.
+type Fault struct {
+	Class dlq.Class // dlq.ClassDatabase or dlq.ClassDisk
+	Op    string    // what was being done: "inserting into public.parcels"
+	Code  string    // the database's error code (SQLSTATE), when it answered one
+	Msg   string    // what went wrong, without credentials
+	// Temp says a new attempt may succeed once the sink is back: a lost or refused
+	// connection, a server shutting down or restarting, a deadlock, a full disk.
+	Temp bool
+	Err  error
+}
+
+func (f *Fault) Error() string {
+	if f.Msg == "" && f.Err != nil {
+		return fmt.Sprintf("%s: %v", f.Op, f.Err)
+	}
+	return fmt.Sprintf("%s: %s", f.Op, f.Msg)
+}
+
+// Unwrap returns the underlying error.
+func (f *Fault) Unwrap() error { return f.Err }
+
+// FailureClass implements dlq.Classed.
+func (f *Fault) FailureClass() dlq.Class { return f.Class }
+
+// Temporary tells whether waiting for the sink and trying again may help.
+func (f *Fault) Temporary() bool { return f.Temp }
+
+// DiskFault wraps a file-system failure while doing op. Every disk failure is taken as
+// temporary (a full disk is freed, a mount comes back) within the unit's time budget.
+func DiskFault(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return &Fault{Class: dlq.ClassDisk, Op: op, Temp: true, Err: err}
+}
+
+// AsFault returns the Fault in err's chain, if any.
+func AsFault(err error) (*Fault, bool) {
+	var f *Fault
+	ok := errors.As(err, &f)
+	return f, ok
+}
+
+// Sentinels every implementation returns (wrapped) for the same conditions.
+var (
+	// ErrNotFound: a record asked for does not exist.
+	ErrNotFound = errors.New("store: not found")
+	// ErrNothingToResume: StartRun with Resume found no unfinished run of the flow.
+	ErrNothingToResume = errors.New("store: no unfinished run to resume")
+	// ErrRunBusy: HoldRun found the run executed by another process.
+	ErrRunBusy = errors.New("store: the run is being executed by another process")
+	// ErrMigrationsPending: the schema is behind the binary.
+	ErrMigrationsPending = errors.New("store: database migrations pending")
+)

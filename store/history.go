@@ -1,0 +1,60 @@
+package store
+
+import (
+	"context"
+	"time"
+)
+
+// RunRecord is one run as the run history shows it. The unit and feature counts of a run
+// that is still going are counted live from its units; those of a finished run are the
+// totals recorded when it finished.
+type RunRecord struct {
+	ID               int64      `json:"id"`
+	Flow             string     `json:"flow"`
+	Status           State      `json:"status"`
+	Trigger          string     `json:"trigger"`
+	ScheduledFor     *time.Time `json:"scheduled_for"`
+	StartedAt        time.Time  `json:"started_at"`
+	FinishedAt       *time.Time `json:"finished_at"`
+	UnitsTotal       int64      `json:"units_total"`
+	UnitsDone        int64      `json:"units_done"`
+	UnitsDead        int64      `json:"units_dead"`
+	FeaturesInserted int64      `json:"features_inserted"`
+	FeaturesSkipped  int64      `json:"features_skipped"`
+	FeaturesUpdated  int64      `json:"features_updated"`
+	Error            string     `json:"error,omitempty"`
+	// Tasks is filled by GetRun only.
+	Tasks []TaskRecord `json:"tasks,omitempty"`
+}
+
+// TaskRecord is one task of a run.
+type TaskRecord struct {
+	Task             string     `json:"task"`
+	Type             string     `json:"type"`
+	State            State      `json:"state"`
+	StartedAt        *time.Time `json:"started_at"`
+	FinishedAt       *time.Time `json:"finished_at"`
+	UnitsTotal       int64      `json:"units_total"`
+	UnitsDone        int64      `json:"units_done"`
+	UnitsDead        int64      `json:"units_dead"`
+	FeaturesInserted int64      `json:"features_inserted"`
+	FeaturesSkipped  int64      `json:"features_skipped"`
+	Error            string     `json:"error,omitempty"`
+}
+
+// RunFilter selects runs for ListRuns. The zero value selects the latest 100 runs.
+type RunFilter struct {
+	Flow   string // "" for every flow
+	Status string // "" for every status
+	// Limit caps how many runs are returned, latest first. Defaults to 100; negative
+	// means no limit.
+	Limit int
+}
+
+// History reads the run history.
+type History interface {
+	// ListRuns returns runs, latest first.
+	ListRuns(ctx context.Context, f RunFilter) ([]RunRecord, error)
+	// GetRun returns one run with its tasks, or fails wrapping ErrNotFound.
+	GetRun(ctx context.Context, id int64) (RunRecord, error)
+}

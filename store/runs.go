@@ -1,0 +1,162 @@
+package store
+
+import (
+	"context"
+	"time"
+
+	"github.com/paulmach/orb"
+
+	"github.com/geoflow/geoflow/dlq"
+)
+
+// RunStart says which run to start.
+type RunStart struct {
+	Flow string
+	// FlowFile is the absolute path the flow was read from; FlowText its resolved text
+	// (environment variables expanded, secrets included: it stays in the store, which
+	// holds the features and credentials' reach anyway) and FlowHash the hex sha-256 of
+	// FlowText. Resume and replay run the recorded text, not whatever the file holds then.
+	FlowFile, FlowText, FlowHash string
+	Trigger                      string     // TriggerManual (default), TriggerSchedule, TriggerReplay
+	Area                         *orb.Bound // --bbox, lon/lat; nil for none
+	OnlyTasks                    []string   // --task; nil for all
+	// ScheduledFor is the fire time of a scheduled run; nil otherwise.
+	ScheduledFor *time.Time
+	// Resume continues the latest unfinished run of Flow instead of starting a new one:
+	// one that is running with no process holding it (a crash), interrupted, or failed
+	// with units or tasks left that are neither done nor dead-lettered.
+	Resume bool
+}
+
+// Run is a run this process holds: no other process resumes or replays it meanwhile.
+// Close releases it.
+type Run struct {
+	ID        int64
+	Flow      string
+	Resumed   bool
+	StartedAt time.Time
+	// Area and OnlyTasks are what the run was started with; a resumed run carries those
+	// it recorded when it first started, whatever the resume asked for.
+	Area      *orb.Bound
+	OnlyTasks []string
+	// FlowFile, FlowText and FlowHash are as recorded when the run first started; a run
+	// recorded before flows were kept has FlowText "".
+	FlowFile, FlowText, FlowHash string
+	// Release, set by the store, gives the run's hold back; Close calls it once.
+	Release func()
+}
+
+// Close releases the run. It is safe to call more than once.
+func (r *Run) Close() {
+	if r != nil && r.Release != nil {
+		r.Release()
+		r.Release = nil
+	}
+}
+
+// RunSummary is what a run did, summed over its tasks.
+type RunSummary struct {
+	ID                                int64
+	Flow                              string
+	Status                            State
+	UnitsTotal, UnitsDone, UnitsDead  int64
+	Inserted, Skipped, Updated, Bytes int64
+	StartedAt                         time.Time
+	FinishedAt                        *time.Time
+}
+
+// RunInfo is what a run recorded when it started, as a replay needs it.
+type RunInfo struct {
+	ID       int64
+	Flow     string
+	Status   State
+	Area     *orb.Bound // --bbox of the run; nil for none
+	FlowFile string     // absolute path; "" for runs that recorded none
+	FlowText string     // the resolved flow as it ran; "" for runs recorded before flows were kept
+	FlowHash string
+}
+
+// Runs records runs and their tasks.
+type Runs interface {
+	// StartRun records a new run, or takes over an unfinished one (Resume), and holds it.
+	// With Resume and nothing to resume it fails wrapping ErrNothingToResume.
+	StartRun(ctx context.Context, st RunStart) (*Run, error)
+	// FinishRun records the run's final status and returns its totals.
+	FinishRun(ctx context.Context, runID int64, status State, errMsg string) (RunSummary, error)
+	// TaskState returns a task's recorded state, Pending when it has none.
+	TaskState(ctx context.Context, runID int64, task string) (State, error)
+	// SetTaskState records a task's state (and its type, and a message when it failed).
+	SetTaskState(ctx context.Context, runID int64, task, typ string, state State, errMsg string) error
+	// RunInfo reads a run, or fails wrapping ErrNotFound.
+	RunInfo(ctx context.Context, runID int64) (RunInfo, error)
+	// HoldRun holds a run without waiting, or fails wrapping ErrRunBusy when another
+	// process executes it.
+	HoldRun(ctx context.Context, runID int64) (*Run, error)
+}
+
+// Units records a run's units and commits each unit's output with its outcome.
+type Units interface {
+	// AddUnits records planned units as pending; units already recorded are left as
+	// they are (a resumed run plans again).
+	AddUnits(ctx context.Context, runID int64, task string, units []Unit) error
+	// OpenUnits returns the task's units that are not done, in key order.
+	OpenUnits(ctx context.Context, runID int64, task string) ([]Unit, error)
+	// Unit returns a recorded unit and its state, or fails wrapping ErrNotFound.
+	Unit(ctx context.Context, ref UnitRef) (Unit, State, error)
+	// EndUnit records a unit that ended without output (interrupted, or failed with no
+	// dead letter recorded).
+	EndUnit(ctx context.Context, ref UnitRef, state State, errMsg string) error
+	// BeginUnit opens the transaction a unit's output is written in.
+	BeginUnit(ctx context.Context, ref UnitRef) (UnitTx, error)
+}
+
+// UnitTx is one unit's transaction: its output, then its completion, commit together or
+// not at all. It is used by one goroutine.
+type UnitTx interface {
+	// WriteFeatures streams src into t, reporting features inserted, already present
+	// (skipped) and, in upsert mode, updated. src is read until io.EOF; any other error
+	// from src aborts the write and is returned unchanged (wrapped), so the caller can
+	// tell its source's failure from the store's (a *Fault).
+	WriteFeatures(ctx context.Context, t *FeatureTable, src FeatureSource) (Counts, error)
+	// UpsertTile records one tile: Inserted 1 for a new row, Updated 1 for a changed one.
+	// The tile's file is already in place.
+	UpsertTile(ctx context.Context, t *TileTable, row TileRow) (Counts, error)
+	// UpsertAsset records one imagery file, as UpsertTile does a tile.
+	UpsertAsset(ctx context.Context, t *AssetTable, row AssetRow) (Counts, error)
+	// Complete marks the unit done with counts, started at start (its attempt counted),
+	// and records children as pending units of the same task, their Parent set to it.
+	Complete(ctx context.Context, c Counts, children []Unit, start time.Time) error
+	// Commit commits; Rollback discards (a no-op after Commit). Rollback must be called
+	// on every path; it survives ctx's cancellation.
+	Commit(ctx context.Context) error
+	Rollback(ctx context.Context)
+}
+
+// DeadLetterSink is how the runner records units that failed for good.
+type DeadLetterSink interface {
+	// RecordDeadLetter marks the unit failed and records (or updates) its entry, in one
+	// transaction, returning the entry's id.
+	RecordDeadLetter(ctx context.Context, ref UnitRef, e dlq.Entry) (int64, error)
+	// CloseDeadLetters marks replayed the open entries of run whose units are now done.
+	CloseDeadLetters(ctx context.Context, runID int64) (int64, error)
+	// DeadLetterCounts counts a run's open entries by class.
+	DeadLetterCounts(ctx context.Context, runID int64) (map[dlq.Class]int64, error)
+}
+
+// Pinger tells whether the store answers.
+type Pinger interface {
+	Ping(ctx context.Context) error
+}
+
+// Runner is everything the flow runner needs: its own bookkeeping, and what its tasks
+// need (TaskStore).
+type Runner interface {
+	Migrator
+	Pinger
+	Runs
+	Units
+	DeadLetterSink
+	TaskStore
+	// DeadLetters is there for replays, which read and close entries.
+	DeadLetters
+}

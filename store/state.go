@@ -1,0 +1,24 @@
+package store
+
+// State is where a run, a task or a unit stands, as recorded. The values are stored, so
+// they never change.
+type State string
+
+// The states. A run is running, then done, failed or interrupted; a task and a unit also
+// start pending, and a task whose upstream task did not succeed is upstream_failed. A
+// unit is failed when it has a dead letter (or could not get one recorded).
+const (
+	Pending        State = "pending"
+	Running        State = "running"
+	Done           State = "done"
+	Failed         State = "failed"
+	UpstreamFailed State = "upstream_failed"
+	Interrupted    State = "interrupted"
+)
+
+// Triggers: why a run started.
+const (
+	TriggerManual   = "manual"
+	TriggerSchedule = "schedule"
+	TriggerReplay   = "replay"
+)

@@ -1,0 +1,55 @@
+package store
+
+import (
+	"context"
+	"time"
+
+	"github.com/geoflow/geoflow/dlq"
+)
+
+// MigrationState is one migration and whether it is applied.
+type MigrationState struct {
+	Version   int
+	Name      string
+	AppliedAt *time.Time // nil when pending
+}
+
+// Migrator brings the store's schema up to date.
+type Migrator interface {
+	// Migrate applies every pending migration and returns those it applied.
+	Migrate(ctx context.Context) ([]MigrationState, error)
+	// MigrationStatus lists every migration and whether it is applied.
+	MigrationStatus(ctx context.Context) ([]MigrationState, error)
+}
+
+// Health is what a server's readiness check asks.
+type Health interface {
+	Pinger
+	// CheckMigrations returns nil when the schema is current, else an error wrapping
+	// ErrMigrationsPending.
+	CheckMigrations(ctx context.Context) error
+}
+
+// DeadLetters is what the triage commands need: read, summarise and close entries.
+type DeadLetters interface {
+	ListDeadLetters(ctx context.Context, f dlq.Filter) ([]dlq.Entry, error)
+	// GetDeadLetter returns one entry, or fails wrapping dlq.ErrNotFound.
+	GetDeadLetter(ctx context.Context, id int64) (dlq.Entry, error)
+	DeadLetterStats(ctx context.Context, f dlq.Filter) ([]dlq.StatsRow, error)
+	// MarkReplayed appends a replay to an entry's history, closing it when item succeeded.
+	MarkReplayed(ctx context.Context, id int64, item dlq.ReplayItem) error
+	// DiscardDeadLetters closes open entries without replaying them; it returns the ids closed.
+	DiscardDeadLetters(ctx context.Context, ids []int64) ([]int64, error)
+	// PurgeDeadLetters deletes entries whose last failure is before before, in statuses.
+	PurgeDeadLetters(ctx context.Context, before time.Time, statuses ...dlq.Status) (int64, error)
+}
+
+// Store is every consumer's interface at once: what a process opens once (cmd) and hands
+// to each consumer, which takes only the interface it needs. Close releases it.
+type Store interface {
+	Runner
+	Health
+	History
+	Fires
+	Close()
+}

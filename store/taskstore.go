@@ -1,0 +1,51 @@
+package store
+
+import (
+	"context"
+
+	"github.com/paulmach/orb"
+)
+
+// TaskStore is what a task may ask of the store while it plans and executes units:
+// setting up its target, reading what it stored before. Writes of a unit's output go
+// through the runner's UnitTx, never through here.
+type TaskStore interface {
+	FeatureTables
+	TileStore
+	AssetStore
+	// TaskExtent is the lon/lat extent of what another task of a flow stored in its
+	// latest finished run (bbox_from); ok is false when it stored nothing.
+	TaskExtent(ctx context.Context, flow, task string) (b orb.Bound, ok bool, err error)
+}
+
+// FeatureTables sets up and inspects feature tables.
+type FeatureTables interface {
+	// EnsureFeatureTable creates t when it is missing, with its geometry, bookkeeping
+	// columns and indexes, and fails with a clear error when a table of that name exists
+	// with incompatible columns. It is called before anything is fetched.
+	EnsureFeatureTable(ctx context.Context, t *FeatureTable) error
+	// FinishFeatureTable creates indexes that EnsureFeatureTable deferred for a table it
+	// created. It is idempotent and cheap when there is nothing to do.
+	FinishFeatureTable(ctx context.Context, t *FeatureTable) error
+	// CountFeatures counts the distinct features of t inside a lon/lat box, for
+	// completeness checks.
+	CountFeatures(ctx context.Context, t *FeatureTable, bbox orb.Bound) (int64, error)
+}
+
+// TileStore keeps the index of map tiles written to disk.
+type TileStore interface {
+	// EnsureTileTable creates t when it is missing (a spatial index on footprint, a
+	// unique key on z, x, y) and fails clearly when a table of that name has other columns.
+	EnsureTileTable(ctx context.Context, t *TileTable) error
+	// LookupTile returns what is stored of tile z/x/y, or nil when it has no row.
+	LookupTile(ctx context.Context, t *TileTable, z, x, y int) (*StoredFile, error)
+}
+
+// AssetStore keeps the index of imagery files (WMS chips, STAC assets) written to disk.
+type AssetStore interface {
+	// EnsureAssetTable creates t when it is missing and fails clearly when a table of
+	// that name has other columns.
+	EnsureAssetTable(ctx context.Context, t *AssetTable) error
+	// LookupAsset returns what is stored of one asset, or nil when it has no row.
+	LookupAsset(ctx context.Context, t *AssetTable, collection, item, asset string) (*StoredFile, error)
+}

@@ -1,0 +1,50 @@
+package store
+
+import (
+	"encoding/json"
+
+	"github.com/paulmach/orb"
+)
+
+// Unit is one piece of a task's work: a bbox tile or page of a WFS layer, a map tile, an
+// image. Units are recorded before they run, so a restarted run knows what is left and a
+// replay can execute exactly the same unit again.
+type Unit struct {
+	// Key identifies the unit within its task and run, stably across restarts
+	// (for example "q.0.3" for a tile of a layer or "12/2200/1343" for a map tile).
+	Key string
+	// Parent is the key of the unit that planned this one, or "" for planned units.
+	Parent string
+	// BBox is the unit's lon/lat footprint; nil for units that are not spatial.
+	BBox *orb.Bound
+	// Spec holds whatever the task needs to execute the unit again after a restart.
+	// It is stored and handed back unchanged; nil means no extra data.
+	Spec json.RawMessage
+}
+
+// UnitRef names a unit of a run.
+type UnitRef struct {
+	RunID  int64
+	TaskID string
+	Key    string
+}
+
+// Counts is what writing a unit's output did. The counts are of features for feature
+// tasks and of files for tile and imagery tasks.
+type Counts struct {
+	Inserted int64 // new rows or files
+	Skipped  int64 // already present (same payload hash, or 304 Not Modified)
+	Updated  int64 // changed rows in upsert mode, or rewritten files
+	Bytes    int64 // response bytes read
+}
+
+// Add accumulates o into c.
+func (c *Counts) Add(o Counts) {
+	c.Inserted += o.Inserted
+	c.Skipped += o.Skipped
+	c.Updated += o.Updated
+	c.Bytes += o.Bytes
+}
+
+// Total is the number of features or files the output held.
+func (c Counts) Total() int64 { return c.Inserted + c.Skipped + c.Updated }

@@ -1,0 +1,347 @@
+package wfs
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"strings"
+
+	"github.com/paulmach/orb"
+
+	"github.com/geoflow/geoflow/dlq"
+	"github.com/geoflow/geoflow/retry"
+	"github.com/geoflow/geoflow/spatial"
+	"github.com/geoflow/geoflow/store"
+	"github.com/geoflow/geoflow/tasks"
+)
+
+// Execute implements tasks.Task: a tile is counted (or its count estimated), then either
+// fetched in one response or split into smaller tiles; a page unit is fetched as planned.
+func (t *Task) Execute(ctx context.Context, env *tasks.Env, u store.Unit) (*tasks.Output, error) {
+	p, err := t.prepare(ctx, env)
+	if err != nil {
+		return nil, err
+	}
+	if u.BBox == nil {
+		return nil, retry.Permanent(dlq.ClassInvalid, fmt.Errorf("unit %s has no bbox", u.Key))
+	}
+	var sp spec
+	if len(u.Spec) > 0 {
+		if err := json.Unmarshal(u.Spec, &sp); err != nil {
+			return nil, retry.Permanent(dlq.ClassInvalid, fmt.Errorf("unit %s: bad spec %s: %w", u.Key, u.Spec, err))
+		}
+	}
+	bbox := *u.BBox
+	ps := t.pageSize.Load()
+	switch {
+	case sp.Page:
+		return t.fetch(ctx, env, p, u, sp, bbox, sp.Start, cmp.Or(sp.Size, ps), -1, false)
+	case sp.Split:
+		n := cmp.Or(sp.Count, -1)
+		if n < 0 && p.caps.Hits {
+			if n, err = t.hits(ctx, env, p, u.Key, bbox); err != nil {
+				return nil, err
+			}
+		}
+		return t.split(env, p, u, sp, bbox, n)
+	}
+	// How many features does the tile hold? Known exactly (the plan counted the root),
+	// estimated from the parent's count (small enough: fetch at once, a full page says
+	// otherwise), or asked of the server with RESULTTYPE=hits.
+	n := int64(-1)
+	optimistic := false
+	switch {
+	case sp.Exact:
+		n = sp.Count
+	case sp.Count > 0 && float64(sp.Count) <= fill*float64(ps) && p.version == "2.0.0" && t.estimatesHold():
+		// Only WFS 2.0 says reliably in the response how many features matched, which is
+		// what tells an overfull tile fetched without counting.
+		optimistic = true
+	case p.caps.Hits:
+		if n, err = t.hits(ctx, env, p, u.Key, bbox); err != nil {
+			return nil, err
+		}
+	}
+	switch {
+	case n == 0:
+		return &tasks.Output{}, nil
+	case n > ps:
+		return t.split(env, p, u, sp, bbox, n)
+	}
+	if optimistic {
+		t.optimistic.Add(1)
+	}
+	out, err := t.fetch(ctx, env, p, u, sp, bbox, 0, ps, n, true)
+	var short *shortPage
+	if !errors.As(err, &short) {
+		return out, err
+	}
+	// The response said at once that the tile holds more than a page: split it now.
+	return t.split(env, p, u, sp, bbox, t.learn(env, short, ps, n))
+}
+
+// learn takes in a response that held less than its tile: an estimate that was wrong
+// (counted, so estimates stop when the data is uneven), or a server that caps pages below
+// what it advertised, whose real page size is then used. It returns the tile's count as
+// best known, -1 when unknown.
+func (t *Task) learn(env *tasks.Env, short *shortPage, ps, n int64) int64 {
+	if short.optimistic {
+		t.overflows.Add(1)
+	}
+	if short.got > 0 && short.got < ps {
+		if t.pageSize.CompareAndSwap(ps, short.got) {
+			env.Logger.Warn("server returns fewer features per page than advertised; using its real page size",
+				"advertised", ps, "actual", short.got)
+		}
+	}
+	return max(n, short.matched)
+}
+
+// estimatesHold tells whether fetching tiles on their estimated count still pays: every
+// overflow wastes a page, so once more than one in eight overflows (the data is uneven)
+// tiles are counted first again.
+func (t *Task) estimatesHold() bool {
+	n := t.optimistic.Load()
+	return n < 8 || 8*t.overflows.Load() <= n
+}
+
+// split plans a grid of smaller tiles as the unit's children or, where the tile cannot
+// be split further (all features on one spot), sorted pages. With a count n, the grid is
+// cut at once to tiles of about fill pages each (k x k, k up to 16), instead of halving
+// again and again, and each child carries its share of n as an estimate; without one
+// (-1), the tile is quartered and its children count themselves.
+func (t *Task) split(env *tasks.Env, p *prepared, u store.Unit, sp spec, bbox orb.Bound, n int64) (*tasks.Output, error) {
+	ps := t.pageSize.Load()
+	k := 2
+	if n > 0 {
+		k = min(16, max(2, int(math.Ceil(math.Sqrt(float64(n)/(fill*float64(ps)))))))
+	}
+	w, h := (bbox.Max[0]-bbox.Min[0])/float64(k), (bbox.Max[1]-bbox.Min[1])/float64(k)
+	var children []store.Unit
+	if sp.Depth < maxDepth && w > minTileDeg && h > minTileDeg {
+		var est int64
+		if n > 0 {
+			est = max(1, (n+int64(k*k)-1)/int64(k*k))
+		}
+		for i := range k {
+			for j := range k {
+				b := orb.Bound{
+					Min: orb.Point{bbox.Min[0] + float64(i)*w, bbox.Min[1] + float64(j)*h},
+					Max: orb.Point{bbox.Min[0] + float64(i+1)*w, bbox.Min[1] + float64(j+1)*h},
+				}
+				if i == k-1 {
+					b.Max[0] = bbox.Max[0] // no gap from rounding at the far edges
+				}
+				if j == k-1 {
+					b.Max[1] = bbox.Max[1]
+				}
+				cs, _ := json.Marshal(spec{Depth: sp.Depth + 1, Count: est})
+				children = append(children, store.Unit{Key: fmt.Sprintf("%s.%d.%d", u.Key, i, j), BBox: &b, Spec: cs})
+			}
+		}
+		return &tasks.Output{Children: children}, nil
+	}
+	if n < 0 {
+		return nil, retry.Permanent(dlq.ClassParse, fmt.Errorf("tile %s cannot be split further and the server cannot count it", u.Key))
+	}
+	if !p.caps.ImplementsSorting && t.warnedOrd.CompareAndSwap(false, true) {
+		env.Logger.Warn("paging a tile that cannot be split, on a server without sorting: pages may overlap or miss features", "unit", u.Key)
+	}
+	for start := int64(0); start < n; start += ps {
+		b := bbox
+		cs, _ := json.Marshal(spec{Depth: sp.Depth, Page: true, Start: start, Size: ps, Total: n})
+		children = append(children, store.Unit{Key: fmt.Sprintf("%s/p%d", u.Key, start), BBox: &b, Spec: cs})
+	}
+	return &tasks.Output{Children: children}, nil
+}
+
+// shortPage says a response held fewer features than the server matched: the tile must
+// be split or paged instead.
+type shortPage struct {
+	got, matched int64
+	optimistic   bool // the tile was fetched on an estimated count
+}
+
+func (e *shortPage) Error() string {
+	return fmt.Sprintf("the server returned %d of %d features", e.got, e.matched)
+}
+
+// fetch downloads one page of a tile into a spool and returns it as the unit's output.
+// expected is the tile's hits count, or -1. With mayShort (a tile, not a page), a
+// response holding less than the tile's features makes the unit split the tile instead:
+// said by the response's head (fetch returns *shortPage), or found once its features are
+// written (the output's Check asks the runner to execute the unit again as a split). A
+// page unit (sp.Page) that comes back short while its tile has more plans the rest as
+// another page.
+func (t *Task) fetch(ctx context.Context, env *tasks.Env, p *prepared, u store.Unit, sp spec, bbox orb.Bound,
+	start, count, expected int64, mayShort bool) (*tasks.Output, error) {
+	q := t.getFeature(p, bbox, start, count, false, !mayShort)
+	var body *tasks.Spool
+	err := env.HTTP.Do(ctx, t.request(env, p, u.Key, q), func(resp *http.Response) error {
+		body.Close() // an earlier attempt's
+		body = tasks.NewSpool()
+		if err := checkContentType(resp); err != nil {
+			return err
+		}
+		// The head of the response is decoded as it arrives: an exception report, an
+		// HTML page or (for a tile fetched on an estimate) a numberMatched above the page
+		// shows before the rest is downloaded. The rest is spooled as it is.
+		head := t.source(env, p, u.Key, io.TeeReader(resp.Body, body), bbox)
+		if mayShort && p.version == "2.0.0" {
+			head.limit = count
+		}
+		if _, err := head.Next(); err != nil && err != io.EOF {
+			if _, sink := store.AsFault(err); sink {
+				return err // the spool's disk, not the server
+			}
+			var short *shortPage
+			if errors.As(err, &short) {
+				short.optimistic = expected < 0
+				return retry.Permanent(dlq.ClassParse, short) // not a failure: Execute splits
+			}
+			if !errors.Is(err, io.ErrUnexpectedEOF) && cutOff(resp.Body) {
+				// A decode error followed by a broken connection is a body cut off
+				// mid-stream, whatever bytes came before the cut.
+				return retry.Transient(dlq.ClassTruncated, fmt.Errorf("body cut off mid-stream: %w", err))
+			}
+			return classify(err)
+		}
+		_, err := body.ReadFrom(resp.Body)
+		return err // a cut-off body is classed truncated by the handler, a full disk as a sink fault
+	})
+	if err != nil {
+		body.Close()
+		var short *shortPage
+		if errors.As(err, &short) {
+			return nil, short
+		}
+		return nil, err
+	}
+	var last *featureSource
+	out := &tasks.Output{
+		Table:   p.table,
+		Counts:  store.Counts{Bytes: body.Len()},
+		Release: body.Close,
+		Features: func() (store.FeatureSource, error) {
+			r, err := body.Reader()
+			if err != nil {
+				return nil, err
+			}
+			last = t.source(env, p, u.Key, r, bbox)
+			return last, nil
+		},
+	}
+	out.Check = func(w store.Counts) (*tasks.Verdict, error) {
+		// Features the decoder refused (curves) were in the response: they count as
+		// received, or one refusal would make the tile look short forever.
+		got := w.Total() + int64(last.refused)
+		matched := last.meta().NumberMatched
+		if p.version != "2.0.0" && matched <= got {
+			// 1.x numberOfFeatures may count what this response holds, not what
+			// matched: only a larger number proves the page short.
+			matched = -1
+		}
+		if expected >= 0 && start == 0 && got < expected {
+			matched = max(matched, expected)
+		}
+		// A full page that is not the whole tile: the tile needs splitting.
+		if mayShort && (matched > got || (matched < 0 && expected < 0 && got >= count)) {
+			n := t.learn(env, &shortPage{got: got, matched: matched, optimistic: expected < 0}, count, expected)
+			redo, _ := json.Marshal(spec{Depth: sp.Depth, Split: true, Count: max(n, 0)})
+			return &tasks.Verdict{Redo: redo}, nil
+		}
+		if sp.Page && got > 0 && got < count && start+got < sp.Total {
+			// The server capped this page below its planned size: the rest of the page
+			// is another page, or those features would never be asked for.
+			rest, _ := json.Marshal(spec{Depth: sp.Depth, Page: true, Start: start + got, Size: count - got, Total: sp.Total})
+			tile, _, _ := strings.Cut(u.Key, "/p")
+			b := bbox
+			env.Logger.Warn("page came back short; asking for the rest", "unit", u.Key, "got", got, "size", count)
+			return &tasks.Verdict{Children: []store.Unit{{Key: fmt.Sprintf("%s/p%d", tile, start+got), BBox: &b, Spec: rest}}}, nil
+		}
+		return nil, nil
+	}
+	return out, nil
+}
+
+// cutOff drains what is left of a body after a decode error and tells whether the
+// connection then broke instead of ending cleanly.
+func cutOff(body io.Reader) bool {
+	_, err := io.Copy(io.Discard, io.LimitReader(body, 4<<20))
+	return err != nil
+}
+
+// classify marks a decode error of a response's head for the retry handler.
+func classify(err error) error {
+	var ex *spatial.ExceptionReport
+	var nf *spatial.NotFeaturesError
+	var pe *store.PropertyError
+	switch {
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return retry.Transient(dlq.ClassTruncated, err)
+	case errors.As(err, &ex):
+		if transientException(ex) {
+			return retry.Transient(dlq.ClassExceptionReport, err)
+		}
+		return retry.Permanent(dlq.ClassExceptionReport, err)
+	case errors.As(err, &nf):
+		if nf.Kind == "html" {
+			// A proxy's error page answered with 200: the server behind it may recover.
+			return retry.Transient(dlq.ClassParse, fmt.Errorf("the server answered an HTML page instead of features: %w", err))
+		}
+		return retry.Permanent(dlq.ClassParse, err)
+	case errors.As(err, &pe):
+		return retry.Permanent(dlq.ClassParse, err)
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return err
+	}
+	return retry.Permanent(dlq.ClassParse, err)
+}
+
+// classifyException is the retry handler's Classify hook for answers with an error
+// status: an OGC exception report in the body decides whether asking again can help.
+func classifyException(status int, body []byte) error {
+	ex, ok := spatial.ParseExceptionReport(body)
+	if !ok {
+		return nil
+	}
+	err := fmt.Errorf("HTTP %d: %w", status, ex)
+	if transientException(ex) {
+		return retry.Transient(dlq.ClassExceptionReport, err)
+	}
+	return retry.Permanent(dlq.ClassExceptionReport, err)
+}
+
+// transientException tells a server's own failures from requests that can never succeed.
+// The client's mistakes have codes of their own; NoApplicableCode is the catch-all that
+// servers use for everything else, including their backend failing: MapServer answers
+// "msPostGISLayerOpen(): Query error. Database connection failed" with it while its
+// database restarts, and is back seconds later. So an exception report is retried unless
+// its code says the request itself is wrong.
+func transientException(ex *spatial.ExceptionReport) bool {
+	switch ex.Code {
+	case "InvalidParameterValue", "MissingParameterValue", "OperationNotSupported", "OptionNotSupported",
+		"VersionNegotiationFailed", "InvalidUpdateSequence", "OperationParsingFailed", "InvalidFormat", "NotFound":
+		return false
+	case "NoApplicableCode", "OperationProcessingFailed":
+		return true
+	}
+	low := strings.ToLower(ex.Text)
+	return strings.Contains(low, "timeout") || strings.Contains(low, "timed out") ||
+		strings.Contains(low, "too many") || strings.Contains(low, "temporar") || strings.Contains(low, "unavailable") ||
+		strings.Contains(low, "connection")
+}
+
+func checkContentType(resp *http.Response) error {
+	ct := strings.ToLower(resp.Header.Get("Content-Type"))
+	if strings.HasPrefix(ct, "text/html") {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		return retry.Transient(dlq.ClassParse, &spatial.NotFeaturesError{Kind: "html", Snippet: spatial.Snippet(b, 200)})
+	}
+	return nil
+}
