@@ -102,9 +102,10 @@ func (e *Error) FailureDetails() dlq.Details {
 
 // ClassOf returns the class of any error: the Class of an *Error or of an
 // error made by Permanent or Transient, otherwise the class Do would give it
-// coming from a read callback (truncated for io.ErrUnexpectedEOF, timeout
-// and network for transport errors, canceled for context.Canceled, parse
-// for anything else). ClassOf(nil) is "".
+// coming from a read callback (a sink's class for a dlq.Classed sink fault such
+// as a store's, truncated for io.ErrUnexpectedEOF, timeout and network for
+// transport errors, canceled for context.Canceled, parse for anything else).
+// ClassOf(nil) is "".
 func ClassOf(err error) dlq.Class {
 	if err == nil {
 		return ""
@@ -118,8 +119,15 @@ func ClassOf(err error) dlq.Class {
 }
 
 // classifyErr decides the class and retryability of an error from a read
-// callback or from the transport.
+// callback or from the transport. The first dlq.Classed error in the chain
+// decides when it names a sink (the database, the disk): the handler never
+// retries a sink's fault, whoever made it; the caller decides when to try
+// again.
 func classifyErr(err error) (dlq.Class, bool) {
+	var s dlq.Classed
+	if errors.As(err, &s) && s.FailureClass().Sink() {
+		return s.FailureClass(), false
+	}
 	var c *classified
 	if errors.As(err, &c) {
 		return c.class, c.transient

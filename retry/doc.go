@@ -12,6 +12,14 @@
 //   - spends a per-host retry budget so a failing server cannot cause a retry
 //     storm, and opens a per-host circuit breaker after repeated failures.
 //
+// Each host policy is its own piece, in its own file, with its own state per
+// host: backoff (Policy and its jitter, policy.go), the Retry-After gate
+// (gate.go), pacing (pacing.go), the retry budget (budget.go) and the circuit
+// breaker (breaker.go). Handler.Do (handler.go) composes them around each
+// attempt; send.go makes the round trip and classes the answer, with the
+// classes of class.go. A fault of where output goes (a dlq.Classed error of a
+// sink class, from a read callback) is never the host's: Do returns it at once.
+//
 // All waits end at once when the context is cancelled, and all time comes
 // from an injectable Clock so tests never sleep.
 package retry

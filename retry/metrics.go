@@ -14,6 +14,7 @@ type metrics struct {
 	headers   *prometheus.CounterVec   // host, form
 	pace      *prometheus.GaugeVec     // host
 	breaker   *prometheus.GaugeVec     // host
+	opened    *prometheus.CounterVec   // host
 	budget    *prometheus.GaugeVec     // host
 	throttled *prometheus.CounterVec   // host, source
 }
@@ -45,6 +46,10 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "geoflow_http_breaker_state",
 			Help: "Circuit breaker state per host: 0 closed, 1 half-open, 2 open.",
 		}, []string{"host"}),
+		opened: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "geoflow_http_breaker_opened_total",
+			Help: "Times the circuit breaker of a host opened.",
+		}, []string{"host"}),
 		budget: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "geoflow_http_retry_budget_tokens",
 			Help: "Retry budget tokens left per host.",
@@ -60,6 +65,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	m.headers = register(reg, m.headers)
 	m.pace = register(reg, m.pace)
 	m.breaker = register(reg, m.breaker)
+	m.opened = register(reg, m.opened)
 	m.budget = register(reg, m.budget)
 	m.throttled = register(reg, m.throttled)
 	return m

@@ -1,9 +1,155 @@
 package retry
 
 import (
+	"cmp"
+	"context"
 	"math"
 	"time"
+
+	"golang.org/x/time/rate"
+
+	"github.com/geoflow/geoflow/dlq"
 )
+
+// RateLimit is the pacing configured for a host. Zero fields take their
+// defaults: RequestsPerSecond 0 means no fixed rate (the server's rate-limit
+// headers and the adaptive rate pace instead; most users never set it),
+// Burst 10 (used only with a fixed rate), Concurrency 4 requests in flight
+// per host. The first Request to a host decides its RateLimit; later ones
+// with another RateLimit share the state already made.
+type RateLimit struct {
+	RequestsPerSecond float64
+	Burst             int
+	Concurrency       int
+}
+
+// Defaults of RateLimit.
+const (
+	DefaultBurst       = 10
+	DefaultConcurrency = 4
+)
+
+// pacer decides when the next request to a host may go: no sooner than the
+// configured fixed rate, the quota the server's rate-limit headers report and
+// the adaptive rate cut on 429s allow; the strictest wins. Make one with
+// newPacer. Callers hold the host's lock (the fixed rate's limiter is safe by
+// itself).
+type pacer struct {
+	fixed    *rate.Limiter // nil when no fixed rate
+	quota    quotaPacer
+	adaptive adaptiveRate
+	seq      uint64 // requests sent
+}
+
+// newPacer returns the pacer of a host configured with rl.
+func newPacer(rl RateLimit) pacer {
+	var p pacer
+	if rl.RequestsPerSecond > 0 {
+		p.fixed = rate.NewLimiter(rate.Limit(rl.RequestsPerSecond), cmp.Or(max(rl.Burst, 0), DefaultBurst))
+	}
+	return p
+}
+
+// reserve books the next request's slot and returns how long it must wait,
+// what holds it back ("rate", "quota" or "adaptive"; "" when nothing does)
+// and the fixed rate's reservation, to cancel if the request never goes.
+// rnd returns a value in [0,1).
+func (pc *pacer) reserve(now time.Time, rnd func() float64) (time.Duration, string, *rate.Reservation) {
+	var res *rate.Reservation
+	wait := time.Duration(0)
+	source := ""
+	if pc.fixed != nil {
+		res = pc.fixed.ReserveN(now, 1)
+		if d := res.DelayFrom(now); d > wait {
+			wait, source = d, "rate"
+		}
+	}
+	if d := pc.quota.grant(now, rnd).Sub(now); d > wait {
+		wait, source = d, "quota"
+	}
+	if d := pc.adaptive.grant(now).Sub(now); d > wait {
+		wait, source = d, "adaptive"
+	}
+	return wait, source, res
+}
+
+// sent records that a reserved request went out (ok) or was abandoned, and
+// returns the send sequence number of the last request that went out.
+func (pc *pacer) sent(ok bool) uint64 {
+	pc.quota.sent()
+	if ok {
+		pc.seq++
+	}
+	return pc.seq
+}
+
+// observe applies an answer to the request with send sequence number seq:
+// the quota headers it carried, and whether the server throttled it
+// (class rate_limited) or took it (answered is true when it answered at all).
+// With quota headers the pacer has the server's own numbers; the adaptive
+// rate is for servers that say nothing.
+func (pc *pacer) observe(now time.Time, class dlq.Class, answered bool, hn hints, seq uint64) {
+	if hn.hasQuota {
+		pc.quota.observe(now, hn.quota, seq, pc.seq-seq)
+	}
+	if class == dlq.ClassRateLimited {
+		if !hn.hasQuota {
+			pc.adaptive.throttled(now)
+		}
+	} else if answered {
+		pc.adaptive.accepted(now)
+	}
+}
+
+// current is the strictest rate in force, 0 when unpaced.
+func (pc *pacer) current(now time.Time) float64 {
+	r := math.Inf(1)
+	if pc.fixed != nil {
+		r = float64(pc.fixed.Limit())
+	}
+	if pc.adaptive.rate > 0 {
+		r = math.Min(r, pc.adaptive.rate)
+	}
+	if q := pc.quota.pace(now); q > 0 {
+		r = math.Min(r, q)
+	}
+	if math.IsInf(r, 1) {
+		return 0
+	}
+	return r
+}
+
+// pace waits until the host may take one more request: after any gate,
+// within the configured rate, the quota the headers report and the adaptive
+// rate, never longer than p.MaxServerDelay (the cap is logged). It returns
+// the request's send sequence number.
+func (h *Handler) pace(ctx context.Context, hs *host, p Policy) (uint64, error) {
+	if err := h.waitGate(ctx, hs, p); err != nil {
+		return 0, err
+	}
+	now := h.clock.Now()
+	hs.mu.Lock()
+	wait, source, res := hs.pacer.reserve(now, h.jitter.float64)
+	hs.mu.Unlock()
+	if wait > p.MaxServerDelay {
+		h.log.WarnContext(ctx, "pacing asked for a longer wait than allowed; capped", "host", hs.key, "asked", wait, "cap", p.MaxServerDelay)
+		wait = p.MaxServerDelay
+	}
+	if wait > 0 {
+		h.m.throttled.WithLabelValues(hs.key, source).Inc()
+	}
+	err := sleep(ctx, h.clock, wait)
+	hs.mu.Lock()
+	seq := hs.pacer.sent(err == nil)
+	hs.mu.Unlock()
+	if err != nil {
+		if res != nil {
+			res.CancelAt(h.clock.Now())
+		}
+		return 0, err
+	}
+	return seq, nil
+}
 
 // quotaPacer spreads the requests the server says remain over the time to
 // its reset, for every worker of one host. Its estimate of what remains is
@@ -296,144 +442,4 @@ func (a *adaptiveRate) grant(now time.Time) time.Time {
 	}
 	a.next = slot.Add(time.Duration(float64(time.Second) / a.rate))
 	return slot
-}
-
-// retryBudget is the AWS SDK's retry quota: a retry costs tokens, success
-// refunds them, and an empty bucket means no more retries for the host.
-// Callers hold the host's lock.
-type retryBudget struct {
-	cfg    Budget
-	tokens int
-}
-
-func (b *retryBudget) take(cost int) bool {
-	if b.cfg.Disabled {
-		return true
-	}
-	if b.tokens < cost {
-		return false
-	}
-	b.tokens -= cost
-	return true
-}
-
-// success refunds what the unit paid for its retries, or NoRetryIncrement
-// when it needed none, up to the bucket's size.
-func (b *retryBudget) success(paid int) {
-	if paid == 0 {
-		paid = b.cfg.NoRetryIncrement
-	}
-	b.tokens = min(b.tokens+paid, b.cfg.Tokens)
-}
-
-// Breaker states, as the breaker-state gauge reports them.
-const (
-	stateClosed   = 0
-	stateHalfOpen = 1
-	stateOpen     = 2
-)
-
-// breaker is a per-host circuit breaker over attempt outcomes. Callers hold
-// the host's lock.
-type breaker struct {
-	cfg         Breaker
-	state       int
-	openedAt    time.Time
-	consecutive int
-	ring        []bool // recent outcomes, true = failure
-	ringPos     int
-	ringFull    bool
-	probing     int
-}
-
-// allow reports whether an attempt may go, and whether it is a half-open
-// probe.
-func (b *breaker) allow(now time.Time) (ok, probe bool) {
-	if b.cfg.Disabled {
-		return true, false
-	}
-	switch b.state {
-	case stateOpen:
-		if now.Sub(b.openedAt) < b.cfg.Cooldown {
-			return false, false
-		}
-		b.state = stateHalfOpen
-		b.probing = 0
-		fallthrough
-	case stateHalfOpen:
-		if b.probing >= b.cfg.HalfOpenProbes {
-			return false, false
-		}
-		b.probing++
-		return true, true
-	}
-	return true, false
-}
-
-// record notes an attempt's outcome. A probe's success closes the breaker,
-// its failure opens it again.
-func (b *breaker) record(now time.Time, failure, probe bool) {
-	if b.cfg.Disabled {
-		return
-	}
-	if probe {
-		b.probing = max(b.probing-1, 0)
-		if b.state == stateHalfOpen {
-			if failure {
-				b.open(now)
-			} else {
-				b.reset()
-			}
-			return
-		}
-	}
-	if b.state != stateClosed {
-		return
-	}
-	if failure {
-		b.consecutive++
-	} else {
-		b.consecutive = 0
-	}
-	b.ring[b.ringPos] = failure
-	b.ringPos = (b.ringPos + 1) % len(b.ring)
-	if b.ringPos == 0 {
-		b.ringFull = true
-	}
-	if b.consecutive >= b.cfg.ConsecutiveFailures {
-		b.open(now)
-		return
-	}
-	if b.ringFull && b.cfg.FailureRatio > 0 {
-		n := 0
-		for _, f := range b.ring {
-			if f {
-				n++
-			}
-		}
-		if float64(n)/float64(len(b.ring)) >= b.cfg.FailureRatio {
-			b.open(now)
-		}
-	}
-}
-
-// release gives back a probe slot whose attempt ended without a verdict.
-func (b *breaker) release(probe bool) {
-	if probe {
-		b.probing = max(b.probing-1, 0)
-	}
-}
-
-func (b *breaker) open(now time.Time) {
-	b.state = stateOpen
-	b.openedAt = now
-	b.probing = 0
-}
-
-func (b *breaker) reset() {
-	b.state = stateClosed
-	b.consecutive = 0
-	clear(b.ring)
-	b.ringPos = 0
-	b.ringFull = false
 }

@@ -2,10 +2,13 @@ package retry
 
 import (
 	"cmp"
+	crand "crypto/rand"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"sync"
 	"time"
 )
 
@@ -128,4 +131,47 @@ func randDur(rnd *rand.Rand, d time.Duration) time.Duration {
 		return 0
 	}
 	return time.Duration(rnd.Int64N(int64(d) + 1))
+}
+
+// jitter is the random source of a Handler's backoff and of the spread of
+// wake-ups, shared by every worker. It is safe for concurrent use.
+type jitter struct {
+	mu  sync.Mutex
+	rnd *rand.Rand
+}
+
+// newJitter seeds a jitter. Seed 0 seeds from crypto/rand, so two processes do
+// not back off in step.
+func newJitter(seed int64) *jitter {
+	s := uint64(seed)
+	if seed == 0 {
+		var b [8]byte
+		_, _ = crand.Read(b[:])
+		s = binary.LittleEndian.Uint64(b[:])
+	}
+	return &jitter{rnd: rand.New(rand.NewPCG(s, s^0x9e3779b97f4a7c15))}
+}
+
+// float64 returns a value in [0,1).
+func (j *jitter) float64() float64 {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.rnd.Float64()
+}
+
+// delay is the wait before retry number n (0 for the first retry) after the
+// outcome o, given the previous delay. A server's hint is obeyed, with up to
+// 10% more so the workers it told the same thing do not come back together,
+// or exactly when it was capped; without one, p's backoff decides.
+func (j *jitter) delay(p Policy, o outcome, n int, prev time.Duration) time.Duration {
+	if !o.hasHint {
+		j.mu.Lock()
+		defer j.mu.Unlock()
+		return p.Backoff(n, prev, j.rnd)
+	}
+	spread := time.Duration(j.float64() * 0.1 * float64(o.hint))
+	if o.capped > 0 {
+		return o.hint
+	}
+	return o.hint + spread
 }

@@ -6,6 +6,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/geoflow/geoflow/flows"
+	"github.com/geoflow/geoflow/store"
 )
 
 // Metrics are the Prometheus metrics of scheduled runs. A nil *Metrics records nothing.
@@ -80,8 +81,8 @@ func (m *Metrics) flowLoaded(flow string) {
 	if m == nil {
 		return
 	}
-	for _, st := range []string{flows.StateDone, flows.StateFailed, flows.StateInterrupted} {
-		m.runs.WithLabelValues(flow, st)
+	for _, st := range []store.State{store.Done, store.Failed, store.Interrupted} {
+		m.runs.WithLabelValues(flow, string(st))
 	}
 	m.inFlight.WithLabelValues(flow)
 }
@@ -122,8 +123,8 @@ func (m *Metrics) ObserveRun(flow string, res *flows.Result) {
 	if m == nil || res == nil {
 		return
 	}
-	m.runs.WithLabelValues(flow, res.Status).Inc()
-	m.duration.WithLabelValues(flow, res.Status).Observe(res.Elapsed.Seconds())
+	m.runs.WithLabelValues(flow, string(res.Status)).Inc()
+	m.duration.WithLabelValues(flow, string(res.Status)).Observe(res.Elapsed.Seconds())
 	s := res.Summary
 	m.units.WithLabelValues(flow, "done").Add(float64(s.UnitsDone))
 	m.units.WithLabelValues(flow, "dead").Add(float64(s.UnitsDead))

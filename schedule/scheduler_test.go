@@ -12,11 +12,12 @@ import (
 	"time"
 
 	"github.com/geoflow/geoflow/flows"
-	"github.com/geoflow/geoflow/store/postgis"
-	"github.com/geoflow/geoflow/schedule"
-	"github.com/geoflow/geoflow/internal/testdb"
 	"github.com/geoflow/geoflow/internal/devserver/wfsserver"
+	"github.com/geoflow/geoflow/internal/testdb"
 	"github.com/geoflow/geoflow/retry"
+	"github.com/geoflow/geoflow/schedule"
+	"github.com/geoflow/geoflow/store"
+	"github.com/geoflow/geoflow/store/postgis"
 	"github.com/geoflow/geoflow/tasks"
 	"github.com/geoflow/geoflow/tasks/wfs"
 )
@@ -33,15 +34,15 @@ func openStore(t *testing.T) (*postgis.Store, string) {
 	t.Helper()
 	url := testdb.URL(t)
 	ctx := context.Background()
-	store, err := postgis.Open(ctx, url, nil)
+	db, err := postgis.Open(ctx, url, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(store.Close)
-	if _, err := store.Migrate(ctx); err != nil {
+	t.Cleanup(db.Close)
+	if _, err := db.Migrate(ctx); err != nil {
 		t.Fatal(err)
 	}
-	return store, url
+	return db, url
 }
 
 // flowSpec writes a flow harvesting wfsURL (never fetched when runs are faked).
@@ -92,21 +93,24 @@ type recorder struct {
 	maxActive int
 }
 
-func (r *recorder) run(d time.Duration) schedule.RunFunc {
+// run returns runs that take d on clk, or until they are cancelled. A fire is recorded
+// once its run waits on clk, so a test that saw it may move clk past its end.
+func (r *recorder) run(clk schedule.Clock, d time.Duration) schedule.RunFunc {
 	return func(ctx context.Context, f *flows.Flow, at time.Time) (*flows.Result, error) {
+		end := clk.After(d)
 		r.mu.Lock()
 		r.fires = append(r.fires, at)
 		r.active++
 		r.maxActive = max(r.maxActive, r.active)
 		r.mu.Unlock()
 		select {
-		case <-time.After(d):
+		case <-end:
 		case <-ctx.Done():
 		}
 		r.mu.Lock()
 		r.active--
 		r.mu.Unlock()
-		return &flows.Result{Status: flows.StateDone}, nil
+		return &flows.Result{Status: store.Done}, nil
 	}
 }
 
@@ -114,6 +118,27 @@ func (r *recorder) snapshot() (fires []time.Time, maxActive int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return append([]time.Time(nil), r.fires...), r.maxActive
+}
+
+// waitFires waits until n fires have started their run.
+func (r *recorder) waitFires(t *testing.T, n int) {
+	t.Helper()
+	eventually(t, fmt.Sprintf("%d fires ran", n), func() bool {
+		fires, _ := r.snapshot()
+		return len(fires) >= n
+	})
+}
+
+// eventually waits until ok holds, asking every 10ms; it fails the test after 10s.
+func eventually(t *testing.T, what string, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatalf("not within 10s: %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 func newScheduler(t *testing.T, o schedule.Options) *schedule.Scheduler {
@@ -173,6 +198,38 @@ func fireRows(t *testing.T, db, flow string) map[time.Time]string {
 	return out
 }
 
+// fireStatus returns the recorded status of flow's fire at when; "" when it is not recorded.
+func fireStatus(t *testing.T, db, flow string, when time.Time) string {
+	t.Helper()
+	rows := testdb.Rows(t, db, `SELECT status FROM geoflow_schedule_fires WHERE flow = $1 AND scheduled_for = $2`, flow, when)
+	if len(rows) == 0 {
+		return ""
+	}
+	return rows[0][0].(string)
+}
+
+// waitStatus waits until flow's fire at when is recorded with status.
+func waitStatus(t *testing.T, db, flow string, when time.Time, status string) {
+	t.Helper()
+	eventually(t, fmt.Sprintf("the %v fire of %s recorded %s", when, flow, status), func() bool {
+		return fireStatus(t, db, flow, when) == status
+	})
+}
+
+// waitIdle waits until no scheduled run of flow holds its lock, as the next fire will ask:
+// a fire is recorded as ran a moment before its run lets go of the flow.
+func waitIdle(t *testing.T, st *postgis.Store, flow string) {
+	t.Helper()
+	eventually(t, "the flow lock of "+flow+" released", func() bool {
+		lock, ok, err := st.TryLockFlow(context.Background(), flow, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lock.Release()
+		return ok
+	})
+}
+
 func countStatus(rows map[time.Time]string, status string) int {
 	n := 0
 	for _, st := range rows {
@@ -204,24 +261,31 @@ func TestNew(t *testing.T) {
 // Two instances over one database, real runs against a WFS: every fire runs exactly once.
 func TestTwoInstancesRunEachFireOnce(t *testing.T) {
 	t.Parallel()
-	store, db := openStore(t)
+	st, db := openStore(t)
 	wfsSrv := httptest.NewServer(wfsserver.New(wfsserver.Options{Features: 200}))
 	defer wfsSrv.Close()
 	dir := flowDir(t, flowSpec{name: "parcels", schedule: "@every 1s", wfsURL: wfsSrv.URL})
+	clk := newFakeClock(t0)
 	var stops []func() time.Duration
 	for _, name := range []string{"a", "b"} {
-		s := newScheduler(t, schedule.Options{Store: store, Dir: dir, Instance: name, Logger: testLogger(t).With("instance", name),
+		s := newScheduler(t, schedule.Options{Store: st, Dir: dir, Instance: name, Logger: testLogger(t).With("instance", name),
 			RunOptions: flows.RunOptions{HTTP: retry.New(nil), Logger: testLogger(t).With("instance", name), Grace: 5 * time.Second},
-			Drain:      10 * time.Second})
+			Drain:      10 * time.Second, Clock: clk})
 		stops = append(stops, start(t, s))
 	}
-	time.Sleep(4500 * time.Millisecond)
+	// Both instances fire each time at the same instant; each run ends before the next.
+	const fires = 3
+	for i := 1; i <= fires; i++ {
+		clk.fireAt(t, at(float64(i)), 2)
+		waitStatus(t, db, "parcels", at(float64(i)), store.FireRan)
+		waitIdle(t, st, "parcels")
+	}
 	for _, stop := range stops {
 		stop()
 	}
 	runs := testdb.Int64(t, db, `SELECT count(*) FROM geoflow_runs WHERE flow = 'parcels'`)
-	if runs < 3 {
-		t.Fatalf("%d runs in 4.5s of @every 1s", runs)
+	if runs != fires {
+		t.Fatalf("%d runs of %d fires", runs, fires)
 	}
 	if n := testdb.Int64(t, db, `SELECT count(DISTINCT scheduled_for) FROM geoflow_runs WHERE flow = 'parcels'`); n != runs {
 		t.Errorf("%d runs for %d distinct fire times: a fire ran twice (or lacks its time)", runs, n)
@@ -233,10 +297,9 @@ func TestTwoInstancesRunEachFireOnce(t *testing.T) {
 		WHERE f.status = 'ran' AND r.scheduled_for = f.scheduled_for`); n != runs {
 		t.Errorf("%d fires recorded as ran with their run, want %d", n, runs)
 	}
-	// A slow first run (it creates the table) may make the next fire skip; that is
-	// recorded, never silent.
-	if n := testdb.Int64(t, db, `SELECT count(*) FROM geoflow_schedule_fires WHERE status NOT IN ('ran', 'skipped_overlap')`); n != 0 {
-		t.Errorf("%d fires neither ran nor were recorded skipped", n)
+	// Each run ended before the next fire, so none was skipped.
+	if n := testdb.Int64(t, db, `SELECT count(*) FROM geoflow_schedule_fires WHERE status <> 'ran'`); n != 0 {
+		t.Errorf("%d fires did not run", n)
 	}
 	if n := testdb.Int64(t, db, `SELECT count(*) FROM parcels`); n != 200 {
 		t.Errorf("%d parcels stored, want 200", n)
@@ -245,26 +308,65 @@ func TestTwoInstancesRunEachFireOnce(t *testing.T) {
 
 func TestOverlap(t *testing.T) {
 	t.Parallel()
+	// overlapCase is what a case drives: the schedulers' clock, their runs, their store.
+	type overlapCase struct {
+		clk       *fakeClock
+		rec       *recorder
+		st        *postgis.Store
+		db        string
+		instances int
+	}
 	tests := []struct {
 		name      string
 		overlap   string
 		instances int
-		runFor    time.Duration
-		check     func(t *testing.T, rows map[time.Time]string, fires []time.Time, maxActive int)
+		runFor    time.Duration // on the fake clock
+		// drive moves the clock through the fires, waiting for what each did.
+		drive func(t *testing.T, o overlapCase)
+		check func(t *testing.T, rows map[time.Time]string, fires []time.Time, maxActive int)
 	}{
 		{name: "skip across instances", overlap: "skip", instances: 2, runFor: 2500 * time.Millisecond,
+			drive: func(t *testing.T, o overlapCase) {
+				o.clk.fireAt(t, at(1), o.instances) // runs until 10:00:03.5
+				o.rec.waitFires(t, 1)
+				for _, n := range []float64{2, 3} {
+					o.clk.fireAt(t, at(n), o.instances)
+					waitStatus(t, o.db, "slow", at(n), store.FireSkippedOverlap)
+				}
+				o.clk.waitTimers(t, at(4), o.instances)
+				o.clk.set(t, at(3.5))
+				waitStatus(t, o.db, "slow", at(1), store.FireRan)
+				waitIdle(t, o.st, "slow")
+				o.clk.fireAt(t, at(4), o.instances) // the previous run is over: this one runs
+				o.rec.waitFires(t, 2)
+			},
 			check: func(t *testing.T, rows map[time.Time]string, fires []time.Time, maxActive int) {
 				if maxActive != 1 {
 					t.Errorf("%d runs at once", maxActive)
 				}
-				if n := countStatus(rows, postgis.FireSkippedOverlap); n < 1 {
+				if n := countStatus(rows, store.FireSkippedOverlap); n < 1 {
 					t.Errorf("no fire recorded as skipped: %v", rows)
 				}
-				if n := countStatus(rows, postgis.FireRan); n < 1 || n != len(fires) {
+				if n := countStatus(rows, store.FireRan); n < 1 || n != len(fires) {
 					t.Errorf("%d fires recorded as ran, %d ran", n, len(fires))
 				}
 			}},
 		{name: "queue", overlap: "queue", instances: 1, runFor: 1500 * time.Millisecond,
+			drive: func(t *testing.T, o overlapCase) {
+				o.clk.fireAt(t, at(1), 1) // runs until 10:00:02.5
+				o.rec.waitFires(t, 1)
+				o.clk.fireAt(t, at(2), 1)
+				waitStatus(t, o.db, "slow", at(2), store.FireQueued)
+				o.clk.waitTimers(t, at(3), 1)
+				o.clk.set(t, at(2.5)) // the first run ends; the queued fire takes its turn, until 10:00:04
+				o.rec.waitFires(t, 2)
+				o.clk.fireAt(t, at(3), 1)
+				waitStatus(t, o.db, "slow", at(3), store.FireQueued)
+				// The second run ends as 10:00:04 fires: that fire queues behind 10:00:03.
+				o.clk.fireAt(t, at(4), 1)
+				o.rec.waitFires(t, 3)
+				waitStatus(t, o.db, "slow", at(4), store.FireQueued)
+			},
 			check: func(t *testing.T, rows map[time.Time]string, fires []time.Time, maxActive int) {
 				if maxActive != 1 {
 					t.Errorf("%d runs at once", maxActive)
@@ -277,22 +379,28 @@ func TestOverlap(t *testing.T) {
 						t.Errorf("queued fires ran out of order: %v", fires)
 					}
 				}
-				if n := countStatus(rows, postgis.FireSkippedOverlap) + countStatus(rows, postgis.FireQueued); n != 0 {
+				if n := countStatus(rows, store.FireSkippedOverlap) + countStatus(rows, store.FireQueued); n != 0 {
 					t.Errorf("%d fires skipped or left queued: %v", n, rows)
 				}
-				if countStatus(rows, postgis.FireRan)+countStatus(rows, postgis.FireCancelled) != len(rows) {
+				if countStatus(rows, store.FireRan)+countStatus(rows, store.FireCancelled) != len(rows) {
 					t.Errorf("fires neither ran nor cancelled by the shutdown: %v", rows)
 				}
-				if countStatus(rows, postgis.FireRan) != len(fires) {
+				if countStatus(rows, store.FireRan) != len(fires) {
 					t.Errorf("fires %v, ran %v", rows, fires)
 				}
 			}},
 		{name: "allow", overlap: "allow", instances: 2, runFor: 2500 * time.Millisecond,
+			drive: func(t *testing.T, o overlapCase) {
+				o.clk.fireAt(t, at(1), o.instances) // runs until 10:00:03.5
+				o.rec.waitFires(t, 1)
+				o.clk.fireAt(t, at(2), o.instances)
+				o.rec.waitFires(t, 2)
+			},
 			check: func(t *testing.T, rows map[time.Time]string, fires []time.Time, maxActive int) {
 				if maxActive < 2 {
 					t.Errorf("at most %d run at once; allow should overlap", maxActive)
 				}
-				if countStatus(rows, postgis.FireRan) != len(rows) {
+				if countStatus(rows, store.FireRan) != len(rows) {
 					t.Errorf("not every fire ran: %v", rows)
 				}
 			}},
@@ -300,15 +408,16 @@ func TestOverlap(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			store, db := openStore(t)
+			st, db := openStore(t)
 			dir := flowDir(t, flowSpec{name: "slow", schedule: "@every 1s", overlap: tt.overlap})
 			rec := &recorder{}
+			clk := newFakeClock(t0)
 			var stops []func() time.Duration
 			for i := range tt.instances {
-				s := newScheduler(t, schedule.Options{Store: store, Dir: dir, Instance: fmt.Sprint(i), Run: rec.run(tt.runFor)})
+				s := newScheduler(t, schedule.Options{Store: st, Dir: dir, Instance: fmt.Sprint(i), Run: rec.run(clk, tt.runFor), Clock: clk})
 				stops = append(stops, start(t, s))
 			}
-			time.Sleep(4200 * time.Millisecond)
+			tt.drive(t, overlapCase{clk: clk, rec: rec, st: st, db: db, instances: tt.instances})
 			for _, stop := range stops {
 				stop()
 			}
@@ -322,74 +431,81 @@ func TestOverlap(t *testing.T) {
 // skip; once its process is gone, fires run again.
 func TestSkipWhileManualRunGoes(t *testing.T) {
 	t.Parallel()
-	store, db := openStore(t)
+	st, db := openStore(t)
 	ctx := context.Background()
-	manual, err := store.StartRun(ctx, postgis.RunStart{Flow: "busy"})
+	manual, err := st.StartRun(ctx, store.RunStart{Flow: "busy"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	dir := flowDir(t, flowSpec{name: "busy", schedule: "@every 1s"})
 	rec := &recorder{}
-	stop := start(t, newScheduler(t, schedule.Options{Store: store, Dir: dir, Run: rec.run(0)}))
-	time.Sleep(2100 * time.Millisecond)
+	clk := newFakeClock(t0)
+	stop := start(t, newScheduler(t, schedule.Options{Store: st, Dir: dir, Run: rec.run(clk, 0), Clock: clk}))
+	clk.fireAt(t, at(1), 1)
+	waitStatus(t, db, "busy", at(1), store.FireSkippedOverlap)
 	if fires, _ := rec.snapshot(); len(fires) != 0 {
 		t.Fatalf("%d fires ran while a manual run was going", len(fires))
 	}
-	if n := countStatus(fireRows(t, db, "busy"), postgis.FireSkippedOverlap); n < 1 {
-		t.Fatal("no fire recorded as skipped")
-	}
 	manual.Close() // as if its process died: still "running", but nobody holds it
-	time.Sleep(2100 * time.Millisecond)
+	clk.fireAt(t, at(2), 1)
+	waitStatus(t, db, "busy", at(2), store.FireRan)
 	stop()
-	if fires, _ := rec.snapshot(); len(fires) < 1 {
-		t.Error("no fire ran after the manual run's process went away")
+	if fires, _ := rec.snapshot(); len(fires) != 1 || !fires[0].Equal(at(2)) {
+		t.Errorf("fires %v ran; want the one after the manual run's process went away, %v", fires, at(2))
 	}
 }
 
 func TestCatchup(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
-		name      string
-		catchup   string
-		neverRan  bool
-		wantExact int // -1: at least minMissed
+		name     string
+		catchup  string
+		neverRan bool
+		want     int // catchup fires made up
 	}{
-		{name: "none", catchup: "none", wantExact: 0},
-		{name: "last", catchup: "last", wantExact: 1},
-		{name: "all", catchup: "all", wantExact: -1},
-		{name: "all, but never fired before", catchup: "all", neverRan: true, wantExact: 0},
+		{name: "none", catchup: "none", want: 0},
+		{name: "last", catchup: "last", want: 1},
+		{name: "all", catchup: "all", want: 5},
+		{name: "all, but never fired before", catchup: "all", neverRan: true, want: 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			store, db := openStore(t)
+			st, db := openStore(t)
 			ctx := context.Background()
 			// The last instance went down 10s ago, right after a fire: 5 fires of @every 2s missed.
-			down := time.Now().Truncate(2 * time.Second).Add(-10 * time.Second)
+			down := t0.Truncate(2 * time.Second).Add(-10 * time.Second)
 			if !tt.neverRan {
-				if _, err := store.ClaimFire(ctx, "nightly", down, "old", false); err != nil {
+				if _, err := st.ClaimFire(ctx, "nightly", down, "old", false); err != nil {
 					t.Fatal(err)
 				}
-				if err := store.MarkFire(ctx, "nightly", down, postgis.FireRan, 0, ""); err != nil {
+				if err := st.MarkFire(ctx, "nightly", down, store.FireRan, 0, ""); err != nil {
 					t.Fatal(err)
 				}
 			}
 			dir := flowDir(t, flowSpec{name: "nightly", schedule: "@every 2s", catchup: tt.catchup})
 			rec := &recorder{}
-			began := time.Now()
-			stop := start(t, newScheduler(t, schedule.Options{Store: store, Dir: dir, Run: rec.run(0)}))
-			time.Sleep(500 * time.Millisecond)
-			stop()
-			var got []time.Time
-			for _, r := range testdb.Rows(t, db, `SELECT scheduled_for FROM geoflow_schedule_fires
-				WHERE catchup AND status = 'ran' ORDER BY scheduled_for`) {
-				got = append(got, r[0].(time.Time))
+			clk := newFakeClock(t0)
+			began := clk.Now()
+			stop := start(t, newScheduler(t, schedule.Options{Store: st, Dir: dir, Run: rec.run(clk, 0), Clock: clk}))
+			catchups := func() []time.Time {
+				var got []time.Time
+				for _, r := range testdb.Rows(t, db, `SELECT scheduled_for FROM geoflow_schedule_fires
+					WHERE catchup AND status = 'ran' ORDER BY scheduled_for`) {
+					got = append(got, r[0].(time.Time))
+				}
+				return got
 			}
-			switch {
-			case tt.wantExact >= 0 && len(got) != tt.wantExact:
-				t.Fatalf("%d catchup fires ran (%v), want %d", len(got), got, tt.wantExact)
-			case tt.wantExact < 0 && len(got) < 5:
-				t.Fatalf("%d catchup fires ran (%v), want the 5 or more missed", len(got), got)
+			// Catchup is decided at start, before the first scheduled fire; once that has
+			// run too, nothing more is made up.
+			eventually(t, fmt.Sprintf("%d catchup fires ran", tt.want), func() bool { return len(catchups()) >= tt.want })
+			waitIdle(t, st, "nightly")
+			clk.fireAt(t, at(2), 1)
+			waitStatus(t, db, "nightly", at(2), store.FireRan)
+			stop()
+			got := catchups()
+			if len(got) != tt.want {
+				t.Fatalf("%d catchup fires ran (%v), want %d", len(got), got, tt.want)
 			}
 			for i, at := range got {
 				if tt.catchup == "all" && !at.Equal(down.Add(time.Duration(i+1)*2*time.Second)) {
@@ -414,31 +530,29 @@ func TestShutdownDuringRun(t *testing.T) {
 		name       string
 		drain      time.Duration
 		fixture    wfsserver.Options
-		wantStatus string
+		wantStatus store.State
 		maxStop    time.Duration
 	}{
-		{name: "drain too short: interrupted", drain: 200 * time.Millisecond, wantStatus: flows.StateInterrupted, maxStop: 4 * time.Second,
+		{name: "drain too short: interrupted", drain: 200 * time.Millisecond, wantStatus: store.Interrupted, maxStop: 4 * time.Second,
 			fixture: wfsserver.Options{Features: 400, CountDefault: 10, Latency: 150 * time.Millisecond}},
-		{name: "drain long enough: done", drain: 20 * time.Second, wantStatus: flows.StateDone, maxStop: 20 * time.Second,
+		{name: "drain long enough: done", drain: 20 * time.Second, wantStatus: store.Done, maxStop: 20 * time.Second,
 			fixture: wfsserver.Options{Features: 50, Latency: 300 * time.Millisecond}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			store, db := openStore(t)
+			st, db := openStore(t)
 			wfsSrv := httptest.NewServer(wfsserver.New(tt.fixture))
 			defer wfsSrv.Close()
 			dir := flowDir(t, flowSpec{name: "harvest", schedule: "@every 1s", wfsURL: wfsSrv.URL})
-			s := newScheduler(t, schedule.Options{Store: store, Dir: dir, Drain: tt.drain,
+			clk := newFakeClock(t0)
+			s := newScheduler(t, schedule.Options{Store: st, Dir: dir, Drain: tt.drain, Clock: clk,
 				RunOptions: flows.RunOptions{HTTP: retry.New(nil), Logger: testLogger(t), Grace: time.Second}})
 			stop := start(t, s)
-			deadline := time.Now().Add(10 * time.Second)
-			for testdb.Int64(t, db, `SELECT count(*) FROM geoflow_runs WHERE status = 'running'`) == 0 {
-				if time.Now().After(deadline) {
-					t.Fatal("no run started within 10s")
-				}
-				time.Sleep(50 * time.Millisecond)
-			}
+			clk.fireAt(t, at(1), 1)
+			eventually(t, "the run started", func() bool {
+				return testdb.Int64(t, db, `SELECT count(*) FROM geoflow_runs WHERE status = 'running'`) > 0
+			})
 			if fl := s.Flows(1); len(fl) != 1 || fl[0].Running != 1 {
 				t.Errorf("Flows while running: %+v", fl)
 			}
@@ -450,7 +564,7 @@ func TestShutdownDuringRun(t *testing.T) {
 			if len(rows) != 1 {
 				t.Fatalf("runs with their fire: %v; want the one run", rows)
 			}
-			if rows[0][0] != tt.wantStatus || rows[0][1] != true {
+			if rows[0][0] != string(tt.wantStatus) || rows[0][1] != true {
 				t.Errorf("run %v, want %s with its scheduled time", rows[0], tt.wantStatus)
 			}
 		})
@@ -459,13 +573,14 @@ func TestShutdownDuringRun(t *testing.T) {
 
 func TestReload(t *testing.T) {
 	t.Parallel()
-	store, _ := openStore(t)
+	st, _ := openStore(t)
 	dir := t.TempDir()
 	file := filepath.Join(dir, "p.yaml")
 	writeFile(t, file, flowSpec{name: "p", schedule: "@every 1s"}.yaml())
 	writeFile(t, filepath.Join(dir, "unscheduled.yml"), "name: u\ntasks:\n  a: {type: wfs, url: http://x/wfs, typename: t, target: {table: u}}\n")
 	rec := &recorder{}
-	s := newScheduler(t, schedule.Options{Store: store, Dir: dir, Run: rec.run(0), Watch: 100 * time.Millisecond})
+	clk := newFakeClock(t0)
+	s := newScheduler(t, schedule.Options{Store: st, Dir: dir, Run: rec.run(clk, 0), Watch: 100 * time.Millisecond, Clock: clk})
 	stop := start(t, s)
 	ctx := context.Background()
 
@@ -497,22 +612,21 @@ func TestReload(t *testing.T) {
 	if len(fl) != 1 || fl[0].Problem == "" || fl[0].Schedule != "@every 1s" {
 		t.Fatalf("after a broken edit: %+v", fl)
 	}
-	before, _ := rec.snapshot()
-	time.Sleep(1500 * time.Millisecond)
-	if after, _ := rec.snapshot(); len(after) <= len(before) {
-		t.Error("the previous version stopped firing after a broken edit")
-	}
+	clk.fireAt(t, at(1), 1)
+	eventually(t, "the previous version fires on after a broken edit", func() bool {
+		fires, _ := rec.snapshot()
+		return len(fires) == 1
+	})
 
 	// A good edit is picked up by watching alone.
 	writeFile(t, file, flowSpec{name: "p", schedule: "@every 1h"}.yaml())
 	waitFor("changed schedule", func(fl []schedule.FlowInfo) bool {
 		return len(fl) == 1 && fl[0].Schedule == "@every 1h" && fl[0].Problem == ""
 	})
-	before, _ = rec.snapshot()
-	time.Sleep(1500 * time.Millisecond)
-	if after, _ := rec.snapshot(); len(after) != len(before) {
-		t.Error("the old @every 1s version fires on after the reload")
-	}
+	// The new version fires at 11:00; the old one, whose next fire was 10:00:02, is
+	// checked once the scheduler has stopped, when every fire it started has ended.
+	clk.fireAt(t, at(3600), 1)
+	rec.waitFires(t, 2)
 
 	// A second file naming the same flow is refused.
 	writeFile(t, filepath.Join(dir, "q.yaml"), flowSpec{name: "p", schedule: "@every 1s"}.yaml())
@@ -531,6 +645,9 @@ func TestReload(t *testing.T) {
 	}
 	waitFor("removed", func(fl []schedule.FlowInfo) bool { return len(fl) == 0 })
 	stop()
+	if fires, _ := rec.snapshot(); len(fires) != 2 || !fires[1].Equal(at(3600)) {
+		t.Errorf("fires %v; after the reload to @every 1h, want only %v: the old @every 1s version fires on", fires, at(3600))
+	}
 }
 
 func TestList(t *testing.T) {

@@ -1,0 +1,169 @@
+package retry
+
+import (
+	"cmp"
+	"time"
+)
+
+// Breaker configures the per-host circuit breaker. It counts units whose first
+// attempt failed for the host's sake (5xx, timeouts, network errors, truncated
+// bodies), and successes; a retry that fails again is the same broken request,
+// not more evidence against the host, so one URL failing forever cannot open
+// the breaker for every other unit. 4xx answers, 429s, sink faults and the caller's
+// cancellations are not host failures. Zero fields take their defaults: it opens after
+// ConsecutiveFailures 10 failures in a row, or when FailureRatio 0.5 of the
+// last Window 20 attempts failed; it stays open for Cooldown 30s, failing
+// calls at once with dlq.ClassCircuitOpen, then lets HalfOpenProbes 1 attempt
+// through: success closes it, failure opens it again. Disabled turns it off.
+type Breaker struct {
+	ConsecutiveFailures int
+	FailureRatio        float64
+	Window              int
+	Cooldown            time.Duration
+	HalfOpenProbes      int
+	Disabled            bool
+}
+
+func (b Breaker) withDefaults() Breaker {
+	b.ConsecutiveFailures = cmp.Or(b.ConsecutiveFailures, 10)
+	b.FailureRatio = cmp.Or(b.FailureRatio, 0.5)
+	b.Window = cmp.Or(b.Window, 20)
+	b.Cooldown = cmp.Or(b.Cooldown, 30*time.Second)
+	b.HalfOpenProbes = cmp.Or(b.HalfOpenProbes, 1)
+	return b
+}
+
+// Breaker states, as the breaker-state gauge reports them.
+const (
+	stateClosed   = 0
+	stateHalfOpen = 1
+	stateOpen     = 2
+)
+
+// breaker is a per-host circuit breaker over attempt outcomes: closed, it
+// lets every attempt through and counts failures; open, it fails attempts at
+// once until the cool-down ends; half-open, it lets a few probes decide.
+// The zero value is not usable: make one with newBreaker. Callers hold the
+// host's lock.
+type breaker struct {
+	cfg         Breaker
+	state       int
+	openedAt    time.Time
+	consecutive int
+	ring        []bool // recent outcomes, true = failure
+	ringPos     int
+	ringFull    bool
+	probing     int
+	opened      int // times it has opened
+}
+
+// newBreaker returns a closed breaker; cfg has its defaults applied.
+func newBreaker(cfg Breaker) breaker {
+	return breaker{cfg: cfg, ring: make([]bool, cfg.Window)}
+}
+
+// allow reports whether an attempt may go, and whether it is a half-open
+// probe.
+func (b *breaker) allow(now time.Time) (ok, probe bool) {
+	if b.cfg.Disabled {
+		return true, false
+	}
+	switch b.state {
+	case stateOpen:
+		if now.Sub(b.openedAt) < b.cfg.Cooldown {
+			return false, false
+		}
+		b.state = stateHalfOpen
+		b.probing = 0
+		fallthrough
+	case stateHalfOpen:
+		if b.probing >= b.cfg.HalfOpenProbes {
+			return false, false
+		}
+		b.probing++
+		return true, true
+	}
+	return true, false
+}
+
+// verdict records attempt n of a unit when it is evidence about the host, and
+// reports whether it did; an attempt without a verdict must release its probe
+// slot. A unit that keeps failing is one broken request, not a broken host: its
+// retries count only when they succeed. A host that is down fails the first
+// attempt of unit after unit, which is what opens the breaker.
+func (b *breaker) verdict(now time.Time, n int, hostFault, probe bool) bool {
+	if n > 1 && hostFault && !probe {
+		return false
+	}
+	b.record(now, hostFault, probe)
+	return true
+}
+
+// record notes an attempt's outcome. A probe's success closes the breaker,
+// its failure opens it again.
+func (b *breaker) record(now time.Time, failure, probe bool) {
+	if b.cfg.Disabled {
+		return
+	}
+	if probe {
+		b.probing = max(b.probing-1, 0)
+		if b.state == stateHalfOpen {
+			if failure {
+				b.open(now)
+			} else {
+				b.reset()
+			}
+			return
+		}
+	}
+	if b.state != stateClosed {
+		return
+	}
+	if failure {
+		b.consecutive++
+	} else {
+		b.consecutive = 0
+	}
+	b.ring[b.ringPos] = failure
+	b.ringPos = (b.ringPos + 1) % len(b.ring)
+	if b.ringPos == 0 {
+		b.ringFull = true
+	}
+	if b.consecutive >= b.cfg.ConsecutiveFailures {
+		b.open(now)
+		return
+	}
+	if b.ringFull && b.cfg.FailureRatio > 0 {
+		n := 0
+		for _, f := range b.ring {
+			if f {
+				n++
+			}
+		}
+		if float64(n)/float64(len(b.ring)) >= b.cfg.FailureRatio {
+			b.open(now)
+		}
+	}
+}
+
+// release gives back a probe slot whose attempt ended without a verdict.
+func (b *breaker) release(probe bool) {
+	if probe {
+		b.probing = max(b.probing-1, 0)
+	}
+}
+
+func (b *breaker) open(now time.Time) {
+	b.opened++
+	b.state = stateOpen
+	b.openedAt = now
+	b.probing = 0
+}
+
+func (b *breaker) reset() {
+	b.state = stateClosed
+	b.consecutive = 0
+	clear(b.ring)
+	b.ringPos = 0
+	b.ringFull = false
+}

@@ -1,0 +1,144 @@
+package retry
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/geoflow/geoflow/dlq"
+	"github.com/geoflow/geoflow/internal/redact"
+)
+
+// outcome is the result of one attempt.
+type outcome struct {
+	err       error // nil on success
+	class     dlq.Class
+	transient bool
+	hooked    bool // classed by Request.Classify, not by the status
+	status    int
+	message   string
+	snippet   string
+	hint      time.Duration // server-requested delay before the retry
+	hasHint   bool
+	capped    time.Duration // the hint as asked, when capped
+	canceled  bool
+	hostFault bool // counts against the breaker
+}
+
+const (
+	snippetLen  = 512     // what an *Error keeps of an error answer's body
+	classifyLen = 4 << 10 // what Request.Classify is shown of it
+)
+
+// send makes the HTTP round trip and reads or classifies the response.
+func (h *Handler) send(ctx context.Context, hs *host, req *http.Request, r Request, read func(*http.Response) error, secrets []string) (outcome, hints) {
+	resp, err := h.client.Do(req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return outcome{err: ctx.Err(), canceled: true}, hints{}
+		}
+		class, transient := classifyErr(err)
+		if class == dlq.ClassParse || class == dlq.ClassCanceled {
+			class, transient = dlq.ClassNetwork, false
+		}
+		h.m.requests.WithLabelValues(hs.key, string(class)).Inc()
+		return outcome{err: err, class: class, transient: transient, hostFault: transient,
+			message: redact.String(err.Error(), secrets...)}, hints{}
+	}
+	defer func() {
+		// Drain a little so the connection can be reused, then close.
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+		resp.Body.Close()
+	}()
+	hn := parseHints(resp.Header, h.clock.Now())
+	for _, f := range hn.forms {
+		h.m.headers.WithLabelValues(hs.key, f).Inc()
+	}
+	code := resp.StatusCode
+	h.m.requests.WithLabelValues(hs.key, strconv.Itoa(code)).Inc()
+
+	if code/100 == 2 || slices.Contains(r.AcceptStatus, code) {
+		return h.read(ctx, hs, resp, read, secrets), hn
+	}
+	return answer(resp, r.Classify, secrets), hn
+}
+
+// read hands an accepted response to the caller's read and classifies its
+// error. A sink's fault (dlq.Class.Sink) is neither retried nor held against
+// the host: the answer was fine, where it goes is not.
+func (h *Handler) read(ctx context.Context, hs *host, resp *http.Response, read func(*http.Response) error, secrets []string) outcome {
+	code := resp.StatusCode
+	err := read(resp)
+	if err == nil {
+		return outcome{status: code}
+	}
+	if ctx.Err() != nil {
+		return outcome{err: ctx.Err(), canceled: true, status: code}
+	}
+	class, transient := classifyErr(err)
+	if class == dlq.ClassCanceled {
+		class, transient = dlq.ClassNetwork, true
+	}
+	if class == dlq.ClassTruncated || class == dlq.ClassNetwork || class == dlq.ClassTimeout {
+		h.m.requests.WithLabelValues(hs.key, string(class)).Inc()
+	}
+	return outcome{err: err, class: class, transient: transient, status: code,
+		hostFault: transient && class != dlq.ClassRateLimited && !class.Sink(),
+		message:   redact.String(err.Error(), secrets...)}
+}
+
+// answer classifies an error answer: a status neither 2xx nor accepted. The
+// status decides, unless classify (Request.Classify) classes the answer from
+// its first bytes; a transient class it gives counts against the host like a
+// 5xx.
+func answer(resp *http.Response, classify func(int, []byte) error, secrets []string) outcome {
+	code := resp.StatusCode
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, classifyLen))
+	snippet := redact.String(strings.ToValidUTF8(string(bytes.TrimSpace(body[:min(len(body), snippetLen)])), "?"), secrets...)
+	o := outcome{err: fmt.Errorf("HTTP %s", resp.Status), status: code, message: resp.Status, snippet: snippet}
+	if first := firstLine(snippet); first != "" {
+		o.message += ": " + first
+	}
+	var c *classified
+	if classify != nil {
+		if err := classify(code, body); errors.As(err, &c) {
+			msg := redact.String(err.Error(), secrets...)
+			o.err = &redactedError{msg: msg, err: err}
+			o.class, o.transient, o.hooked = c.class, c.transient, true
+			o.message = resp.Status + ": " + msg
+			o.hostFault = c.transient && c.class != dlq.ClassRateLimited && !c.class.Sink()
+			return o
+		}
+	}
+	o.class, o.transient = classifyStatus(code)
+	o.hostFault = o.class == dlq.ClassHTTP5xx || (o.class == dlq.ClassTimeout && o.transient)
+	return o
+}
+
+// firstLine is the start of the server's message, trimmed for one line.
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
+	s = strings.TrimSpace(s)
+	if len(s) > 200 {
+		s = s[:200] + "..."
+	}
+	return s
+}
+
+// redactedError shows the redacted message of err, which it unwraps to: a
+// hook's error may quote the answer, and the answer may echo the request's
+// credentials.
+type redactedError struct {
+	msg string
+	err error
+}
+
+func (e *redactedError) Error() string { return e.msg }
+func (e *redactedError) Unwrap() error { return e.err }
