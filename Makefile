@@ -7,7 +7,7 @@ LDFLAGS := -X github.com/geoflow/geoflow/cmd/geoflow/cli.Version=$(VERSION)
 # throwaway Debian cluster started and stopped around the command.
 POSTGIS := bash internal/testdb/postgis.sh
 
-.PHONY: build test demo vet bench bench-recovery bench-tiles bench-ratelimit fuzz clean
+.PHONY: build test demo vet bench bench-recovery bench-pgrestart bench-tiles bench-ratelimit fuzz clean
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/geoflow
@@ -31,6 +31,10 @@ bench: build
 ## bench-recovery: requests spent by a bbox rerun, a resume after SIGKILL, and dead-letter replay
 bench-recovery: build
 	$(POSTGIS) run --env GEOFLOW_DATABASE_URL -- bash bench/recovery.sh $(BIN)
+
+## bench-pgrestart: PostgreSQL restarted (pg_ctl restart -m fast) in the middle of a 100,000-feature harvest
+bench-pgrestart: build
+	bash bench/pgrestart.sh $(BIN)
 
 ## bench-tiles: tiles per second for 10,000 small tiles vs curl at the same concurrency
 bench-tiles:

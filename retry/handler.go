@@ -1,98 +1,22 @@
 package retry
 
 import (
-	"bytes"
 	"cmp"
 	"context"
-	crand "crypto/rand"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
-	"math"
-	"math/rand/v2"
 	"net/http"
 	"net/url"
-	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"golang.org/x/time/rate"
 
 	"github.com/geoflow/geoflow/dlq"
 	"github.com/geoflow/geoflow/internal/redact"
 )
-
-// RateLimit is the pacing configured for a host. Zero fields take their
-// defaults: RequestsPerSecond 0 means no fixed rate (the server's rate-limit
-// headers and the adaptive rate pace instead; most users never set it),
-// Burst 10 (used only with a fixed rate), Concurrency 4 requests in flight
-// per host. The first Request to a host decides its RateLimit; later ones
-// with another RateLimit share the state already made.
-type RateLimit struct {
-	RequestsPerSecond float64
-	Burst             int
-	Concurrency       int
-}
-
-// Defaults of RateLimit.
-const (
-	DefaultBurst       = 10
-	DefaultConcurrency = 4
-)
-
-// Budget configures the per-host retry budget, the AWS SDK's retry quota.
-// Zero fields take their defaults: Tokens 500, RetryCost 5,
-// TimeoutRetryCost 10, NoRetryIncrement 1 (added back by each unit that
-// succeeds at its first attempt; a unit that succeeds after retries gets
-// back what it paid). Disabled turns the budget off.
-type Budget struct {
-	Tokens           int
-	RetryCost        int
-	TimeoutRetryCost int
-	NoRetryIncrement int
-	Disabled         bool
-}
-
-func (b Budget) withDefaults() Budget {
-	b.Tokens = cmp.Or(b.Tokens, 500)
-	b.RetryCost = cmp.Or(b.RetryCost, 5)
-	b.TimeoutRetryCost = cmp.Or(b.TimeoutRetryCost, 10)
-	b.NoRetryIncrement = cmp.Or(b.NoRetryIncrement, 1)
-	return b
-}
-
-// Breaker configures the per-host circuit breaker. It counts units whose first
-// attempt failed for the host's sake (5xx, timeouts, network errors, truncated
-// bodies), and successes; a retry that fails again is the same broken request,
-// not more evidence against the host, so one URL failing forever cannot open
-// the breaker for every other unit. 4xx answers, 429s and the caller's
-// cancellations are not host failures. Zero fields take their defaults: it opens after
-// ConsecutiveFailures 10 failures in a row, or when FailureRatio 0.5 of the
-// last Window 20 attempts failed; it stays open for Cooldown 30s, failing
-// calls at once with dlq.ClassCircuitOpen, then lets HalfOpenProbes 1 attempt
-// through: success closes it, failure opens it again. Disabled turns it off.
-type Breaker struct {
-	ConsecutiveFailures int
-	FailureRatio        float64
-	Window              int
-	Cooldown            time.Duration
-	HalfOpenProbes      int
-	Disabled            bool
-}
-
-func (b Breaker) withDefaults() Breaker {
-	b.ConsecutiveFailures = cmp.Or(b.ConsecutiveFailures, 10)
-	b.FailureRatio = cmp.Or(b.FailureRatio, 0.5)
-	b.Window = cmp.Or(b.Window, 20)
-	b.Cooldown = cmp.Or(b.Cooldown, 30*time.Second)
-	b.HalfOpenProbes = cmp.Or(b.HalfOpenProbes, 1)
-	return b
-}
 
 // Options configure a Handler. A nil *Options, and each zero field, means
 // the default noted on the field.
@@ -129,9 +53,7 @@ type Handler struct {
 	budget  Budget
 	breaker Breaker
 	m       *metrics
-
-	rndMu sync.Mutex
-	rnd   *rand.Rand
+	jitter  *jitter
 
 	mu    sync.Mutex
 	hosts map[string]*host
@@ -164,12 +86,6 @@ func New(opts *Options) *Handler {
 	if o.Clock == nil {
 		o.Clock = realClock{}
 	}
-	seed := uint64(o.Seed)
-	if o.Seed == 0 {
-		var b [8]byte
-		_, _ = crand.Read(b[:])
-		seed = binary.LittleEndian.Uint64(b[:])
-	}
 	return &Handler{
 		client:  o.Client,
 		log:     o.Logger,
@@ -177,7 +93,7 @@ func New(opts *Options) *Handler {
 		budget:  o.Budget.withDefaults(),
 		breaker: o.Breaker.withDefaults(),
 		m:       newMetrics(o.Registerer),
-		rnd:     rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
+		jitter:  newJitter(o.Seed),
 		hosts:   map[string]*host{},
 	}
 }
@@ -196,24 +112,58 @@ type Request struct {
 	// AcceptStatus lists non-2xx statuses passed to read instead of being
 	// classified (304, or 404 for tiles that may be missing).
 	AcceptStatus []int
+	// Classify, when set, is asked about every answer whose status is neither 2xx nor in
+	// AcceptStatus, with the first bytes of its body (up to 4 KiB), before the status decides.
+	// It returns an error made by Permanent or Transient to class the answer itself, or nil
+	// to let the status decide. A WFS task uses it for OGC exception reports: MapServer
+	// answers HTTP 400 with exceptionCode="NoApplicableCode" when its own database is down,
+	// which is worth retrying, while InvalidParameterValue is not. Any other error is
+	// ignored: the status decides. It may be called from several goroutines at once.
+	Classify func(status int, body []byte) error
 	// New builds a fresh request for each attempt; it is required.
 	New func(ctx context.Context) (*http.Request, error)
 }
 
-// host is the state shared by every request to one scheme://host:port.
+// host is the state shared by every request to one scheme://host:port: the
+// policies the Handler composes for it, each guarded by mu.
 type host struct {
-	key  string
-	sem  chan struct{}
-	conf *rate.Limiter // nil when no fixed rate
+	key string
+	sem chan struct{} // one slot per request in flight (RateLimit.Concurrency)
 
-	mu       sync.Mutex
-	quota    quotaPacer
-	adaptive adaptiveRate
-	budget   retryBudget
-	breaker  breaker
-	gate     time.Time // no request before this (Retry-After)
-	gateLen  time.Duration
-	seq      uint64 // requests sent
+	mu      sync.Mutex
+	pacer   pacer       // fixed rate, quota headers, adaptive rate
+	gate    gate        // Retry-After and 429 pauses
+	budget  retryBudget // what retries may still cost
+	breaker breaker     // fails fast while the host is down
+	stats   HostStats   // what was asked of the host, for Hosts
+}
+
+// HostStats is what one host was asked and how it went, as Hosts reports it.
+type HostStats struct {
+	Host          string // scheme://host:port
+	Attempts      int64  // requests sent, retries included
+	Retries       int64
+	BreakerOpened int64 // times the circuit breaker opened
+}
+
+// Hosts reports every host the Handler has sent requests to, in no fixed order. It is
+// safe to call while requests are going.
+func (h *Handler) Hosts() []HostStats {
+	h.mu.Lock()
+	hosts := make([]*host, 0, len(h.hosts))
+	for _, hs := range h.hosts {
+		hosts = append(hosts, hs)
+	}
+	h.mu.Unlock()
+	out := make([]HostStats, 0, len(hosts))
+	for _, hs := range hosts {
+		hs.mu.Lock()
+		st := hs.stats
+		st.Host, st.BreakerOpened = hs.key, int64(hs.breaker.opened)
+		hs.mu.Unlock()
+		out = append(out, st)
+	}
+	return out
 }
 
 func (h *Handler) host(key string, rl RateLimit) *host {
@@ -225,11 +175,9 @@ func (h *Handler) host(key string, rl RateLimit) *host {
 	hs := &host{
 		key:     key,
 		sem:     make(chan struct{}, cmp.Or(max(rl.Concurrency, 0), DefaultConcurrency)),
-		budget:  retryBudget{cfg: h.budget, tokens: h.budget.Tokens},
-		breaker: breaker{cfg: h.breaker, ring: make([]bool, h.breaker.Window)},
-	}
-	if rl.RequestsPerSecond > 0 {
-		hs.conf = rate.NewLimiter(rate.Limit(rl.RequestsPerSecond), cmp.Or(max(rl.Burst, 0), DefaultBurst))
+		pacer:   newPacer(rl),
+		budget:  newRetryBudget(h.budget),
+		breaker: newBreaker(h.breaker),
 	}
 	h.hosts[key] = hs
 	h.m.budget.WithLabelValues(key).Set(float64(hs.budget.tokens))
@@ -252,33 +200,6 @@ func hostKey(u *url.URL) string {
 	return strings.ToLower(u.Scheme) + "://" + strings.ToLower(u.Hostname()) + ":" + port
 }
 
-func (h *Handler) rand01() float64 {
-	h.rndMu.Lock()
-	defer h.rndMu.Unlock()
-	return h.rnd.Float64()
-}
-
-func (h *Handler) backoff(p Policy, n int, prev time.Duration) time.Duration {
-	h.rndMu.Lock()
-	defer h.rndMu.Unlock()
-	return p.Backoff(n, prev, h.rnd)
-}
-
-// outcome is the result of one attempt.
-type outcome struct {
-	err       error // nil on success
-	class     dlq.Class
-	transient bool
-	status    int
-	message   string
-	snippet   string
-	hint      time.Duration // server-requested delay before the retry
-	hasHint   bool
-	capped    time.Duration // the hint as asked, when capped
-	canceled  bool
-	hostFault bool // counts against the breaker
-}
-
 // Do sends the unit's request, paced for its host, and calls read with the
 // response when its status is 2xx or in AcceptStatus. Failures are
 // classified; transient ones of idempotent requests are retried (the whole
@@ -286,7 +207,9 @@ type outcome struct {
 // circuit breaker. read's error is classified too: errors made by Permanent
 // or Transient keep their class, io.ErrUnexpectedEOF anywhere in the chain
 // is a truncated body (retried), transport errors are network or timeout
-// (retried), anything else is parse (permanent). Do closes every body.
+// (retried), anything else is parse (permanent). A dlq.Classed error of a sink
+// class (database, disk) ends Do at once, not held against the host nor paid
+// from its budget. Do closes every body.
 //
 // Do returns nil or an *Error. When ctx ends, Do returns at once with an
 // *Error wrapping ctx.Err(); that is not held against the host.
@@ -325,11 +248,7 @@ func (h *Handler) Do(ctx context.Context, r Request, read func(*http.Response) e
 
 		last = h.attempt(ctx, hs, req, r, read, p, secrets, attempt)
 		if last.err == nil {
-			hs.mu.Lock()
-			hs.budget.success(paid)
-			tokens := hs.budget.tokens
-			hs.mu.Unlock()
-			h.m.budget.WithLabelValues(hs.key).Set(float64(tokens))
+			h.refund(hs, paid)
 			return nil
 		}
 		if last.canceled {
@@ -343,7 +262,7 @@ func (h *Handler) Do(ctx context.Context, r Request, read func(*http.Response) e
 			}
 			return e
 		}
-		if !last.transient {
+		if !last.transient || last.class.Sink() {
 			return fail("")
 		}
 		if !idempotent(method, r.Idempotent) {
@@ -353,39 +272,24 @@ func (h *Handler) Do(ctx context.Context, r Request, read func(*http.Response) e
 			return fail(fmt.Sprintf("gave up after %d attempts", attempt))
 		}
 
-		var delay time.Duration
-		if last.hasHint {
-			// Obey the server, with up to 10% more so the workers it
-			// told the same thing do not come back together.
-			delay = last.hint + time.Duration(h.rand01()*0.1*float64(last.hint))
-			if last.capped > 0 {
-				delay = last.hint
-				h.log.WarnContext(ctx, "server asked for a longer delay than allowed; capped",
-					"unit", r.Unit, "host", hs.key, "asked", last.capped, "cap", p.MaxServerDelay)
-			}
-		} else {
-			delay = h.backoff(p, attempt-1, prevDelay)
+		delay := h.jitter.delay(p, last, attempt-1, prevDelay)
+		if last.hasHint && last.capped > 0 {
+			h.log.WarnContext(ctx, "server asked for a longer delay than allowed; capped",
+				"unit", r.Unit, "host", hs.key, "asked", last.capped, "cap", p.MaxServerDelay)
 		}
 		prevDelay = delay
 		if elapsed := h.clock.Now().Add(delay).Sub(start); elapsed > p.MaxElapsed {
 			return fail(fmt.Sprintf("gave up: next attempt would start %s after the first, past max_elapsed %s",
 				elapsed.Round(time.Millisecond), p.MaxElapsed))
 		}
-		cost := h.budget.RetryCost
-		if last.class == dlq.ClassTimeout {
-			cost = h.budget.TimeoutRetryCost
-		}
-		hs.mu.Lock()
-		ok := hs.budget.take(cost)
-		tokens := hs.budget.tokens
-		hs.mu.Unlock()
-		h.m.budget.WithLabelValues(hs.key).Set(float64(tokens))
+		cost, ok := h.spend(hs, last.class)
 		if !ok {
 			return fail("retry budget of host " + hs.key + " exhausted, not retried")
 		}
-		if !h.budget.Disabled {
-			paid += cost
-		}
+		paid += cost
+		hs.mu.Lock()
+		hs.stats.Retries++
+		hs.mu.Unlock()
 		h.m.retries.WithLabelValues(hs.key, string(last.class)).Inc()
 		h.m.backoff.WithLabelValues(hs.key).Observe(delay.Seconds())
 		h.log.InfoContext(ctx, "retrying", "unit", r.Unit, "host", hs.key, "attempt", attempt+1,
@@ -408,7 +312,31 @@ func idempotent(method string, declared bool) bool {
 	return method == "" || method == http.MethodGet || method == http.MethodHead || declared
 }
 
-// attempt makes one paced attempt: breaker, concurrency, pacing, send, read.
+// spend pays the host's retry budget for a retry after a failure of class,
+// and reports what was paid and whether the retry may go.
+func (h *Handler) spend(hs *host, class dlq.Class) (int, bool) {
+	hs.mu.Lock()
+	cost, ok := hs.budget.spend(class)
+	tokens := hs.budget.tokens
+	hs.mu.Unlock()
+	h.m.budget.WithLabelValues(hs.key).Set(float64(tokens))
+	return cost, ok
+}
+
+// refund gives a unit that succeeded back what it paid for its retries.
+func (h *Handler) refund(hs *host, paid int) {
+	hs.mu.Lock()
+	hs.budget.success(paid)
+	tokens := hs.budget.tokens
+	hs.mu.Unlock()
+	h.m.budget.WithLabelValues(hs.key).Set(float64(tokens))
+}
+
+// attempt makes attempt n of a unit through the host's policies in turn:
+// the breaker lets it through or fails it fast, a concurrency slot is taken,
+// the gate and the pacer hold it until it may go, then it is sent and read;
+// the answer teaches the pacer, may close the gate, and is the breaker's
+// evidence.
 func (h *Handler) attempt(ctx context.Context, hs *host, req *http.Request, r Request, read func(*http.Response) error, p Policy, secrets []string, n int) outcome {
 	now := h.clock.Now()
 	hs.mu.Lock()
@@ -445,205 +373,24 @@ func (h *Handler) attempt(ctx context.Context, hs *host, req *http.Request, r Re
 
 	now = h.clock.Now()
 	hs.mu.Lock()
-	if hn.hasQuota {
-		hs.quota.observe(now, hn.quota, seq, hs.seq-seq)
+	hs.stats.Attempts++
+	hs.pacer.observe(now, o.class, o.status != 0 && !o.canceled, hn, seq)
+	hs.serverDelay(now, &o, hn, p, h.jitter.float64)
+	opened := hs.breaker.opened
+	// Neither the caller's cancellation nor a sink's fault says anything about the host.
+	if !o.canceled && !o.class.Sink() {
+		verdict = hs.breaker.verdict(now, n, o.hostFault, probe)
 	}
-	if o.class == dlq.ClassRateLimited {
-		// With quota headers the pacer has the server's own numbers;
-		// the adaptive rate is for servers that say nothing.
-		if !hn.hasQuota {
-			hs.adaptive.throttled(now)
-		}
-	} else if o.status != 0 && !o.canceled {
-		hs.adaptive.accepted(now)
-	}
-	if o.class == dlq.ClassRateLimited || o.class == dlq.ClassHTTP5xx || o.class == dlq.ClassTimeout {
-		switch {
-		case hn.hasRetryAfter:
-			o.hint, o.hasHint = hn.retryAfter, true
-		case o.class == dlq.ClassRateLimited:
-			o.hint, o.hasHint = hs.quota.retryHint(now)
-		}
-		if o.hasHint && o.hint > p.MaxServerDelay {
-			o.capped, o.hint = o.hint, p.MaxServerDelay
-		}
-		if o.hasHint && hn.hasRetryAfter {
-			// Retry-After is about the host, not just this request.
-			if until := now.Add(o.hint); until.After(hs.gate) {
-				hs.gate, hs.gateLen = until, o.hint
-			}
-		}
-		if o.class == dlq.ClassRateLimited && !o.hasHint {
-			d := hs.adaptive.pause(p.BaseDelay, h.rand01())
-			if until := now.Add(d); until.After(hs.gate) {
-				hs.gate, hs.gateLen = until, 0
-			}
-		}
-	}
-	// A unit that keeps failing is one broken request, not a broken host: its retries
-	// count against the breaker only when they succeed. A host that is down fails the
-	// first attempt of unit after unit, which is what opens the breaker.
-	if !o.canceled && (n == 1 || !o.hostFault || probe) {
-		hs.breaker.record(now, o.hostFault, probe)
-		verdict = true
-	}
-	pace := hs.currentPace(now)
+	pace := hs.pacer.current(now)
 	state = hs.breaker.state
+	justOpened := hs.breaker.opened > opened
 	hs.mu.Unlock()
 	h.m.pace.WithLabelValues(hs.key).Set(pace)
 	h.m.breaker.WithLabelValues(hs.key).Set(float64(state))
+	if justOpened {
+		h.m.opened.WithLabelValues(hs.key).Inc()
+		h.log.WarnContext(ctx, "circuit breaker opened: failing this host's requests fast for the cool-down",
+			"host", hs.key, "cooldown", h.breaker.Cooldown, "last", string(o.class), "status", o.status)
+	}
 	return o
-}
-
-// currentPace is the strictest rate in force, 0 when unpaced.
-func (hs *host) currentPace(now time.Time) float64 {
-	r := math.Inf(1)
-	if hs.conf != nil {
-		r = float64(hs.conf.Limit())
-	}
-	if hs.adaptive.rate > 0 {
-		r = math.Min(r, hs.adaptive.rate)
-	}
-	if q := hs.quota.pace(now); q > 0 {
-		r = math.Min(r, q)
-	}
-	if math.IsInf(r, 1) {
-		return 0
-	}
-	return r
-}
-
-// pace waits until the host may take one more request: after any
-// Retry-After gate, within the configured rate, the quota the headers
-// report and the adaptive rate. It returns the request's send sequence
-// number.
-func (h *Handler) pace(ctx context.Context, hs *host, p Policy) (uint64, error) {
-	for {
-		now := h.clock.Now()
-		hs.mu.Lock()
-		gate, gateLen := hs.gate, hs.gateLen
-		hs.mu.Unlock()
-		if gate.After(now) {
-			// Spread the wake-ups over a tenth of the gate, at most 1s.
-			spread := time.Duration(h.rand01() * float64(min(gateLen/10, time.Second)))
-			h.m.throttled.WithLabelValues(hs.key, "retry_after").Inc()
-			if err := sleep(ctx, h.clock, min(gate.Sub(now)+spread, p.MaxServerDelay)); err != nil {
-				return 0, err
-			}
-			continue
-		}
-		break
-	}
-
-	now := h.clock.Now()
-	var confRes *rate.Reservation
-	wait := time.Duration(0)
-	source := ""
-	if hs.conf != nil {
-		confRes = hs.conf.ReserveN(now, 1)
-		if d := confRes.DelayFrom(now); d > wait {
-			wait, source = d, "rate"
-		}
-	}
-	hs.mu.Lock()
-	if d := hs.quota.grant(now, h.rand01).Sub(now); d > wait {
-		wait, source = d, "quota"
-	}
-	if d := hs.adaptive.grant(now).Sub(now); d > wait {
-		wait, source = d, "adaptive"
-	}
-	hs.mu.Unlock()
-	if wait > p.MaxServerDelay {
-		h.log.WarnContext(ctx, "pacing asked for a longer wait than allowed; capped", "host", hs.key, "asked", wait, "cap", p.MaxServerDelay)
-		wait = p.MaxServerDelay
-	}
-	if wait > 0 {
-		h.m.throttled.WithLabelValues(hs.key, source).Inc()
-	}
-	err := sleep(ctx, h.clock, wait)
-	hs.mu.Lock()
-	hs.quota.sent()
-	var seq uint64
-	if err == nil {
-		hs.seq++
-		seq = hs.seq
-	}
-	hs.mu.Unlock()
-	if err != nil {
-		if confRes != nil {
-			confRes.CancelAt(h.clock.Now())
-		}
-		return 0, err
-	}
-	return seq, nil
-}
-
-const snippetLen = 512
-
-// send makes the HTTP round trip and reads or classifies the response.
-func (h *Handler) send(ctx context.Context, hs *host, req *http.Request, r Request, read func(*http.Response) error, secrets []string) (outcome, hints) {
-	resp, err := h.client.Do(req)
-	if err != nil {
-		if ctx.Err() != nil {
-			return outcome{err: ctx.Err(), canceled: true}, hints{}
-		}
-		class, transient := classifyErr(err)
-		if class == dlq.ClassParse || class == dlq.ClassCanceled {
-			class, transient = dlq.ClassNetwork, false
-		}
-		h.m.requests.WithLabelValues(hs.key, string(class)).Inc()
-		return outcome{err: err, class: class, transient: transient, hostFault: transient,
-			message: redact.String(err.Error(), secrets...)}, hints{}
-	}
-	defer func() {
-		// Drain a little so the connection can be reused, then close.
-		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
-		resp.Body.Close()
-	}()
-	hn := parseHints(resp.Header, h.clock.Now())
-	for _, f := range hn.forms {
-		h.m.headers.WithLabelValues(hs.key, f).Inc()
-	}
-	code := resp.StatusCode
-	h.m.requests.WithLabelValues(hs.key, strconv.Itoa(code)).Inc()
-
-	if code/100 == 2 || slices.Contains(r.AcceptStatus, code) {
-		err := read(resp)
-		if err == nil {
-			return outcome{status: code}, hn
-		}
-		if ctx.Err() != nil {
-			return outcome{err: ctx.Err(), canceled: true, status: code}, hn
-		}
-		class, transient := classifyErr(err)
-		if class == dlq.ClassCanceled {
-			class, transient = dlq.ClassNetwork, true
-		}
-		if class == dlq.ClassTruncated || class == dlq.ClassNetwork || class == dlq.ClassTimeout {
-			h.m.requests.WithLabelValues(hs.key, string(class)).Inc()
-		}
-		return outcome{err: err, class: class, transient: transient, status: code,
-			hostFault: transient && class != dlq.ClassRateLimited,
-			message:   redact.String(err.Error(), secrets...)}, hn
-	}
-
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, snippetLen))
-	snippet := redact.String(strings.ToValidUTF8(string(bytes.TrimSpace(body)), "?"), secrets...)
-	class, transient := classifyStatus(code)
-	msg := resp.Status
-	if first := firstLine(snippet); first != "" {
-		msg += ": " + first
-	}
-	return outcome{err: fmt.Errorf("HTTP %s", resp.Status), class: class, transient: transient, status: code,
-		message: msg, snippet: snippet, hostFault: class == dlq.ClassHTTP5xx || (class == dlq.ClassTimeout && transient)}, hn
-}
-
-// firstLine is the start of the server's message, trimmed for one line.
-func firstLine(s string) string {
-	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
-	s = strings.TrimSpace(s)
-	if len(s) > 200 {
-		s = s[:200] + "..."
-	}
-	return s
 }

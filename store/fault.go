@@ -3,6 +3,7 @@ package store
 import (
 	"errors"
 	"fmt"
+	"syscall"
 
 	"github.com/geoflow/geoflow/dlq"
 )
@@ -38,13 +39,15 @@ func (f *Fault) FailureClass() dlq.Class { return f.Class }
 // Temporary tells whether waiting for the sink and trying again may help.
 func (f *Fault) Temporary() bool { return f.Temp }
 
-// DiskFault wraps a file-system failure while doing op. Every disk failure is taken as
-// temporary (a full disk is freed, a mount comes back) within the unit's time budget.
+// DiskFault wraps a file-system failure while doing op. A full disk or quota and an I/O
+// error are temporary (space is freed, a mount comes back) within the unit's time budget;
+// a permission or a missing directory is the same the next time.
 func DiskFault(op string, err error) error {
 	if err == nil {
 		return nil
 	}
-	return &Fault{Class: dlq.ClassDisk, Op: op, Temp: true, Err: err}
+	temp := errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) || errors.Is(err, syscall.EIO)
+	return &Fault{Class: dlq.ClassDisk, Op: op, Temp: temp, Err: err}
 }
 
 // AsFault returns the Fault in err's chain, if any.

@@ -29,11 +29,15 @@ func (s *Store) lockConn(ctx context.Context, what string) (*pgx.Conn, error) {
 	return conn, nil
 }
 
+// closeConn returns a func that releases the locks conn holds, at once (so the next
+// statement of anyone sees them free), and closes it; ending the session would release
+// them too, but the server notices a closed connection only a moment later.
 func closeConn(conn *pgx.Conn) func() {
 	return func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		_ = conn.Close(ctx) // ending the session releases its advisory locks
+		_, _ = conn.Exec(ctx, "SELECT pg_advisory_unlock_all()")
+		_ = conn.Close(ctx)
 	}
 }
 

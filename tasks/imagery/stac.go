@@ -358,7 +358,7 @@ func (d *download) receive(resp *http.Response) error {
 		}
 		m, _ := json.Marshal(partMeta{ETag: resp.Header.Get("ETag"), LastModified: resp.Header.Get("Last-Modified")})
 		if err := files.WriteFileAtomic(d.meta, m); err != nil {
-			return retry.Permanent(dlq.ClassDatabase, err)
+			return store.DiskFault("recording the partial download", err)
 		}
 	}
 	flags := os.O_WRONLY | os.O_CREATE
@@ -367,11 +367,11 @@ func (d *download) receive(resp *http.Response) error {
 	}
 	f, err := os.OpenFile(d.part, flags, 0o644)
 	if err != nil {
-		return retry.Permanent(dlq.ClassDatabase, err)
+		return store.DiskFault("opening the partial download", err)
 	}
 	if _, err := f.Seek(start, io.SeekStart); err != nil {
 		f.Close()
-		return retry.Permanent(dlq.ClassDatabase, err)
+		return store.DiskFault("opening the partial download", err)
 	}
 	n, cerr := io.Copy(f, resp.Body)
 	d.received += n
@@ -382,12 +382,12 @@ func (d *download) receive(resp *http.Response) error {
 	if cerr != nil {
 		var pe *os.PathError
 		if errors.As(cerr, &pe) {
-			return retry.Permanent(dlq.ClassDatabase, cerr)
+			return store.DiskFault("writing the partial download", cerr) // the disk's, not the server's
 		}
 		return cerr // cut off: truncated, retried from the new offset
 	}
 	if serr != nil {
-		return retry.Permanent(dlq.ClassDatabase, serr)
+		return store.DiskFault("syncing the partial download", serr)
 	}
 	if d.total >= 0 && start+n != d.total {
 		return retry.Transient(dlq.ClassTruncated, fmt.Errorf("%d of %d bytes", start+n, d.total))

@@ -304,14 +304,19 @@ func classify(err error) error {
 }
 
 // classifyException is the retry handler's Classify hook for answers with an error
-// status: an OGC exception report in the body decides whether asking again can help.
+// status: an OGC exception report in the body decides whether asking again can help. A
+// 5xx is retried anyway (and keeps its class, http_5xx) unless the report says the
+// request itself is wrong; a 4xx is retried only when the report says the server failed.
 func classifyException(status int, body []byte) error {
 	ex, ok := spatial.ParseExceptionReport(body)
 	if !ok {
 		return nil
 	}
 	err := fmt.Errorf("HTTP %d: %w", status, ex)
-	if transientException(ex) {
+	switch transient := transientException(ex); {
+	case transient && status >= 500:
+		return nil
+	case transient:
 		return retry.Transient(dlq.ClassExceptionReport, err)
 	}
 	return retry.Permanent(dlq.ClassExceptionReport, err)

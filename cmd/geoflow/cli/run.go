@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"runtime/pprof"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/geoflow/geoflow/dlq"
 	"github.com/geoflow/geoflow/flows"
+	"github.com/geoflow/geoflow/internal/redact"
 	"github.com/geoflow/geoflow/retry"
 	"github.com/geoflow/geoflow/spatial"
 	"github.com/geoflow/geoflow/store"
@@ -102,11 +104,12 @@ func runFlow(ctx context.Context, g *globals, path string, rf runFlags) error {
 	}
 	defer st.Close()
 
+	handler := retry.New(&retry.Options{Logger: log})
 	progress := &flows.Progress{}
 	stopDisplay := startDisplay(g.stderr, rf.progress, progress, log)
 	res, err := flows.Run(ctx, f, flows.RunOptions{
 		Store:     st,
-		HTTP:      retry.New(&retry.Options{Logger: log}),
+		HTTP:      handler,
 		Logger:    log,
 		Area:      area,
 		OnlyTasks: only,
@@ -120,7 +123,7 @@ func runFlow(ctx context.Context, g *globals, path string, rf runFlags) error {
 	if err != nil {
 		return err
 	}
-	printSummary(g, f, res)
+	printSummary(g, f, res, handler.Hosts())
 	var se *SignalError
 	if errors.As(context.Cause(ctx), &se) {
 		return &exitError{code: se.ExitCode(), err: fmt.Errorf("interrupted by %s: run %d recorded as interrupted; continue it with: geoflow run %s --resume", se.Signal, res.RunID, path)}
@@ -163,7 +166,7 @@ func parseArea(s, crs string) (*orb.Bound, error) {
 	return &b, nil
 }
 
-func printSummary(g *globals, f *flows.Flow, res *flows.Result) {
+func printSummary(g *globals, f *flows.Flow, res *flows.Result, hosts []retry.HostStats) {
 	s := res.Summary
 	if len(res.FlowChanges) > 0 {
 		which := "the flow run " + strconv.FormatInt(res.RunID, 10) + " recorded (--use-current-flow to use the file)"
@@ -184,5 +187,13 @@ func printSummary(g *globals, f *flows.Flow, res *flows.Result) {
 		if st, ok := res.TaskStates[t.ID]; ok {
 			fmt.Fprintf(g.stdout, "  task %-20s %s\n", t.ID, st)
 		}
+	}
+	slices.SortFunc(hosts, func(a, b retry.HostStats) int { return strings.Compare(a.Host, b.Host) })
+	for _, h := range hosts {
+		opened := "its breaker never opened"
+		if h.BreakerOpened > 0 {
+			opened = fmt.Sprintf("its breaker opened %d times", h.BreakerOpened)
+		}
+		fmt.Fprintf(g.stdout, "  host %s: %d requests, %d retries; %s\n", redact.URL(h.Host), h.Attempts, h.Retries, opened)
 	}
 }

@@ -1,0 +1,120 @@
+package postgis
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/geoflow/geoflow/dlq"
+	"github.com/geoflow/geoflow/store"
+)
+
+// TestResumeWhatIsLeft: --resume takes a failed run when it has work that is neither done
+// nor dead-lettered (a unit whose failure the store could not record, a task that failed
+// before planning), and leaves alone one whose only failures are dead letters (dlq replay
+// is for those). It records the flow the run started with and hands it back.
+func TestResumeWhatIsLeft(t *testing.T) {
+	ctx := context.Background()
+	s := openTestStore(t)
+	finish := func(run int64, task string, state store.State) {
+		t.Helper()
+		if err := s.SetTaskState(ctx, run, task, "fake", state, ""); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.FinishRun(ctx, run, store.Failed, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	resume := func(flow string) (*store.Run, error) {
+		r, err := s.StartRun(ctx, store.RunStart{Flow: flow, Resume: true})
+		if err == nil {
+			t.Cleanup(r.Close)
+		}
+		return r, err
+	}
+
+	// startRun's run is held until the test ends; a crashed process holds nothing.
+	crashed := func(flow string) int64 {
+		t.Helper()
+		run, err := s.StartRun(ctx, store.RunStart{Flow: flow})
+		if err != nil {
+			t.Fatal(err)
+		}
+		run.Close()
+		if err := s.SetTaskState(ctx, run.ID, "a", "fake", store.Running, ""); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.AddUnits(ctx, run.ID, "a", []store.Unit{{Key: "u000", BBox: unitBBox(0)}, {Key: "u001", BBox: unitBBox(1)}}); err != nil {
+			t.Fatal(err)
+		}
+		return run.ID
+	}
+
+	// Only dead letters left: nothing to resume.
+	dead := crashed("dead")
+	record(t, s, "dead", dead, "a", 0, dlq.ClassHTTP5xx, "")
+	if _, err := commitUnit(ctx, s, store.UnitRef{RunID: dead, TaskID: "a", Key: "u001"}, noWrite); err != nil {
+		t.Fatal(err)
+	}
+	finish(dead, "a", store.Failed)
+	if _, err := resume("dead"); !errors.Is(err, store.ErrNothingToResume) {
+		t.Errorf("a run failed only by dead letters was resumed: %v", err)
+	}
+
+	// A unit left pending (its failure could not be recorded): resumable, and the unit is open.
+	lost := crashed("lost")
+	if _, err := commitUnit(ctx, s, store.UnitRef{RunID: lost, TaskID: "a", Key: "u001"}, noWrite); err != nil {
+		t.Fatal(err)
+	}
+	finish(lost, "a", store.Failed)
+	r, err := resume("lost")
+	if err != nil || r.ID != lost || !r.Resumed {
+		t.Fatalf("resume: %+v %v; want run %d", r, err, lost)
+	}
+	open, err := s.OpenUnits(ctx, lost, "a")
+	if err != nil || len(open) != 1 || open[0].Key != "u000" {
+		t.Errorf("open units %v %v; want u000", open, err)
+	}
+
+	// A task that failed while planning (no units at all): resumable.
+	plan, err := s.StartRun(ctx, store.RunStart{Flow: "plan", FlowText: "name: plan\n", FlowHash: "abc", FlowFile: "/f/plan.yaml"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan.Close()
+	finish(plan.ID, "a", store.Failed)
+	r, err = resume("plan")
+	if err != nil || r.ID != plan.ID {
+		t.Fatalf("resume after a planning failure: %+v %v", r, err)
+	}
+	if r.FlowText != "name: plan\n" || r.FlowHash != "abc" || r.FlowFile != "/f/plan.yaml" {
+		t.Errorf("recorded flow %q %q %q", r.FlowText, r.FlowHash, r.FlowFile)
+	}
+	info, err := s.RunInfo(ctx, plan.ID)
+	if err != nil || info.FlowText != "name: plan\n" {
+		t.Errorf("RunInfo: %+v %v", info, err)
+	}
+}
+
+func noWrite(context.Context, store.UnitTx) (store.Counts, error) { return store.Counts{}, nil }
+
+func TestTranslateTemporary(t *testing.T) {
+	tests := []struct {
+		code string
+		temp bool
+	}{
+		{"57P01", true}, {"57P03", true}, {"08006", true}, {"40P01", true}, {"53300", true},
+		{"23505", false}, {"22P02", false}, {"42P01", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.code, func(t *testing.T) {
+			if got := temporary(tt.code); got != tt.temp {
+				t.Errorf("temporary(%s) = %v, want %v", tt.code, got, tt.temp)
+			}
+		})
+	}
+	f, ok := store.AsFault(translate("inserting", errors.New("unexpected EOF")))
+	if !ok || !f.Temporary() || f.FailureClass() != dlq.ClassDatabase {
+		t.Errorf("a lost connection: %+v", f)
+	}
+}
