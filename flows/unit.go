@@ -57,9 +57,9 @@ func (r *runner) unit(work context.Context, task tasks.Task, env *tasks.Env, u s
 			prog.finished(w.counts)
 			return w.children, store.Done
 		case work.Err() != nil && errors.Is(err, context.Canceled):
-			if err := r.persist(final, "recording an interrupted unit", func(ctx context.Context) error {
-				return r.opts.Store.EndUnit(ctx, ref, store.Interrupted, "interrupted by shutdown")
-			}); err != nil {
+			// One attempt, not a wait: shutdown has a deadline, and a unit left as it
+			// was is run again by a resume all the same.
+			if err := r.opts.Store.EndUnit(final, ref, store.Interrupted, "interrupted by shutdown"); err != nil {
 				env.Logger.Error("recording an interrupted unit", "unit", u.Key, "err", err)
 			}
 			return nil, store.Interrupted

@@ -1,11 +1,11 @@
 // Package schedule fires geoflow flows on their `schedule:`: it is the engine of
 // geoflow serve.
 //
-// Several instances may run over one database for availability. Each fire, a (flow,
-// scheduled time) pair, is claimed in the database before it runs, so exactly one instance
+// Several instances may run over one store for availability. Each fire, a (flow,
+// scheduled time) pair, is claimed in the store before it runs, so exactly one instance
 // runs it; the others skip it. Whether the previous run of a flow is still going is judged
-// from the database too (a scheduled run holds an advisory lock on its flow; a manual run
-// holds one on itself), so `overlap: skip` and `queue` hold across instances. Every claimed
+// from the store too (a scheduled run holds a lock on its flow; a manual run holds one on
+// itself), so `overlap: skip` and `queue` hold across instances. Every claimed
 // fire stays recorded with what became of it, which also tells the last fire time that
 // `catchup:` counts missed fires from.
 package schedule

@@ -1,7 +1,6 @@
 package tasks
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -11,30 +10,44 @@ import (
 	"github.com/geoflow/geoflow/store"
 )
 
-// spoolMemory is how much of a response a Spool keeps in memory before it moves to a
-// temporary file: a page of 1,000 parcels as GeoJSON is about 1.5 MiB, so pages stay in
-// memory and only unusual ones (huge geometries, large page sizes) touch the disk.
-const spoolMemory = 8 << 20
+const (
+	// spoolMemory is how much of a response a Spool keeps in memory before it moves to a
+	// temporary file: a page of 1,000 parcels as GeoJSON is about 1.7 MiB, so pages stay in
+	// memory and only unusual ones (huge geometries, large page sizes) touch the disk.
+	spoolMemory = 8 << 20
+	// chunkSize is the grain of a spool's memory: chunks are reused across units, and a
+	// body takes what it needs to the next 64 KiB, never a doubled buffer's slack.
+	chunkSize = 64 << 10
+)
 
-var bufPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+var chunks = sync.Pool{New: func() any { b := make([]byte, 0, chunkSize); return &b }}
 
 // Spool holds one response body, read off the network in full before the unit's
 // transaction opens: no database connection ever waits on a slow server, the HTTP timeout
 // covers only the transfer, and a unit whose write fails on a database fault is written
 // again from the spool without asking the server twice. Bodies up to 8 MiB stay in
-// memory (buffers are reused across units), larger ones go to a temporary file.
+// memory, in pooled 64 KiB chunks; larger ones go to a temporary file, unlinked at once.
 // A Spool is used by one goroutine at a time; Close releases it.
 type Spool struct {
-	buf  *bytes.Buffer
+	mem  []*[]byte // chunks in order; all full but the last
 	file *os.File
 	n    int64
 }
 
 // NewSpool returns an empty spool.
-func NewSpool() *Spool {
-	b := bufPool.Get().(*bytes.Buffer)
-	b.Reset()
-	return &Spool{buf: b}
+func NewSpool() *Spool { return &Spool{} }
+
+// last returns a chunk with room to write into, taking a new one when the last is full.
+func (s *Spool) last() *[]byte {
+	if len(s.mem) > 0 {
+		if c := s.mem[len(s.mem)-1]; len(*c) < cap(*c) {
+			return c
+		}
+	}
+	c := chunks.Get().(*[]byte)
+	*c = (*c)[:0]
+	s.mem = append(s.mem, c)
+	return c
 }
 
 // ReadFrom reads r to its end into the spool. An error reading r is returned as it is,
@@ -43,16 +56,21 @@ func NewSpool() *Spool {
 func (s *Spool) ReadFrom(r io.Reader) (int64, error) {
 	var total int64
 	for s.file == nil {
-		n, err := s.buf.ReadFrom(io.LimitReader(r, spoolMemory+1-int64(s.buf.Len())))
-		total += n
-		s.n += n
+		if s.n >= spoolMemory {
+			if err := s.toFile(); err != nil {
+				return total, err
+			}
+			break
+		}
+		c := s.last()
+		n, err := r.Read((*c)[len(*c):cap(*c)])
+		*c = (*c)[:len(*c)+n]
+		total += int64(n)
+		s.n += int64(n)
+		if err == io.EOF {
+			return total, nil
+		}
 		if err != nil {
-			return total, err
-		}
-		if s.buf.Len() <= spoolMemory {
-			return total, nil // the body ended within the memory limit
-		}
-		if err := s.toFile(); err != nil {
 			return total, err
 		}
 	}
@@ -69,7 +87,7 @@ func (s *Spool) ReadFrom(r io.Reader) (int64, error) {
 // Write appends p, for an io.TeeReader that spools what a decoder reads of a response's
 // head. A failure of the spool's file is a *store.Fault.
 func (s *Spool) Write(p []byte) (int, error) {
-	if s.file == nil && s.buf.Len()+len(p) > spoolMemory {
+	if s.file == nil && s.n+int64(len(p)) > spoolMemory {
 		if err := s.toFile(); err != nil {
 			return 0, err
 		}
@@ -82,9 +100,15 @@ func (s *Spool) Write(p []byte) (int, error) {
 		}
 		return n, nil
 	}
-	n, _ := s.buf.Write(p)
-	s.n += int64(n)
-	return n, nil
+	written := len(p)
+	for len(p) > 0 {
+		c := s.last()
+		k := copy((*c)[len(*c):cap(*c)], p)
+		*c = (*c)[:len(*c)+k]
+		p = p[k:]
+	}
+	s.n += int64(written)
+	return written, nil
 }
 
 // writeError marks an error of the spool's file, as opposed to the body's.
@@ -102,45 +126,62 @@ func (w fileWriter) Write(p []byte) (int, error) {
 	return n, nil
 }
 
+// toFile moves what is in memory to a temporary file, where the rest goes.
 func (s *Spool) toFile() error {
 	f, err := os.CreateTemp("", "geoflow-spool-*")
 	if err != nil {
 		return store.DiskFault("spooling a response", err)
 	}
 	_ = os.Remove(f.Name()) // unlinked at once: nothing is left behind by a crash
-	if _, err := f.Write(s.buf.Bytes()); err != nil {
-		f.Close()
-		return store.DiskFault("spooling a response", err)
+	for _, c := range s.mem {
+		if _, err := f.Write(*c); err != nil {
+			f.Close()
+			return store.DiskFault("spooling a response", err)
+		}
 	}
 	s.file = f
-	s.buf.Reset()
+	s.release()
 	return nil
 }
 
 // Len is the number of bytes spooled.
 func (s *Spool) Len() int64 { return s.n }
 
-// Bytes returns the spooled body when it is held in memory, else nil.
-func (s *Spool) Bytes() []byte {
-	if s.file != nil {
-		return nil
-	}
-	return s.buf.Bytes()
-}
-
 // Reader returns a reader over the whole body, from its start; each call starts again.
 func (s *Spool) Reader() (io.Reader, error) {
 	if s.file == nil {
-		return bytes.NewReader(s.buf.Bytes()), nil
-	}
-	if _, err := s.file.Seek(0, io.SeekStart); err != nil {
-		return nil, store.DiskFault("reading a spooled response", err)
+		return &chunkReader{chunks: s.mem}, nil
 	}
 	return io.NewSectionReader(s.file, 0, s.n), nil
 }
 
+// chunkReader reads a spool's chunks in order.
+type chunkReader struct {
+	chunks []*[]byte
+	off    int // in chunks[0]
+}
+
+func (r *chunkReader) Read(p []byte) (int, error) {
+	for len(r.chunks) > 0 && r.off == len(*r.chunks[0]) {
+		r.chunks, r.off = r.chunks[1:], 0
+	}
+	if len(r.chunks) == 0 {
+		return 0, io.EOF
+	}
+	n := copy(p, (*r.chunks[0])[r.off:])
+	r.off += n
+	return n, nil
+}
+
+func (s *Spool) release() {
+	for _, c := range s.mem {
+		chunks.Put(c)
+	}
+	s.mem = nil
+}
+
 // Close releases the spool's memory and file. It is safe to call more than once, and
-// on a nil *Spool.
+// on a nil *Spool. Readers from Reader must not be used afterwards.
 func (s *Spool) Close() {
 	if s == nil {
 		return
@@ -149,12 +190,7 @@ func (s *Spool) Close() {
 		s.file.Close()
 		s.file = nil
 	}
-	if s.buf != nil {
-		if s.buf.Cap() <= 2*spoolMemory {
-			bufPool.Put(s.buf)
-		}
-		s.buf = nil
-	}
+	s.release()
 }
 
 func (s *Spool) String() string { return fmt.Sprintf("spool of %d bytes", s.n) }

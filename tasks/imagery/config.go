@@ -3,7 +3,7 @@
 // georeferencing: a world file, or GeoTIFF when the server offers it) or as the assets of
 // the scenes a STAC API finds (POST /search, following next links; each asset downloaded
 // with HTTP Range so that a cut transfer resumes where it stopped, and checked against the
-// item's file:checksum). Footprints and metadata are indexed in a PostGIS table; files are
+// item's file:checksum). Footprints and metadata are indexed in a table of the store; files are
 // written atomically before their rows commit. Chips and assets are units, so retries,
 // the dead-letter queue, resume and --bbox reruns work per file.
 package imagery

@@ -1,6 +1,6 @@
 // Package tiles is the `type: tiles` task: it mirrors the map tiles of an XYZ, TMS or WMTS
 // server over a bounding box and a zoom range into files (z/x/y.ext, written atomically)
-// indexed in a PostGIS table. Each tile is a unit, so pacing, retries, the dead-letter
+// indexed in a table of the store. Each tile is a unit, so pacing, retries, the dead-letter
 // queue, resume and --bbox reruns work per tile. Tiles already stored are revalidated
 // (If-None-Match, If-Modified-Since): a 304 rewrites nothing. A response that is not an
 // image (a proxy's HTML page answered with 200) is never stored.

@@ -1,5 +1,5 @@
 // Package wfs is the `type: wfs` task: it harvests one feature type of a WFS server over
-// a bounding box into a PostGIS table, completely (adaptive quadtree tiling sized by
+// a bounding box into a table of the store, completely (adaptive quadtree tiling sized by
 // RESULTTYPE=hits, paging with SORTBY only where a tile cannot be split further), exactly
 // (axis order checked against the requested box) and idempotently (payload-hash keys).
 package wfs

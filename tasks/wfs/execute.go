@@ -181,6 +181,9 @@ func (e *shortPage) Error() string {
 func (t *Task) fetch(ctx context.Context, env *tasks.Env, p *prepared, u store.Unit, sp spec, bbox orb.Bound,
 	start, count, expected int64, mayShort bool) (*tasks.Output, error) {
 	q := t.getFeature(p, bbox, start, count, false, !mayShort)
+	// A tile fetched without a count is one fetched on an estimate (Execute counts
+	// tiles whenever the server can count and the estimates stopped holding).
+	optimistic := mayShort && expected < 0 && p.caps.Hits
 	var body *tasks.Spool
 	err := env.HTTP.Do(ctx, t.request(env, p, u.Key, q), func(resp *http.Response) error {
 		body.Close() // an earlier attempt's
@@ -201,7 +204,7 @@ func (t *Task) fetch(ctx context.Context, env *tasks.Env, p *prepared, u store.U
 			}
 			var short *shortPage
 			if errors.As(err, &short) {
-				short.optimistic = expected < 0
+				short.optimistic = optimistic
 				return retry.Permanent(dlq.ClassParse, short) // not a failure: Execute splits
 			}
 			if !errors.Is(err, io.ErrUnexpectedEOF) && cutOff(resp.Body) {
@@ -251,7 +254,7 @@ func (t *Task) fetch(ctx context.Context, env *tasks.Env, p *prepared, u store.U
 		}
 		// A full page that is not the whole tile: the tile needs splitting.
 		if mayShort && (matched > got || (matched < 0 && expected < 0 && got >= count)) {
-			n := t.learn(env, &shortPage{got: got, matched: matched, optimistic: expected < 0}, count, expected)
+			n := t.learn(env, &shortPage{got: got, matched: matched, optimistic: optimistic}, count, expected)
 			redo, _ := json.Marshal(spec{Depth: sp.Depth, Split: true, Count: max(n, 0)})
 			return &tasks.Verdict{Redo: redo}, nil
 		}
