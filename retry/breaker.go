@@ -12,8 +12,9 @@ import (
 // the breaker for every other unit. 4xx answers, 429s, sink faults and the caller's
 // cancellations are not host failures. Zero fields take their defaults: it opens after
 // ConsecutiveFailures 10 failures in a row, or when FailureRatio 0.5 of the
-// last Window 20 attempts failed; it stays open for Cooldown 30s, failing
-// calls at once with dlq.ClassCircuitOpen, then lets HalfOpenProbes 1 attempt
+// last Window 20 attempts failed; it stays open for Cooldown 30s, sending
+// nothing to the host: units wait for the cool-down (a unit whose max_elapsed ends
+// first fails with dlq.ClassCircuitOpen), then HalfOpenProbes 1 attempt goes
 // through: success closes it, failure opens it again. Disabled turns it off.
 type Breaker struct {
 	ConsecutiveFailures int
@@ -144,6 +145,18 @@ func (b *breaker) record(now time.Time, failure, probe bool) {
 			b.open(now)
 		}
 	}
+}
+
+// retryIn is how long an attempt the breaker refused should wait before asking again:
+// until the cool-down ends while it is open, or a moment (a tenth of the cool-down, at
+// most a second) while another attempt probes the host.
+func (b *breaker) retryIn(now time.Time) time.Duration {
+	if b.state == stateOpen {
+		if d := b.openedAt.Add(b.cfg.Cooldown).Sub(now); d > 0 {
+			return d
+		}
+	}
+	return min(b.cfg.Cooldown/10, time.Second)
 }
 
 // release gives back a probe slot whose attempt ended without a verdict.

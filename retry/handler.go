@@ -134,7 +134,7 @@ type host struct {
 	pacer   pacer       // fixed rate, quota headers, adaptive rate
 	gate    gate        // Retry-After and 429 pauses
 	budget  retryBudget // what retries may still cost
-	breaker breaker     // fails fast while the host is down
+	breaker breaker     // holds every request while the host is down
 	stats   HostStats   // what was asked of the host, for Hosts
 }
 
@@ -226,6 +226,7 @@ func (h *Handler) Do(ctx context.Context, r Request, read func(*http.Response) e
 	var (
 		prevDelay time.Duration
 		paid      int
+		waited    bool // logged a wait for the breaker
 		last      outcome
 		method    string
 		rawURL    string
@@ -253,6 +254,26 @@ func (h *Handler) Do(ctx context.Context, r Request, read func(*http.Response) e
 		}
 		if last.canceled {
 			return h.canceled(last.err, method, rawURL, attempt)
+		}
+		if last.class == dlq.ClassCircuitOpen {
+			// Nothing was sent: the host is known to be down. The unit waits for the
+			// breaker's cool-down (spread by up to a tenth, so the waiting units do not
+			// come back together), which costs it no attempt and no budget; only its
+			// max_elapsed ends the wait.
+			wait := last.hint + time.Duration(h.jitter.float64()*0.1*float64(last.hint))
+			if elapsed := h.clock.Now().Add(wait).Sub(start); elapsed > p.MaxElapsed {
+				return &Error{Class: last.class, Message: fmt.Sprintf("%s; gave up: it stays open past max_elapsed %s", last.message, p.MaxElapsed),
+					Attempts: attempt - 1, Method: method, URL: rawURL, Err: last.err}
+			}
+			if !waited {
+				waited = true
+				h.log.InfoContext(ctx, "waiting for the host's circuit breaker to let requests through", "unit", r.Unit, "host", hs.key, "wait", wait.Round(time.Millisecond))
+			}
+			if err := sleep(ctx, h.clock, wait); err != nil {
+				return h.canceled(err, method, rawURL, attempt-1)
+			}
+			attempt--
+			continue
 		}
 		fail := func(msg string) error {
 			e := &Error{Class: last.class, Status: last.status, Message: last.message, Snippet: last.snippet,
@@ -342,11 +363,12 @@ func (h *Handler) attempt(ctx context.Context, hs *host, req *http.Request, r Re
 	hs.mu.Lock()
 	allowed, probe := hs.breaker.allow(now)
 	state := hs.breaker.state
+	wait := hs.breaker.retryIn(now)
 	hs.mu.Unlock()
 	h.m.breaker.WithLabelValues(hs.key).Set(float64(state))
 	if !allowed {
 		return outcome{err: errors.New("circuit breaker open for " + hs.key), class: dlq.ClassCircuitOpen,
-			message: "circuit breaker open for host " + hs.key + ", failing fast"}
+			message: "circuit breaker open for host " + hs.key + ", not sent", hint: wait, hasHint: true}
 	}
 	verdict := false
 	defer func() {

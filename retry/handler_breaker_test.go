@@ -63,7 +63,9 @@ func TestDoCircuitBreaker(t *testing.T) {
 		Budget:  Budget{Disabled: true},
 		Breaker: Breaker{ConsecutiveFailures: 3, Cooldown: time.Hour},
 	})
-	req := Request{Policy: Policy{MaxAttempts: 5, MaxElapsed: 10 * time.Hour}, New: get(srv.URL)}
+	// A unit waits for an open breaker only within its max_elapsed, shorter here than the
+	// cool-down: it fails at once (TestDoBreakerWaitsForCooldown has the wait).
+	req := Request{Policy: Policy{MaxAttempts: 5, MaxElapsed: 10 * time.Minute}, New: get(srv.URL)}
 	noop := func(*http.Response) error { return nil }
 
 	// A down host fails unit after unit: the first attempts of three units open it. The
@@ -97,6 +99,65 @@ func TestDoCircuitBreaker(t *testing.T) {
 	hosts := h.Hosts()
 	if len(hosts) != 1 || hosts[0].Attempts != before+2 || hosts[0].Retries != 9 || hosts[0].BreakerOpened != 1 {
 		t.Errorf("Hosts() = %+v; want %d attempts, 9 retries, opened once", hosts, before+2)
+	}
+}
+
+// TestDoBreakerWaitsForCooldown: units that meet an open breaker send nothing and wait for
+// its cool-down, within their max_elapsed; a host back by then serves them all (a short
+// outage of the source pauses a harvest, it does not dead-letter it).
+func TestDoBreakerWaitsForCooldown(t *testing.T) {
+	var healthy atomic.Bool
+	var hits atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		if healthy.Load() {
+			w.WriteHeader(200)
+			return
+		}
+		w.WriteHeader(503)
+	}))
+	defer srv.Close()
+	clock := newFakeClock(false)
+	h, _ := newHandler(t, clock, Options{
+		Budget:  Budget{Disabled: true},
+		Breaker: Breaker{ConsecutiveFailures: 2, Cooldown: 30 * time.Second},
+	})
+	req := Request{Policy: Policy{MaxAttempts: 1, MaxElapsed: 5 * time.Minute}, New: get(srv.URL)}
+	noop := func(*http.Response) error { return nil }
+	for range 2 { // two units fail: the breaker opens
+		if err := h.Do(context.Background(), req, noop); ClassOf(err) != dlq.ClassHTTP5xx {
+			t.Fatalf("unit on a down host: %v", err)
+		}
+	}
+	before := hits.Load()
+	errs := make(chan error, 3)
+	for range 3 {
+		go func() { errs <- h.Do(context.Background(), req, noop) }()
+	}
+	// The three units wait for the cool-down, sending nothing.
+	for clock.Waiting() < 3 {
+		time.Sleep(time.Millisecond)
+	}
+	if hits.Load() != before {
+		t.Fatalf("%d requests sent while the breaker was open", hits.Load()-before)
+	}
+	healthy.Store(true)
+	for done := 0; done < 3; {
+		clock.Advance(time.Second)
+		select {
+		case err := <-errs:
+			if err != nil {
+				t.Fatalf("unit after the cool-down: %v", err)
+			}
+			done++
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	if hits.Load() != before+3 {
+		t.Errorf("%d requests after the cool-down, want 3", hits.Load()-before)
+	}
+	if hosts := h.Hosts(); hosts[0].BreakerOpened != 1 {
+		t.Errorf("breaker opened %d times, want once", hosts[0].BreakerOpened)
 	}
 }
 
