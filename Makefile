@@ -45,6 +45,11 @@ bench-tiles:
 bench-ratelimit:
 	$(GO) run ./bench/ratelimit
 
+## bench-mapserver: PostgreSQL restarted under a harvest from a real MapServer WFS that reads from it
+.PHONY: bench-mapserver
+bench-mapserver: build
+	bash bench/mapserver/pgrestart.sh $(BIN)
+
 ## fuzz: run every fuzz target for FUZZTIME each (default 30s)
 FUZZTIME ?= 30s
 fuzz:

@@ -61,7 +61,7 @@ report() {
 report "run ($(awk -v a="$start" -v b="$end" 'BEGIN{printf "%.1f s", b-a}'))" "$code"
 echo "what geoflow logged about the outage and the WFS host:"
 grep -E 'store failed|answers again|writing the unit again|breaker|retrying|unit failed|could not be recorded' "$out/run.log" \
-  | sed -E 's/^time=[^ ]+ (level=[A-Z]+) msg=("[^"]*").*/\1 \2/' | sort | uniq -c | sort -rn | head -12 || true
+  | grep -v '^  host ' | sed -E 's/^time=[^ ]+ (level=[A-Z]+) msg=("[^"]*").*/\1 \2/' | sort | uniq -c | sort -rn | head -12 || true
 grep -E '^  host ' "$out/run.log" || true
 if [ "$code" != 0 ]; then
   code=0; "$bin" run "$out/restart.yaml" --resume --progress off >"$out/resume.log" 2>&1 || code=$?

@@ -411,7 +411,7 @@ func (h *Handler) attempt(ctx context.Context, hs *host, req *http.Request, r Re
 	h.m.breaker.WithLabelValues(hs.key).Set(float64(state))
 	if justOpened {
 		h.m.opened.WithLabelValues(hs.key).Inc()
-		h.log.WarnContext(ctx, "circuit breaker opened: failing this host's requests fast for the cool-down",
+		h.log.WarnContext(ctx, "circuit breaker opened: nothing is sent to this host until the cool-down ends; its units wait",
 			"host", hs.key, "cooldown", h.breaker.Cooldown, "last", string(o.class), "status", o.status)
 	}
 	return o
