@@ -161,15 +161,21 @@ type chunkReader struct {
 	off    int // in chunks[0]
 }
 
+// Read fills p across chunk boundaries, as a reader over one buffer would: a decoder
+// refilling its window from a spool gets whole windows, not the ends of chunks (which
+// cost it a refill, and a move of what it holds, each time).
 func (r *chunkReader) Read(p []byte) (int, error) {
-	for len(r.chunks) > 0 && r.off == len(*r.chunks[0]) {
-		r.chunks, r.off = r.chunks[1:], 0
+	n := 0
+	for n < len(p) && len(r.chunks) > 0 {
+		k := copy(p[n:], (*r.chunks[0])[r.off:])
+		n += k
+		if r.off += k; r.off == len(*r.chunks[0]) {
+			r.chunks, r.off = r.chunks[1:], 0
+		}
 	}
-	if len(r.chunks) == 0 {
+	if n == 0 && len(p) > 0 {
 		return 0, io.EOF
 	}
-	n := copy(p, (*r.chunks[0])[r.off:])
-	r.off += n
 	return n, nil
 }
 
