@@ -118,7 +118,7 @@ func Run(ctx context.Context, f *Flow, opts RunOptions) (*Result, error) {
 	log.Info("run started", "flow", f.Name, "run", run.ID, "resumed", run.Resumed, "tasks", len(selected))
 
 	r := newRunner(f, opts, log, run.ID)
-	r.resumed, r.grace = run.Resumed, grace
+	r.resumed = run.Resumed
 	// Hard-stop context for in-flight work: cancelled grace after ctx, never before.
 	work, cancelWork := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelWork()

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/geoflow/geoflow/store"
 	"github.com/geoflow/geoflow/tasks"
@@ -19,7 +18,6 @@ type runner struct {
 	opts  RunOptions
 	log   *slog.Logger
 	runID int64
-	grace time.Duration
 	// resumed: tasks done in an earlier session of the run are not run again.
 	resumed bool
 	// replaying marks a runner executing dead letters again: a failure adds to the

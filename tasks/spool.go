@@ -2,7 +2,6 @@ package tasks
 
 import (
 	"errors"
-	"fmt"
 	"io"
 	"os"
 	"sync"
@@ -198,5 +197,3 @@ func (s *Spool) Close() {
 	}
 	s.release()
 }
-
-func (s *Spool) String() string { return fmt.Sprintf("spool of %d bytes", s.n) }

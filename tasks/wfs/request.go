@@ -320,17 +320,6 @@ func wrapAccept(next func(context.Context) (*http.Request, error), accept string
 	}
 }
 
-type countingReader struct {
-	r io.Reader
-	n int64
-}
-
-func (c *countingReader) Read(p []byte) (int, error) {
-	n, err := c.r.Read(p)
-	c.n += int64(n)
-	return n, err
-}
-
 // featureSource decodes a response for the sink: it fixes the axis order where the
 // server wrote latitude first against its own declaration, and skips features the
 // decoder refuses (curves), logging each one.
