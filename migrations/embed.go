@@ -1,18 +1,20 @@
-// Package migrations holds geoflow's database schema as numbered SQL files
-// (NNN_name.up.sql, with an optional NNN_name.down.sql), embedded in the binary.
-// A migration that has shipped is never edited: change the schema with a new file.
+// Package migrations holds geoflow's bookkeeping schema as numbered SQL files
+// (NNN_name.up.sql, with an optional NNN_name.down.sql), embedded in the binary, one
+// folder per store: postgis/ in PostgreSQL's dialect, gpkg/ in SQLite's for GeoPackage
+// files. A migration that has shipped is never edited: change the schema with a new file.
 package migrations
 
 import (
 	"embed"
 	"fmt"
 	"io/fs"
+	"path"
 	"regexp"
 	"sort"
 	"strconv"
 )
 
-//go:embed *.sql
+//go:embed postgis/*.sql gpkg/*.sql
 var files embed.FS
 
 // Migration is one schema step.
@@ -25,10 +27,17 @@ type Migration struct {
 
 var fileRE = regexp.MustCompile(`^(\d{3})_([a-z0-9_]+)\.(up|down)\.sql$`)
 
-// All returns the embedded migrations in version order. It fails on a misnamed file or
-// a gap or duplicate in the numbering, which would otherwise apply steps out of order.
-func All() ([]Migration, error) {
-	entries, err := fs.ReadDir(files, ".")
+// PostGIS returns the migrations of the PostgreSQL store, in version order.
+func PostGIS() ([]Migration, error) { return load("postgis") }
+
+// GeoPackage returns the migrations of the GeoPackage store, in version order.
+func GeoPackage() ([]Migration, error) { return load("gpkg") }
+
+// load returns the embedded migrations of dir in version order. It fails on a misnamed
+// file or a gap or duplicate in the numbering, which would otherwise apply steps out of
+// order.
+func load(dir string) ([]Migration, error) {
+	entries, err := fs.ReadDir(files, dir)
 	if err != nil {
 		return nil, fmt.Errorf("migrations: reading embedded files: %w", err)
 	}
@@ -39,7 +48,7 @@ func All() ([]Migration, error) {
 			return nil, fmt.Errorf("migrations: %q is not named NNN_name.up.sql or NNN_name.down.sql", e.Name())
 		}
 		v, _ := strconv.Atoi(m[1])
-		body, err := fs.ReadFile(files, e.Name())
+		body, err := fs.ReadFile(files, path.Join(dir, e.Name()))
 		if err != nil {
 			return nil, fmt.Errorf("migrations: reading %s: %w", e.Name(), err)
 		}

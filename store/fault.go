@@ -65,6 +65,14 @@ var (
 	ErrNothingToResume = errors.New("store: no unfinished run to resume")
 	// ErrRunBusy: HoldRun found the run executed by another process.
 	ErrRunBusy = errors.New("store: the run is being executed by another process")
+	// ErrFlowBusy: StartRun found a run of the same flow going in another process, on a
+	// store that runs one flow at a time (a GeoPackage file has one writer).
+	ErrFlowBusy = errors.New("store: a run of this flow is going on in another process; wait for it to end, or use PostgreSQL to run flows side by side")
+	// ErrServerBusy: another geoflow serve holds a store that takes one server at a time.
+	ErrServerBusy = errors.New("store: another geoflow serve is using this store; a GeoPackage file takes one server, PostgreSQL takes several")
+	// ErrNoTransform: CountFeatures cannot bring a lon/lat box into the table's CRS (a
+	// store without PROJ); the completeness check is then skipped, and says so.
+	ErrNoTransform = errors.New("store: cannot transform a lon/lat box into the table's CRS")
 	// ErrMigrationsPending: the schema is behind the binary.
 	ErrMigrationsPending = errors.New("store: database migrations pending")
 )

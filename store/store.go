@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/geoflow/geoflow/dlq"
@@ -20,6 +21,21 @@ type Migrator interface {
 	Migrate(ctx context.Context) ([]MigrationState, error)
 	// MigrationStatus lists every migration and whether it is applied.
 	MigrationStatus(ctx context.Context) ([]MigrationState, error)
+}
+
+// CheckMigrations returns nil when every migration m knows is applied, else an error
+// wrapping ErrMigrationsPending that names the first pending one.
+func CheckMigrations(ctx context.Context, m Migrator) error {
+	states, err := m.MigrationStatus(ctx)
+	if err != nil {
+		return err
+	}
+	for _, st := range states {
+		if st.AppliedAt == nil {
+			return fmt.Errorf("%03d_%s not applied (run geoflow migrate up): %w", st.Version, st.Name, ErrMigrationsPending)
+		}
+	}
+	return nil
 }
 
 // Health is what a server's readiness check asks.

@@ -19,7 +19,7 @@ const migrationLock = 0x67656f666c6f77
 // migration, each in its own transaction, under an advisory lock. It returns the
 // migrations it applied.
 func (s *Store) Migrate(ctx context.Context) ([]store.MigrationState, error) {
-	all, err := migrations.All()
+	all, err := migrations.PostGIS()
 	if err != nil {
 		return nil, err
 	}
@@ -104,7 +104,7 @@ func appliedVersions(ctx context.Context, conn *pgx.Conn) (map[int]time.Time, er
 
 // MigrationStatus lists every embedded migration and when it was applied.
 func (s *Store) MigrationStatus(ctx context.Context) ([]store.MigrationState, error) {
-	all, err := migrations.All()
+	all, err := migrations.PostGIS()
 	if err != nil {
 		return nil, err
 	}

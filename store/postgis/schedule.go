@@ -152,17 +152,5 @@ func (s *Store) Ping(ctx context.Context) error {
 	return translate("pinging the database", s.pool.Ping(ctx))
 }
 
-// CheckMigrations returns nil when every embedded migration is applied, else an error
-// wrapping ErrMigrationsPending that names the first pending one.
-func (s *Store) CheckMigrations(ctx context.Context) error {
-	states, err := s.MigrationStatus(ctx)
-	if err != nil {
-		return err
-	}
-	for _, m := range states {
-		if m.AppliedAt == nil {
-			return fmt.Errorf("%03d_%s not applied (run geoflow migrate up): %w", m.Version, m.Name, store.ErrMigrationsPending)
-		}
-	}
-	return nil
-}
+// CheckMigrations implements store.Health.
+func (s *Store) CheckMigrations(ctx context.Context) error { return store.CheckMigrations(ctx, s) }

@@ -4,15 +4,10 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"maps"
-	"math"
-	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -247,82 +242,13 @@ func featureRow(f *spatial.Feature, t *store.FeatureTable) ([]any, error) {
 		if !ok || v == nil {
 			continue
 		}
-		s, err := textValue(v, c.Type)
+		s, err := store.ColumnText(v, c.Type)
 		if err != nil {
 			return nil, &store.PropertyError{FeatureID: f.ID, Property: c.Property, Type: c.Type, Value: fmt.Sprint(v)}
 		}
 		row[3+i] = s
 	}
 	return row, nil
-}
-
-// textValue renders a property for its column, checking what PostgreSQL's cast would
-// otherwise refuse with a message that names no feature.
-func textValue(v any, t store.ColumnType) (string, error) {
-	var s string
-	switch x := v.(type) {
-	case string:
-		s = strings.TrimSpace(x)
-		if t == store.TypeText {
-			s = x
-		}
-	case float64:
-		if t == store.TypeBigint {
-			if x != math.Trunc(x) || math.Abs(x) > 1<<63 {
-				return "", errors.New("not integral")
-			}
-			return strconv.FormatInt(int64(x), 10), nil
-		}
-		s = strconv.FormatFloat(x, 'f', -1, 64)
-	case int64:
-		s = strconv.FormatInt(x, 10)
-	case int:
-		s = strconv.Itoa(x)
-	case bool:
-		s = strconv.FormatBool(x)
-	default:
-		b, err := json.Marshal(x)
-		if err != nil {
-			return "", err
-		}
-		s = string(b)
-	}
-	if s == "" {
-		return "", nil
-	}
-	switch t {
-	case store.TypeBigint:
-		if _, err := strconv.ParseInt(s, 10, 64); err != nil {
-			if f, ferr := strconv.ParseFloat(s, 64); ferr == nil && f == math.Trunc(f) {
-				return strconv.FormatInt(int64(f), 10), nil
-			}
-			return "", err
-		}
-	case store.TypeDouble, store.TypeNumeric:
-		if _, err := strconv.ParseFloat(s, 64); err != nil {
-			return "", err
-		}
-	case store.TypeBoolean:
-		switch strings.ToLower(s) {
-		case "true", "1", "t", "yes":
-			return "true", nil
-		case "false", "0", "f", "no":
-			return "false", nil
-		}
-		return "", errors.New("not a boolean")
-	}
-	return s, nil
-}
-
-// IncompatibleTableError says why an existing table cannot receive a task's features.
-type IncompatibleTableError struct {
-	Table    string
-	Problems []string
-}
-
-func (e *IncompatibleTableError) Error() string {
-	return fmt.Sprintf("table %s exists but cannot take these features: %s (drop it, rename it, or choose another target.table)",
-		e.Table, strings.Join(e.Problems, "; "))
 }
 
 // EnsureFeatureTable implements store.TaskStore.
@@ -352,18 +278,8 @@ func (s *Store) EnsureFeatureTable(ctx context.Context, t *store.FeatureTable) e
 		return translate(fmt.Sprintf("inspecting table %s", target), err)
 	}
 	if len(have) > 0 {
-		var problems []string
-		for _, col := range slices.Sorted(maps.Keys(want)) {
-			got, ok := have[col]
-			switch {
-			case !ok:
-				problems = append(problems, fmt.Sprintf("column %q is missing", col))
-			case got != want[col]:
-				problems = append(problems, fmt.Sprintf("column %q is %s, not %s", col, got, want[col]))
-			}
-		}
-		if len(problems) > 0 {
-			return &IncompatibleTableError{Table: target, Problems: problems}
+		if problems := store.ColumnProblems(want, have); len(problems) > 0 {
+			return &store.IncompatibleTableError{Table: target, Problems: problems}
 		}
 		// An existing table is queried by others: index it now if it is not yet.
 		return s.ensureIndexes(ctx, t, true)

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
-	"slices"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -105,18 +103,8 @@ func (s *Store) ensureFileTable(ctx context.Context, schema, name string, want m
 		return translate(fmt.Sprintf("inspecting table %s", target), err)
 	}
 	if len(have) > 0 {
-		var problems []string
-		for _, c := range slices.Sorted(maps.Keys(want)) {
-			got, ok := have[c]
-			switch {
-			case !ok:
-				problems = append(problems, fmt.Sprintf("column %q is missing", c))
-			case got != want[c]:
-				problems = append(problems, fmt.Sprintf("column %q is %s, not %s", c, got, want[c]))
-			}
-		}
-		if len(problems) > 0 {
-			return &IncompatibleTableError{Table: target, Problems: problems}
+		if problems := store.ColumnProblems(want, have); len(problems) > 0 {
+			return &store.IncompatibleTableError{Table: target, Problems: problems}
 		}
 	} else {
 		if _, err := s.pool.Exec(ctx, fmt.Sprintf("CREATE SCHEMA IF NOT EXISTS %s", pgx.Identifier{schema}.Sanitize())); err != nil {

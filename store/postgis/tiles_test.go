@@ -88,7 +88,7 @@ func TestTileAndAssetIndex(t *testing.T) {
 
 	testdb.Rows(t, dbURL, `CREATE TABLE wrong (z text, x int)`)
 	err = s.EnsureTileTable(ctx, &store.TileTable{Name: "wrong"})
-	var inc *IncompatibleTableError
+	var inc *store.IncompatibleTableError
 	if !errors.As(err, &inc) || !strings.Contains(err.Error(), `column "z" is text, not integer`) {
 		t.Errorf("incompatible table: %v", err)
 	}

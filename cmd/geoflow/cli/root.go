@@ -128,16 +128,16 @@ func NewRoot(stdout, stderr io.Writer) *cobra.Command {
 	g := &globals{stdout: stdout, stderr: stderr}
 	root := &cobra.Command{
 		Use:   "geoflow",
-		Short: "Geospatial ETL flows: WFS harvests, tiles and imagery into PostGIS",
+		Short: "Geospatial ETL flows: WFS harvests, tiles and imagery into PostGIS or a GeoPackage",
 		Long: "geoflow runs flows written in YAML: small DAGs of WFS harvests, map-tile and imagery fetches that\n" +
-			"land in PostGIS, paced by the servers' rate-limit headers, resumable, with a dead-letter queue.",
+			"land in PostGIS or a GeoPackage file, paced by the servers' rate-limit headers, resumable, with a dead-letter queue.",
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	pf := root.PersistentFlags()
-	pf.StringVar(&g.database, "database", "", "PostgreSQL URL (default $GEOFLOW_DATABASE_URL)")
+	pf.StringVar(&g.database, "database", "", "PostgreSQL URL or GeoPackage file (default $GEOFLOW_DATABASE_URL, else ./geoflow.gpkg)")
 	pf.StringVar(&g.logFormat, "log-format", "text", "log format: text or json")
 	pf.StringVar(&g.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	root.AddCommand(

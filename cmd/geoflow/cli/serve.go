@@ -68,11 +68,12 @@ func runServe(ctx context.Context, g *globals, sf serveFlags) error {
 	}
 	// Each scheduled run holds a connection for its flow's lock and one for its own, on top
 	// of its workers': more than a single run needs.
-	st, err := openStore(ctx, g, false)
+	st, release, err := openServerStore(ctx, g)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
+	defer release()
 	if _, err := st.Migrate(ctx); err != nil {
 		return fmt.Errorf("migrating the database: %w", err)
 	}

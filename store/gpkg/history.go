@@ -1,0 +1,102 @@
+package gpkg
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+
+	"github.com/geoflow/geoflow/store"
+)
+
+// runSelect reads runs; the counts of a run still going are counted live from its units.
+const runSelect = `SELECT r.id, r.flow, r.status, r.trigger, r.scheduled_for, r.started_at, r.finished_at,
+	coalesce(c.total, r.units_total), coalesce(c.done, r.units_done), coalesce(c.dead, r.units_dead),
+	coalesce(c.ins, r.features_inserted), coalesce(c.skip, r.features_skipped), coalesce(c.upd, r.features_updated),
+	coalesce(r.error, '')
+FROM geoflow_runs r
+LEFT JOIN (
+	SELECT u.run_id, count(*) AS total,
+	       count(*) FILTER (WHERE u.state = 'done') AS done,
+	       count(*) FILTER (WHERE u.state = 'failed') AS dead,
+	       coalesce(sum(u.features_inserted), 0) AS ins,
+	       coalesce(sum(u.features_skipped), 0) AS skip,
+	       coalesce(sum(u.features_updated), 0) AS upd
+	FROM geoflow_units u WHERE u.run_id IN (SELECT id FROM geoflow_runs WHERE status = 'running') GROUP BY u.run_id) c
+	ON c.run_id = r.id AND r.status = 'running'`
+
+func scanRun(rows *sql.Rows) (store.RunRecord, error) {
+	var r store.RunRecord
+	err := rows.Scan(&r.ID, &r.Flow, &r.Status, &r.Trigger, nullTime{&r.ScheduledFor}, reqTime{&r.StartedAt}, nullTime{&r.FinishedAt},
+		&r.UnitsTotal, &r.UnitsDone, &r.UnitsDead, &r.FeaturesInserted, &r.FeaturesSkipped, &r.FeaturesUpdated, &r.Error)
+	return r, err
+}
+
+// ListRuns implements store.History.
+func (s *Store) ListRuns(ctx context.Context, f store.RunFilter) ([]store.RunRecord, error) {
+	limit := f.Limit
+	if limit == 0 {
+		limit = 100
+	}
+	rows, err := s.r.QueryContext(ctx, runSelect+`
+		WHERE (?1 = '' OR r.flow = ?1) AND (?2 = '' OR r.status = ?2)
+		ORDER BY r.id DESC LIMIT ?3`, f.Flow, f.Status, limit)
+	if err != nil {
+		return nil, translate("listing runs", err)
+	}
+	defer rows.Close()
+	var out []store.RunRecord
+	for rows.Next() {
+		r, err := scanRun(rows)
+		if err != nil {
+			return nil, translate("listing runs", err)
+		}
+		out = append(out, r)
+	}
+	return out, translate("listing runs", rows.Err())
+}
+
+// GetRun implements store.History.
+func (s *Store) GetRun(ctx context.Context, id int64) (store.RunRecord, error) {
+	what := fmt.Sprintf("reading run %d", id)
+	rows, err := s.r.QueryContext(ctx, runSelect+` WHERE r.id = ?`, id)
+	if err != nil {
+		return store.RunRecord{}, translate(what, err)
+	}
+	var run store.RunRecord
+	found := rows.Next()
+	if found {
+		run, err = scanRun(rows)
+	}
+	rows.Close()
+	switch {
+	case err != nil:
+		return run, translate(what, err)
+	case !found:
+		return run, translate(what, sql.ErrNoRows)
+	}
+	rows, err = s.r.QueryContext(ctx, `SELECT t.task, t.type, t.state, t.started_at, t.finished_at,
+			coalesce(c.total, t.units_total), coalesce(c.done, t.units_done), coalesce(c.dead, t.units_dead),
+			coalesce(c.ins, t.features_inserted), coalesce(c.skip, t.features_skipped), coalesce(t.error, '')
+		FROM geoflow_run_tasks t
+		LEFT JOIN (
+			SELECT u.task, count(*) AS total,
+			       count(*) FILTER (WHERE u.state = 'done') AS done,
+			       count(*) FILTER (WHERE u.state = 'failed') AS dead,
+			       coalesce(sum(u.features_inserted), 0) AS ins,
+			       coalesce(sum(u.features_skipped), 0) AS skip
+			FROM geoflow_units u WHERE u.run_id = ?1 GROUP BY u.task) c ON c.task = t.task AND t.state = 'running'
+		WHERE t.run_id = ?1 ORDER BY t.started_at IS NULL, t.started_at, t.task`, id)
+	if err != nil {
+		return run, translate(what, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var t store.TaskRecord
+		if err := rows.Scan(&t.Task, &t.Type, &t.State, nullTime{&t.StartedAt}, nullTime{&t.FinishedAt},
+			&t.UnitsTotal, &t.UnitsDone, &t.UnitsDead, &t.FeaturesInserted, &t.FeaturesSkipped, &t.Error); err != nil {
+			return run, translate(what, err)
+		}
+		run.Tasks = append(run.Tasks, t)
+	}
+	return run, translate(what, rows.Err())
+}

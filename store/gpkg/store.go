@@ -1,0 +1,271 @@
+// Package gpkg is geoflow's embedded store: one GeoPackage file (OGC 12-128r18) holding
+// the feature tables, the tile and asset indexes and geoflow's own bookkeeping (runs,
+// tasks, units, dead letters, schedule fires), so that a harvest needs no server and a
+// user can copy one file and keep the whole history. It is the only package that imports
+// SQLite (modernc.org/sqlite: pure Go, no cgo).
+//
+// SQLite has one writer. Every write of this process goes through one connection, in WAL
+// mode, so readers (`geoflow dlq list` while a run goes) never block it and are never
+// blocked; a unit's features are decoded and encoded before its transaction takes the
+// writer, which then holds it only for the inserts. Processes sharing a file hold locks on
+// a sidecar file (FILE-lock) for what must not overlap: a run, a flow's runs, a server.
+// Those locks end with the process, so a crash never leaves a run looking busy.
+package gpkg
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"modernc.org/sqlite"
+
+	"github.com/geoflow/geoflow/dlq"
+	"github.com/geoflow/geoflow/store"
+)
+
+var _ store.Store = (*Store)(nil)
+
+// Store is one GeoPackage file. It is safe for concurrent use; Close releases it.
+type Store struct {
+	path  string
+	w     *sql.DB // the one writer connection
+	r     *sql.DB // readers
+	locks *locks
+}
+
+// Options configure Open. A nil *Options means defaults.
+type Options struct {
+	// Readers caps the connections that read while the writer writes. Defaults to 4.
+	Readers int
+	// BusyTimeout is how long a write waits for another process's write to end.
+	// Defaults to 30s.
+	BusyTimeout time.Duration
+}
+
+// registerOnce registers the SQL functions the GeoPackage R-tree triggers call with the
+// driver, for every connection it opens from then on.
+var registerOnce sync.Once
+
+// Open opens the GeoPackage at path, creating it when missing. The schema is brought up
+// to date by Migrate; a file that another tool made is written into as it is.
+func Open(ctx context.Context, path string, opts *Options) (*Store, error) {
+	if strings.TrimSpace(path) == "" {
+		return nil, errors.New("gpkg: no file given")
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("gpkg: %s: %w", path, err)
+	}
+	if fi, err := os.Stat(abs); err == nil && fi.IsDir() {
+		return nil, fmt.Errorf("gpkg: %s is a directory, not a GeoPackage file", abs)
+	}
+	if dir := filepath.Dir(abs); !dirExists(dir) {
+		return nil, fmt.Errorf("gpkg: cannot create %s: directory %s does not exist", abs, dir)
+	}
+	var regErr error
+	registerOnce.Do(func() { regErr = registerFunctions() })
+	if regErr != nil {
+		return nil, fmt.Errorf("gpkg: registering SQL functions: %w", regErr)
+	}
+	busy, readers := 30*time.Second, 4
+	if opts != nil && opts.BusyTimeout > 0 {
+		busy = opts.BusyTimeout
+	}
+	if opts != nil && opts.Readers > 0 {
+		readers = opts.Readers
+	}
+	base := "file:" + (&url.URL{Path: abs}).EscapedPath() + fmt.Sprintf("?_pragma=busy_timeout(%d)", busy.Milliseconds())
+	// synchronous=NORMAL in WAL mode: a commit is atomic and survives the process; an OS
+	// crash may lose the latest commits, units and their outputs together, which a
+	// resume runs again. FinishRun's commit is made durable (see FinishRun).
+	w, err := sql.Open("sqlite", base+"&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(1)&_txlock=immediate")
+	if err != nil {
+		return nil, fmt.Errorf("gpkg: opening %s: %w", abs, err)
+	}
+	w.SetMaxOpenConns(1)
+	w.SetMaxIdleConns(1)
+	w.SetConnMaxLifetime(0)
+	s := &Store{path: abs, w: w}
+	if err := w.PingContext(ctx); err != nil {
+		w.Close()
+		return nil, fmt.Errorf("gpkg: opening %s: %w", abs, translate("opening the file", err))
+	}
+	if err := s.checkFile(ctx); err != nil {
+		w.Close()
+		return nil, err
+	}
+	r, err := sql.Open("sqlite", base+"&_pragma=query_only(1)")
+	if err != nil {
+		w.Close()
+		return nil, fmt.Errorf("gpkg: opening %s: %w", abs, err)
+	}
+	r.SetMaxOpenConns(readers)
+	s.r = r
+	if s.locks, err = openLocks(abs + "-lock"); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("gpkg: %w", err)
+	}
+	return s, nil
+}
+
+func dirExists(dir string) bool {
+	fi, err := os.Stat(dir)
+	return err == nil && fi.IsDir()
+}
+
+// applicationID is "GPKG" in ASCII, and userVersion GeoPackage 1.3.0, as the standard
+// asks a GeoPackage to say in its header.
+const (
+	applicationID = 0x47504B47
+	userVersion   = 10300
+)
+
+// checkFile refuses a file that is SQLite but not a GeoPackage (another program's
+// database) rather than writing tables into it, and stamps a new file as a GeoPackage.
+func (s *Store) checkFile(ctx context.Context) error {
+	var app int64
+	var tables int
+	if err := s.w.QueryRowContext(ctx, "PRAGMA application_id").Scan(&app); err != nil {
+		return fmt.Errorf("gpkg: %s is not a SQLite database: %w", s.path, translate("reading the header", err))
+	}
+	if err := s.w.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_master").Scan(&tables); err != nil {
+		return fmt.Errorf("gpkg: %s: %w", s.path, translate("reading the schema", err))
+	}
+	switch {
+	case app == applicationID:
+		return nil
+	case tables == 0:
+		_, err := s.w.ExecContext(ctx, fmt.Sprintf("PRAGMA application_id = %d; PRAGMA user_version = %d", applicationID, userVersion))
+		return translate("stamping the file as a GeoPackage", err)
+	case app == 0x47503130 || app == 0x47503131: // "GP10", "GP11": GeoPackage 1.0 and 1.1
+		return nil
+	}
+	return fmt.Errorf("gpkg: %s is a SQLite database but not a GeoPackage (application_id %#x): refusing to write into it", s.path, app)
+}
+
+// Close closes the file and releases every lock this store holds.
+func (s *Store) Close() {
+	if s.r != nil {
+		s.r.Close()
+	}
+	// A checkpoint at close folds the WAL into the file, so a copy of the .gpkg alone
+	// holds everything (SQLite removes the -wal and -shm files with the last connection).
+	_, _ = s.w.Exec("PRAGMA wal_checkpoint(TRUNCATE)")
+	s.w.Close()
+	if s.locks != nil {
+		s.locks.close()
+	}
+}
+
+// Path returns the absolute path of the file.
+func (s *Store) Path() string { return s.path }
+
+// Ping checks that the file answers.
+func (s *Store) Ping(ctx context.Context) error {
+	var one int
+	return translate("reading the GeoPackage", s.r.QueryRowContext(ctx, "SELECT 1").Scan(&one))
+}
+
+// translate turns SQLite errors into *store.Fault errors that name what was being done.
+// This is the only place SQLite errors are interpreted.
+func translate(what string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	if errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("%s: %w", what, store.ErrNotFound)
+	}
+	f := &store.Fault{Class: dlq.ClassDatabase, Op: what, Msg: err.Error(), Err: err}
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		f.Code = fmt.Sprint(se.Code())
+		f.Temp = temporary(se.Code())
+	}
+	return f
+}
+
+// temporary tells the SQLite result codes that a new attempt may not meet: the file
+// busy or locked by another writer (5, 6), an I/O error (10), a full disk (13). A
+// constraint, a type or a schema error is the same the next time.
+func temporary(code int) bool {
+	switch code & 0xff {
+	case 5, 6, 10, 13:
+		return true
+	}
+	return false
+}
+
+// timeFormat is how times are stored: ISO 8601 UTC with milliseconds, fixed width, so
+// that text order is time order; strftime('%Y-%m-%dT%H:%M:%fZ', 'now') writes the same.
+const timeFormat = "2006-01-02T15:04:05.000Z"
+
+// now is the SQL for the current time in timeFormat.
+const now = "strftime('%Y-%m-%dT%H:%M:%fZ', 'now')"
+
+func ts(t time.Time) string { return t.UTC().Format(timeFormat) }
+
+// tsOrNil is ts for an optional time.
+func tsOrNil(t *time.Time) any {
+	if t == nil || t.IsZero() {
+		return nil
+	}
+	return ts(*t)
+}
+
+// nullTime scans a nullable time column into *t, nil for NULL. The driver hands a time
+// over as text or, for a column declared DATETIME, as a time.Time already.
+type nullTime struct{ t **time.Time }
+
+func (c nullTime) Scan(v any) error {
+	t, err := toTime(v)
+	*c.t = t
+	return err
+}
+
+// reqTime scans a NOT NULL time column into *t.
+type reqTime struct{ t *time.Time }
+
+func (c reqTime) Scan(v any) error {
+	t, err := toTime(v)
+	if err == nil && t == nil {
+		err = errors.New("gpkg: a required time is NULL")
+	}
+	if t != nil {
+		*c.t = *t
+	}
+	return err
+}
+
+func toTime(v any) (*time.Time, error) {
+	var s string
+	switch x := v.(type) {
+	case nil:
+		return nil, nil
+	case time.Time:
+		t := x.UTC()
+		return &t, nil
+	case string:
+		s = x
+	case []byte:
+		s = string(x)
+	default:
+		return nil, fmt.Errorf("gpkg: %T is not a time", v)
+	}
+	for _, layout := range []string{time.RFC3339Nano, "2006-01-02 15:04:05.999999999-07:00", "2006-01-02 15:04:05", "2006-01-02"} {
+		if t, err := time.Parse(layout, s); err == nil {
+			t = t.UTC()
+			return &t, nil
+		}
+	}
+	return nil, fmt.Errorf("gpkg: %q is not a time", s)
+}

@@ -1,0 +1,279 @@
+package gpkg
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/geoflow/geoflow/spatial"
+	"github.com/geoflow/geoflow/store"
+)
+
+var _ store.UnitTx = (*unitTx)(nil)
+
+// BeginUnit implements store.Units. The transaction takes the writer only at its first
+// statement: a unit's features are decoded and encoded before, while other units write.
+func (s *Store) BeginUnit(ctx context.Context, ref store.UnitRef) (store.UnitTx, error) {
+	return &unitTx{s: s, ref: ref}, nil
+}
+
+// unitTx is one unit's transaction on the writer, begun lazily.
+type unitTx struct {
+	s   *Store
+	ref store.UnitRef
+	tx  *sql.Tx
+}
+
+func (u *unitTx) begin(ctx context.Context) (*sql.Tx, error) {
+	if u.tx == nil {
+		tx, err := u.s.w.BeginTx(ctx, nil)
+		if err != nil {
+			return nil, translate(fmt.Sprintf("beginning the transaction of unit %s", u.ref.Key), err)
+		}
+		u.tx = tx
+	}
+	return u.tx, nil
+}
+
+// Complete implements store.UnitTx.
+func (u *unitTx) Complete(ctx context.Context, c store.Counts, children []store.Unit, start time.Time) error {
+	tx, err := u.begin(ctx)
+	if err != nil {
+		return err
+	}
+	ref := u.ref
+	if len(children) > 0 {
+		kids := make([]store.Unit, len(children))
+		for i, k := range children {
+			k.Parent = ref.Key
+			kids[i] = k
+		}
+		if err := addUnits(ctx, tx, ref.RunID, ref.TaskID, kids); err != nil {
+			return translate(fmt.Sprintf("recording the %d units unit %s planned", len(kids), ref.Key), err)
+		}
+	}
+	_, err = tx.ExecContext(ctx, `UPDATE geoflow_units SET state = 'done', finished_at = `+now+`, error = NULL,
+		features_inserted = ?, features_skipped = ?, features_updated = ?, bytes = ?, attempts = attempts + 1, started_at = ?
+		WHERE run_id = ? AND task = ? AND key = ?`,
+		c.Inserted, c.Skipped, c.Updated, c.Bytes, ts(start), ref.RunID, ref.TaskID, ref.Key)
+	return translate(fmt.Sprintf("marking unit %s done", ref.Key), err)
+}
+
+// Commit implements store.UnitTx.
+func (u *unitTx) Commit(ctx context.Context) error {
+	if u.tx == nil {
+		return nil
+	}
+	err := u.tx.Commit()
+	u.tx = nil
+	return translate(fmt.Sprintf("committing unit %s", u.ref.Key), err)
+}
+
+// Rollback implements store.UnitTx.
+func (u *unitTx) Rollback(ctx context.Context) {
+	if u.tx != nil {
+		_ = u.tx.Rollback()
+		u.tx = nil
+	}
+}
+
+// featureRow is one feature ready to insert: its values in the order of insertCols.
+type featureRow []any
+
+// WriteFeatures implements store.UnitTx. It reads the whole source first, encoding each
+// feature as its row (GeoPackage geometry, payload hash, typed values), and only then
+// takes the writer: decoding a page costs more than inserting it, and other units write
+// meanwhile. A page is bounded (the task's page size), so memory is too.
+func (u *unitTx) WriteFeatures(ctx context.Context, t *store.FeatureTable, src store.FeatureSource) (store.Counts, error) {
+	name := tableName(t.Schema, t.Name)
+	fetched := ts(time.Now())
+	var rows []featureRow
+	for {
+		f, err := src.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return store.Counts{}, err // the source's own error, unchanged
+		}
+		row, err := encodeFeature(f, t, u.ref.RunID, fetched)
+		if err != nil {
+			return store.Counts{}, err
+		}
+		rows = append(rows, row)
+	}
+	var res store.Counts
+	if len(rows) == 0 {
+		return res, nil
+	}
+	tx, err := u.begin(ctx)
+	if err != nil {
+		return res, err
+	}
+	cols := []string{`"geom"`, `"gf_feature_id"`, `"gf_payload_hash"`, `"gf_run_id"`, `"gf_fetched_at"`}
+	for _, c := range t.Columns {
+		cols = append(cols, quote(c.Name))
+	}
+	if t.Mode == store.ModeUpsert {
+		return u.upsert(ctx, tx, t, name, cols, rows)
+	}
+	what := fmt.Sprintf("inserting into %s", name)
+	st, err := tx.PrepareContext(ctx, fmt.Sprintf(`INSERT INTO %s (%s) VALUES (%s) ON CONFLICT (gf_payload_hash) DO NOTHING`,
+		quote(name), strings.Join(cols, ", "), placeholders(len(cols))))
+	if err != nil {
+		return res, translate(what, err)
+	}
+	defer st.Close()
+	for _, row := range rows {
+		r, err := st.ExecContext(ctx, row...)
+		if err != nil {
+			return res, translate(what, err)
+		}
+		if n, _ := r.RowsAffected(); n == 1 {
+			res.Inserted++
+		} else {
+			res.Skipped++
+		}
+	}
+	return res, nil
+}
+
+// upsert writes rows keyed on t.Key: a changed feature updates its row, an unchanged one
+// is skipped, a new one inserted. Keys compare with IS, so a NULL key matches a NULL key
+// (one row, as NULLS NOT DISTINCT makes it in PostgreSQL).
+func (u *unitTx) upsert(ctx context.Context, tx *sql.Tx, t *store.FeatureTable, name string, cols []string, rows []featureRow) (store.Counts, error) {
+	var res store.Counts
+	what := fmt.Sprintf("upserting into %s", name)
+	keyIdx := make([]int, len(t.Key))
+	var match []string
+	for i, k := range t.Key {
+		for j, c := range t.Columns {
+			if c.Name == k {
+				keyIdx[i] = 5 + j
+			}
+		}
+		match = append(match, quote(k)+" IS ?")
+	}
+	sets := make([]string, len(cols))
+	for i, c := range cols {
+		sets[i] = c + " = ?"
+	}
+	upd, err := tx.PrepareContext(ctx, fmt.Sprintf(`UPDATE %s SET %s WHERE %s AND gf_payload_hash IS NOT ?`,
+		quote(name), strings.Join(sets, ", "), strings.Join(match, " AND ")))
+	if err != nil {
+		return res, translate(what, err)
+	}
+	defer upd.Close()
+	ins, err := tx.PrepareContext(ctx, fmt.Sprintf(`INSERT INTO %s (%s) SELECT %s WHERE NOT EXISTS (SELECT 1 FROM %s WHERE %s)`,
+		quote(name), strings.Join(cols, ", "), placeholders(len(cols)), quote(name), strings.Join(match, " AND ")))
+	if err != nil {
+		return res, translate(what, err)
+	}
+	defer ins.Close()
+	keys := make([]any, len(keyIdx))
+	for _, row := range rows {
+		for i, j := range keyIdx {
+			keys[i] = row[j]
+		}
+		r, err := upd.ExecContext(ctx, append(append(append([]any{}, row...), keys...), row[2])...)
+		if err != nil {
+			return res, translate(what, err)
+		}
+		if n, _ := r.RowsAffected(); n > 0 {
+			res.Updated++
+			continue
+		}
+		r, err = ins.ExecContext(ctx, append(append([]any{}, row...), keys...)...)
+		if err != nil {
+			return res, translate(what, err)
+		}
+		if n, _ := r.RowsAffected(); n > 0 {
+			res.Inserted++
+		} else {
+			res.Skipped++
+		}
+	}
+	return res, nil
+}
+
+// encodeFeature turns a feature into its row: geometry, id, payload hash, run, time, then
+// the properties typed for their columns.
+func encodeFeature(f *spatial.Feature, t *store.FeatureTable, runID int64, fetched string) (featureRow, error) {
+	hash := spatial.PayloadHash(f)
+	row := make(featureRow, 5+len(t.Columns))
+	if f.Geometry != nil {
+		g, err := encodeGeometry(f.Geometry, int32(t.SRID))
+		if err != nil {
+			return nil, fmt.Errorf("feature %q: encoding its geometry: %w", f.ID, err)
+		}
+		row[0] = g
+	}
+	if f.ID != "" {
+		row[1] = f.ID
+	}
+	row[2], row[3], row[4] = hash[:], runID, fetched
+	for i, c := range t.Columns {
+		v, ok := f.Properties[c.Property]
+		if !ok || v == nil {
+			continue
+		}
+		val, err := columnValue(v, c.Type)
+		if err != nil {
+			return nil, &store.PropertyError{FeatureID: f.ID, Property: c.Property, Type: c.Type, Value: fmt.Sprint(v)}
+		}
+		row[5+i] = val
+	}
+	return row, nil
+}
+
+// columnValue is a property as its GeoPackage column stores it: integers, doubles,
+// booleans as 0/1, dates as YYYY-MM-DD and times as ISO 8601 UTC (the GeoPackage
+// DATETIME form), the rest as text. nil is NULL.
+func columnValue(v any, t store.ColumnType) (any, error) {
+	s, err := store.ColumnText(v, t)
+	if err != nil || s == "" {
+		return nil, err
+	}
+	switch t {
+	case store.TypeBigint:
+		return strconv.ParseInt(s, 10, 64)
+	case store.TypeDouble, store.TypeNumeric:
+		return strconv.ParseFloat(s, 64)
+	case store.TypeBoolean:
+		return s == "true", nil
+	case store.TypeDate:
+		d, err := parseDate(s)
+		if err != nil {
+			return nil, err
+		}
+		return d.Format("2006-01-02"), nil
+	case store.TypeTimestamptz:
+		d, err := parseDate(s)
+		if err != nil {
+			return nil, err
+		}
+		return ts(d), nil
+	}
+	return s, nil
+}
+
+// dateLayouts are what servers send for xsd:date and xsd:dateTime, and what PostgreSQL's
+// casts accept of them; a time without a zone is taken as UTC.
+var dateLayouts = []string{
+	time.RFC3339Nano, "2006-01-02T15:04:05.999999999", "2006-01-02 15:04:05.999999999Z07:00",
+	"2006-01-02 15:04:05.999999999", "2006-01-02Z07:00", "2006-01-02", "2006/01/02",
+}
+
+func parseDate(s string) (time.Time, error) {
+	for _, l := range dateLayouts {
+		if d, err := time.Parse(l, s); err == nil {
+			return d, nil
+		}
+	}
+	return time.Time{}, fmt.Errorf("%q is not a date", s)
+}
