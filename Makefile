@@ -20,9 +20,9 @@ test: vet
 	@gdal=$$($(POSTGIS) gdal) && \
 	env $$gdal $(POSTGIS) run -- $(GO) test -count=1 -timeout 40m ./...
 
-## demo: a local sample WFS, a local PostGIS, and flows/parcels.yaml end to end
+## demo: a local sample WFS and flows/parcels.yaml end to end, into geoflow-demo.gpkg (no database server)
 demo: build
-	$(POSTGIS) run --env GEOFLOW_DATABASE_URL -- bash internal/demo/demo.sh $(BIN)
+	bash internal/demo/demo.sh $(BIN)
 
 ## bench: geoflow vs the raw download limit vs ogr2ogr (writes docs/benchmarks.md figures)
 bench: build

@@ -1,10 +1,15 @@
 #!/usr/bin/env bash
-# make demo: the sample WFS on a free loopback port, flows/parcels.yaml into the PostGIS
-# at $GEOFLOW_DATABASE_URL (postgis.sh provides one), then a summary.
+# make demo: the sample WFS on a free loopback port, flows/parcels.yaml into a GeoPackage
+# (geoflow-demo.gpkg next to the repo, left there to look at), then a summary. No database
+# server: set GEOFLOW_DATABASE_URL to a postgres:// URL to harvest into PostGIS instead.
 set -euo pipefail
 bin=${1:-bin/geoflow}
 features=${DEMO_FEATURES:-20000}
-: "${GEOFLOW_DATABASE_URL:?postgis.sh sets GEOFLOW_DATABASE_URL}"
+gpkg=$(pwd)/geoflow-demo.gpkg
+if [ -z "${GEOFLOW_DATABASE_URL:-}" ]; then
+  rm -f "$gpkg" "$gpkg-wal" "$gpkg-shm" "$gpkg-lock"
+  export GEOFLOW_DATABASE_URL=$gpkg
+fi
 
 port=""
 for _ in $(seq 1 50); do
@@ -31,8 +36,15 @@ end=$(date +%s.%N)
 kill -INT "$wfs_pid"; wait "$wfs_pid" 2>/dev/null || true
 echo "== summary"
 grep '^served' "$log" | sed 's/^/  sample WFS /' || true
-awk -v s="$start" -v e="$end" -v db="${GEOFLOW_DATABASE_URL%%\?*}" 'BEGIN { sub("//[^@]*@", "//", db); printf "  wall time %.1f s; table public.parcels in %s\n", e - s, db }'
-if command -v psql >/dev/null; then
+awk -v s="$start" -v e="$end" 'BEGIN { printf "  wall time %.1f s\n", e - s }'
+if [ "$GEOFLOW_DATABASE_URL" = "$gpkg" ]; then
+  echo "  the features, their R-tree and geoflow's run history are in $gpkg"
+  echo "  look at it:  ogrinfo -so $gpkg parcels      (or open it in QGIS)"
+  echo "  history:     $bin runs list --database $gpkg"
+  if command -v ogrinfo >/dev/null; then
+    ogrinfo -so "$gpkg" parcels 2>/dev/null | grep -E '^(Layer name|Feature Count|Extent|Geometry):' | sed 's/^/  ogrinfo: /' || true
+  fi
+elif command -v psql >/dev/null; then
   psql -X -q "$GEOFLOW_DATABASE_URL" -c "SELECT count(*) AS rows, count(DISTINCT gf_feature_id) AS distinct_features,
     round(ST_XMin(ST_Extent(geom))::numeric, 4) AS min_lon, round(ST_YMin(ST_Extent(geom))::numeric, 4) AS min_lat FROM public.parcels"
 fi

@@ -73,13 +73,13 @@ var le = binary.LittleEndian
 // except a Point, which gets none (indicator 0), as GDAL writes them: a point's envelope
 // is the point itself, readers get it from the 16 bytes of WKB as fast as from the
 // header, and storing it would more than double a point row (29 bytes against 61).
-// An empty geometry, one without a coordinate that is not (NaN, NaN), has the empty flag
-// set and no envelope. An empty point is orb.Point{NaN, NaN}, written with the quiet NaN
-// the GeoPackage requires; orb has no other way to say it.
+// An empty geometry, one without a coordinate whose x and y are both numbers, has the
+// empty flag set and no envelope. An empty point is orb.Point{NaN, NaN}, written with
+// the quiet NaN the GeoPackage requires; orb has no other way to say it.
 //
-// orb.Ring and orb.Bound are written as Polygons. Coordinates are written as given: NaN
-// and infinities in a non-empty geometry are not refused, and a pair of NaNs is left
-// out of the envelope.
+// orb.Ring and orb.Bound are written as Polygons. Coordinates are written as given, not
+// refused: a coordinate with a NaN is left out of the envelope (the R-tree would refuse
+// it), infinities are kept.
 func encodeGeometry(g orb.Geometry, srsID int32) ([]byte, error) {
 	if g == nil {
 		return nil, nil
@@ -107,8 +107,8 @@ func appendGeometry(dst []byte, g orb.Geometry, srsID int32) ([]byte, error) {
 	start := len(dst)
 	if p, ok := g.(orb.Point); ok {
 		flags := byte(flagLittleEndian)
-		if isEmptyPoint(p) {
-			flags |= flagEmpty
+		if math.IsNaN(p[0]) || math.IsNaN(p[1]) {
+			flags |= flagEmpty // as envelope.add decides
 		}
 		dst = grow(dst, headerLen+n)
 		dst = append(dst, 'G', 'P', 0, flags)
@@ -342,10 +342,10 @@ func newEnvelope() envelope {
 	return envelope{minX: math.Inf(1), maxX: math.Inf(-1), minY: math.Inf(1), maxY: math.Inf(-1)}
 }
 
-// add extends e by (x, y). A pair of NaNs is an empty point and counts for nothing; a
-// single NaN never wins a comparison, so it leaves its axis alone.
+// add extends e by (x, y), unless either is NaN: (NaN, NaN) is an empty point, and half
+// a coordinate has no place in an envelope.
 func (e *envelope) add(x, y float64) {
-	if x != x && y != y {
+	if x != x || y != y {
 		return
 	}
 	e.points++
@@ -397,8 +397,8 @@ func decodeGeometry(b []byte) (g orb.Geometry, srsID int32, err error) {
 
 // blobEnvelope returns the envelope of blob b: from its header when the header has one,
 // else computed from the WKB without allocating. empty reports an empty geometry (the
-// empty flag, an all-NaN header envelope, or WKB without a coordinate), and then env is
-// zero. It backs ST_MinX, ST_MaxX, ST_MinY, ST_MaxY and ST_IsEmpty, which the R-tree
+// empty flag, an all-NaN header envelope, or WKB without a coordinate free of NaN), and
+// then env is zero. It backs ST_MinX, ST_MaxX, ST_MinY, ST_MaxY and ST_IsEmpty, which the R-tree
 // triggers call on every insert and update: garbage returns an error, never a panic.
 // When the header has an envelope the WKB after it is not validated.
 func blobEnvelope(b []byte) (env orb.Bound, empty bool, err error) {
