@@ -79,6 +79,10 @@ func (e *PropertyError) Error() string {
 type TileTable struct {
 	Schema string // defaults to "public"
 	Name   string
+	// InStore keeps the tiles' content in the store itself, as a GeoPackage tile pyramid
+	// (XYZ on WebMercator) named Name, indexed in Name_index, instead of as files. A store
+	// that cannot (PostGIS) refuses it in EnsureTileTable.
+	InStore bool
 }
 
 // AssetTable describes a target table for imagery: one row per file, keyed on
@@ -110,7 +114,8 @@ type TileRow struct {
 	Z, X, Y      int
 	Footprint    orb.Bound // lon/lat
 	Status       string    // FileOK or FileMissing
-	Path         string    // the file, "" when missing
+	Path         string    // the file, "" when missing or kept in the store
+	Data         []byte    // the content, for a TileTable kept InStore; nil otherwise
 	Hash         []byte    // sha-256 of the content; nil when missing
 	Bytes        int64
 	ContentType  string

@@ -1,5 +1,6 @@
-// Command tiles measures how fast geoflow mirrors map tiles (files written atomically,
-// one committed unit per tile, rows in PostGIS) against the raw limit of the same server:
+// Command tiles measures how fast geoflow mirrors map tiles (one committed unit per tile:
+// files written atomically with rows in PostGIS or a GeoPackage, or the tiles themselves
+// in a GeoPackage tile pyramid) against the raw limit of the same server:
 // one curl process fetching the same URLs with --parallel at the same concurrency. The
 // tile server (internal/tilefixture) listens on 127.0.0.1 only; the database is
 // $GEOFLOW_DATABASE_URL.
@@ -20,12 +21,15 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/pprof"
 	"strings"
 	"time"
 
 	"github.com/geoflow/geoflow/flows"
 	"github.com/geoflow/geoflow/internal/devserver/tileserver"
 	"github.com/geoflow/geoflow/retry"
+	"github.com/geoflow/geoflow/store"
+	"github.com/geoflow/geoflow/store/gpkg"
 	"github.com/geoflow/geoflow/store/postgis"
 	"github.com/geoflow/geoflow/tasks"
 	"github.com/geoflow/geoflow/tasks/tiles"
@@ -35,10 +39,18 @@ func main() {
 	n := flag.Int("tiles", 10000, "tiles to fetch (a square of zoom-16 tiles)")
 	conc := flag.Int("concurrency", 8, "requests in flight, for curl and geoflow alike")
 	latency := flag.Duration("latency", 0, "server latency per request")
-	db := flag.String("database", os.Getenv("GEOFLOW_DATABASE_URL"), "PostGIS URL")
+	db := flag.String("database", os.Getenv("GEOFLOW_DATABASE_URL"), "PostGIS URL (the PostGIS row is skipped without one)")
+	profile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	flag.Parse()
+	if *profile != "" {
+		f, err := os.Create(*profile)
+		if err == nil && pprof.StartCPUProfile(f) == nil {
+			defer pprof.StopCPUProfile()
+		}
+	}
 	if err := run(*n, *conc, *latency, *db); err != nil {
 		fmt.Fprintln(os.Stderr, "bench/tiles:", err)
+		pprof.StopCPUProfile()
 		os.Exit(1)
 	}
 }
@@ -99,18 +111,38 @@ func run(n, conc int, latency time.Duration, db string) error {
 		return fmt.Errorf("curl fetched %d of %d tiles", st.OK, len(urls))
 	}
 
-	// geoflow: the same tiles as a one-level tiles task.
-	store, err := postgis.Open(ctx, db, nil)
-	if err != nil {
-		return err
-	}
-	defer store.Close()
-	if _, err := store.Migrate(ctx); err != nil {
-		return err
+	rate := func(d time.Duration) float64 { return float64(len(urls)) / d.Seconds() }
+	fmt.Printf("%-40s %8.0f tiles/s  (%s)\n", "curl --parallel", rate(curlTime), curlTime.Round(time.Millisecond))
+
+	// geoflow: the same tiles as a one-level tiles task, into each store.
+	targets := []struct {
+		name, storage string
+		open          func() (store.Store, error)
+	}{
+		{"PostGIS, files", "files", func() (store.Store, error) { return postgis.Open(ctx, db, nil) }},
+		{"GeoPackage, files", "files", func() (store.Store, error) { return gpkg.Open(ctx, filepath.Join(work, "files.gpkg"), nil) }},
+		{"GeoPackage, tiles in the file", "geopackage", func() (store.Store, error) { return gpkg.Open(ctx, filepath.Join(work, "pyramid.gpkg"), nil) }},
 	}
 	tb := tileCentreBound(z, x0, y0, side)
-	table := fmt.Sprintf("bench_tiles_%d", time.Now().UnixNano())
-	src := fmt.Sprintf(`name: bench_tiles
+	for i, tg := range targets {
+		if db == "" && i == 0 {
+			fmt.Printf("%-40s (no -database: skipped)\n", "geoflow first run, "+tg.name)
+			continue
+		}
+		st, err := tg.open()
+		if err != nil {
+			return err
+		}
+		defer st.Close()
+		if _, err := st.Migrate(ctx); err != nil {
+			return err
+		}
+		table := fmt.Sprintf("bench_tiles_%d", time.Now().UnixNano())
+		target := fmt.Sprintf("{dir: %s, table: public.%s}", filepath.Join(work, fmt.Sprint("geoflow", i)), table)
+		if tg.storage == "geopackage" {
+			target = fmt.Sprintf("{storage: geopackage, table: %s}", table)
+		}
+		src := fmt.Sprintf(`name: bench_tiles
 tasks:
   tiles:
     type: tiles
@@ -118,41 +150,38 @@ tasks:
     bbox: [%.10f, %.10f, %.10f, %.10f]
     zoom: [%d, %d]
     rate_limit: {concurrency: %d}
-    target: {dir: %s, table: public.%s}
-`, base, tb[0], tb[1], tb[2], tb[3], z, z, conc, filepath.Join(work, "geoflow"), table)
-	reg := &tasks.Registry{}
-	reg.Register(tiles.Kind())
-	f, err := flows.Parse(filepath.Join(work, "bench.yaml"), []byte(src), flows.Options{Registry: reg})
-	if err != nil {
-		return err
+    target: %s
+`, base, tb[0], tb[1], tb[2], tb[3], z, z, conc, target)
+		reg := &tasks.Registry{}
+		reg.Register(tiles.Kind())
+		f, err := flows.Parse(filepath.Join(work, "bench.yaml"), []byte(src), flows.Options{Registry: reg})
+		if err != nil {
+			return err
+		}
+		log := slog.New(slog.NewTextHandler(io.Discard, nil))
+		measure := func() (time.Duration, *flows.Result, error) {
+			fx.ResetStats()
+			start := time.Now()
+			res, err := flows.Run(ctx, f, flows.RunOptions{Store: st, Logger: log, HTTP: retry.New(&retry.Options{Logger: log})})
+			return time.Since(start), res, err
+		}
+		gfTime, res, err := measure()
+		if err != nil {
+			return err
+		}
+		if stats := fx.Stats(); res.Summary.Inserted != int64(len(urls)) || stats.OK != int64(len(urls)) {
+			return fmt.Errorf("%s: geoflow stored %d of %d tiles (%d fetched)", tg.name, res.Summary.Inserted, len(urls), stats.OK)
+		}
+		reTime, _, err := measure()
+		if err != nil {
+			return err
+		}
+		if stats := fx.Stats(); stats.NotModified != int64(len(urls)) || stats.OK != 0 {
+			return fmt.Errorf("%s: rerun: %d 304s, %d 200s", tg.name, stats.NotModified, stats.OK)
+		}
+		fmt.Printf("%-40s %8.0f tiles/s  (%s)  %.2fx curl\n", "geoflow first run, "+tg.name, rate(gfTime), gfTime.Round(time.Millisecond), rate(gfTime)/rate(curlTime))
+		fmt.Printf("%-40s %8.0f tiles/s  (%s)  %.2fx curl\n", "geoflow rerun (304s), "+tg.name, rate(reTime), reTime.Round(time.Millisecond), rate(reTime)/rate(curlTime))
 	}
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	measure := func() (time.Duration, *flows.Result, error) {
-		fx.ResetStats()
-		start := time.Now()
-		res, err := flows.Run(ctx, f, flows.RunOptions{Store: store, Logger: log, HTTP: retry.New(&retry.Options{Logger: log})})
-		return time.Since(start), res, err
-	}
-	gfTime, res, err := measure()
-	if err != nil {
-		return err
-	}
-	if st := fx.Stats(); res.Summary.Inserted != int64(len(urls)) || st.OK != int64(len(urls)) {
-		return fmt.Errorf("geoflow stored %d of %d tiles (%d fetched)", res.Summary.Inserted, len(urls), st.OK)
-	}
-	reTime, res, err := measure()
-	if err != nil {
-		return err
-	}
-	st := fx.Stats()
-	if st.NotModified != int64(len(urls)) || st.OK != 0 {
-		return fmt.Errorf("rerun: %d 304s, %d 200s", st.NotModified, st.OK)
-	}
-	_, _ = store, res
-	rate := func(d time.Duration) float64 { return float64(len(urls)) / d.Seconds() }
-	fmt.Printf("curl --parallel        %8.0f tiles/s  (%s)\n", rate(curlTime), curlTime.Round(time.Millisecond))
-	fmt.Printf("geoflow first run      %8.0f tiles/s  (%s)  %.2fx curl\n", rate(gfTime), gfTime.Round(time.Millisecond), rate(gfTime)/rate(curlTime))
-	fmt.Printf("geoflow rerun (304s)   %8.0f tiles/s  (%s)  %.2fx curl\n", rate(reTime), reTime.Round(time.Millisecond), rate(reTime)/rate(curlTime))
 	return nil
 }
 

@@ -49,9 +49,24 @@ var assetTable = fileTable{
 	key: []string{"collection", "item", "asset"},
 }
 
-// EnsureTileTable implements store.TileStore.
+// EnsureTileTable implements store.TileStore. Tiles kept InStore go into a tile pyramid
+// named after the table, and their index into table_index.
 func (s *Store) EnsureTileTable(ctx context.Context, t *store.TileTable) error {
-	return s.ensureFileTable(ctx, tableName(t.Schema, t.Name), "POLYGON", tileTable)
+	if !t.InStore {
+		return s.ensureFileTable(ctx, tableName(t.Schema, t.Name), "POLYGON", tileTable)
+	}
+	if err := s.ensurePyramid(ctx, tableName(t.Schema, t.Name)); err != nil {
+		return err
+	}
+	return s.ensureFileTable(ctx, tileIndex(t), "POLYGON", tileTable)
+}
+
+// tileIndex is the name of the table indexing t's tiles.
+func tileIndex(t *store.TileTable) string {
+	if t.InStore {
+		return tableName(t.Schema, t.Name) + "_index"
+	}
+	return tableName(t.Schema, t.Name)
 }
 
 // EnsureAssetTable implements store.AssetStore.
@@ -98,7 +113,7 @@ func (s *Store) ensureFileTable(ctx context.Context, name, geomType string, ft f
 
 // LookupTile implements store.TileStore.
 func (s *Store) LookupTile(ctx context.Context, t *store.TileTable, z, x, y int) (*store.StoredFile, error) {
-	name := tableName(t.Schema, t.Name)
+	name := tileIndex(t)
 	return s.lookupFile(ctx, fmt.Sprintf("looking up tile %d/%d/%d in %s", z, x, y, name),
 		fmt.Sprintf(`SELECT status, coalesce(path, ''), content_hash, bytes, coalesce(etag, ''), coalesce(last_modified, '')
 		FROM %s WHERE z = ? AND x = ? AND y = ?`, quote(name)), z, x, y)
@@ -126,15 +141,23 @@ func (s *Store) lookupFile(ctx context.Context, what, q string, args ...any) (*s
 
 // UpsertTile implements store.UnitTx.
 func (u *unitTx) UpsertTile(ctx context.Context, t *store.TileTable, r store.TileRow) (store.Counts, error) {
-	name := tableName(t.Schema, t.Name)
+	name := tileIndex(t)
 	fp, err := encodeGeometry(r.Footprint.ToPolygon(), 4326)
 	if err != nil {
 		return store.Counts{}, fmt.Errorf("tile %d/%d/%d: encoding its footprint: %w", r.Z, r.X, r.Y, err)
 	}
-	return u.upsertFile(ctx, fmt.Sprintf("recording tile %d/%d/%d in %s", r.Z, r.X, r.Y, name), name,
+	var warm []string
+	if t.InStore {
+		warm = pyramidSQL(tableName(t.Schema, t.Name))
+	}
+	c, err := u.upsertFile(ctx, fmt.Sprintf("recording tile %d/%d/%d in %s", r.Z, r.X, r.Y, name), name,
 		[]string{"footprint", "status", "path", "content_hash", "bytes", "content_type", "etag", "last_modified"},
 		[]any{fp, r.Status, nullIfEmpty(r.Path), r.Hash, r.Bytes, nullIfEmpty(r.ContentType), nullIfEmpty(r.ETag), nullIfEmpty(r.LastModified)},
-		tileTable.key, []any{r.Z, r.X, r.Y}, r.Bytes)
+		tileTable.key, []any{r.Z, r.X, r.Y}, r.Bytes, warm...)
+	if err == nil && t.InStore {
+		err = u.putTile(ctx, tableName(t.Schema, t.Name), r)
+	}
+	return c, err
 }
 
 // UpsertAsset implements store.UnitTx.
@@ -163,14 +186,10 @@ func (u *unitTx) UpsertAsset(ctx context.Context, t *store.AssetTable, r store.A
 		assetTable.key, []any{r.Collection, r.Item, r.Asset}, r.Bytes)
 }
 
-// upsertFile updates the row with key, or inserts it: Updated 1 or Inserted 1.
-func (u *unitTx) upsertFile(ctx context.Context, what, name string, cols []string, vals []any, key []string, keyVals []any, bytes int64) (store.Counts, error) {
-	tx, err := u.begin(ctx)
-	if err != nil {
-		return store.Counts{}, err
-	}
-	cols = append(cols, "fetched_at", "gf_run_id")
-	vals = append(vals, ts(time.Now()), u.ref.RunID)
+// fileSQL is the UPDATE and the INSERT of a row of index table name, whose values are
+// cols (then fetched_at and gf_run_id) and whose key is key.
+func fileSQL(name string, cols, key []string) (upd, ins string) {
+	cols = append(cols[:len(cols):len(cols)], "fetched_at", "gf_run_id")
 	sets := make([]string, len(cols))
 	for i, c := range cols {
 		sets[i] = quote(c) + " = ?"
@@ -179,20 +198,39 @@ func (u *unitTx) upsertFile(ctx context.Context, what, name string, cols []strin
 	for i, k := range key {
 		match[i] = quote(k) + " = ?"
 	}
-	res, err := tx.ExecContext(ctx, fmt.Sprintf(`UPDATE %s SET %s WHERE %s`, quote(name), strings.Join(sets, ", "), strings.Join(match, " AND ")),
-		append(append([]any{}, vals...), keyVals...)...)
+	all := make([]string, 0, len(key)+len(cols))
+	for _, c := range append(append([]string{}, key...), cols...) {
+		all = append(all, quote(c))
+	}
+	return fmt.Sprintf(`UPDATE %s SET %s WHERE %s`, quote(name), strings.Join(sets, ", "), strings.Join(match, " AND ")),
+		fmt.Sprintf(`INSERT INTO %s (%s) VALUES (%s)`, quote(name), strings.Join(all, ", "), placeholders(len(all)))
+}
+
+// upsertFile updates the row with key, or inserts it: Updated 1 or Inserted 1. warm are
+// more statements the caller runs in the same transaction, prepared with these.
+func (u *unitTx) upsertFile(ctx context.Context, what, name string, cols []string, vals []any, key []string, keyVals []any, bytes int64, warm ...string) (store.Counts, error) {
+	updSQL, insSQL := fileSQL(name, cols, key)
+	tx, err := u.begin(ctx, append(warm, updSQL, insSQL)...)
+	if err != nil {
+		return store.Counts{}, err
+	}
+	vals = append(vals, ts(time.Now()), u.ref.RunID)
+	upd, err := u.s.stmt(ctx, tx, updSQL)
+	if err != nil {
+		return store.Counts{}, translate(what, err)
+	}
+	res, err := upd.ExecContext(ctx, append(append([]any{}, vals...), keyVals...)...)
 	if err != nil {
 		return store.Counts{}, translate(what, err)
 	}
 	if n, _ := res.RowsAffected(); n > 0 {
 		return store.Counts{Updated: 1, Bytes: bytes}, nil
 	}
-	all := make([]string, 0, len(key)+len(cols))
-	for _, c := range append(append([]string{}, key...), cols...) {
-		all = append(all, quote(c))
+	ins, err := u.s.stmt(ctx, tx, insSQL)
+	if err != nil {
+		return store.Counts{}, translate(what, err)
 	}
-	if _, err := tx.ExecContext(ctx, fmt.Sprintf(`INSERT INTO %s (%s) VALUES (%s)`, quote(name), strings.Join(all, ", "), placeholders(len(all))),
-		append(append([]any{}, keyVals...), vals...)...); err != nil {
+	if _, err := ins.ExecContext(ctx, append(append([]any{}, keyVals...), vals...)...); err != nil {
 		return store.Counts{}, translate(what, err)
 	}
 	return store.Counts{Inserted: 1, Bytes: bytes}, nil

@@ -233,20 +233,25 @@ func (s *Store) SetTaskState(ctx context.Context, runID int64, task, typ string,
 
 // AddUnits implements store.Units.
 func (s *Store) AddUnits(ctx context.Context, runID int64, task string, units []store.Unit) error {
-	err := s.writeTx(ctx, func(tx *sql.Tx) error { return addUnits(ctx, tx, runID, task, units) })
+	if err := s.warm(ctx, addUnitSQL); err != nil {
+		return translate(fmt.Sprintf("recording %d planned units of task %q", len(units), task), err)
+	}
+	err := s.writeTx(ctx, func(tx *sql.Tx) error { return s.addUnits(ctx, tx, runID, task, units) })
 	return translate(fmt.Sprintf("recording %d planned units of task %q", len(units), task), err)
 }
 
-func addUnits(ctx context.Context, tx *sql.Tx, runID int64, task string, units []store.Unit) error {
+// addUnitSQL records one planned unit, leaving one already recorded as it is.
+const addUnitSQL = `INSERT INTO geoflow_units (run_id, task, key, parent_key, min_x, min_y, max_x, max_y, spec)
+	VALUES (?, ?, ?, NULLIF(?, ''), ?, ?, ?, ?, ?) ON CONFLICT (run_id, task, key) DO NOTHING`
+
+func (s *Store) addUnits(ctx context.Context, tx *sql.Tx, runID int64, task string, units []store.Unit) error {
 	if len(units) == 0 {
 		return nil
 	}
-	st, err := tx.PrepareContext(ctx, `INSERT INTO geoflow_units (run_id, task, key, parent_key, min_x, min_y, max_x, max_y, spec)
-		VALUES (?, ?, ?, NULLIF(?, ''), ?, ?, ?, ?, ?) ON CONFLICT (run_id, task, key) DO NOTHING`)
+	st, err := s.stmt(ctx, tx, addUnitSQL)
 	if err != nil {
 		return err
 	}
-	defer st.Close()
 	for _, u := range units {
 		var spec any
 		if len(u.Spec) > 0 {

@@ -38,6 +38,43 @@ type Store struct {
 	w     *sql.DB // the one writer connection
 	r     *sql.DB // readers
 	locks *locks
+
+	mu    sync.Mutex
+	stmts map[string]*sql.Stmt // prepared on the writer, for the statements every unit runs
+}
+
+// warm prepares queries on the writer, once each: SQLite parses a statement each time it
+// is prepared, which costs more than running the small statements every unit makes.
+// It must be called with no transaction of the caller's open (it takes the writer).
+func (s *Store) warm(ctx context.Context, queries ...string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, q := range queries {
+		if _, ok := s.stmts[q]; ok {
+			continue
+		}
+		st, err := s.w.PrepareContext(ctx, q)
+		if err != nil {
+			return err
+		}
+		if s.stmts == nil {
+			s.stmts = map[string]*sql.Stmt{}
+		}
+		s.stmts[q] = st
+	}
+	return nil
+}
+
+// stmt returns query for use in tx: the statement warm prepared, or one prepared for
+// this transaction alone.
+func (s *Store) stmt(ctx context.Context, tx *sql.Tx, query string) (*sql.Stmt, error) {
+	s.mu.Lock()
+	st, ok := s.stmts[query]
+	s.mu.Unlock()
+	if ok {
+		return tx.StmtContext(ctx, st), nil
+	}
+	return tx.PrepareContext(ctx, query)
 }
 
 // Options configure Open. A nil *Options means defaults.
@@ -154,6 +191,9 @@ func (s *Store) checkFile(ctx context.Context) error {
 func (s *Store) Close() {
 	if s.r != nil {
 		s.r.Close()
+	}
+	for _, st := range s.stmts {
+		st.Close()
 	}
 	// A checkpoint at close folds the WAL into the file, so a copy of the .gpkg alone
 	// holds everything (SQLite removes the -wal and -shm files with the last connection).

@@ -29,8 +29,13 @@ type unitTx struct {
 	tx  *sql.Tx
 }
 
-func (u *unitTx) begin(ctx context.Context) (*sql.Tx, error) {
+// begin begins the transaction at its first statement, having prepared the statements
+// the caller is about to run (see Store.warm).
+func (u *unitTx) begin(ctx context.Context, queries ...string) (*sql.Tx, error) {
 	if u.tx == nil {
+		if err := u.s.warm(ctx, queries...); err != nil {
+			return nil, translate(fmt.Sprintf("preparing the statements of unit %s", u.ref.Key), err)
+		}
 		tx, err := u.s.w.BeginTx(ctx, nil)
 		if err != nil {
 			return nil, translate(fmt.Sprintf("beginning the transaction of unit %s", u.ref.Key), err)
@@ -41,8 +46,13 @@ func (u *unitTx) begin(ctx context.Context) (*sql.Tx, error) {
 }
 
 // Complete implements store.UnitTx.
+// completeSQL marks a unit done with its counts.
+const completeSQL = `UPDATE geoflow_units SET state = 'done', finished_at = ` + now + `, error = NULL,
+	features_inserted = ?, features_skipped = ?, features_updated = ?, bytes = ?, attempts = attempts + 1, started_at = ?
+	WHERE run_id = ? AND task = ? AND key = ?`
+
 func (u *unitTx) Complete(ctx context.Context, c store.Counts, children []store.Unit, start time.Time) error {
-	tx, err := u.begin(ctx)
+	tx, err := u.begin(ctx, completeSQL, addUnitSQL)
 	if err != nil {
 		return err
 	}
@@ -53,14 +63,15 @@ func (u *unitTx) Complete(ctx context.Context, c store.Counts, children []store.
 			k.Parent = ref.Key
 			kids[i] = k
 		}
-		if err := addUnits(ctx, tx, ref.RunID, ref.TaskID, kids); err != nil {
+		if err := u.s.addUnits(ctx, tx, ref.RunID, ref.TaskID, kids); err != nil {
 			return translate(fmt.Sprintf("recording the %d units unit %s planned", len(kids), ref.Key), err)
 		}
 	}
-	_, err = tx.ExecContext(ctx, `UPDATE geoflow_units SET state = 'done', finished_at = `+now+`, error = NULL,
-		features_inserted = ?, features_skipped = ?, features_updated = ?, bytes = ?, attempts = attempts + 1, started_at = ?
-		WHERE run_id = ? AND task = ? AND key = ?`,
-		c.Inserted, c.Skipped, c.Updated, c.Bytes, ts(start), ref.RunID, ref.TaskID, ref.Key)
+	st, err := u.s.stmt(ctx, tx, completeSQL)
+	if err != nil {
+		return translate(fmt.Sprintf("marking unit %s done", ref.Key), err)
+	}
+	_, err = st.ExecContext(ctx, c.Inserted, c.Skipped, c.Updated, c.Bytes, ts(start), ref.RunID, ref.TaskID, ref.Key)
 	return translate(fmt.Sprintf("marking unit %s done", ref.Key), err)
 }
 
@@ -111,24 +122,24 @@ func (u *unitTx) WriteFeatures(ctx context.Context, t *store.FeatureTable, src s
 	if len(rows) == 0 {
 		return res, nil
 	}
-	tx, err := u.begin(ctx)
-	if err != nil {
-		return res, err
-	}
 	cols := []string{`"geom"`, `"gf_feature_id"`, `"gf_payload_hash"`, `"gf_run_id"`, `"gf_fetched_at"`}
 	for _, c := range t.Columns {
 		cols = append(cols, quote(c.Name))
 	}
 	if t.Mode == store.ModeUpsert {
-		return u.upsert(ctx, tx, t, name, cols, rows)
+		return u.upsert(ctx, t, name, cols, rows)
 	}
 	what := fmt.Sprintf("inserting into %s", name)
-	st, err := tx.PrepareContext(ctx, fmt.Sprintf(`INSERT INTO %s (%s) VALUES (%s) ON CONFLICT (gf_payload_hash) DO NOTHING`,
-		quote(name), strings.Join(cols, ", "), placeholders(len(cols))))
+	insert := fmt.Sprintf(`INSERT INTO %s (%s) VALUES (%s) ON CONFLICT (gf_payload_hash) DO NOTHING`,
+		quote(name), strings.Join(cols, ", "), placeholders(len(cols)))
+	tx, err := u.begin(ctx, insert)
+	if err != nil {
+		return res, err
+	}
+	st, err := u.s.stmt(ctx, tx, insert)
 	if err != nil {
 		return res, translate(what, err)
 	}
-	defer st.Close()
 	for _, row := range rows {
 		r, err := st.ExecContext(ctx, row...)
 		if err != nil {
@@ -146,7 +157,7 @@ func (u *unitTx) WriteFeatures(ctx context.Context, t *store.FeatureTable, src s
 // upsert writes rows keyed on t.Key: a changed feature updates its row, an unchanged one
 // is skipped, a new one inserted. Keys compare with IS, so a NULL key matches a NULL key
 // (one row, as NULLS NOT DISTINCT makes it in PostgreSQL).
-func (u *unitTx) upsert(ctx context.Context, tx *sql.Tx, t *store.FeatureTable, name string, cols []string, rows []featureRow) (store.Counts, error) {
+func (u *unitTx) upsert(ctx context.Context, t *store.FeatureTable, name string, cols []string, rows []featureRow) (store.Counts, error) {
 	var res store.Counts
 	what := fmt.Sprintf("upserting into %s", name)
 	keyIdx := make([]int, len(t.Key))
@@ -163,18 +174,22 @@ func (u *unitTx) upsert(ctx context.Context, tx *sql.Tx, t *store.FeatureTable, 
 	for i, c := range cols {
 		sets[i] = c + " = ?"
 	}
-	upd, err := tx.PrepareContext(ctx, fmt.Sprintf(`UPDATE %s SET %s WHERE %s AND gf_payload_hash IS NOT ?`,
-		quote(name), strings.Join(sets, ", "), strings.Join(match, " AND ")))
+	updSQL := fmt.Sprintf(`UPDATE %s SET %s WHERE %s AND gf_payload_hash IS NOT ?`,
+		quote(name), strings.Join(sets, ", "), strings.Join(match, " AND "))
+	insSQL := fmt.Sprintf(`INSERT INTO %s (%s) SELECT %s WHERE NOT EXISTS (SELECT 1 FROM %s WHERE %s)`,
+		quote(name), strings.Join(cols, ", "), placeholders(len(cols)), quote(name), strings.Join(match, " AND "))
+	tx, err := u.begin(ctx, updSQL, insSQL)
+	if err != nil {
+		return res, err
+	}
+	upd, err := u.s.stmt(ctx, tx, updSQL)
 	if err != nil {
 		return res, translate(what, err)
 	}
-	defer upd.Close()
-	ins, err := tx.PrepareContext(ctx, fmt.Sprintf(`INSERT INTO %s (%s) SELECT %s WHERE NOT EXISTS (SELECT 1 FROM %s WHERE %s)`,
-		quote(name), strings.Join(cols, ", "), placeholders(len(cols)), quote(name), strings.Join(match, " AND ")))
+	ins, err := u.s.stmt(ctx, tx, insSQL)
 	if err != nil {
 		return res, translate(what, err)
 	}
-	defer ins.Close()
 	keys := make([]any, len(keyIdx))
 	for _, row := range rows {
 		for i, j := range keyIdx {

@@ -267,7 +267,9 @@ func (s *Store) EndUnit(ctx context.Context, ref store.UnitRef, state store.Stat
 	return translate(fmt.Sprintf("recording unit %s of task %q as %s", ref.Key, ref.TaskID, state), err)
 }
 
-// FinishRun records the run's final status and returns its totals.
+// FinishRun records the run's final status and returns its totals. It commits
+// synchronously, which also flushes every unit committed asynchronously before it (see
+// beginUnit): a run that reports done is on disk.
 func (s *Store) FinishRun(ctx context.Context, runID int64, status store.State, errMsg string) (store.RunSummary, error) {
 	var sum store.RunSummary
 	err := s.pool.QueryRow(ctx, `

@@ -24,10 +24,19 @@ var (
 	_ store.UnitTx = (*unitTx)(nil)
 )
 
+// beginUnit starts a unit's transaction with an asynchronous commit: the commit is atomic
+// at once but reaches the disk with the WAL writer's next flush, a fraction of a second
+// later, together with every unit committed meanwhile. A server crash in between loses
+// those units' output and their done state together, so a resume runs them again (their
+// writes are idempotent); a run's end (FinishRun) commits synchronously, which flushes
+// every unit before it. This is what lets small units (a map tile each) commit at the
+// rate they arrive instead of one disk flush apiece.
+var beginUnit = pgx.TxOptions{BeginQuery: "BEGIN; SET LOCAL synchronous_commit = off"}
+
 // BeginUnit implements store.Units. The transaction takes a pooled connection until it
 // commits or rolls back; the runner opens it only once a unit's response is in.
 func (s *Store) BeginUnit(ctx context.Context, ref store.UnitRef) (store.UnitTx, error) {
-	tx, err := s.pool.Begin(ctx)
+	tx, err := s.pool.BeginTx(ctx, beginUnit)
 	if err != nil {
 		return nil, translate(fmt.Sprintf("beginning the transaction of unit %s", ref.Key), err)
 	}

@@ -49,6 +49,9 @@ func qualified(schema, name string) (string, string) {
 
 // EnsureTileTable implements store.TileStore.
 func (s *Store) EnsureTileTable(ctx context.Context, t *store.TileTable) error {
+	if t.InStore {
+		return fmt.Errorf("table %s: tiles kept in the store (storage: geopackage) need a GeoPackage store; PostGIS keeps tile files (storage: files, target.dir)", t.Name)
+	}
 	schema, target := qualified(t.Schema, t.Name)
 	create := fmt.Sprintf(`CREATE TABLE IF NOT EXISTS %s (
 		z integer NOT NULL, x integer NOT NULL, y integer NOT NULL,

@@ -48,15 +48,26 @@ type Config struct {
 
 // Target says where tiles land.
 type Target struct {
+	// Storage is files (default: z/x/y.ext files under Dir, indexed in Table) or
+	// geopackage: the tiles go into the GeoPackage store itself, as a tile pyramid named
+	// Table (what QGIS and GDAL open as a raster), indexed in Table_index. It needs a
+	// GeoPackage store.
+	Storage string `yaml:"storage" enum:"files,geopackage"`
 	// Dir receives z/x/y.ext files (XYZ numbering whatever the server's scheme).
 	Dir string `yaml:"dir"`
 	// Table is the [schema.]table indexing the tiles, created when missing.
 	Table string `yaml:"table"`
 }
 
+// Storages of Target.Storage.
+const (
+	StorageFiles      = "files"
+	StorageGeoPackage = "geopackage"
+)
+
 // NewConfig returns a Config with its defaults.
 func NewConfig() *Config {
-	return &Config{Scheme: "xyz"}
+	return &Config{Scheme: "xyz", Target: Target{Storage: StorageFiles}}
 }
 
 var (
@@ -93,8 +104,11 @@ func (c *Config) Check(p tasks.Problems) {
 	if _, _, err := zoomRange(c.Zoom); err != nil {
 		p.At("zoom", "%v", err)
 	}
-	if c.Target.Dir == "" {
-		p.At("", "target.dir is required (where z/x/y files are written)")
+	switch {
+	case c.Target.Storage == StorageGeoPackage && c.Target.Dir != "":
+		p.At("target.dir", "storage: geopackage keeps the tiles in the GeoPackage: drop target.dir")
+	case c.Target.Storage != StorageGeoPackage && c.Target.Dir == "":
+		p.At("", "target.dir is required (where z/x/y files are written), or storage: geopackage")
 	}
 	if c.Target.Table == "" {
 		p.At("", "target.table is required")
@@ -132,5 +146,5 @@ func (c *Config) New(id string) (tasks.Task, error) {
 	if err != nil {
 		return nil, fmt.Errorf("zoom: %w", err)
 	}
-	return &Task{id: id, cfg: *c, tpl: tpl, zmin: lo, zmax: hi, table: &store.TileTable{Schema: schema, Name: table}}, nil
+	return &Task{id: id, cfg: *c, tpl: tpl, zmin: lo, zmax: hi, table: &store.TileTable{Schema: schema, Name: table, InStore: c.Target.Storage == StorageGeoPackage}}, nil
 }

@@ -25,7 +25,10 @@ import (
 	"github.com/geoflow/geoflow/tasks/internal/files"
 )
 
-var _ tasks.Task = (*Task)(nil)
+var (
+	_ tasks.Task     = (*Task)(nil)
+	_ tasks.Finisher = (*Task)(nil)
+)
 
 const (
 	// expandDepth is how many zoom levels one expansion unit plans: a tile's
@@ -69,8 +72,10 @@ func (t *Task) ensure(ctx context.Context, env *tasks.Env) error {
 	if err := env.Store.EnsureTileTable(ctx, t.table); err != nil {
 		return err
 	}
-	if err := os.MkdirAll(t.cfg.Target.Dir, 0o755); err != nil {
-		return fmt.Errorf("creating target.dir: %w", err)
+	if !t.table.InStore {
+		if err := os.MkdirAll(t.cfg.Target.Dir, 0o755); err != nil {
+			return fmt.Errorf("creating target.dir: %w", err)
+		}
 	}
 	t.ensured = true
 	return nil
@@ -246,8 +251,7 @@ func (t *Task) fetch(ctx context.Context, env *tasks.Env, u store.Unit, z, x, y 
 	}
 	// Revalidate only what is really on disk, byte for byte: a row whose file was
 	// deleted, or lost its last rename in a crash, is fetched in full again.
-	revalidate := stored != nil && stored.Status == store.FileOK && files.FileHas(stored.Path, stored.Bytes, stored.Hash) &&
-		(stored.ETag != "" || stored.LastModified != "")
+	revalidate := t.intact(stored) && (stored.ETag != "" || stored.LastModified != "")
 	accept := []int{http.StatusNotModified}
 	if t.cfg.MissingOK {
 		accept = append(accept, http.StatusNotFound)
@@ -340,16 +344,29 @@ func (t *Task) output(env *tasks.Env, u store.Unit, z, x, y int, stored *store.S
 	default:
 		sum := sha256.Sum256(got.body)
 		row.Status, row.Hash, row.Bytes = store.FileOK, sum[:], int64(len(got.body))
-		row.Path = filepath.Join(t.cfg.Target.Dir, strconv.Itoa(z), strconv.Itoa(x), strconv.Itoa(y)+"."+got.format)
+		if !t.table.InStore {
+			row.Path = filepath.Join(t.cfg.Target.Dir, strconv.Itoa(z), strconv.Itoa(x), strconv.Itoa(y)+"."+got.format)
+		}
 		out.Counts.Bytes = row.Bytes
 		switch {
-		case stored != nil && stored.Status == store.FileOK && bytes.Equal(stored.Hash, row.Hash) && stored.Path == row.Path &&
-			files.FileHas(stored.Path, stored.Bytes, stored.Hash):
+		case t.table.InStore:
+			// Kept in the store: the content goes with its row, in the unit's
+			// transaction, so there is no file to write or to lose.
+			row.Path, row.Data = "", got.body
+			switch {
+			case stored == nil:
+				out.Counts.Inserted = 1
+			case bytes.Equal(stored.Hash, row.Hash):
+				out.Counts.Skipped = 1
+			default:
+				out.Counts.Updated = 1
+			}
+		case t.intact(stored) && bytes.Equal(stored.Hash, row.Hash) && stored.Path == row.Path:
 			// Same content from a server that does not revalidate: refresh the
 			// validators, leave the file alone.
 			out.Counts.Skipped = 1
 		default:
-			if err := files.WriteFileAtomic(row.Path, got.body); err != nil {
+			if err := files.WriteFileAtomicLater(row.Path, got.body); err != nil {
 				return nil, store.DiskFault("writing "+row.Path, err)
 			}
 			if stored != nil && stored.Path != "" && stored.Path != row.Path {
@@ -371,6 +388,30 @@ func (t *Task) output(env *tasks.Env, u store.Unit, z, x, y int, stored *store.S
 		}
 	}
 	return out, nil
+}
+
+// Finish implements tasks.Finisher: the tiles written during the run, without a flush
+// each, are made durable in one syncfs before the run can report them done. An
+// interrupted run skips this; a tile it lost in an OS crash fails its sha-256 check on
+// the next run and is fetched again.
+func (t *Task) Finish(ctx context.Context, env *tasks.Env) error {
+	if t.table.InStore {
+		return nil
+	}
+	if err := files.SyncFS(t.cfg.Target.Dir); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return store.DiskFault("flushing the tiles under "+t.cfg.Target.Dir, err)
+	}
+	return nil
+}
+
+// intact tells whether a stored tile is really there, byte for byte: a row whose file was
+// deleted, or lost its last rename in a crash, is not. A tile kept in the store is there
+// whenever its row is.
+func (t *Task) intact(stored *store.StoredFile) bool {
+	if stored == nil || stored.Status != store.FileOK {
+		return false
+	}
+	return t.table.InStore || files.FileHas(stored.Path, stored.Bytes, stored.Hash)
 }
 
 func fmtBound(b orb.Bound) string {

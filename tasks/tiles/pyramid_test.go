@@ -1,0 +1,72 @@
+package tiles_test
+
+import (
+	"bytes"
+	"context"
+	"net/http/httptest"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/geoflow/geoflow/flows"
+	"github.com/geoflow/geoflow/internal/devserver/tileserver"
+	"github.com/geoflow/geoflow/internal/testdb"
+	"github.com/geoflow/geoflow/store/gpkg"
+)
+
+// TestTilesIntoGeoPackagePyramid mirrors two zoom levels into a GeoPackage tile pyramid,
+// revalidates them with 304s on a rerun, and has GDAL (the reference reader) open the
+// pyramid as a raster with its zoom levels.
+func TestTilesIntoGeoPackagePyramid(t *testing.T) {
+	fx := tileserver.New(tileserver.Options{})
+	srv := httptest.NewServer(fx)
+	t.Cleanup(srv.Close)
+	dir := t.TempDir()
+	file := filepath.Join(dir, "tiles.gpkg")
+	st, err := gpkg.Open(context.Background(), file, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Migrate(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	h := &harness{t: t, fx: fx, srv: srv, dir: dir, logs: &bytes.Buffer{}}
+	f := h.flow(strings.Replace(basemap(munich, "[12, 13]", ""), "target: {dir: $DIR/tiles, table: public.basemap_tiles}",
+		"target: {storage: geopackage, table: basemap}", 1))
+	run := func() *flows.Result {
+		res, err := flows.Run(context.Background(), f, flows.RunOptions{Store: st, Logger: h.logger(), HTTP: h.handler()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	want := int64(len(cover(munich, 12, 13)))
+	if res := run(); res.Summary.Inserted != want || res.Summary.UnitsDead != 0 {
+		t.Fatalf("first run: %+v, want %d tiles inserted\n%s", res.Summary, want, h.logs)
+	}
+	if res := run(); res.Summary.Inserted != 0 || res.Summary.Skipped != want || fx.Stats().NotModified != want {
+		t.Fatalf("rerun: %+v, %d 304s; want %d skipped by 304", res.Summary, fx.Stats().NotModified, want)
+	}
+	st.Close()
+	if n := testdb.Count(t, file, "SELECT count(*) FROM basemap"); n != want {
+		t.Fatalf("%d tiles in the pyramid, want %d", n, want)
+	}
+	if n := testdb.Count(t, file, "SELECT count(*) FROM gpkg_tile_matrix WHERE table_name = 'basemap'"); n != 2 {
+		t.Fatalf("%d zoom levels registered, want 2", n)
+	}
+	out, err := exec.Command("gdalinfo", file).CombinedOutput()
+	if err != nil {
+		t.Fatalf("gdalinfo: %v\n%s", err, out)
+	}
+	for _, s := range []string{"Driver: GPKG/GeoPackage", "ZOOM_LEVEL=13", `ID["EPSG",3857]`} {
+		if !strings.Contains(string(out), s) {
+			t.Errorf("gdalinfo does not say %q:\n%s", s, out)
+		}
+	}
+	// GDAL reads the tiles back: the raster's pixels are not all empty.
+	out, err = exec.Command("gdalinfo", "-stats", file).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "STATISTICS_MAXIMUM") || strings.Contains(string(out), "STATISTICS_MAXIMUM=0\n") {
+		t.Fatalf("gdalinfo -stats: %v\n%s", err, out)
+	}
+}
