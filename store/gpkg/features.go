@@ -153,7 +153,9 @@ func (s *Store) ensureKeys(ctx context.Context, t *store.FeatureTable, name stri
 // FinishFeatureTable implements store.FeatureTables: it builds the R-tree of a table that
 // has none, in bulk over the rows already loaded (one sorted pass, far cheaper than a
 // trigger per row), adds the triggers that keep it current from then on, as GDAL does,
-// and records the table's extent in gpkg_contents.
+// and records the table's extent in gpkg_contents. The extent is the R-tree's: its
+// single-precision boxes are rounded outward, so it may be wider than the data by a
+// float32 step (a few centimetres in degrees), never narrower.
 func (s *Store) FinishFeatureTable(ctx context.Context, t *store.FeatureTable) error {
 	return s.finishSpatial(ctx, tableName(t.Schema, t.Name), "geom")
 }

@@ -64,6 +64,12 @@ func TestTilesIntoGeoPackagePyramid(t *testing.T) {
 			t.Errorf("gdalinfo does not say %q:\n%s", s, out)
 		}
 	}
+	// GDAL's own GeoPackage validator accepts the file, with its extra checks, warnings
+	// counted as errors.
+	if out, err := exec.Command("python3", "/usr/lib/python3/dist-packages/osgeo_utils/samples/validate_gpkg.py",
+		"--extra", "--warning-as-error", file).CombinedOutput(); err != nil {
+		t.Fatalf("validate_gpkg.py: %v\n%s", err, out)
+	}
 	// GDAL reads the tiles back: the raster's pixels are not all empty.
 	out, err = exec.Command("gdalinfo", "-stats", file).CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "STATISTICS_MAXIMUM") || strings.Contains(string(out), "STATISTICS_MAXIMUM=0\n") {
