@@ -37,9 +37,19 @@ const (
 	maxDepth = 32
 )
 
-// envelopeDoubles is the number of doubles in the envelope for each valid contents
+// envelopeDoubles returns the number of doubles in the envelope for a valid contents
 // indicator code 0-4.
-var envelopeDoubles = [5]int{0, 4, 6, 6, 8}
+func envelopeDoubles(code int) int {
+	switch code {
+	case 0:
+		return 0
+	case 1:
+		return 4
+	case 2, 3:
+		return 6
+	}
+	return 8
+}
 
 // WKB geometry type codes (ISO 13249-3; OGC 06-103r4 for 1-7).
 const (
@@ -52,17 +62,22 @@ const (
 	wkbGeometryCollection = 7
 )
 
-// wkbTypeNames names the ISO type codes 0-17, for errors about the ones orb cannot hold.
-var wkbTypeNames = [...]string{"Geometry", "Point", "LineString", "Polygon", "MultiPoint",
-	"MultiLineString", "MultiPolygon", "GeometryCollection", "CircularString",
-	"CompoundCurve", "CurvePolygon", "MultiCurve", "MultiSurface", "Curve", "Surface",
-	"PolyhedralSurface", "TIN", "Triangle"}
+// wkbTypeName names the ISO type codes 0-17, for errors about the ones orb cannot hold,
+// and returns "" for the others.
+func wkbTypeName(t uint32) string {
+	names := [...]string{"Geometry", "Point", "LineString", "Polygon", "MultiPoint",
+		"MultiLineString", "MultiPolygon", "GeometryCollection", "CircularString",
+		"CompoundCurve", "CurvePolygon", "MultiCurve", "MultiSurface", "Curve", "Surface",
+		"PolyhedralSurface", "TIN", "Triangle"}
+	if t < uint32(len(names)) {
+		return names[t]
+	}
+	return ""
+}
 
 // nanBits is the quiet NaN the GeoPackage requires for the coordinates of an empty point
 // (0x7ff8000000000000; little-endian 00 00 00 00 00 00 f8 7f).
 const nanBits = 0x7ff8000000000000
-
-var le = binary.LittleEndian
 
 // encodeGeometry returns g as a GeoPackage geometry blob for srs srsID: magic "GP",
 // version 0, flags with the little-endian bit set, the int32 srs_id, an envelope, then
@@ -112,13 +127,13 @@ func appendGeometry(dst []byte, g orb.Geometry, srsID int32) ([]byte, error) {
 		}
 		dst = grow(dst, headerLen+n)
 		dst = append(dst, 'G', 'P', 0, flags)
-		dst = le.AppendUint32(dst, uint32(srsID))
+		dst = binary.LittleEndian.AppendUint32(dst, uint32(srsID))
 		return appendPoint(dst, p), nil
 	}
 
 	dst = grow(dst, headerLen+32+n)
 	dst = append(dst, 'G', 'P', 0, flagLittleEndian|envelopeXY<<1)
-	dst = le.AppendUint32(dst, uint32(srsID))
+	dst = binary.LittleEndian.AppendUint32(dst, uint32(srsID))
 	envAt := len(dst)
 	dst = dst[:envAt+32]
 	e := newEnvelope()
@@ -129,10 +144,10 @@ func appendGeometry(dst []byte, g orb.Geometry, srsID int32) ([]byte, error) {
 		copy(dst[envAt:], dst[envAt+32:])
 		return dst[:len(dst)-32], nil
 	}
-	le.PutUint64(dst[envAt:], math.Float64bits(e.minX))
-	le.PutUint64(dst[envAt+8:], math.Float64bits(e.maxX))
-	le.PutUint64(dst[envAt+16:], math.Float64bits(e.minY))
-	le.PutUint64(dst[envAt+24:], math.Float64bits(e.maxY))
+	binary.LittleEndian.PutUint64(dst[envAt:], math.Float64bits(e.minX))
+	binary.LittleEndian.PutUint64(dst[envAt+8:], math.Float64bits(e.maxX))
+	binary.LittleEndian.PutUint64(dst[envAt+16:], math.Float64bits(e.minY))
+	binary.LittleEndian.PutUint64(dst[envAt+24:], math.Float64bits(e.maxY))
 	return dst, nil
 }
 
@@ -292,28 +307,28 @@ func appendWKB(dst []byte, g orb.Geometry, e *envelope) []byte {
 
 func appendTypeCount(dst []byte, typ uint32, n int) []byte {
 	dst = append(dst, 1) // little-endian
-	dst = le.AppendUint32(dst, typ)
-	return le.AppendUint32(dst, uint32(n))
+	dst = binary.LittleEndian.AppendUint32(dst, typ)
+	return binary.LittleEndian.AppendUint32(dst, uint32(n))
 }
 
 // appendPoint appends a WKB Point; an empty one gets the quiet NaN the GeoPackage
 // prescribes, whatever the NaN payloads in p.
 func appendPoint(dst []byte, p orb.Point) []byte {
 	dst = append(dst, 1)
-	dst = le.AppendUint32(dst, wkbPoint)
+	dst = binary.LittleEndian.AppendUint32(dst, wkbPoint)
 	if isEmptyPoint(p) {
-		dst = le.AppendUint64(dst, nanBits)
-		return le.AppendUint64(dst, nanBits)
+		dst = binary.LittleEndian.AppendUint64(dst, nanBits)
+		return binary.LittleEndian.AppendUint64(dst, nanBits)
 	}
-	dst = le.AppendUint64(dst, math.Float64bits(p[0]))
-	return le.AppendUint64(dst, math.Float64bits(p[1]))
+	dst = binary.LittleEndian.AppendUint64(dst, math.Float64bits(p[0]))
+	return binary.LittleEndian.AppendUint64(dst, math.Float64bits(p[1]))
 }
 
 func appendPoints(dst []byte, ps []orb.Point, e *envelope) []byte {
 	for _, p := range ps {
 		e.add(p[0], p[1])
-		dst = le.AppendUint64(dst, math.Float64bits(p[0]))
-		dst = le.AppendUint64(dst, math.Float64bits(p[1]))
+		dst = binary.LittleEndian.AppendUint64(dst, math.Float64bits(p[0]))
+		dst = binary.LittleEndian.AppendUint64(dst, math.Float64bits(p[1]))
 	}
 	return dst
 }
@@ -321,7 +336,7 @@ func appendPoints(dst []byte, ps []orb.Point, e *envelope) []byte {
 func appendPolygon(dst []byte, p orb.Polygon, e *envelope) []byte {
 	dst = appendTypeCount(dst, wkbPolygon, len(p))
 	for _, r := range p {
-		dst = le.AppendUint32(dst, uint32(len(r)))
+		dst = binary.LittleEndian.AppendUint32(dst, uint32(len(r)))
 		dst = appendPoints(dst, r, e)
 	}
 	return dst
@@ -395,10 +410,10 @@ func decodeGeometry(b []byte) (g orb.Geometry, srsID int32, err error) {
 	return g, h.srsID, nil
 }
 
-// blobEnvelope returns the envelope of blob b: from its header when the header has one,
-// else computed from the WKB without allocating. empty reports an empty geometry (the
-// empty flag, an all-NaN header envelope, or WKB without a coordinate free of NaN), and
-// then env is zero. It backs ST_MinX, ST_MaxX, ST_MinY, ST_MaxY and ST_IsEmpty, which the R-tree
+// blobEnvelope returns the envelope of blob b: from its header when the header has one
+// without NaN, else computed from the WKB without allocating. empty reports an empty
+// geometry (the empty flag, or WKB without a coordinate free of NaN), and then env is
+// zero; a non-empty env holds no NaN. It backs ST_MinX, ST_MaxX, ST_MinY, ST_MaxY and ST_IsEmpty, which the R-tree
 // triggers call on every insert and update: garbage returns an error, never a panic.
 // When the header has an envelope the WKB after it is not validated.
 func blobEnvelope(b []byte) (env orb.Bound, empty bool, err error) {
@@ -409,10 +424,9 @@ func blobEnvelope(b []byte) (env orb.Bound, empty bool, err error) {
 	if h.empty {
 		return orb.Bound{}, true, nil
 	}
-	if h.envCode != 0 {
-		if math.IsNaN(h.env[0]) && math.IsNaN(h.env[1]) && math.IsNaN(h.env[2]) && math.IsNaN(h.env[3]) {
-			return orb.Bound{}, true, nil
-		}
+	// The spec allows an all-NaN envelope for an empty geometry; a NaN anywhere makes the
+	// header useless for an R-tree, so the WKB decides then.
+	if h.envCode != 0 && !math.IsNaN(h.env[0]+h.env[1]+h.env[2]+h.env[3]) {
 		return orb.Bound{Min: orb.Point{h.env[0], h.env[2]}, Max: orb.Point{h.env[1], h.env[3]}}, false, nil
 	}
 	r := wkbReader{b: b, off: h.wkbAt}
@@ -454,13 +468,13 @@ func parseHeader(b []byte) (header, error) {
 		return h, fmt.Errorf("gpkg geometry: flags %#08b mark an ExtendedGeoPackageBinary, which is not supported", flags)
 	}
 	h.envCode = int(flags&flagEnvelopeMask) >> 1
-	if h.envCode >= len(envelopeDoubles) {
+	if h.envCode > 4 {
 		return h, fmt.Errorf("gpkg geometry: envelope contents indicator %d is invalid (0-4)", h.envCode)
 	}
 	h.empty = flags&flagEmpty != 0
 	big := flags&flagLittleEndian == 0
 	h.srsID = int32(u32(b[4:], big))
-	h.wkbAt = headerLen + 8*envelopeDoubles[h.envCode]
+	h.wkbAt = headerLen + 8*envelopeDoubles(h.envCode)
 	if len(b) < h.wkbAt {
 		return h, fmt.Errorf("gpkg geometry: blob of %d bytes is shorter than its %d-byte header with envelope %d", len(b), h.wkbAt, h.envCode)
 	}
@@ -476,14 +490,14 @@ func u32(b []byte, big bool) uint32 {
 	if big {
 		return binary.BigEndian.Uint32(b)
 	}
-	return le.Uint32(b)
+	return binary.LittleEndian.Uint32(b)
 }
 
 func u64(b []byte, big bool) uint64 {
 	if big {
 		return binary.BigEndian.Uint64(b)
 	}
-	return le.Uint64(b)
+	return binary.LittleEndian.Uint64(b)
 }
 
 // wkbReader reads WKB from b at off; offsets in its errors count from the start of the
@@ -552,8 +566,8 @@ func (r *wkbReader) head() (wkbHead, error) {
 		t %= 1000
 	}
 	if t < wkbPoint || t > wkbGeometryCollection {
-		if int(t) < len(wkbTypeNames) {
-			return h, r.errorf(h.at, "geometry type %d (%s) is not supported: orb has only the types 1-7", t, wkbTypeNames[t])
+		if name := wkbTypeName(t); name != "" {
+			return h, r.errorf(h.at, "geometry type %d (%s) is not supported: orb has only the types 1-7", t, name)
 		}
 		return h, r.errorf(h.at, "unknown geometry type %d", t)
 	}
@@ -678,7 +692,7 @@ func (r *wkbReader) member(want uint32) (wkbHead, error) {
 		return m, err
 	}
 	if m.typ != want {
-		return m, r.errorf(m.at, "a %s member is a %s", wkbTypeNames[want+3], wkbTypeNames[m.typ])
+		return m, r.errorf(m.at, "a %s member is a %s", wkbTypeName(want+3), wkbTypeName(m.typ))
 	}
 	return m, nil
 }
@@ -790,7 +804,7 @@ func (r *wkbReader) scanBody(h wkbHead, depth int, e *envelope) error {
 			return err
 		}
 		if want != 0 && m.typ != want {
-			return r.errorf(m.at, "a %s member is a %s", wkbTypeNames[want+3], wkbTypeNames[m.typ])
+			return r.errorf(m.at, "a %s member is a %s", wkbTypeName(want+3), wkbTypeName(m.typ))
 		}
 		if err := r.scanBody(m, depth+1, e); err != nil {
 			return err

@@ -64,7 +64,7 @@ type execer interface {
 func (s *Store) ensureSRS(ctx context.Context, q execer, ref spatialRef) error {
 	_, err := q.ExecContext(ctx, `INSERT INTO gpkg_spatial_ref_sys (srs_name, srs_id, organization, organization_coordsys_id, definition, description)
 		VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (srs_id) DO NOTHING`,
-		ref.Name, ref.ID, ref.Organization, ref.OrgID, ref.Definition, ref.Description)
+		ref.Name, ref.ID, ref.Organization, ref.OrgID, ref.Definition, nullIfEmpty(ref.Description))
 	return translate(fmt.Sprintf("recording spatial reference system %d", ref.ID), err)
 }
 

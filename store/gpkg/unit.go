@@ -102,7 +102,7 @@ type featureRow []any
 // meanwhile. A page is bounded (the task's page size), so memory is too.
 func (u *unitTx) WriteFeatures(ctx context.Context, t *store.FeatureTable, src store.FeatureSource) (store.Counts, error) {
 	name := tableName(t.Schema, t.Name)
-	fetched := ts(time.Now())
+	fetched, srs := ts(time.Now()), srsID(t.SRID)
 	var rows []featureRow
 	for {
 		f, err := src.Next()
@@ -112,7 +112,7 @@ func (u *unitTx) WriteFeatures(ctx context.Context, t *store.FeatureTable, src s
 		if err != nil {
 			return store.Counts{}, err // the source's own error, unchanged
 		}
-		row, err := encodeFeature(f, t, u.ref.RunID, fetched)
+		row, err := encodeFeature(f, t, srs, u.ref.RunID, fetched)
 		if err != nil {
 			return store.Counts{}, err
 		}
@@ -218,11 +218,11 @@ func (u *unitTx) upsert(ctx context.Context, t *store.FeatureTable, name string,
 
 // encodeFeature turns a feature into its row: geometry, id, payload hash, run, time, then
 // the properties typed for their columns.
-func encodeFeature(f *spatial.Feature, t *store.FeatureTable, runID int64, fetched string) (featureRow, error) {
+func encodeFeature(f *spatial.Feature, t *store.FeatureTable, srs int32, runID int64, fetched string) (featureRow, error) {
 	hash := spatial.PayloadHash(f)
 	row := make(featureRow, 5+len(t.Columns))
 	if f.Geometry != nil {
-		g, err := encodeGeometry(f.Geometry, int32(t.SRID))
+		g, err := encodeGeometry(f.Geometry, srs)
 		if err != nil {
 			return nil, fmt.Errorf("feature %q: encoding its geometry: %w", f.ID, err)
 		}
@@ -244,6 +244,12 @@ func encodeFeature(f *spatial.Feature, t *store.FeatureTable, runID int64, fetch
 		row[5+i] = val
 	}
 	return row, nil
+}
+
+// srsID is the srs_id a table of EPSG code srid is registered with (spatialRefFor).
+func srsID(srid int) int32 {
+	ref, _ := spatialRefFor(srid)
+	return ref.ID
 }
 
 // columnValue is a property as its GeoPackage column stores it: integers, doubles,
