@@ -7,7 +7,7 @@ LDFLAGS := -X github.com/geoflow/geoflow/cmd/geoflow/cli.Version=$(VERSION)
 # throwaway Debian cluster started and stopped around the command.
 POSTGIS := bash internal/testdb/postgis.sh
 
-.PHONY: build test demo vet bench bench-recovery bench-pgrestart bench-tiles bench-ratelimit fuzz clean
+.PHONY: build test demo vet bench bench-gpkg bench-recovery bench-pgrestart bench-tiles bench-ratelimit fuzz clean
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/geoflow
@@ -35,6 +35,10 @@ bench-recovery: build
 ## bench-pgrestart: PostgreSQL restarted (pg_ctl restart -m fast) in the middle of a 100,000-feature harvest
 bench-pgrestart: build
 	bash bench/pgrestart.sh $(BIN)
+
+## bench-gpkg: the GeoPackage store end to end (ogrinfo, GDAL's validator, ogr2ogr into PostGIS, rerun, --bbox, --resume) and against PostGIS
+bench-gpkg: build
+	$(POSTGIS) run --env GEOFLOW_DATABASE_URL -- bash bench/gpkg.sh $(BIN)
 
 ## bench-tiles: tiles per second for 10,000 small tiles vs curl at the same concurrency
 bench-tiles:

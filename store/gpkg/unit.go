@@ -254,11 +254,16 @@ func srsID(srid int) int32 {
 
 // columnValue is a property as its GeoPackage column stores it: integers, doubles,
 // booleans as 0/1, dates as YYYY-MM-DD and times as ISO 8601 UTC (the GeoPackage
-// DATETIME form), the rest as text. nil is NULL.
+// DATETIME form), the rest as text. An empty value is NULL, except in a text column.
 func columnValue(v any, t store.ColumnType) (any, error) {
 	s, err := store.ColumnText(v, t)
-	if err != nil || s == "" {
+	switch {
+	case err != nil:
 		return nil, err
+	case t == store.TypeText || t == "":
+		return s, nil // an empty text stays empty, as in PostGIS
+	case s == "":
+		return nil, nil
 	}
 	switch t {
 	case store.TypeBigint:
