@@ -112,7 +112,7 @@ ensure_gdal() {
   if ! command -v ogrinfo >/dev/null; then
     local sudo=""
     [ "$(id -u)" = 0 ] || { command -v sudo >/dev/null && sudo -n true 2>/dev/null && sudo="sudo -n"; } || {
-      log "gdal-bin is not installed and I am not root: the GDAL interoperability tests will skip"; return 0; }
+      log "gdal-bin is not installed and I am not root: the GDAL tests (ogr2ogr, ogrinfo, validate_gpkg.py) will fail; install gdal-bin"; return 0; }
     log "installing gdal-bin from Debian's packages (for the ogr2ogr interoperability tests)"
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends gdal-bin >>/tmp/geoflow-apt.log 2>&1 ||
       { $sudo apt-get update -qq >>/tmp/geoflow-apt.log 2>&1 || true
