@@ -113,9 +113,11 @@ tasks:
   c: {type: other}
 `
 
-func TestRunRecordsDeadLetters(t *testing.T) {
+func TestRunRecordsDeadLetters(t *testing.T) { eachStore(t, testRunRecordsDeadLetters) }
+
+func testRunRecordsDeadLetters(t *testing.T, loc string) {
 	ctx := context.Background()
-	db := openStore(t)
+	db := openStore(t, loc)
 	st := &flakyState{executed: map[string]int{}}
 	f := writeFlow(t, flakyRegistry(st), flakyFlow)
 	res, err := Run(ctx, f, RunOptions{Store: db})
@@ -152,9 +154,11 @@ func TestRunRecordsDeadLetters(t *testing.T) {
 	}
 }
 
-func TestReplay(t *testing.T) {
+func TestReplay(t *testing.T) { eachStore(t, testReplay) }
+
+func testReplay(t *testing.T, loc string) {
 	ctx := context.Background()
-	db := openStore(t)
+	db := openStore(t, loc)
 	st := &flakyState{executed: map[string]int{}, split: []string{"u004"}}
 	reg := flakyRegistry(st)
 	f := writeFlow(t, reg, flakyFlow)
@@ -235,9 +239,11 @@ func TestReplay(t *testing.T) {
 	}
 }
 
-func TestReplayWhileRunIsHeld(t *testing.T) {
+func TestReplayWhileRunIsHeld(t *testing.T) { eachStore(t, testReplayWhileRunIsHeld) }
+
+func testReplayWhileRunIsHeld(t *testing.T, loc string) {
 	ctx := context.Background()
-	db := openStore(t)
+	db := openStore(t, loc)
 	st := &flakyState{executed: map[string]int{}}
 	reg := flakyRegistry(st)
 	f := writeFlow(t, reg, "name: held\ntasks:\n  a: {type: flaky, units: 2, fail_units: [u000]}\n")

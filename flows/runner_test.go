@@ -11,18 +11,42 @@ import (
 
 	"github.com/geoflow/geoflow/internal/testdb"
 	"github.com/geoflow/geoflow/store"
+	"github.com/geoflow/geoflow/store/gpkg"
 	"github.com/geoflow/geoflow/store/postgis"
 )
 
 func TestMain(m *testing.M) { testdb.Main(m) }
 
-func openStore(t *testing.T) *postgis.Store {
+// eachStore runs test once against each store implementation, as river runs its driver
+// tests against each driver: in a subtest named after the store, with the location of a
+// new, empty store of that kind.
+func eachStore(t *testing.T, test func(t *testing.T, loc string)) {
+	for _, b := range testdb.Backends() {
+		t.Run(b.Name, func(t *testing.T) { test(t, b.New(t)) })
+	}
+}
+
+// openStore opens and migrates the store at loc, a PostgreSQL URL or a GeoPackage path,
+// and closes it when the test ends.
+func openStore(t *testing.T, loc string) store.Store {
 	t.Helper()
-	s, err := postgis.Open(context.Background(), testdb.URL(t), nil)
+	ctx := context.Background()
+	var (
+		s   store.Store
+		err error
+	)
+	if testdb.IsGeoPackage(loc) {
+		s, err = gpkg.Open(ctx, loc, nil)
+	} else {
+		s, err = postgis.Open(ctx, loc, nil)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(s.Close)
+	if _, err := s.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
 	return s
 }
 
@@ -48,13 +72,10 @@ func index(events []string, prefix string) (first, last int) {
 	return first, last
 }
 
-func TestRunDependencyOrder(t *testing.T) {
-	dbURL := testdb.URL(t)
-	db, err := postgis.Open(context.Background(), dbURL, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(db.Close)
+func TestRunDependencyOrder(t *testing.T) { eachStore(t, testRunDependencyOrder) }
+
+func testRunDependencyOrder(t *testing.T, loc string) {
+	db := openStore(t, loc)
 	rec := &recorder{}
 	f := mustParse(t, rec, `
 name: order
@@ -86,7 +107,7 @@ tasks:
 		t.Errorf("children of the split unit did not run: %v", ev)
 	}
 	// Each unit's attempt and start are recorded with its outcome, in order.
-	if n := testdb.Int64(t, dbURL, `SELECT count(*) FROM geoflow_units
+	if n := testdb.Count(t, loc, `SELECT count(*) FROM geoflow_units
 		WHERE attempts = 1 AND started_at IS NOT NULL AND finished_at >= started_at`); n != 14 {
 		t.Errorf("%d of 14 units have one attempt and a start before their finish", n)
 	}
@@ -105,8 +126,9 @@ func TestRunUpstreamFailed(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			db := openStore(t)
-			f := mustParse(t, nil, `
+			eachStore(t, func(t *testing.T, loc string) {
+				db := openStore(t, loc)
+				f := mustParse(t, nil, `
 name: upstream
 tasks:
   a: {type: fake, fail_units: `+tt.fail+`}
@@ -114,28 +136,31 @@ tasks:
   c: {type: fake, depends_on: [b]}
   d: {type: other}
 `)
-			res, err := Run(context.Background(), f, RunOptions{Store: db})
-			if err != nil {
-				t.Fatal(err)
-			}
-			want := map[string]store.State{"a": tt.wantA, "b": store.UpstreamFailed, "c": store.UpstreamFailed, "d": store.Done}
-			for id, st := range want {
-				if res.TaskStates[id] != st {
-					t.Errorf("task %s = %s, want %s", id, res.TaskStates[id], st)
+				res, err := Run(context.Background(), f, RunOptions{Store: db})
+				if err != nil {
+					t.Fatal(err)
 				}
-			}
-			if res.Status != store.Failed || res.DeadLetters() != tt.wantDead {
-				t.Errorf("status %s dead %d, want failed and %d", res.Status, res.DeadLetters(), tt.wantDead)
-			}
-			if _, failed := res.FailedTasks["a"]; failed != tt.wantFailed {
-				t.Errorf("FailedTasks = %v", res.FailedTasks)
-			}
+				want := map[string]store.State{"a": tt.wantA, "b": store.UpstreamFailed, "c": store.UpstreamFailed, "d": store.Done}
+				for id, st := range want {
+					if res.TaskStates[id] != st {
+						t.Errorf("task %s = %s, want %s", id, res.TaskStates[id], st)
+					}
+				}
+				if res.Status != store.Failed || res.DeadLetters() != tt.wantDead {
+					t.Errorf("status %s dead %d, want failed and %d", res.Status, res.DeadLetters(), tt.wantDead)
+				}
+				if _, failed := res.FailedTasks["a"]; failed != tt.wantFailed {
+					t.Errorf("FailedTasks = %v", res.FailedTasks)
+				}
+			})
 		})
 	}
 }
 
-func TestRunArea(t *testing.T) {
-	db := openStore(t)
+func TestRunArea(t *testing.T) { eachStore(t, testRunArea) }
+
+func testRunArea(t *testing.T, loc string) {
+	db := openStore(t, loc)
 	rec := &recorder{}
 	f := mustParse(t, rec, "name: area\ntasks:\n  a: {type: fake, units: 10}\n")
 	area := orb.Bound{Min: orb.Point{2.5, 0}, Max: orb.Point{4.5, 1}}
@@ -156,8 +181,10 @@ func TestRunArea(t *testing.T) {
 // TestRunCancelAndResume stops a run mid-way as SIGTERM would, then resumes it: in-flight
 // units finish within the grace period, nothing done is executed again, and the resumed
 // run completes every unit.
-func TestRunCancelAndResume(t *testing.T) {
-	db := openStore(t)
+func TestRunCancelAndResume(t *testing.T) { eachStore(t, testRunCancelAndResume) }
+
+func testRunCancelAndResume(t *testing.T, loc string) {
+	db := openStore(t, loc)
 	rec := &recorder{}
 	f := mustParse(t, rec, `
 name: cancel
@@ -217,8 +244,10 @@ tasks:
 
 // TestRunGraceExpires: units that cannot finish within the grace period are rolled back
 // and recorded as interrupted, not failed.
-func TestRunGraceExpires(t *testing.T) {
-	db := openStore(t)
+func TestRunGraceExpires(t *testing.T) { eachStore(t, testRunGraceExpires) }
+
+func testRunGraceExpires(t *testing.T, loc string) {
+	db := openStore(t, loc)
 	rec := &recorder{}
 	f := mustParse(t, rec, "name: grace\ntasks:\n  a: {type: fake, units: 4, sleep: 1h}\n")
 	ctx, cancel := context.WithCancel(context.Background())
@@ -242,8 +271,10 @@ func TestRunGraceExpires(t *testing.T) {
 // TestRunResumeKeepsAreaAndTasks resumes a crashed run that was started with --bbox and
 // --task without repeating them: the resume must go on over the run's own area and
 // tasks, not plan the whole flow into it.
-func TestRunResumeKeepsAreaAndTasks(t *testing.T) {
-	db := openStore(t)
+func TestRunResumeKeepsAreaAndTasks(t *testing.T) { eachStore(t, testRunResumeKeepsAreaAndTasks) }
+
+func testRunResumeKeepsAreaAndTasks(t *testing.T, loc string) {
+	db := openStore(t, loc)
 	rec := &recorder{}
 	f := mustParse(t, rec, `
 name: resume_area
@@ -252,9 +283,6 @@ tasks:
   b: {type: fake, units: 10}
 `)
 	area := orb.Bound{Min: orb.Point{2.5, 0}, Max: orb.Point{4.5, 1}}
-	if _, err := db.Migrate(context.Background()); err != nil {
-		t.Fatal(err)
-	}
 	// A run that crashed right after it started: recorded running, held by nobody.
 	run, err := db.StartRun(context.Background(), store.RunStart{Flow: f.Name, Area: &area, OnlyTasks: []string{"a"}})
 	if err != nil {

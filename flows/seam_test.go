@@ -27,56 +27,59 @@ func TestResumeRunsTheRecordedFlow(t *testing.T) {
 		{name: "current", useCurrent: true, wantUsed: "current", wantUnits: 30},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			db := openStore(t)
-			rec := &recorder{}
-			reg := testRegistry(rec)
-			const src = `
+			eachStore(t, func(t *testing.T, loc string) {
+				db := openStore(t, loc)
+				rec := &recorder{}
+				reg := testRegistry(rec)
+				const src = `
 name: edited
 tasks:
   a: {type: fake, units: 20, sleep: 30ms, rate_limit: {concurrency: 2}}
 `
-			f := writeFlow(t, reg, src)
-			ctx, cancel := context.WithCancel(context.Background())
-			go func() {
-				for len(rec.list()) < 4 {
-					time.Sleep(5 * time.Millisecond)
+				f := writeFlow(t, reg, src)
+				ctx, cancel := context.WithCancel(context.Background())
+				go func() {
+					for len(rec.list()) < 4 {
+						time.Sleep(5 * time.Millisecond)
+					}
+					cancel()
+				}()
+				res, err := Run(ctx, f, RunOptions{Store: db, Grace: 10 * time.Second})
+				if err != nil {
+					t.Fatal(err)
 				}
-				cancel()
-			}()
-			res, err := Run(ctx, f, RunOptions{Store: db, Grace: 10 * time.Second})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if res.Status != store.Interrupted {
-				t.Fatalf("status %s, want interrupted", res.Status)
-			}
-			if err := os.WriteFile(f.File, []byte(strings.Replace(src, "units: 20", "units: 30", 1)), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			today, err := Load(f.File, Options{Registry: reg})
-			if err != nil {
-				t.Fatal(err)
-			}
-			res2, err := Run(context.Background(), today, RunOptions{Store: db, Resume: true, UseCurrentFlow: tt.useCurrent})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if res2.RunID != res.RunID || res2.Status != store.Done || res2.FlowUsed != tt.wantUsed {
-				t.Fatalf("resume: run %d %s with the %q flow; want run %d done with the %s one", res2.RunID, res2.Status, res2.FlowUsed, res.RunID, tt.wantUsed)
-			}
-			if len(res2.FlowChanges) != 1 || !strings.Contains(res2.FlowChanges[0], "units: 20") || !strings.Contains(res2.FlowChanges[0], "units: 30") {
-				t.Errorf("changes reported: %q", res2.FlowChanges)
-			}
-			if res2.Summary.UnitsTotal != tt.wantUnits || res2.Summary.UnitsDone != tt.wantUnits {
-				t.Errorf("units %d of %d done; want %d", res2.Summary.UnitsDone, res2.Summary.UnitsTotal, tt.wantUnits)
-			}
+				if res.Status != store.Interrupted {
+					t.Fatalf("status %s, want interrupted", res.Status)
+				}
+				if err := os.WriteFile(f.File, []byte(strings.Replace(src, "units: 20", "units: 30", 1)), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				today, err := Load(f.File, Options{Registry: reg})
+				if err != nil {
+					t.Fatal(err)
+				}
+				res2, err := Run(context.Background(), today, RunOptions{Store: db, Resume: true, UseCurrentFlow: tt.useCurrent})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if res2.RunID != res.RunID || res2.Status != store.Done || res2.FlowUsed != tt.wantUsed {
+					t.Fatalf("resume: run %d %s with the %q flow; want run %d done with the %s one", res2.RunID, res2.Status, res2.FlowUsed, res.RunID, tt.wantUsed)
+				}
+				if len(res2.FlowChanges) != 1 || !strings.Contains(res2.FlowChanges[0], "units: 20") || !strings.Contains(res2.FlowChanges[0], "units: 30") {
+					t.Errorf("changes reported: %q", res2.FlowChanges)
+				}
+				if res2.Summary.UnitsTotal != tt.wantUnits || res2.Summary.UnitsDone != tt.wantUnits {
+					t.Errorf("units %d of %d done; want %d", res2.Summary.UnitsDone, res2.Summary.UnitsTotal, tt.wantUnits)
+				}
+			})
 		})
 	}
 }
 
 // TestStoreOutageUnitsWait cuts every connection geoflow holds, twice, while units
 // commit (what a PostgreSQL restart does): units wait for the database and commit once it
-// answers; no unit fails, the run ends done.
+// answers; no unit fails, the run ends done. It runs on PostGIS alone: a GeoPackage is a
+// file opened in this process, with no server whose connections can be cut from outside.
 func TestStoreOutageUnitsWait(t *testing.T) {
 	url := testdb.URL(t)
 	db, err := postgis.Open(context.Background(), url, nil)

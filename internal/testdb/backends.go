@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	// The GeoPackage store registers the SQLite driver; tests read its files through it.
 	_ "github.com/geoflow/geoflow/store/gpkg"
 )
@@ -96,4 +98,40 @@ func Count(t testing.TB, loc, query string, args ...any) int64 {
 	}
 	t.Fatalf("testdb: %s: %T is not an integer", query, rows[0][0])
 	return 0
+}
+
+// Exec runs a statement that changes the store at loc, PostGIS or GeoPackage, for a test
+// that sets up a state (rows lost in an area) without the code under test, and returns
+// the number of rows it affected. SQL differs between the two: callers branch on
+// IsGeoPackage.
+func Exec(t testing.TB, loc, stmt string, args ...any) int64 {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if !IsGeoPackage(loc) {
+		c, err := pgx.Connect(ctx, loc)
+		if err != nil {
+			t.Fatalf("testdb: connecting: %v", err)
+		}
+		defer c.Close(ctx)
+		tag, err := c.Exec(ctx, stmt, args...)
+		if err != nil {
+			t.Fatalf("testdb: %s: %v", stmt, err)
+		}
+		return tag.RowsAffected()
+	}
+	db, err := sql.Open("sqlite", "file:"+loc+"?_pragma=busy_timeout(10000)")
+	if err != nil {
+		t.Fatalf("testdb: opening %s: %v", loc, err)
+	}
+	defer db.Close()
+	res, err := db.ExecContext(ctx, stmt, args...)
+	if err != nil {
+		t.Fatalf("testdb: %s: %v", stmt, err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		t.Fatalf("testdb: %s: %v", stmt, err)
+	}
+	return n
 }

@@ -100,22 +100,76 @@ tasks:
 	}
 }
 
-func TestNoDatabase(t *testing.T) {
-	code, _, errs := geoflow(t, map[string]string{"GEOFLOW_DATABASE_URL": ""}, "migrate", "status")
-	if code != cli.ExitError || !strings.Contains(errs, "no database given") {
-		t.Errorf("exit %d, stderr %q", code, errs)
+// TestDefaultGeoPackage: with no --database and no GEOFLOW_DATABASE_URL, geoflow run
+// harvests into ./geoflow.gpkg, saying so in one line on stderr.
+func TestDefaultGeoPackage(t *testing.T) {
+	flow, err := os.ReadFile("../../../flows/parcels.yaml")
+	if err != nil {
+		t.Fatal(err)
 	}
-	code, _, errs = geoflow(t, nil, "--database", "postgres://u:hunter2@127.0.0.1:1/x?connect_timeout=2", "migrate", "status")
+	fx := wfsserver.New(wfsserver.Options{Features: 500, CountDefault: 200, ImplementsSorting: true})
+	srv := httptest.NewServer(fx)
+	defer srv.Close()
+	path := writeFlow(t, string(flow))
+	dir := t.TempDir()
+	t.Chdir(dir)
+	env := map[string]string{"GEOFLOW_DATABASE_URL": "", "WFS_URL": srv.URL + "/wfs"}
+	code, out, errs := geoflow(t, env, "run", path, "--progress", "off", "--log-level", "warn")
+	if code != 0 {
+		t.Fatalf("run: exit %d\n%s%s", code, out, errs)
+	}
+	gpkg := filepath.Join(dir, "geoflow.gpkg")
+	if want := "geoflow: no --database or GEOFLOW_DATABASE_URL: using the GeoPackage " + gpkg + "\n"; errs != want {
+		t.Errorf("stderr %q, want %q", errs, want)
+	}
+	if _, err := os.Stat(gpkg); err != nil {
+		t.Fatalf("no GeoPackage in the working directory: %v", err)
+	}
+	if n := testdb.Count(t, gpkg, "SELECT count(DISTINCT gf_feature_id) FROM parcels"); n != 500 || !strings.Contains(out, "500 inserted") {
+		t.Errorf("./geoflow.gpkg holds %d features, want 500; run output %q", n, out)
+	}
+}
+
+// TestDatabaseUnreachable: a database that does not answer is one line of error, which
+// never shows the password.
+func TestDatabaseUnreachable(t *testing.T) {
+	code, _, errs := geoflow(t, nil, "--database", "postgres://u:hunter2@127.0.0.1:1/x?connect_timeout=2", "migrate", "status")
 	if code != cli.ExitError || strings.Contains(errs, "hunter2") || strings.Count(strings.TrimSpace(errs), "\n") > 0 {
 		t.Errorf("exit %d; want one line without the password, got %q", code, errs)
 	}
 }
 
-func TestMigrateAndRun(t *testing.T) {
-	db := testdb.URL(t)
+// eachStore runs test once against each store implementation, as river runs its driver
+// tests against each driver: in a subtest named after the store, with the location of a
+// new, empty store of that kind, as --database and GEOFLOW_DATABASE_URL take it.
+func eachStore(t *testing.T, test func(t *testing.T, db string)) {
+	for _, b := range testdb.Backends() {
+		t.Run(b.Name, func(t *testing.T) { test(t, b.New(t)) })
+	}
+}
+
+// tableExists tells whether the store at db has a table of that name.
+func tableExists(t *testing.T, db, table string) bool {
+	t.Helper()
+	if !testdb.IsGeoPackage(db) {
+		return testdb.Count(t, db, "SELECT count(*) FROM pg_tables WHERE tablename = $1", table) > 0
+	}
+	if _, err := os.Stat(db); err != nil {
+		return false // not created yet; opening it to ask would create it
+	}
+	return testdb.Count(t, db, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?", table) > 0
+}
+
+func TestMigrateAndRun(t *testing.T) { eachStore(t, testMigrateAndRun) }
+
+func testMigrateAndRun(t *testing.T, db string) {
 	env := map[string]string{"GEOFLOW_DATABASE_URL": db}
+	first := "001_runs"
+	if testdb.IsGeoPackage(db) {
+		first = "001_geopackage"
+	}
 	code, out, errs := geoflow(t, env, "migrate", "up")
-	if code != 0 || !strings.Contains(out, "applied 001_runs") {
+	if code != 0 || !strings.Contains(out, "applied "+first) {
 		t.Fatalf("migrate up: exit %d\n%s%s", code, out, errs)
 	}
 	if code, out, _ = geoflow(t, env, "migrate", "up"); code != 0 || !strings.Contains(out, "up to date") {
@@ -137,7 +191,7 @@ func TestMigrateAndRun(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("run: exit %d\n%s%s", code, out, errs)
 	}
-	if !strings.Contains(out, "1500 inserted") || testdb.Int64(t, db, "SELECT count(DISTINCT gf_feature_id) FROM parcels") != 1500 {
+	if !strings.Contains(out, "1500 inserted") || testdb.Count(t, db, "SELECT count(DISTINCT gf_feature_id) FROM parcels") != 1500 {
 		t.Errorf("run output %q", out)
 	}
 }

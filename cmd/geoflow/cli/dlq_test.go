@@ -2,6 +2,7 @@ package cli_test
 
 import (
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -141,8 +142,8 @@ func listJSON(t *testing.T, env map[string]string, args ...string) []jsonEntry {
 // checkComplete asserts the table holds each of the fixture's features in the area once.
 func checkComplete(t *testing.T, db string, want int64) {
 	t.Helper()
-	n := testdb.Int64(t, db, "SELECT count(*) FROM parcels")
-	distinct := testdb.Int64(t, db, "SELECT count(DISTINCT gf_payload_hash) FROM parcels")
+	n := testdb.Count(t, db, "SELECT count(*) FROM parcels")
+	distinct := testdb.Count(t, db, "SELECT count(DISTINCT gf_payload_hash) FROM parcels")
 	if n != want || distinct != want {
 		t.Errorf("parcels has %d rows (%d distinct payloads), want %d, each once", n, distinct, want)
 	}
@@ -155,19 +156,41 @@ func noSecret(t *testing.T, db string, texts ...string) {
 			t.Errorf("output holds the API key: %s", s)
 		}
 	}
-	if n := testdb.Int64(t, db, "SELECT count(*) FROM geoflow_dlq d WHERE d::text LIKE '%SECRET%'"); n != 0 {
+	if n := rowsHolding(t, db, "geoflow_dlq", "SECRET"); n != 0 {
 		t.Errorf("%d dead letters hold the API key", n)
 	}
-	if n := testdb.Int64(t, db, "SELECT count(*) FROM geoflow_units u WHERE u::text LIKE '%SECRET%'"); n != 0 {
+	if n := rowsHolding(t, db, "geoflow_units", "SECRET"); n != 0 {
 		t.Errorf("%d units hold the API key", n)
 	}
+}
+
+// rowsHolding counts the rows of table with s in any column: in PostgreSQL, in the row's
+// text; in a GeoPackage, which has no row-to-text cast, in each value read back.
+func rowsHolding(t *testing.T, db, table, s string) int64 {
+	t.Helper()
+	if !testdb.IsGeoPackage(db) {
+		return testdb.Count(t, db, "SELECT count(*) FROM "+table+" r WHERE strpos(r::text, $1) > 0", s)
+	}
+	var n int64
+	for _, row := range testdb.Query(t, db, "SELECT * FROM "+table) {
+		if slices.ContainsFunc(row, func(v any) bool {
+			if b, ok := v.([]byte); ok {
+				v = string(b)
+			}
+			return strings.Contains(fmt.Sprint(v), s)
+		}) {
+			n++
+		}
+	}
+	return n
 }
 
 // TestDeadLettersThenReplayAll is the issue's scenario: a server that fails some tiles
 // forever leaves dead letters and exit 2 while the rest is harvested; once it heals,
 // `dlq replay --all` completes the harvest with nothing open and no duplicates.
-func TestDeadLettersThenReplayAll(t *testing.T) {
-	db := testdb.URL(t)
+func TestDeadLettersThenReplayAll(t *testing.T) { eachStore(t, testDeadLettersThenReplayAll) }
+
+func testDeadLettersThenReplayAll(t *testing.T, db string) {
 	env := map[string]string{"GEOFLOW_DATABASE_URL": db}
 	var healed atomic.Bool
 	fx, url := failingFixture(t, &healed, orb.Point{11.47, 48.07})
@@ -190,7 +213,7 @@ func TestDeadLettersThenReplayAll(t *testing.T) {
 		!strings.Contains(e.Request.URL, "apikey=REDACTED") {
 		t.Errorf("dead letter %+v", e)
 	}
-	done := testdb.Int64(t, db, "SELECT count(*) FROM parcels")
+	done := testdb.Count(t, db, "SELECT count(*) FROM parcels")
 	if done == 0 || done >= featuresIn(fx, harvestArea) {
 		t.Errorf("%d features stored around the dead tile, want some but not all", done)
 	}
@@ -215,15 +238,16 @@ func TestDeadLettersThenReplayAll(t *testing.T) {
 		t.Errorf("open after the replay: %+v", open)
 	}
 	checkComplete(t, db, featuresIn(fx, harvestArea))
-	if st := testdb.Rows(t, db, "SELECT status FROM geoflow_runs WHERE id = 1"); fmt.Sprint(st) != "[[done]]" {
+	if st := testdb.Query(t, db, "SELECT status FROM geoflow_runs WHERE id = 1"); fmt.Sprint(st) != "[[done]]" {
 		t.Errorf("run status after every dead letter was replayed: %v, want done", st)
 	}
 	noSecret(t, db)
 }
 
 // TestDLQCommands covers list, show, stats, discard, replay by id and purge.
-func TestDLQCommands(t *testing.T) {
-	db := testdb.URL(t)
+func TestDLQCommands(t *testing.T) { eachStore(t, testDLQCommands) }
+
+func testDLQCommands(t *testing.T, db string) {
 	env := map[string]string{"GEOFLOW_DATABASE_URL": db}
 	var healed atomic.Bool
 	_, url := failingFixture(t, &healed, orb.Point{11.47, 48.07}, orb.Point{11.53, 48.13})
@@ -323,8 +347,9 @@ func TestDLQCommands(t *testing.T) {
 
 // TestBBoxRerun: after an area's rows are lost, `geoflow run FLOW --bbox AREA` brings
 // them back, and only that area is requested from the server.
-func TestBBoxRerun(t *testing.T) {
-	db := testdb.URL(t)
+func TestBBoxRerun(t *testing.T) { eachStore(t, testBBoxRerun) }
+
+func testBBoxRerun(t *testing.T, db string) {
 	env := map[string]string{"GEOFLOW_DATABASE_URL": db}
 	var healed atomic.Bool
 	healed.Store(true)
@@ -337,8 +362,13 @@ func TestBBoxRerun(t *testing.T) {
 	checkComplete(t, db, full)
 
 	area := orb.Bound{Min: orb.Point{11.46, 48.06}, Max: orb.Point{11.49, 48.09}}
-	deleted := testdb.Int64(t, db, `WITH d AS (DELETE FROM parcels WHERE ST_Intersects(geom, ST_MakeEnvelope($1, $2, $3, $4, 4326)) RETURNING 1)
-		SELECT count(*) FROM d`, area.Min[0], area.Min[1], area.Max[0], area.Max[1])
+	// Lose the area's rows: in a GeoPackage, those whose box the R-tree index says meets it.
+	del := `DELETE FROM parcels WHERE ST_Intersects(geom, ST_MakeEnvelope($1, $2, $3, $4, 4326))`
+	if testdb.IsGeoPackage(db) {
+		del = `DELETE FROM parcels WHERE fid IN (SELECT id FROM rtree_parcels_geom
+			WHERE maxx >= ? AND maxy >= ? AND minx <= ? AND miny <= ?)`
+	}
+	deleted := testdb.Exec(t, db, del, area.Min[0], area.Min[1], area.Max[0], area.Max[1])
 	if deleted == 0 {
 		t.Fatal("nothing deleted in the area")
 	}
@@ -378,13 +408,14 @@ func buildGeoflow(t *testing.T) string {
 	return bin
 }
 
-// payloads returns the sorted payload hashes of the parcels table.
+// payloads returns the sorted payload hashes of the parcels table, in hex.
 func payloads(t *testing.T, db string) []string {
 	t.Helper()
 	var out []string
-	for _, r := range testdb.Rows(t, db, "SELECT encode(gf_payload_hash, 'hex') FROM parcels ORDER BY 1") {
-		out = append(out, r[0].(string))
+	for _, r := range testdb.Query(t, db, "SELECT gf_payload_hash FROM parcels") {
+		out = append(out, hex.EncodeToString(r[0].([]byte)))
 	}
+	slices.Sort(out)
 	return out
 }
 
@@ -395,13 +426,20 @@ func TestKillAndResume(t *testing.T) {
 		t.Skip("SIGKILL")
 	}
 	bin := buildGeoflow(t)
+	eachStore(t, func(t *testing.T, db string) { killAndResume(t, bin, db) })
+}
+
+func killAndResume(t *testing.T, bin, db string) {
 	fx := wfsserver.New(wfsserver.Options{Features: 3000, CountDefault: 100, ImplementsSorting: true, Latency: 20 * time.Millisecond})
 	srv := httptest.NewServer(fx)
 	defer srv.Close()
 	want := featuresIn(fx, harvestArea)
 
-	// The reference: an uninterrupted run into a database of its own.
+	// The reference: an uninterrupted run into a database of its own, of the same kind.
 	ref := testdb.URL(t)
+	if testdb.IsGeoPackage(db) {
+		ref = filepath.Join(t.TempDir(), "ref.gpkg")
+	}
 	flow := dlqFlow(t, srv.URL)
 	if code, out, errs := geoflow(t, map[string]string{"GEOFLOW_DATABASE_URL": ref}, "run", flow, "--progress", "off", "--log-level", "error"); code != 0 {
 		t.Fatalf("reference run: exit %d\n%s%s", code, out, errs)
@@ -410,7 +448,6 @@ func TestKillAndResume(t *testing.T) {
 	refStats := fx.Stats()
 	fx.ResetStats()
 
-	db := testdb.URL(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, "run", flow, "--progress", "off", "--log-level", "error")
@@ -423,10 +460,10 @@ func TestKillAndResume(t *testing.T) {
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
 	doneUnits := func() int64 {
-		if testdb.Int64(t, db, "SELECT count(*) FROM pg_tables WHERE tablename = 'parcels'") == 0 {
+		if !tableExists(t, db, "parcels") {
 			return 0
 		}
-		return testdb.Int64(t, db, "SELECT count(*) FROM geoflow_units WHERE state = 'done' AND features_inserted > 0")
+		return testdb.Count(t, db, "SELECT count(*) FROM geoflow_units WHERE state = 'done' AND features_inserted > 0")
 	}
 	deadline := time.Now().Add(time.Minute)
 	for doneUnits() < 3 {
@@ -444,7 +481,7 @@ func TestKillAndResume(t *testing.T) {
 		t.Fatal(err)
 	}
 	<-exited
-	before := testdb.Int64(t, db, "SELECT count(*) FROM parcels")
+	before := testdb.Count(t, db, "SELECT count(*) FROM parcels")
 	if before == 0 || before >= want {
 		t.Fatalf("%d features stored when killed, want some but not all %d", before, want)
 	}

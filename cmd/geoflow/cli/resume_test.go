@@ -16,8 +16,9 @@ import (
 // file is edited, and `run --resume` finishes the run with the flow it recorded, saying
 // what changed; the file's new table stays empty. --use-current-flow is refused for
 // nothing to resume once the run is done.
-func TestResumeEditedFlow(t *testing.T) {
-	db := testdb.URL(t)
+func TestResumeEditedFlow(t *testing.T) { eachStore(t, testResumeEditedFlow) }
+
+func testResumeEditedFlow(t *testing.T, db string) {
 	env := map[string]string{"GEOFLOW_DATABASE_URL": db}
 	fx := wfsserver.New(wfsserver.Options{Features: 300})
 	var up atomic.Bool
@@ -58,10 +59,10 @@ tasks:
 			t.Errorf("resume output lacks %q:\n%s", want, out)
 		}
 	}
-	if n := testdb.Int64(t, db, "SELECT count(DISTINCT gf_feature_id) FROM recorded_table"); n != 300 {
+	if n := testdb.Count(t, db, "SELECT count(DISTINCT gf_feature_id) FROM recorded_table"); n != 300 {
 		t.Errorf("recorded_table holds %d features, want 300", n)
 	}
-	if n := testdb.Int64(t, db, "SELECT count(*) FROM pg_tables WHERE tablename = 'edited_table'"); n != 0 {
+	if tableExists(t, db, "edited_table") {
 		t.Errorf("the edited flow's table was created")
 	}
 	if code, _, errs = geoflow(t, env, "run", path, "--resume", "--use-current-flow", "--progress", "off"); code != 1 || !strings.Contains(errs, "no unfinished run") {

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/geoflow/geoflow/internal/redact"
 	"github.com/geoflow/geoflow/store"
 	"github.com/geoflow/geoflow/store/gpkg"
 	"github.com/geoflow/geoflow/store/postgis"
@@ -83,7 +84,7 @@ func parseLocation(loc string) (pg bool, path string, err error) {
 		if strings.HasPrefix(rest, "//") {
 			u, err := url.Parse("file:" + rest)
 			if err != nil || (u.Host != "" && u.Host != "localhost") {
-				return false, "", fmt.Errorf("--database %q: a GeoPackage URL is gpkg:PATH or file:///ABSOLUTE/PATH", loc)
+				return false, "", fmt.Errorf("--database %q: a GeoPackage URL is gpkg:PATH or file:///ABSOLUTE/PATH", redact.URL(loc))
 			}
 			rest = u.Path
 		}
@@ -93,8 +94,8 @@ func parseLocation(loc string) (pg bool, path string, err error) {
 		return false, rest, nil
 	case strings.HasSuffix(lower, ".gpkg"):
 		return false, loc, nil
-	case strings.Contains(loc, "=") && !strings.Contains(loc, "/"):
-		return true, "", nil // host=... dbname=...
+	case strings.Contains(loc, "=") && !strings.Contains(loc, "://"):
+		return true, "", nil // host=/var/run/postgresql dbname=...
 	}
-	return false, "", fmt.Errorf("--database %q is neither a PostgreSQL URL (postgres://user@host/db) nor a GeoPackage (a path ending in .gpkg, or gpkg:PATH)", loc)
+	return false, "", fmt.Errorf("--database %q is neither a PostgreSQL URL (postgres://user@host/db) nor a GeoPackage (a path ending in .gpkg, or gpkg:PATH)", redact.URL(loc))
 }
