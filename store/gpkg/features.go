@@ -195,9 +195,9 @@ func rtreeDDL(name, col string) []string {
 		fmt.Sprintf(`CREATE TRIGGER %s AFTER INSERT ON %s WHEN (new.%s NOT NULL AND NOT ST_IsEmpty(NEW.%[3]s))
 			BEGIN INSERT OR REPLACE INTO %s VALUES (%s); END`, trig("insert"), t, c, rt, vals),
 		fmt.Sprintf(`CREATE TRIGGER %s AFTER UPDATE OF %s ON %s WHEN OLD."fid" = NEW."fid" AND (NEW.%[2]s NOTNULL AND NOT ST_IsEmpty(NEW.%[2]s))
-			BEGIN INSERT OR REPLACE INTO %s VALUES (%s); END`, trig("update1"), c, t, rt, vals),
+			BEGIN INSERT OR REPLACE INTO %[4]s VALUES (%[5]s); END`, trig("update1"), c, t, rt, vals),
 		fmt.Sprintf(`CREATE TRIGGER %s AFTER UPDATE OF %s ON %s WHEN OLD."fid" = NEW."fid" AND (NEW.%[2]s ISNULL OR ST_IsEmpty(NEW.%[2]s))
-			BEGIN DELETE FROM %s WHERE id = OLD."fid"; END`, trig("update2"), c, t, rt),
+			BEGIN DELETE FROM %[4]s WHERE id = OLD."fid"; END`, trig("update2"), c, t, rt),
 		fmt.Sprintf(`CREATE TRIGGER %s AFTER UPDATE ON %s WHEN OLD."fid" != NEW."fid" AND (NEW.%s NOTNULL AND NOT ST_IsEmpty(NEW.%[3]s))
 			BEGIN DELETE FROM %s WHERE id = OLD."fid"; INSERT OR REPLACE INTO %[4]s VALUES (%s); END`, trig("update3"), t, c, rt, vals),
 		fmt.Sprintf(`CREATE TRIGGER %s AFTER UPDATE ON %s WHEN OLD."fid" != NEW."fid" AND (NEW.%s ISNULL OR ST_IsEmpty(NEW.%[3]s))
@@ -221,9 +221,17 @@ func (s *Store) CountFeatures(ctx context.Context, t *store.FeatureTable, bbox o
 	default:
 		return 0, fmt.Errorf("counting features in %s (EPSG:%d): %w", name, t.SRID, store.ErrNoTransform)
 	}
-	var n int64
-	err := s.r.QueryRowContext(ctx, fmt.Sprintf(`SELECT count(DISTINCT coalesce(gf_feature_id, hex(gf_payload_hash))) FROM %s
-		WHERE fid IN (SELECT id FROM %s WHERE minx <= ? AND maxx >= ? AND miny <= ? AND maxy >= ?)`,
-		quote(name), quote("rtree_"+name+"_geom")), bbox.Max[0], bbox.Min[0], bbox.Max[1], bbox.Min[1]).Scan(&n)
+	var n, indexed int64
+	rtree := "rtree_" + name + "_geom"
+	if err := s.r.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_master WHERE name = ?", rtree).Scan(&indexed); err != nil {
+		return 0, translate(fmt.Sprintf("counting features in %s", name), err)
+	}
+	// A table FinishFeatureTable has not indexed yet is counted row by row.
+	match := fmt.Sprintf("fid IN (SELECT id FROM %s WHERE minx <= ? AND maxx >= ? AND miny <= ? AND maxy >= ?)", quote(rtree))
+	if indexed == 0 {
+		match = "ST_MinX(geom) <= ? AND ST_MaxX(geom) >= ? AND ST_MinY(geom) <= ? AND ST_MaxY(geom) >= ?"
+	}
+	err := s.r.QueryRowContext(ctx, fmt.Sprintf(`SELECT count(DISTINCT coalesce(gf_feature_id, hex(gf_payload_hash))) FROM %s WHERE %s`,
+		quote(name), match), bbox.Max[0], bbox.Min[0], bbox.Max[1], bbox.Min[1]).Scan(&n)
 	return n, translate(fmt.Sprintf("counting features in %s", name), err)
 }

@@ -46,21 +46,33 @@ type Store struct {
 // warm prepares queries on the writer, once each: SQLite parses a statement each time it
 // is prepared, which costs more than running the small statements every unit makes.
 // It must be called with no transaction of the caller's open (it takes the writer).
+// Preparing waits for the writer, which another unit's transaction may hold while it
+// looks up its statements (stmt), so it is done without holding s.mu: holding it would
+// deadlock the two units.
 func (s *Store) warm(ctx context.Context, queries ...string) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	for _, q := range queries {
-		if _, ok := s.stmts[q]; ok {
+		s.mu.Lock()
+		_, ok := s.stmts[q]
+		s.mu.Unlock()
+		if ok {
 			continue
 		}
 		st, err := s.w.PrepareContext(ctx, q)
 		if err != nil {
 			return err
 		}
-		if s.stmts == nil {
-			s.stmts = map[string]*sql.Stmt{}
+		s.mu.Lock()
+		_, dup := s.stmts[q]
+		if !dup {
+			if s.stmts == nil {
+				s.stmts = map[string]*sql.Stmt{}
+			}
+			s.stmts[q] = st
 		}
-		s.stmts[q] = st
+		s.mu.Unlock()
+		if dup { // another unit prepared it meanwhile
+			st.Close()
+		}
 	}
 	return nil
 }
