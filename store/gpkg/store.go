@@ -42,6 +42,7 @@ type Store struct {
 	mu    sync.Mutex
 	stmts map[string]*sql.Stmt // prepared on the writer, for the statements every unit runs
 
+	closeOnce      sync.Once
 	ck             *sql.DB // the checkpointer's connection
 	stopCk, ckDone chan struct{}
 }
@@ -233,8 +234,11 @@ func (s *Store) checkFile(ctx context.Context) error {
 	return fmt.Errorf("gpkg: %s is a SQLite database but not a GeoPackage (application_id %#x): refusing to write into it", s.path, app)
 }
 
-// Close closes the file and releases every lock this store holds.
-func (s *Store) Close() {
+// Close closes the file and releases every lock this store holds. It is safe to call
+// more than once.
+func (s *Store) Close() { s.closeOnce.Do(s.close) }
+
+func (s *Store) close() {
 	if s.ck != nil {
 		close(s.stopCk)
 		<-s.ckDone
