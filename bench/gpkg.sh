@@ -84,12 +84,13 @@ env -u GEOFLOW_DATABASE_URL "$bin" runs list 2>/dev/null
 env -u GEOFLOW_DATABASE_URL "$bin" dlq list 2>/dev/null
 
 echo "== --bbox rerun after deleting an area's rows"
-before=$(lite geoflow.gpkg "SELECT count(*) FROM parcels WHERE fid IN (SELECT id FROM rtree_parcels_geom WHERE maxx >= 11.47 AND minx <= 11.50 AND maxy >= 48.07 AND miny <= 48.10)")
-lite geoflow.gpkg "DELETE FROM parcels WHERE fid IN (SELECT id FROM rtree_parcels_geom WHERE maxx >= 11.47 AND minx <= 11.50 AND maxy >= 48.07 AND miny <= 48.10)" >/dev/null 2>&1 ||
-  { echo "deleting needs the R-tree functions; deleting by id instead" >&2; }
-deleted=$(( before - $(lite geoflow.gpkg "SELECT count(*) FROM parcels WHERE fid IN (SELECT id FROM rtree_parcels_geom WHERE maxx >= 11.47 AND minx <= 11.50 AND maxy >= 48.07 AND miny <= 48.10)") ))
+# the rows whose box lies inside the area: a WFS BBOX filter surely selects them again
+inside="fid IN (SELECT id FROM rtree_parcels_geom WHERE minx >= 11.47 AND maxx <= 11.50 AND miny >= 48.07 AND maxy <= 48.10)"
+before=$(lite geoflow.gpkg "SELECT count(*) FROM parcels WHERE $inside")
+lite geoflow.gpkg "DELETE FROM parcels WHERE $inside" >/dev/null
+deleted=$(( before - $(lite geoflow.gpkg "SELECT count(*) FROM parcels WHERE gf_feature_id IS NOT NULL AND $inside") ))
 env -u GEOFLOW_DATABASE_URL "$bin" run "$out/parcels.yaml" --bbox 11.47,48.07,11.50,48.10 --progress off 2>&1 | grep -E 'features:'
-after=$(lite geoflow.gpkg "SELECT count(*) FROM parcels WHERE fid IN (SELECT id FROM rtree_parcels_geom WHERE maxx >= 11.47 AND minx <= 11.50 AND maxy >= 48.07 AND miny <= 48.10)")
+after=$(lite geoflow.gpkg "SELECT count(*) FROM parcels WHERE $inside")
 echo "  $deleted of $before rows of the area deleted; $after there after the rerun; distinct in the table: $(lite geoflow.gpkg "SELECT count(DISTINCT gf_feature_id) FROM parcels")"
 
 echo "== SIGKILL at 30%, then --resume"

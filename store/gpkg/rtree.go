@@ -65,22 +65,21 @@ func bulkRTree(ctx context.Context, tx *sql.Tx, table, col, rtree string) (ext o
 	nodeSize := min(pageSize-64, 4+rtreeCell*rtreeMaxCells)
 	capacity := (nodeSize - 4) / rtreeCell
 
-	rows, err := tx.QueryContext(ctx, fmt.Sprintf(`SELECT fid, %s FROM %s WHERE %[1]s IS NOT NULL`, quote(col), quote(table)))
+	var count int
+	if err := tx.QueryRowContext(ctx, fmt.Sprintf(`SELECT count(*) FROM %s WHERE %s IS NOT NULL`, quote(table), quote(col))).Scan(&count); err != nil {
+		return ext, false, err
+	}
+	// Only the head of each geometry is read: the envelope in its header, or a point's
+	// coordinates (headHint bytes cover both). A geometry another tool wrote without an
+	// envelope is read whole, below.
+	const headHint = 64
+	rows, err := tx.QueryContext(ctx, fmt.Sprintf(`SELECT fid, substr(%s, 1, %d), length(%[1]s) > %[2]d FROM %s WHERE %[1]s IS NOT NULL`,
+		quote(col), headHint, quote(table)))
 	if err != nil {
 		return ext, false, err
 	}
-	var leaves []rtreeEntry
-	for rows.Next() {
-		var id int64
-		var blob []byte
-		if err := rows.Scan(&id, &blob); err != nil {
-			rows.Close()
-			return ext, false, err
-		}
-		env, empty, err := blobEnvelope(blob)
-		if err != nil || empty {
-			continue // not indexed, as ST_IsEmpty and the triggers leave it
-		}
+	leaves := make([]rtreeEntry, 0, count)
+	add := func(id int64, env orb.Bound) {
 		if ok {
 			ext = ext.Union(env)
 		} else {
@@ -88,9 +87,36 @@ func bulkRTree(ctx context.Context, tx *sql.Tx, table, col, rtree string) (ext o
 		}
 		leaves = append(leaves, rtreeEntry{id: id, minx: down(env.Min[0]), maxx: up(env.Max[0]), miny: down(env.Min[1]), maxy: up(env.Max[1])})
 	}
+	var whole []int64 // rows whose head did not hold their envelope
+	var head []byte
+	for rows.Next() {
+		var id int64
+		var longer bool
+		if err := rows.Scan(&id, &head, &longer); err != nil {
+			rows.Close()
+			return ext, false, err
+		}
+		env, empty, err := blobEnvelope(head)
+		if err != nil && longer {
+			whole = append(whole, id)
+			continue
+		}
+		if err == nil && !empty { // else not indexed, as ST_IsEmpty and the triggers leave it
+			add(id, env)
+		}
+	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
 		return ext, false, err
+	}
+	for _, id := range whole {
+		var blob []byte
+		if err := tx.QueryRowContext(ctx, fmt.Sprintf(`SELECT %s FROM %s WHERE fid = ?`, quote(col), quote(table)), id).Scan(&blob); err != nil {
+			return ext, false, err
+		}
+		if env, empty, err := blobEnvelope(blob); err == nil && !empty {
+			add(id, env)
+		}
 	}
 	if len(leaves) == 0 {
 		return ext, false, nil

@@ -3,6 +3,7 @@ package gpkg_test
 import (
 	"context"
 	"database/sql"
+	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/paulmach/orb"
+	"github.com/paulmach/orb/encoding/wkb"
 
 	"github.com/geoflow/geoflow/spatial"
 	"github.com/geoflow/geoflow/store"
@@ -121,5 +123,45 @@ func TestBulkRTree(t *testing.T) {
 			write("after", 200) // the triggers insert these one by one
 			check("after inserts through the triggers")
 		})
+	}
+}
+
+// TestBulkRTreeWholeBlobs: a geometry another tool wrote without an envelope in its
+// header (GDAL may, for points; any writer may, for anything) is read whole to index it.
+func TestBulkRTreeWholeBlobs(t *testing.T) {
+	ctx := context.Background()
+	file := filepath.Join(t.TempDir(), "w.gpkg")
+	st, err := gpkg.Open(ctx, file, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if _, err := st.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	tb := &store.FeatureTable{Name: "lines", SRID: 4326}
+	if err := st.EnsureFeatureTable(ctx, tb); err != nil {
+		t.Fatal(err)
+	}
+	line := orb.LineString{{1, 1}, {2, 3}, {4, 2}, {5, 5}, {7, 1}, {8, 8}}
+	body, err := wkb.Marshal(line, binary.LittleEndian)
+	if err != nil {
+		t.Fatal(err)
+	}
+	blob := append([]byte{'G', 'P', 0, 0x01, 0xE6, 0x10, 0, 0}, body...) // no envelope; srs 4326
+	db, err := sql.Open("sqlite", "file:"+file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`INSERT INTO lines (geom, gf_payload_hash, gf_fetched_at) VALUES (?, x'01', '2026-01-01T00:00:00.000Z')`, blob); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	if err := st.FinishFeatureTable(ctx, tb); err != nil {
+		t.Fatal(err)
+	}
+	n, err := st.CountFeatures(ctx, tb, orb.Bound{Min: orb.Point{7.5, 7.5}, Max: orb.Point{9, 9}})
+	if err != nil || n != 1 {
+		t.Fatalf("the R-tree finds %d rows near the line's far end (%v), want 1", n, err)
 	}
 }
