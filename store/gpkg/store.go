@@ -161,7 +161,7 @@ func Open(ctx context.Context, path string, opts *Options) (*Store, error) {
 	// file, with two fsyncs) in a commit only when the WAL reaches 256 MiB, by which time
 	// the checkpointer beside it has copied most of it; this bounds the WAL, which
 	// passive checkpoints alone let grow (to 5 GB over 1,000,000 features).
-	w, err := sql.Open("sqlite", base+"&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(1)&_pragma=wal_autocheckpoint(65536)&_txlock=immediate")
+	w, err := sql.Open("sqlite", base+"&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(1)&_pragma=wal_autocheckpoint(65536)&_pragma=journal_size_limit(67108864)&_txlock=immediate")
 	if err != nil {
 		return nil, fmt.Errorf("gpkg: opening %s: %w", abs, err)
 	}
