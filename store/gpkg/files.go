@@ -129,7 +129,11 @@ func (s *Store) LookupAsset(ctx context.Context, t *store.AssetTable, collection
 
 func (s *Store) lookupFile(ctx context.Context, what, q string, args ...any) (*store.StoredFile, error) {
 	var f store.StoredFile
-	err := s.r.QueryRowContext(ctx, q, args...).Scan(&f.Status, &f.Path, &f.Hash, &f.Bytes, &f.ETag, &f.LastModified)
+	st, err := s.readStmt(ctx, q)
+	if err != nil {
+		return nil, translate(what, err)
+	}
+	err = st.QueryRowContext(ctx, args...).Scan(&f.Status, &f.Path, &f.Hash, &f.Bytes, &f.ETag, &f.LastModified)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}

@@ -39,8 +39,9 @@ type Store struct {
 	r     *sql.DB // readers
 	locks *locks
 
-	mu    sync.Mutex
-	stmts map[string]*sql.Stmt // prepared on the writer, for the statements every unit runs
+	mu     sync.Mutex
+	stmts  map[string]*sql.Stmt // prepared on the writer, for the statements every unit runs
+	rstmts map[string]*sql.Stmt // prepared on the readers, for the lookups every unit makes
 
 	closeOnce      sync.Once
 	ck             *sql.DB // the checkpointer's connection
@@ -98,6 +99,32 @@ func (s *Store) warm(ctx context.Context, queries ...string) error {
 		}
 	}
 	return nil
+}
+
+// readStmt returns query prepared on the readers, once: database/sql prepares it on each
+// reader connection the first time it runs there. For the lookups every unit makes.
+func (s *Store) readStmt(ctx context.Context, query string) (*sql.Stmt, error) {
+	s.mu.Lock()
+	st, ok := s.rstmts[query]
+	s.mu.Unlock()
+	if ok {
+		return st, nil
+	}
+	st, err := s.r.PrepareContext(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if prev, ok := s.rstmts[query]; ok {
+		st.Close()
+		return prev, nil
+	}
+	if s.rstmts == nil {
+		s.rstmts = map[string]*sql.Stmt{}
+	}
+	s.rstmts[query] = st
+	return st, nil
 }
 
 // stmt returns query for use in tx: the statement warm prepared, or one prepared for
@@ -244,11 +271,14 @@ func (s *Store) close() {
 		<-s.ckDone
 		s.ck.Close()
 	}
-	if s.r != nil {
-		s.r.Close()
-	}
 	for _, st := range s.stmts {
 		st.Close()
+	}
+	for _, st := range s.rstmts {
+		st.Close()
+	}
+	if s.r != nil {
+		s.r.Close()
 	}
 	// A checkpoint at close folds the WAL into the file, so a copy of the .gpkg alone
 	// holds everything (SQLite removes the -wal and -shm files with the last connection).
