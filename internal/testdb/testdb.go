@@ -197,21 +197,9 @@ func Rows(t testing.TB, dbURL, sql string, args ...any) [][]any {
 	return out
 }
 
-// Int64 runs a query returning one integer.
+// Int64 runs a query returning one integer against the PostGIS at dbURL (Count takes
+// either store).
 func Int64(t testing.TB, dbURL, sql string, args ...any) int64 {
 	t.Helper()
-	rows := Rows(t, dbURL, sql, args...)
-	if len(rows) != 1 || len(rows[0]) != 1 {
-		t.Fatalf("testdb: %s: want one value, got %v", sql, rows)
-	}
-	switch v := rows[0][0].(type) {
-	case int64:
-		return v
-	case int32:
-		return int64(v)
-	case nil:
-		return 0
-	}
-	t.Fatalf("testdb: %s: %T is not an integer", sql, rows[0][0])
-	return 0
+	return Count(t, dbURL, sql, args...)
 }

@@ -1,10 +1,14 @@
 package gpkg
 
 import (
+	"errors"
 	"fmt"
 	"hash/fnv"
+	"io"
 	"os"
 	"sync"
+
+	"golang.org/x/sys/unix"
 )
 
 // The lock file (FILE-lock, next to the GeoPackage) carries one byte-range lock per thing
@@ -87,4 +91,22 @@ func (l *locks) close() {
 		f.Close()
 	}
 	clear(l.held)
+}
+
+// tryLock takes a one-byte lock at off on f (setLock: see lock_linux.go), shared or
+// exclusive, without waiting; false when a conflicting lock is held.
+func tryLock(f *os.File, off int64, exclusive bool) (bool, error) {
+	typ := int16(unix.F_RDLCK)
+	if exclusive {
+		typ = unix.F_WRLCK
+	}
+	lk := unix.Flock_t{Type: typ, Whence: io.SeekStart, Start: off, Len: 1}
+	err := unix.FcntlFlock(f.Fd(), setLock, &lk)
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, unix.EAGAIN), errors.Is(err, unix.EACCES):
+		return false, nil
+	}
+	return false, fmt.Errorf("locking %s: %w", f.Name(), err)
 }
