@@ -1,14 +1,10 @@
 package gpkg
 
 import (
-	"errors"
 	"fmt"
 	"hash/fnv"
-	"io"
 	"os"
 	"sync"
-
-	"golang.org/x/sys/unix"
 )
 
 // The lock file (FILE-lock, next to the GeoPackage) carries one byte-range lock per thing
@@ -71,16 +67,16 @@ func (l *locks) try(off int64, exclusive bool) (release func(), ok bool, err err
 	}, true, nil
 }
 
-// busy tells whether anyone, this process included, holds the lock at off.
+// busy tells whether anyone, this process included (on Linux), holds the lock at off.
+// It only tests the lock (probeLock), never takes it, so it cannot make another
+// process's StartRun or HoldRun fail in the meantime.
 func (l *locks) busy(off int64) (bool, error) {
-	release, ok, err := l.try(off, true)
+	f, err := os.OpenFile(l.path, os.O_RDWR, 0)
 	if err != nil {
-		return false, err
+		return false, fmt.Errorf("opening the lock file: %w", err)
 	}
-	if ok {
-		release()
-	}
-	return !ok, nil
+	defer f.Close()
+	return probeLock(f, off)
 }
 
 // close releases every lock still held.
@@ -91,22 +87,4 @@ func (l *locks) close() {
 		f.Close()
 	}
 	clear(l.held)
-}
-
-// tryLock takes a one-byte lock at off on f (setLock: see lock_linux.go), shared or
-// exclusive, without waiting; false when a conflicting lock is held.
-func tryLock(f *os.File, off int64, exclusive bool) (bool, error) {
-	typ := int16(unix.F_RDLCK)
-	if exclusive {
-		typ = unix.F_WRLCK
-	}
-	lk := unix.Flock_t{Type: typ, Whence: io.SeekStart, Start: off, Len: 1}
-	err := unix.FcntlFlock(f.Fd(), setLock, &lk)
-	switch {
-	case err == nil:
-		return true, nil
-	case errors.Is(err, unix.EAGAIN), errors.Is(err, unix.EACCES):
-		return false, nil
-	}
-	return false, fmt.Errorf("locking %s: %w", f.Name(), err)
 }

@@ -94,6 +94,9 @@ func (s *Store) startRun(ctx context.Context, st store.RunStart) (*store.Run, fu
 		err = fmt.Errorf("run %d: %w", run.ID, store.ErrRunBusy) // a file copied while in use
 	}
 	if err != nil {
+		// Not left "running", where a resume would take it for a crashed run.
+		_, _ = s.w.ExecContext(context.WithoutCancel(ctx), `UPDATE geoflow_runs SET status = 'failed', finished_at = `+now+`,
+			error = ? WHERE id = ?`, "could not be locked: "+err.Error(), run.ID)
 		return nil, nil, fmt.Errorf("locking the new run: %w", err)
 	}
 	return run, release, nil

@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/geoflow/geoflow/internal/redact"
 	"github.com/geoflow/geoflow/store"
 	"github.com/geoflow/geoflow/store/gpkg"
 	"github.com/geoflow/geoflow/store/postgis"
@@ -84,7 +83,7 @@ func parseLocation(loc string) (pg bool, path string, err error) {
 		if strings.HasPrefix(rest, "//") {
 			u, err := url.Parse("file:" + rest)
 			if err != nil || (u.Host != "" && u.Host != "localhost") {
-				return false, "", fmt.Errorf("--database %q: a GeoPackage URL is gpkg:PATH or file:///ABSOLUTE/PATH", redact.URL(loc))
+				return false, "", fmt.Errorf("--database %q: a GeoPackage URL is gpkg:PATH or file:///ABSOLUTE/PATH", safeLocation(loc))
 			}
 			rest = u.Path
 		}
@@ -97,5 +96,24 @@ func parseLocation(loc string) (pg bool, path string, err error) {
 	case strings.Contains(loc, "=") && !strings.Contains(loc, "://"):
 		return true, "", nil // host=/var/run/postgresql dbname=...
 	}
-	return false, "", fmt.Errorf("--database %q is neither a PostgreSQL URL (postgres://user@host/db) nor a GeoPackage (a path ending in .gpkg, or gpkg:PATH)", redact.URL(loc))
+	return false, "", fmt.Errorf("--database %q is neither a PostgreSQL URL (postgres://user@host/db) nor a GeoPackage (a path ending in .gpkg, or gpkg:PATH)", safeLocation(loc))
+}
+
+// safeLocation is loc for an error message, without what may be a credential: whatever
+// comes before an @ (userinfo, with or without a scheme) and a password=... pair.
+func safeLocation(loc string) string {
+	if i := strings.LastIndex(loc, "@"); i >= 0 {
+		scheme := ""
+		if j := strings.Index(loc, "://"); j >= 0 && j < i {
+			scheme = loc[:j+3]
+		}
+		loc = scheme + "REDACTED@" + loc[i+1:]
+	}
+	fields := strings.Fields(loc)
+	for i, f := range fields {
+		if strings.HasPrefix(strings.ToLower(f), "password=") {
+			fields[i] = "password=REDACTED"
+		}
+	}
+	return strings.Join(fields, " ")
 }

@@ -32,8 +32,10 @@ func TestParseLocation(t *testing.T) {
 		{name: "file URL escaped", loc: "file:///abs/my%20data.gpkg", wantPath: "/abs/my data.gpkg"},
 		{name: "file URL on another host", loc: "file://server/abs/x.gpkg", wantErr: "file:///ABSOLUTE/PATH"},
 		{name: "gpkg: without a file", loc: "gpkg:", wantErr: "no file named"},
-		{name: "mysql URL", loc: "mysql://geoflow@db.example.com/geoflow", wantErr: "neither a PostgreSQL URL"},
+		{name: "mysql URL (a user name may be a token)", loc: "mysql://geoflow@db.example.com/geoflow", wantErr: "neither a PostgreSQL URL", secret: "geoflow@"},
 		{name: "mysql URL with a password", loc: "mysql://geoflow:hunter2@db.example.com/geoflow", wantErr: "neither a PostgreSQL URL", secret: "hunter2"},
+		{name: "credentials without a scheme", loc: "geoflow:hunter2@db.example.com/geo", wantErr: "neither a PostgreSQL URL", secret: "hunter2"},
+		{name: "key=value with a URL in it", loc: "host=db.example.com password=hunter2 options=x://y", wantErr: "neither a PostgreSQL URL", secret: "hunter2"},
 		{name: "not a gpkg file", loc: "foo.txt", wantErr: "neither a PostgreSQL URL"},
 		{name: "sqlite file", loc: "x.sqlite", wantErr: "a path ending in .gpkg"},
 	}
