@@ -71,16 +71,20 @@ func bulkRTree(ctx context.Context, tx *sql.Tx, table, col, rtree string) (ext o
 	// trades memory for fewer collections, GOGC=400), they pushed peak RSS from 65 MB
 	// during a 1,000,000-feature harvest to 177 MB here. The harvest's buffers, garbage
 	// by now, go back to the system first.
-	defer debug.SetGCPercent(debug.SetGCPercent(100))
+	if prev := debug.SetGCPercent(100); prev >= 0 && prev < 100 {
+		debug.SetGCPercent(prev) // a tighter GOGC from the environment stays
+	} else {
+		defer debug.SetGCPercent(prev)
+	}
 	debug.FreeOSMemory()
 	var count int
 	if err := tx.QueryRowContext(ctx, fmt.Sprintf(`SELECT count(*) FROM %s WHERE %s IS NOT NULL`, quote(table), quote(col))).Scan(&count); err != nil {
 		return ext, false, err
 	}
-	// Only the head of each geometry is read: the envelope in its header, or a point's
-	// coordinates (headHint bytes cover both). A geometry another tool wrote without an
-	// envelope is read whole, below.
-	const headHint = 64
+	// Only the head of each geometry is read: the envelope in its header (up to 8 + 64
+	// bytes, for XYZM), or a point's coordinates. A geometry another tool wrote without
+	// an envelope is read whole, below.
+	const headHint = 72
 	rows, err := tx.QueryContext(ctx, fmt.Sprintf(`SELECT fid, substr(%s, 1, %d), length(%[1]s) > %[2]d FROM %s WHERE %[1]s IS NOT NULL`,
 		quote(col), headHint, quote(table)))
 	if err != nil {
