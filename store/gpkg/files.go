@@ -150,16 +150,16 @@ func (u *unitTx) UpsertTile(ctx context.Context, t *store.TileTable, r store.Til
 	if err != nil {
 		return store.Counts{}, fmt.Errorf("tile %d/%d/%d: encoding its footprint: %w", r.Z, r.X, r.Y, err)
 	}
-	var warm []string
+	var pyramid []string // its statements are prepared with the index's
 	if t.InStore {
-		warm = pyramidSQL(tableName(t.Schema, t.Name))
+		pyramid = pyramidSQL(tableName(t.Schema, t.Name))
 	}
 	c, err := u.upsertFile(ctx, fmt.Sprintf("recording tile %d/%d/%d in %s", r.Z, r.X, r.Y, name), name,
 		[]string{"footprint", "status", "path", "content_hash", "bytes", "content_type", "etag", "last_modified"},
 		[]any{fp, r.Status, nullIfEmpty(r.Path), r.Hash, r.Bytes, nullIfEmpty(r.ContentType), nullIfEmpty(r.ETag), nullIfEmpty(r.LastModified)},
-		tileTable.key, []any{r.Z, r.X, r.Y}, r.Bytes, warm...)
+		tileTable.key, []any{r.Z, r.X, r.Y}, r.Bytes, pyramid...)
 	if err == nil && t.InStore {
-		err = u.putTile(ctx, tableName(t.Schema, t.Name), r)
+		err = u.putTile(ctx, tableName(t.Schema, t.Name), pyramid, r)
 	}
 	return c, err
 }

@@ -80,10 +80,9 @@ func pyramidSQL(name string) []string {
 // putTile writes one tile's content into the pyramid (or removes a tile the server no
 // longer has), registers its zoom level on its first tile, with the tile's own size in
 // pixels, and widens the pyramid's extent in gpkg_contents to cover it. The unit's
-// transaction is open (UpsertTile began it).
-func (u *unitTx) putTile(ctx context.Context, name string, r store.TileRow) error {
+// transaction is open (UpsertTile began it); q is pyramidSQL(name).
+func (u *unitTx) putTile(ctx context.Context, name string, q []string, r store.TileRow) error {
 	what := fmt.Sprintf("storing tile %d/%d/%d in %s", r.Z, r.X, r.Y, name)
-	q := pyramidSQL(name)
 	exec := func(query string, args ...any) error {
 		st, err := u.s.stmt(ctx, u.tx, query)
 		if err == nil {

@@ -134,7 +134,7 @@ func bulkRTree(ctx context.Context, tx *sql.Tx, table, col, rtree string) (ext o
 		return ext, false, nil
 	}
 
-	_, all := packRTree(leaves, capacity)
+	all := packRTree(leaves, capacity)
 	return ext, true, writeRTree(ctx, tx, rtree, nodeSize, all)
 }
 
@@ -147,9 +147,9 @@ type rnode struct {
 	kids   []*rnode
 }
 
-// packRTree packs leaves into a tree and returns its root and every node, the root
-// first, numbered from 1 as the module numbers its root.
-func packRTree(leaves []rtreeEntry, capacity int) (*rnode, []*rnode) {
+// packRTree packs leaves into a tree and returns every node, the root first, numbered
+// from 1 as the module numbers its root.
+func packRTree(leaves []rtreeEntry, capacity int) []*rnode {
 	var level []*rnode
 	for _, g := range strPack(leaves, capacity) {
 		level = append(level, &rnode{cells: g})
@@ -176,7 +176,7 @@ func packRTree(leaves []rtreeEntry, capacity int) (*rnode, []*rnode) {
 	for i, n := range all {
 		n.number = int64(i + 1)
 	}
-	return level[0], all
+	return all
 }
 
 // strPack groups entries into nodes of at most capacity by Sort-Tile-Recursive: sorted
