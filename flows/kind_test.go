@@ -10,6 +10,8 @@ import (
 
 	"github.com/paulmach/orb"
 
+	"github.com/geoflow/geoflow/dlq"
+	"github.com/geoflow/geoflow/retry"
 	"github.com/geoflow/geoflow/spatial"
 	"github.com/geoflow/geoflow/store"
 	"github.com/geoflow/geoflow/tasks"
@@ -25,6 +27,7 @@ type testConfig struct {
 	Units    int           `yaml:"units"`
 	Split    int           `yaml:"split"` // units with this index plan two children
 	Fail     []string      `yaml:"fail_units"`
+	Parts    []string      `yaml:"fail_parts"` // units that try two parts themselves: "/x" fails, "/y" is planned
 	Sleep    time.Duration `yaml:"sleep"`
 	Mode     string        `yaml:"mode" enum:"append,upsert"`
 	BBoxFrom string        `yaml:"bbox_from"`
@@ -111,6 +114,10 @@ func (t *testTask) Execute(ctx context.Context, env *tasks.Env, u store.Unit) (*
 		t.c.rec.add(t.id + " " + u.Key)
 	}
 	out := &tasks.Output{Counts: store.Counts{Inserted: 1}}
+	if slices.Contains(t.c.Parts, u.Key) {
+		out.Failed = []tasks.Failure{{Unit: store.Unit{Key: u.Key + "/x"}, Err: retry.Permanent(dlq.ClassHTTP4xx, errors.New("part x is gone"))}}
+		out.Children = []store.Unit{{Key: u.Key + "/y"}}
+	}
 	if t.c.Split > 0 && u.Key == fmt.Sprintf("u%03d", t.c.Split) {
 		out.Children = []store.Unit{{Key: u.Key + "/a"}, {Key: u.Key + "/b"}}
 	}

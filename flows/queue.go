@@ -24,7 +24,7 @@ func (r *runner) drain(ctx, work context.Context, task tasks.Task, env *tasks.En
 				if !ok {
 					return
 				}
-				children, state := r.unit(work, task, env, u, prog)
+				children, state := r.unit(work, task, env, u, prog, ended)
 				ended(u, state)
 				prog.addTotal(int64(len(children)))
 				q.finish(children)

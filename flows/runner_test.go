@@ -9,6 +9,7 @@ import (
 
 	"github.com/paulmach/orb"
 
+	"github.com/geoflow/geoflow/dlq"
 	"github.com/geoflow/geoflow/internal/testdb"
 	"github.com/geoflow/geoflow/store"
 	"github.com/geoflow/geoflow/store/gpkg"
@@ -175,6 +176,49 @@ func testRunArea(t *testing.T, loc string) {
 	}
 	if res.Summary.UnitsTotal != 3 {
 		t.Errorf("units = %d, want 3", res.Summary.UnitsTotal)
+	}
+}
+
+// TestRunUnitFailsPart: a unit that tried part of its work itself and lists it as Failed
+// (a tile of a block) commits; the part is recorded as a unit of its own, dead-lettered
+// with its own error without being executed again, and fails the task; a replay of that
+// dead letter executes just the part.
+func TestRunUnitFailsPart(t *testing.T) { eachStore(t, testRunUnitFailsPart) }
+
+func testRunUnitFailsPart(t *testing.T, loc string) {
+	db := openStore(t, loc)
+	ctx := context.Background()
+	rec := &recorder{}
+	f := mustParse(t, rec, "name: parts\ntasks:\n  a: {type: fake, units: 3, fail_parts: [u001]}\n")
+	res, err := Run(ctx, f, RunOptions{Store: db})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := rec.list()
+	slices.Sort(ev)
+	if got := strings.Join(ev, ","); got != "a u000,a u001,a u001/y,a u002,plan a" {
+		t.Errorf("events = %s; want the failed part never executed", got)
+	}
+	if res.Status != store.Failed || res.DeadLetters() != 1 || res.Summary.UnitsTotal != 5 || res.Summary.UnitsDone != 4 {
+		t.Errorf("run %s, %d dead, %d of %d units done; want failed, 1 dead, 4 of 5", res.Status, res.DeadLetters(),
+			res.Summary.UnitsDone, res.Summary.UnitsTotal)
+	}
+	entries, err := db.ListDeadLetters(ctx, dlq.Filter{RunID: res.RunID})
+	if err != nil || len(entries) != 1 {
+		t.Fatalf("dead letters: %v %v", entries, err)
+	}
+	if e := entries[0]; e.Unit != "u001/x" || e.Class != dlq.ClassHTTP4xx || !strings.Contains(e.Error, "part x is gone") {
+		t.Errorf("entry %s: %s %q", e.Unit, e.Class, e.Error)
+	}
+	if u, st, err := db.Unit(ctx, store.UnitRef{RunID: res.RunID, TaskID: "a", Key: "u001/x"}); err != nil || st != store.Failed || u.Parent != "u001" {
+		t.Errorf("the failed part: %+v %s %v; want failed, child of u001", u, st, err)
+	}
+	rr, err := Replay(ctx, entries, ReplayOptions{Store: db, Registry: testRegistry(rec)})
+	if err != nil || !rr.OK() || rr.Units != 1 {
+		t.Fatalf("replay: %d units, %d dead, %v", rr.Units, rr.Dead, err)
+	}
+	if st, _ := db.TaskState(ctx, res.RunID, "a"); st != store.Done {
+		t.Errorf("task state after the replay: %s", st)
 	}
 }
 

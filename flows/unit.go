@@ -24,7 +24,11 @@ import (
 // full disk) is never the host's: the unit waits for the store to answer again and is
 // written again from what it already fetched, or executed again when the fault came
 // before its fetch, within its retry policy's max_elapsed.
-func (r *runner) unit(work context.Context, task tasks.Task, env *tasks.Env, u store.Unit, prog *TaskProgress) ([]store.Unit, store.State) {
+//
+// Units the output lists as Failed are dead-lettered once it has committed; ended is
+// called for each with the state it ended in.
+func (r *runner) unit(work context.Context, task tasks.Task, env *tasks.Env, u store.Unit, prog *TaskProgress,
+	ended func(store.Unit, store.State)) ([]store.Unit, store.State) {
 	ref := store.UnitRef{RunID: env.RunID, TaskID: env.TaskID, Key: u.Key}
 	final := context.WithoutCancel(work)
 	start := time.Now()
@@ -55,6 +59,11 @@ func (r *runner) unit(work context.Context, task tasks.Task, env *tasks.Env, u s
 				out.Committed()
 			}
 			prog.finished(w.counts)
+			for _, f := range out.Failed {
+				prog.addTotal(1)
+				prog.failed()
+				ended(f.Unit, r.deadLetter(final, env, f.Unit, f.Err))
+			}
 			return w.children, store.Done
 		case work.Err() != nil && errors.Is(err, context.Canceled):
 			// One attempt, not a wait: shutdown has a deadline, and a unit left as it
@@ -114,8 +123,8 @@ func (r *runner) write(ctx context.Context, ref store.UnitRef, out *tasks.Output
 			}
 		}
 	}
-	for _, row := range out.Tiles {
-		if _, err := tx.UpsertTile(ctx, out.TileTable, row); err != nil {
+	if len(out.Tiles) > 0 {
+		if _, err := tx.UpsertTiles(ctx, out.TileTable, out.Tiles); err != nil {
 			return w, err
 		}
 	}
@@ -124,10 +133,22 @@ func (r *runner) write(ctx context.Context, ref store.UnitRef, out *tasks.Output
 			return w, err
 		}
 	}
-	if err := tx.Complete(ctx, w.counts, w.children, start); err != nil {
+	recorded := w.children // and the failed units, recorded with the children but not run
+	if len(out.Failed) > 0 {
+		recorded = append(recorded[:len(recorded):len(recorded)], failedUnits(out.Failed)...)
+	}
+	if err := tx.Complete(ctx, w.counts, recorded, start); err != nil {
 		return w, err
 	}
 	return w, tx.Commit(ctx)
+}
+
+func failedUnits(fs []tasks.Failure) []store.Unit {
+	us := make([]store.Unit, len(fs))
+	for i, f := range fs {
+		us[i] = f.Unit
+	}
+	return us
 }
 
 // deadLetter records a unit that failed for good: the unit's failed state and its
@@ -209,8 +230,10 @@ func (r *runner) waitStore(ctx context.Context, env *tasks.Env, f *store.Fault, 
 
 // ExecuteUnit runs one unit of task as a run does, without the run around it: it executes
 // the unit, writes its output in the unit's transaction, marks it done and commits, and
-// returns the units it planned. A failure is returned, not dead-lettered. It is for tools
-// and tests that drive units one at a time; the unit must be recorded (store.Units.AddUnits).
+// returns the units it planned. A failure is returned, not dead-lettered; units the output
+// lists as Failed are recorded as pending children, and their errors returned, joined,
+// with the planned units. It is for tools and tests that drive units one at a time; the
+// unit must be recorded (store.Units.AddUnits).
 func ExecuteUnit(ctx context.Context, st store.Runner, task tasks.Task, env *tasks.Env, u store.Unit) ([]store.Unit, error) {
 	r := &runner{opts: RunOptions{Store: st}, log: env.Logger, runID: env.RunID}
 	ref := store.UnitRef{RunID: env.RunID, TaskID: env.TaskID, Key: u.Key}
@@ -231,6 +254,10 @@ func ExecuteUnit(ctx context.Context, st store.Runner, task tasks.Task, env *tas
 		if out.Committed != nil {
 			out.Committed()
 		}
-		return w.children, nil
+		var errs []error
+		for _, f := range out.Failed {
+			errs = append(errs, fmt.Errorf("unit %s: %w", f.Unit.Key, f.Err))
+		}
+		return w.children, errors.Join(errs...)
 	}
 }

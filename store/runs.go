@@ -118,10 +118,11 @@ type UnitTx interface {
 	// from src aborts the write and is returned unchanged (wrapped), so the caller can
 	// tell its source's failure from the store's (a *Fault).
 	WriteFeatures(ctx context.Context, t *FeatureTable, src FeatureSource) (Counts, error)
-	// UpsertTile records one tile: Inserted 1 for a new row, Updated 1 for a changed one.
-	// The tile's file is already in place.
-	UpsertTile(ctx context.Context, t *TileTable, row TileRow) (Counts, error)
-	// UpsertAsset records one imagery file, as UpsertTile does a tile.
+	// UpsertTiles records tiles, in one statement where the store can: Inserted for each
+	// new row, Updated for each changed one. The tiles' files are already in place. When
+	// rows name the same tile more than once, the last of them is recorded.
+	UpsertTiles(ctx context.Context, t *TileTable, rows []TileRow) (Counts, error)
+	// UpsertAsset records one imagery file, as UpsertTiles does a tile.
 	UpsertAsset(ctx context.Context, t *AssetTable, row AssetRow) (Counts, error)
 	// Complete marks the unit done with counts, started at start (its attempt counted),
 	// and records children as pending units of the same task, their Parent set to it.

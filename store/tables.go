@@ -123,6 +123,31 @@ type TileRow struct {
 	LastModified string
 }
 
+// TileRange is the tiles X0..X1 by Y0..Y1 (both inclusive) of zoom level Z.
+type TileRange struct{ Z, X0, Y0, X1, Y1 int }
+
+// Contains tells whether tile x, y of r's level is in r.
+func (r TileRange) Contains(x, y int) bool { return x >= r.X0 && x <= r.X1 && y >= r.Y0 && y <= r.Y1 }
+
+// DistinctTiles returns rows with only the last row of each tile, in the order of those
+// last rows; it returns rows itself when no tile repeats.
+func DistinctTiles(rows []TileRow) []TileRow {
+	last := make(map[[3]int]int, len(rows))
+	for i, r := range rows {
+		last[[3]int{r.Z, r.X, r.Y}] = i
+	}
+	if len(last) == len(rows) {
+		return rows
+	}
+	out := make([]TileRow, 0, len(last))
+	for i, r := range rows {
+		if last[[3]int{r.Z, r.X, r.Y}] == i {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
 // AssetRow is one imagery file to record.
 type AssetRow struct {
 	Collection, Item, Asset string

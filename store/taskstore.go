@@ -37,8 +37,9 @@ type TileStore interface {
 	// EnsureTileTable creates t when it is missing (a spatial index on footprint, a
 	// unique key on z, x, y) and fails clearly when a table of that name has other columns.
 	EnsureTileTable(ctx context.Context, t *TileTable) error
-	// LookupTile returns what is stored of tile z/x/y, or nil when it has no row.
-	LookupTile(ctx context.Context, t *TileTable, z, x, y int) (*StoredFile, error)
+	// LookupTiles returns what is stored of the tiles of r that have a row, by [x, y]; a
+	// tile without a row is absent from the map. One query answers a whole block of tiles.
+	LookupTiles(ctx context.Context, t *TileTable, r TileRange) (map[[2]int]*StoredFile, error)
 }
 
 // AssetStore keeps the index of imagery files (WMS chips, STAC assets) written to disk.

@@ -63,6 +63,11 @@ type Output struct {
 	// Children are further units this unit planned: the four quadrants of a tile, the
 	// pages of a tile that cannot be split, the items of a search page.
 	Children []store.Unit
+	// Failed are units this unit tried as part of its own work and that failed for good:
+	// the one tile of a block of tiles whose server answered 404, say. They are recorded
+	// as children, not run again, and dead-lettered once the unit has committed, each
+	// with its own error, so that a replay runs just that one again.
+	Failed []Failure
 	// Counts are what the unit did, as far as the task knows it: files new, rewritten
 	// or not modified (the task looked the file up before fetching it), response bytes
 	// read. The runner adds what writing Features reports; rows of files add nothing.
@@ -73,6 +78,12 @@ type Output struct {
 	Committed func()
 	// Release, when set, frees what the output holds (a spooled response).
 	Release func()
+}
+
+// Failure is a unit that failed for good, and why.
+type Failure struct {
+	Unit store.Unit
+	Err  error
 }
 
 // Close releases the output's resources; it is safe on a nil Output and more than once.

@@ -111,12 +111,33 @@ func (s *Store) ensureFileTable(ctx context.Context, name, geomType string, ft f
 	return translate(fmt.Sprintf("creating table %s", name), err)
 }
 
-// LookupTile implements store.TileStore.
-func (s *Store) LookupTile(ctx context.Context, t *store.TileTable, z, x, y int) (*store.StoredFile, error) {
+// LookupTiles implements store.TileStore.
+func (s *Store) LookupTiles(ctx context.Context, t *store.TileTable, r store.TileRange) (map[[2]int]*store.StoredFile, error) {
 	name := tileIndex(t)
-	return s.lookupFile(ctx, fmt.Sprintf("looking up tile %d/%d/%d in %s", z, x, y, name),
-		fmt.Sprintf(`SELECT status, coalesce(path, ''), content_hash, bytes, coalesce(etag, ''), coalesce(last_modified, '')
-		FROM %s WHERE z = ? AND x = ? AND y = ?`, quote(name)), z, x, y)
+	what := fmt.Sprintf("looking up tiles %d/%d-%d/%d-%d in %s", r.Z, r.X0, r.X1, r.Y0, r.Y1, name)
+	st, err := s.readStmt(ctx, fmt.Sprintf(`SELECT x, y, status, coalesce(path, ''), content_hash, bytes, coalesce(etag, ''), coalesce(last_modified, '')
+		FROM %s WHERE z = ? AND x BETWEEN ? AND ? AND y BETWEEN ? AND ?`, quote(name)))
+	if err != nil {
+		return nil, translate(what, err)
+	}
+	rows, err := st.QueryContext(ctx, r.Z, r.X0, r.X1, r.Y0, r.Y1)
+	if err != nil {
+		return nil, translate(what, err)
+	}
+	defer rows.Close()
+	found := map[[2]int]*store.StoredFile{}
+	for rows.Next() {
+		var x, y int
+		var f store.StoredFile
+		if err := rows.Scan(&x, &y, &f.Status, &f.Path, &f.Hash, &f.Bytes, &f.ETag, &f.LastModified); err != nil {
+			return nil, translate(what, err)
+		}
+		found[[2]int{x, y}] = &f
+	}
+	if err := rows.Err(); err != nil {
+		return nil, translate(what, err)
+	}
+	return found, nil
 }
 
 // LookupAsset implements store.AssetStore.
@@ -143,25 +164,40 @@ func (s *Store) lookupFile(ctx context.Context, what, q string, args ...any) (*s
 	return &f, nil
 }
 
-// UpsertTile implements store.UnitTx.
-func (u *unitTx) UpsertTile(ctx context.Context, t *store.TileTable, r store.TileRow) (store.Counts, error) {
+// UpsertTiles implements store.UnitTx. The footprints are encoded before the writer is
+// taken; a pyramid's zoom levels and extent are registered once for the whole batch.
+func (u *unitTx) UpsertTiles(ctx context.Context, t *store.TileTable, rows []store.TileRow) (store.Counts, error) {
+	rows = store.DistinctTiles(rows)
 	name := tileIndex(t)
-	fp, err := encodeGeometry(r.Footprint.ToPolygon(), 4326)
-	if err != nil {
-		return store.Counts{}, fmt.Errorf("tile %d/%d/%d: encoding its footprint: %w", r.Z, r.X, r.Y, err)
+	fps := make([][]byte, len(rows))
+	for i, r := range rows {
+		fp, err := encodeGeometry(r.Footprint.ToPolygon(), 4326)
+		if err != nil {
+			return store.Counts{}, fmt.Errorf("tile %d/%d/%d: encoding its footprint: %w", r.Z, r.X, r.Y, err)
+		}
+		fps[i] = fp
 	}
 	var pyramid []string // its statements are prepared with the index's
 	if t.InStore {
 		pyramid = pyramidSQL(tableName(t.Schema, t.Name))
 	}
-	c, err := u.upsertFile(ctx, fmt.Sprintf("recording tile %d/%d/%d in %s", r.Z, r.X, r.Y, name), name,
-		[]string{"footprint", "status", "path", "content_hash", "bytes", "content_type", "etag", "last_modified"},
-		[]any{fp, r.Status, nullIfEmpty(r.Path), r.Hash, r.Bytes, nullIfEmpty(r.ContentType), nullIfEmpty(r.ETag), nullIfEmpty(r.LastModified)},
-		tileTable.key, []any{r.Z, r.X, r.Y}, r.Bytes, pyramid...)
-	if err == nil && t.InStore {
-		err = u.putTile(ctx, tableName(t.Schema, t.Name), pyramid, r)
+	var c store.Counts
+	for i, r := range rows {
+		rc, err := u.upsertFile(ctx, fmt.Sprintf("recording tile %d/%d/%d in %s", r.Z, r.X, r.Y, name), name,
+			[]string{"footprint", "status", "path", "content_hash", "bytes", "content_type", "etag", "last_modified"},
+			[]any{fps[i], r.Status, nullIfEmpty(r.Path), r.Hash, r.Bytes, nullIfEmpty(r.ContentType), nullIfEmpty(r.ETag), nullIfEmpty(r.LastModified)},
+			tileTable.key, []any{r.Z, r.X, r.Y}, r.Bytes, pyramid...)
+		if err != nil {
+			return store.Counts{}, err
+		}
+		c.Add(rc)
 	}
-	return c, err
+	if t.InStore {
+		if err := u.putTiles(ctx, tableName(t.Schema, t.Name), pyramid, rows); err != nil {
+			return store.Counts{}, err
+		}
+	}
+	return c, nil
 }
 
 // UpsertAsset implements store.UnitTx.

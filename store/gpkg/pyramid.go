@@ -63,7 +63,7 @@ func (s *Store) ensurePyramid(ctx context.Context, name string) error {
 	return translate(fmt.Sprintf("creating the tile pyramid %s", name), err)
 }
 
-// pyramidSQL are the statements putTile runs on pyramid name: delete, put, register the
+// pyramidSQL are the statements putTiles runs on pyramid name: delete, put, register a
 // zoom level, widen the extent.
 func pyramidSQL(name string) []string {
 	return []string{
@@ -77,12 +77,12 @@ func pyramidSQL(name string) []string {
 	}
 }
 
-// putTile writes one tile's content into the pyramid (or removes a tile the server no
-// longer has), registers its zoom level on its first tile, with the tile's own size in
-// pixels, and widens the pyramid's extent in gpkg_contents to cover it. The unit's
-// transaction is open (UpsertTile began it); q is pyramidSQL(name).
-func (u *unitTx) putTile(ctx context.Context, name string, q []string, r store.TileRow) error {
-	what := fmt.Sprintf("storing tile %d/%d/%d in %s", r.Z, r.X, r.Y, name)
+// putTiles writes tiles' content into the pyramid (or removes tiles the server no longer
+// has), registers each zoom level the tiles are on, with the size in pixels of its first
+// tile, and widens the pyramid's extent in gpkg_contents to cover them. The unit's
+// transaction is open (the index rows began it); q is pyramidSQL(name).
+func (u *unitTx) putTiles(ctx context.Context, name string, q []string, rows []store.TileRow) error {
+	var what string
 	exec := func(query string, args ...any) error {
 		st, err := u.s.stmt(ctx, u.tx, query)
 		if err == nil {
@@ -90,22 +90,45 @@ func (u *unitTx) putTile(ctx context.Context, name string, q []string, r store.T
 		}
 		return translate(what, err)
 	}
-	if r.Status != store.FileOK {
-		return exec(q[0], r.Z, r.X, r.Y)
+	levels := map[int]store.TileRow{} // the first tile stored on each level
+	var extent orb.Bound // of the tiles stored, once stored is true
+	stored := false
+	for _, r := range rows {
+		what = fmt.Sprintf("storing tile %d/%d/%d in %s", r.Z, r.X, r.Y, name)
+		if r.Status != store.FileOK {
+			if err := exec(q[0], r.Z, r.X, r.Y); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := exec(q[1], r.Z, r.X, r.Y, r.Data); err != nil {
+			return err
+		}
+		if _, ok := levels[r.Z]; !ok {
+			levels[r.Z] = r
+		}
+		if b := mercatorBound(r.Footprint); stored {
+			extent = extent.Union(b)
+		} else {
+			extent, stored = b, true
+		}
 	}
-	if err := exec(q[1], r.Z, r.X, r.Y, r.Data); err != nil {
-		return err
+	if len(levels) == 0 {
+		return nil
 	}
-	w, h := 256, 256
-	if cfg, _, err := image.DecodeConfig(bytes.NewReader(r.Data)); err == nil {
-		w, h = cfg.Width, cfg.Height
+	what = fmt.Sprintf("registering the zoom levels of %s", name)
+	for z, r := range levels {
+		w, h := 256, 256
+		if cfg, _, err := image.DecodeConfig(bytes.NewReader(r.Data)); err == nil {
+			w, h = cfg.Width, cfg.Height
+		}
+		n := 1 << z
+		if err := exec(q[2], name, z, n, n, w, h, 2*worldHalf/float64(n*w), 2*worldHalf/float64(n*h)); err != nil {
+			return err
+		}
 	}
-	n := 1 << r.Z
-	if err := exec(q[2], name, r.Z, n, n, w, h, 2*worldHalf/float64(n*w), 2*worldHalf/float64(n*h)); err != nil {
-		return err
-	}
-	b := mercatorBound(r.Footprint)
-	return exec(q[3], b.Min[0], b.Min[1], b.Max[0], b.Max[1], name)
+	what = fmt.Sprintf("widening the extent of %s", name)
+	return exec(q[3], extent.Min[0], extent.Min[1], extent.Max[0], extent.Max[1], name)
 }
 
 // mercatorBound is a lon/lat box in WebMercator metres, clamped to the square world.

@@ -119,7 +119,7 @@ func TestGDALAcceptsTheFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	fp := orb.Bound{Min: orb.Point{11, 48}, Max: orb.Point{11.01, 48.01}}
-	if _, err := tx.UpsertTile(ctx, tiles, store.TileRow{Z: 12, X: 2177, Y: 1420, Footprint: fp, Status: store.FileOK, Path: "/x.png", Hash: []byte{1}, Bytes: 1}); err != nil {
+	if _, err := tx.UpsertTiles(ctx, tiles, []store.TileRow{{Z: 12, X: 2177, Y: 1420, Footprint: fp, Status: store.FileOK, Path: "/x.png", Hash: []byte{1}, Bytes: 1}}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := tx.UpsertAsset(ctx, assets, store.AssetRow{Collection: "c", Item: "i", Asset: "a", Footprint: fp.ToPolygon(), Path: "/a.tif", Hash: []byte{2}}); err != nil {

@@ -147,12 +147,29 @@ func fnv32(s string) uint32 {
 	return h
 }
 
-// LookupTile implements store.TileStore.
-func (s *Store) LookupTile(ctx context.Context, t *store.TileTable, z, x, y int) (*store.StoredFile, error) {
+// LookupTiles implements store.TileStore.
+func (s *Store) LookupTiles(ctx context.Context, t *store.TileTable, r store.TileRange) (map[[2]int]*store.StoredFile, error) {
 	_, target := qualified(t.Schema, t.Name)
-	return s.lookupFile(ctx, target, fmt.Sprintf("tile %d/%d/%d", z, x, y),
-		fmt.Sprintf(`SELECT status, coalesce(path, ''), content_hash, bytes, coalesce(etag, ''), coalesce(last_modified, '')
-		FROM %s WHERE z = $1 AND x = $2 AND y = $3`, target), z, x, y)
+	what := fmt.Sprintf("looking up tiles %d/%d-%d/%d-%d in %s", r.Z, r.X0, r.X1, r.Y0, r.Y1, target)
+	rows, err := s.pool.Query(ctx, fmt.Sprintf(`SELECT x, y, status, coalesce(path, ''), content_hash, bytes, coalesce(etag, ''), coalesce(last_modified, '')
+		FROM %s WHERE z = $1 AND x BETWEEN $2 AND $3 AND y BETWEEN $4 AND $5`, target), r.Z, r.X0, r.X1, r.Y0, r.Y1)
+	if err != nil {
+		return nil, translate(what, err)
+	}
+	defer rows.Close()
+	found := map[[2]int]*store.StoredFile{}
+	for rows.Next() {
+		var x, y int
+		var f store.StoredFile
+		if err := rows.Scan(&x, &y, &f.Status, &f.Path, &f.Hash, &f.Bytes, &f.ETag, &f.LastModified); err != nil {
+			return nil, translate(what, err)
+		}
+		found[[2]int{x, y}] = &f
+	}
+	if err := rows.Err(); err != nil {
+		return nil, translate(what, err)
+	}
+	return found, nil
 }
 
 // LookupAsset implements store.AssetStore.
@@ -175,25 +192,64 @@ func (s *Store) lookupFile(ctx context.Context, target, what, sql string, args .
 	return &f, nil
 }
 
-// UpsertTile implements store.UnitTx.
-func (u *unitTx) UpsertTile(ctx context.Context, t *store.TileTable, r store.TileRow) (store.Counts, error) {
+// UpsertTiles implements store.UnitTx: one INSERT of every row, from arrays.
+func (u *unitTx) UpsertTiles(ctx context.Context, t *store.TileTable, rows []store.TileRow) (store.Counts, error) {
+	rows = store.DistinctTiles(rows)
+	if len(rows) == 0 {
+		return store.Counts{}, nil
+	}
 	_, target := qualified(t.Schema, t.Name)
-	sql := fmt.Sprintf(`INSERT INTO %s AS t (z, x, y, footprint, status, path, content_hash, bytes, content_type, etag, last_modified, fetched_at, gf_run_id)
-		VALUES ($1, $2, $3, ST_MakeEnvelope($4, $5, $6, $7, 4326), $8, NULLIF($9, ''), $10, $11, NULLIF($12, ''), NULLIF($13, ''), NULLIF($14, ''), now(), $15)
+	n := len(rows)
+	var (
+		z, x, y                            = make([]int32, n), make([]int32, n), make([]int32, n)
+		x0, y0, x1, y1                     = make([]float64, n), make([]float64, n), make([]float64, n), make([]float64, n)
+		status, path, ctype, etag, lastMod = make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		hash                               = make([][]byte, n)
+		size                               = make([]int64, n)
+		bytesOf                            = map[[3]int]int64{}
+	)
+	for i, r := range rows {
+		z[i], x[i], y[i] = int32(r.Z), int32(r.X), int32(r.Y)
+		x0[i], y0[i], x1[i], y1[i] = r.Footprint.Min[0], r.Footprint.Min[1], r.Footprint.Max[0], r.Footprint.Max[1]
+		status[i], path[i], ctype[i], etag[i], lastMod[i] = r.Status, r.Path, r.ContentType, r.ETag, r.LastModified
+		hash[i], size[i] = r.Hash, r.Bytes
+		bytesOf[[3]int{r.Z, r.X, r.Y}] = r.Bytes
+	}
+	what := fmt.Sprintf("recording %d tiles (%d/%d/%d first) in %s", n, rows[0].Z, rows[0].X, rows[0].Y, target)
+	if n == 1 {
+		what = fmt.Sprintf("recording tile %d/%d/%d in %s", rows[0].Z, rows[0].X, rows[0].Y, target)
+	}
+	res, err := u.tx.Query(ctx, fmt.Sprintf(`INSERT INTO %s AS t (z, x, y, footprint, status, path, content_hash, bytes, content_type, etag, last_modified, fetched_at, gf_run_id)
+		SELECT z, x, y, ST_MakeEnvelope(x0, y0, x1, y1, 4326), status, NULLIF(path, ''), hash, bytes, NULLIF(ctype, ''), NULLIF(etag, ''), NULLIF(lm, ''), now(), $15
+		FROM unnest($1::int[], $2::int[], $3::int[], $4::float8[], $5::float8[], $6::float8[], $7::float8[], $8::text[], $9::text[],
+			$10::bytea[], $11::bigint[], $12::text[], $13::text[], $14::text[]) AS v(z, x, y, x0, y0, x1, y1, status, path, hash, bytes, ctype, etag, lm)
 		ON CONFLICT (z, x, y) DO UPDATE SET footprint = EXCLUDED.footprint, status = EXCLUDED.status, path = EXCLUDED.path,
 			content_hash = EXCLUDED.content_hash, bytes = EXCLUDED.bytes, content_type = EXCLUDED.content_type,
 			etag = EXCLUDED.etag, last_modified = EXCLUDED.last_modified, fetched_at = now(), gf_run_id = EXCLUDED.gf_run_id
-		RETURNING (xmax = 0)`, target)
-	var inserted bool
-	err := u.tx.QueryRow(ctx, sql, r.Z, r.X, r.Y, r.Footprint.Min[0], r.Footprint.Min[1], r.Footprint.Max[0], r.Footprint.Max[1],
-		r.Status, r.Path, r.Hash, r.Bytes, r.ContentType, r.ETag, r.LastModified, u.ref.RunID).Scan(&inserted)
+		RETURNING z, x, y, (xmax = 0)`, target),
+		z, x, y, x0, y0, x1, y1, status, path, hash, size, ctype, etag, lastMod, u.ref.RunID)
 	if err != nil {
-		return store.Counts{}, translate(fmt.Sprintf("recording tile %d/%d/%d in %s", r.Z, r.X, r.Y, target), err)
+		return store.Counts{}, translate(what, err)
 	}
-	if inserted {
-		return store.Counts{Inserted: 1, Bytes: r.Bytes}, nil
+	defer res.Close()
+	var c store.Counts
+	for res.Next() {
+		var rz, rx, ry int
+		var inserted bool
+		if err := res.Scan(&rz, &rx, &ry, &inserted); err != nil {
+			return store.Counts{}, translate(what, err)
+		}
+		if inserted {
+			c.Inserted++
+		} else {
+			c.Updated++
+		}
+		c.Bytes += bytesOf[[3]int{rz, rx, ry}]
 	}
-	return store.Counts{Updated: 1, Bytes: r.Bytes}, nil
+	if err := res.Err(); err != nil {
+		return store.Counts{}, translate(what, err)
+	}
+	return c, nil
 }
 
 // UpsertAsset implements store.UnitTx.

@@ -42,9 +42,9 @@ func TestTileAndAssetIndex(t *testing.T) {
 	if idx != 4 {
 		t.Errorf("%d key and footprint indexes, want 4", idx)
 	}
-	f, err := s.LookupTile(ctx, tt, 1, 2, 3)
-	if err != nil || f != nil {
-		t.Fatalf("lookup before any row: %v %v", f, err)
+	found, err := s.LookupTiles(ctx, tt, store.TileRange{Z: 1, X0: 2, Y0: 3, X1: 2, Y1: 3})
+	if err != nil || len(found) != 0 {
+		t.Fatalf("lookup before any row: %v %v", found, err)
 	}
 	run := startRun(t, s, "f", "basemap", 2)
 	row := store.TileRow{Z: 1, X: 1, Y: 0, Footprint: orb.Bound{Min: orb.Point{0, 0}, Max: orb.Point{180, 85}}, Status: store.FileOK,
@@ -52,14 +52,15 @@ func TestTileAndAssetIndex(t *testing.T) {
 	for i, want := range []store.Counts{{Inserted: 1, Bytes: 10}, {Updated: 1, Bytes: 10}} {
 		ref := store.UnitRef{RunID: run, TaskID: "basemap", Key: []string{"u000", "u001"}[i]}
 		res, err := commitUnit(ctx, s, ref, func(ctx context.Context, tx store.UnitTx) (store.Counts, error) {
-			return tx.UpsertTile(ctx, tt, row)
+			return tx.UpsertTiles(ctx, tt, []store.TileRow{row})
 		})
 		if err != nil || res.Inserted != want.Inserted || res.Updated != want.Updated {
 			t.Fatalf("upsert %d: %+v %v", i, res, err)
 		}
 		row.ETag = `"b"`
 	}
-	f, err = s.LookupTile(ctx, tt, 1, 1, 0)
+	found, err = s.LookupTiles(ctx, tt, store.TileRange{Z: 1, X0: 1, Y0: 0, X1: 1, Y1: 0})
+	f := found[[2]int{1, 0}]
 	if err != nil || f == nil || f.ETag != `"b"` || f.Path != "/t/1/1/0.png" || f.Bytes != 10 || f.Status != store.FileOK {
 		t.Fatalf("lookup: %+v %v", f, err)
 	}

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -32,8 +33,20 @@ func sameFile(t *testing.T, what string, got, want *store.StoredFile) {
 	}
 }
 
-// testTiles: a tile table is created once; UpsertTile records a tile in a unit's
-// transaction (Inserted, then Updated) and LookupTile reads back what was stored.
+// lookupTile looks one tile up, as a block of one.
+func lookupTile(ctx context.Context, s store.Store, tt *store.TileTable, z, x, y int) (*store.StoredFile, error) {
+	found, err := s.LookupTiles(ctx, tt, store.TileRange{Z: z, X0: x, Y0: y, X1: x, Y1: y})
+	if err != nil {
+		return nil, err
+	}
+	if len(found) > 1 {
+		return nil, fmt.Errorf("LookupTiles of one tile found %d", len(found))
+	}
+	return found[[2]int{x, y}], nil
+}
+
+// testTiles: a tile table is created once; UpsertTiles records a tile in a unit's
+// transaction (Inserted, then Updated) and LookupTiles reads back what was stored.
 func testTiles(t *testing.T, s store.Store) {
 	ctx := t.Context()
 	tt := &store.TileTable{Schema: "tiles", Name: "basemap"}
@@ -42,8 +55,8 @@ func testTiles(t *testing.T, s store.Store) {
 			t.Fatalf("EnsureTileTable (%d): %v", i+1, err)
 		}
 	}
-	if f, err := s.LookupTile(ctx, tt, 1, 1, 0); err != nil || f != nil {
-		t.Fatalf("LookupTile before any row = %+v, %v; want nil, nil", f, err)
+	if f, err := lookupTile(ctx, s, tt, 1, 1, 0); err != nil || f != nil {
+		t.Fatalf("LookupTiles before any row = %+v, %v; want nil, nil", f, err)
 	}
 	run := startRun(t, s, store.RunStart{Flow: "basemap"})
 	addUnits(t, s, run.ID, "tiles", 5)
@@ -76,23 +89,23 @@ func testTiles(t *testing.T, s store.Store) {
 		t.Run(st.name, func(t *testing.T) {
 			ref := store.UnitRef{RunID: run.ID, TaskID: "tiles", Key: unitKey(i)}
 			c, err := commitUnit(ctx, s, ref, func(ctx context.Context, tx store.UnitTx) (store.Counts, error) {
-				return tx.UpsertTile(ctx, tt, st.row)
+				return tx.UpsertTiles(ctx, tt, []store.TileRow{st.row})
 			})
 			if err != nil {
 				t.Fatal(err)
 			}
 			if c != st.want {
-				t.Errorf("UpsertTile = %+v, want %+v", c, st.want)
+				t.Errorf("UpsertTiles = %+v, want %+v", c, st.want)
 			}
-			f, err := s.LookupTile(ctx, tt, st.z, st.x, st.y)
+			f, err := lookupTile(ctx, s, tt, st.z, st.x, st.y)
 			if err != nil {
 				t.Fatal(err)
 			}
-			sameFile(t, "LookupTile", f, st.stored)
+			sameFile(t, "LookupTiles", f, st.stored)
 		})
 	}
-	if f, err := s.LookupTile(ctx, tt, 1, 0, 1); err != nil || f != nil {
-		t.Errorf("LookupTile of a tile never stored = %+v, %v; want nil, nil", f, err)
+	if f, err := lookupTile(ctx, s, tt, 1, 0, 1); err != nil || f != nil {
+		t.Errorf("LookupTiles of a tile never stored = %+v, %v; want nil, nil", f, err)
 	}
 
 	// A rolled-back unit leaves no tile.
@@ -100,14 +113,95 @@ func testTiles(t *testing.T, s store.Store) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := tx.UpsertTile(ctx, tt, store.TileRow{Z: 3, X: 0, Y: 0, Footprint: fp, Status: store.FileOK, Path: "/t/3/0/0.png", Hash: sum("d"), Bytes: 1})
+	c, err := tx.UpsertTiles(ctx, tt, []store.TileRow{{Z: 3, X: 0, Y: 0, Footprint: fp, Status: store.FileOK, Path: "/t/3/0/0.png", Hash: sum("d"), Bytes: 1}})
 	tx.Rollback(ctx)
 	if err != nil || c.Inserted != 1 {
-		t.Fatalf("UpsertTile in the unit rolled back: %+v, %v", c, err)
+		t.Fatalf("UpsertTiles in the unit rolled back: %+v, %v", c, err)
 	}
-	if f, err := s.LookupTile(ctx, tt, 3, 0, 0); err != nil || f != nil {
-		t.Errorf("LookupTile of a rolled-back tile = %+v, %v; want nil, nil", f, err)
+	if f, err := lookupTile(ctx, s, tt, 3, 0, 0); err != nil || f != nil {
+		t.Errorf("LookupTiles of a rolled-back tile = %+v, %v; want nil, nil", f, err)
 	}
+}
+
+// testTileBlocks: UpsertTiles records a block of tiles in one call, counting new and
+// changed rows (a tile named twice is recorded once, as its last row), and LookupTiles
+// answers exactly the tiles of its range: not a neighbour outside it, not another level.
+func testTileBlocks(t *testing.T, s store.Store) {
+	for _, inStore := range []bool{false, true} {
+		t.Run(fmt.Sprintf("in store %v", inStore), func(t *testing.T) {
+			ctx := t.Context()
+			tt := &store.TileTable{Name: fmt.Sprintf("blocks_%v", inStore), InStore: inStore}
+			if err := s.EnsureTileTable(ctx, tt); err != nil {
+				if inStore {
+					t.Logf("this store keeps no tiles itself: %v", err) // PostGIS
+					return
+				}
+				t.Fatal(err)
+			}
+			run := startRun(t, s, store.RunStart{Flow: "blocks"})
+			addUnits(t, s, run.ID, "tiles", 3)
+			row := func(z, x, y int, content string) store.TileRow {
+				r := store.TileRow{Z: z, X: x, Y: y, Footprint: orb.Bound{Min: orb.Point{float64(x), float64(-y - 1)}, Max: orb.Point{float64(x + 1), float64(-y)}},
+					Status: store.FileOK, Hash: sum(content), Bytes: int64(len(content)), ETag: `"` + content + `"`}
+				if inStore {
+					r.Data = []byte(content)
+				} else {
+					r.Path = fmt.Sprintf("/t/%d/%d/%d.png", z, x, y)
+				}
+				return r
+			}
+			var first []store.TileRow
+			for x := 10; x < 14; x++ {
+				for y := 20; y < 24; y++ {
+					first = append(first, row(8, x, y, fmt.Sprintf("v1 %d%d", x, y)))
+				}
+			}
+			first = append(first, row(9, 11, 21, "another level"), row(8, 14, 20, "a neighbour"))
+			ref := store.UnitRef{RunID: run.ID, TaskID: "tiles", Key: unitKey(0)}
+			c, err := commitUnit(ctx, s, ref, func(ctx context.Context, tx store.UnitTx) (store.Counts, error) {
+				return tx.UpsertTiles(ctx, tt, first)
+			})
+			if want := (store.Counts{Inserted: 18, Bytes: sumBytes(first)}); err != nil || c != want {
+				t.Fatalf("UpsertTiles of 18 new tiles = %+v, %v; want %+v", c, err, want)
+			}
+			// The block again: two tiles changed, one of them named twice (the last row wins).
+			second := []store.TileRow{row(8, 10, 20, "v2 first"), row(8, 13, 23, "v2 ignored"), row(8, 11, 20, "v1 1120"), row(8, 13, 23, "v2 last")}
+			ref.Key = unitKey(1)
+			c, err = commitUnit(ctx, s, ref, func(ctx context.Context, tx store.UnitTx) (store.Counts, error) {
+				return tx.UpsertTiles(ctx, tt, second)
+			})
+			if want := (store.Counts{Updated: 3, Bytes: sumBytes(store.DistinctTiles(second))}); err != nil || c != want {
+				t.Fatalf("UpsertTiles of 3 tiles, one named twice = %+v, %v; want %+v", c, err, want)
+			}
+			found, err := s.LookupTiles(ctx, tt, store.TileRange{Z: 8, X0: 10, Y0: 20, X1: 13, Y1: 23})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(found) != 16 {
+				t.Errorf("LookupTiles of a 4x4 block found %d tiles, want 16", len(found))
+			}
+			for xy, want := range map[[2]int]string{{10, 20}: "v2 first", {13, 23}: "v2 last", {11, 20}: "v1 1120", {12, 22}: "v1 1222"} {
+				if f := found[xy]; f == nil || !bytes.Equal(f.Hash, sum(want)) || f.ETag != `"`+want+`"` {
+					t.Errorf("tile 8/%d/%d = %+v, want the row of %q", xy[0], xy[1], f, want)
+				}
+			}
+			if found, err := s.LookupTiles(ctx, tt, store.TileRange{Z: 8, X0: 0, Y0: 0, X1: 9, Y1: 255}); err != nil || len(found) != 0 {
+				t.Errorf("LookupTiles of a range without rows = %v, %v; want none", found, err)
+			}
+			if c, err := commitUnit(ctx, s, store.UnitRef{RunID: run.ID, TaskID: "tiles", Key: unitKey(2)},
+				func(ctx context.Context, tx store.UnitTx) (store.Counts, error) { return tx.UpsertTiles(ctx, tt, nil) }); err != nil || c != (store.Counts{}) {
+				t.Errorf("UpsertTiles of no rows = %+v, %v; want nothing", c, err)
+			}
+		})
+	}
+}
+
+func sumBytes(rows []store.TileRow) int64 {
+	var n int64
+	for _, r := range rows {
+		n += r.Bytes
+	}
+	return n
 }
 
 // testTilesInStore: a tile table kept in the store (a GeoPackage tile pyramid) indexes
@@ -148,23 +242,23 @@ func testTilesInStore(t *testing.T, s store.Store) {
 		t.Run(st.name, func(t *testing.T) {
 			ref := store.UnitRef{RunID: run.ID, TaskID: "tiles", Key: unitKey(i)}
 			c, err := commitUnit(ctx, s, ref, func(ctx context.Context, tx store.UnitTx) (store.Counts, error) {
-				return tx.UpsertTile(ctx, tt, st.row)
+				return tx.UpsertTiles(ctx, tt, []store.TileRow{st.row})
 			})
 			if err != nil {
 				t.Fatal(err)
 			}
 			if c != st.want {
-				t.Errorf("UpsertTile = %+v, want %+v", c, st.want)
+				t.Errorf("UpsertTiles = %+v, want %+v", c, st.want)
 			}
-			f, err := s.LookupTile(ctx, tt, 1, 1, 0)
+			f, err := lookupTile(ctx, s, tt, 1, 1, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
-			sameFile(t, "LookupTile", f, st.stored)
+			sameFile(t, "LookupTiles", f, st.stored)
 		})
 	}
-	if f, err := s.LookupTile(ctx, tt, 2, 0, 0); err != nil || f != nil {
-		t.Errorf("LookupTile of a tile never stored = %+v, %v; want nil, nil", f, err)
+	if f, err := lookupTile(ctx, s, tt, 2, 0, 0); err != nil || f != nil {
+		t.Errorf("LookupTiles of a tile never stored = %+v, %v; want nil, nil", f, err)
 	}
 }
 

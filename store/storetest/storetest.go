@@ -57,6 +57,7 @@ func tests() []test {
 		{"CountFeatures", testCountFeatures},
 		{"Tiles", testTiles},
 		{"TilesInStore", testTilesInStore},
+		{"TileBlocks", testTileBlocks},
 		{"Assets", testAssets},
 		{"FileTablesIncompatible", testFileTablesIncompatible},
 		{"TaskExtent", testTaskExtent},

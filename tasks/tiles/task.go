@@ -37,8 +37,8 @@ const (
 	expandDepth = 4
 	// maxTileBytes bounds a tile read into memory.
 	maxTileBytes = 32 << 20
-	// expandPrefix starts the keys of expansion units ("e/z/x/y"); fetch units are
-	// "z/x/y".
+	// expandPrefix starts the keys of expansion units ("e/z/x/y"); units of one tile
+	// are "z/x/y", blocks of tiles "b/z/x/y/side" (block.go).
 	expandPrefix = "e/"
 )
 
@@ -110,8 +110,8 @@ func (t *Task) area(ctx context.Context, env *tasks.Env) (orb.Bound, bool, error
 	return a, true, nil
 }
 
-// Plan implements tasks.Task: the tiles of the first zoom level, and an expansion unit
-// per tile of it that plans the levels below as the run goes.
+// Plan implements tasks.Task: the tiles of the first zoom level, in blocks, and an
+// expansion unit per tile of it that plans the levels below as the run goes.
 func (t *Task) Plan(ctx context.Context, env *tasks.Env) ([]store.Unit, error) {
 	if err := t.ensure(ctx, env); err != nil {
 		return nil, err
@@ -126,21 +126,15 @@ func (t *Task) Plan(ctx context.Context, env *tasks.Env) ([]store.Unit, error) {
 	}
 	sp, _ := json.Marshal(spec{Area: [4]float64{a.Min[0], a.Min[1], a.Max[0], a.Max[1]}})
 	x0, x1, y0, y1 := tileRange(a, t.zmin)
-	n := (x1 - x0 + 1) * (y1 - y0 + 1)
-	per := 1
+	units := fetchUnits(t.zmin, x0, x1, y0, y1, blockSide(a, t.zmin, workers(env)), sp)
 	if t.zmax > t.zmin {
-		per = 2
-	}
-	units := make([]store.Unit, 0, n*per)
-	for x := x0; x <= x1; x++ {
-		for y := y0; y <= y1; y++ {
-			units = append(units, fetchUnit(t.zmin, x, y))
-			if t.zmax > t.zmin {
+		for x := x0; x <= x1; x++ {
+			for y := y0; y <= y1; y++ {
 				units = append(units, expandUnit(t.zmin, x, y, sp))
 			}
 		}
 	}
-	env.Logger.Info("tiles planned", "zoom", fmt.Sprintf("%d-%d", t.zmin, t.zmax), "first_level_tiles", n,
+	env.Logger.Info("tiles planned", "zoom", fmt.Sprintf("%d-%d", t.zmin, t.zmax), "first_level_tiles", (x1-x0+1)*(y1-y0+1),
 		"total_tiles", CountTiles(a, t.zmin, t.zmax), "bbox", fmtBound(a))
 	return units, nil
 }
@@ -194,7 +188,10 @@ func (t *Task) Execute(ctx context.Context, env *tasks.Env, u store.Unit) (*task
 		return nil, err
 	}
 	if rest, ok := strings.CutPrefix(u.Key, expandPrefix); ok {
-		return t.expand(u, rest)
+		return t.expand(env, u, rest)
+	}
+	if rest, ok := strings.CutPrefix(u.Key, blockPrefix); ok {
+		return t.block(ctx, env, u, rest)
 	}
 	z, x, y, err := parseKey(u.Key)
 	if err != nil {
@@ -203,9 +200,10 @@ func (t *Task) Execute(ctx context.Context, env *tasks.Env, u store.Unit) (*task
 	return t.fetch(ctx, env, u, z, x, y)
 }
 
-// expand plans an expansion unit's children: the tile's descendants over the
-// area for the next expandDepth levels, and expansion units below them.
-func (t *Task) expand(u store.Unit, key string) (*tasks.Output, error) {
+// expand plans an expansion unit's children: the tile's descendants over the area for
+// the next expandDepth levels, in blocks no wider than the descendants of one level (so
+// two expansion units never plan the same block), and expansion units below them.
+func (t *Task) expand(env *tasks.Env, u store.Unit, key string) (*tasks.Output, error) {
 	z, x, y, err := parseKey(key)
 	if err != nil {
 		return nil, retry.Permanent(dlq.ClassInvalid, err)
@@ -220,10 +218,15 @@ func (t *Task) expand(u store.Unit, key string) (*tasks.Output, error) {
 	for zz := z + 1; zz <= last; zz++ {
 		dx0, dx1, dy0, dy1 := descendants(z, x, y, zz)
 		ax0, ax1, ay0, ay1 := tileRange(a, zz)
-		for cx := max(dx0, ax0); cx <= min(dx1, ax1); cx++ {
-			for cy := max(dy0, ay0); cy <= min(dy1, ay1); cy++ {
-				children = append(children, fetchUnit(zz, cx, cy))
-				if zz == last && last < t.zmax {
+		cx0, cx1, cy0, cy1 := max(dx0, ax0), min(dx1, ax1), max(dy0, ay0), min(dy1, ay1)
+		if cx0 > cx1 || cy0 > cy1 {
+			continue
+		}
+		side := min(blockSide(a, zz, workers(env)), 1<<uint(zz-z))
+		children = append(children, fetchUnits(zz, cx0, cx1, cy0, cy1, side, u.Spec)...)
+		if zz == last && last < t.zmax {
+			for cx := cx0; cx <= cx1; cx++ {
+				for cy := cy0; cy <= cy1; cy++ {
 					children = append(children, expandUnit(zz, cx, cy, u.Spec))
 				}
 			}
@@ -243,12 +246,63 @@ type response struct {
 	lastMod     string
 }
 
-// fetch downloads one tile, revalidating what is stored, and puts its file in place.
+// fetch downloads one tile, revalidating what is stored, and puts its file in place: a
+// unit of one tile (a replayed dead letter, or a tile left over from a block).
 func (t *Task) fetch(ctx context.Context, env *tasks.Env, u store.Unit, z, x, y int) (*tasks.Output, error) {
-	stored, err := env.Store.LookupTile(ctx, t.table, z, x, y)
+	found, err := env.Store.LookupTiles(ctx, t.table, store.TileRange{Z: z, X0: x, Y0: y, X1: x, Y1: y})
 	if err != nil {
 		return nil, err
 	}
+	got, err := t.get(ctx, env, z, x, y, found[[2]int{x, y}])
+	if err != nil {
+		return nil, err
+	}
+	out := &tasks.Output{TileTable: t.table}
+	got.addTo(out)
+	out.Committed = t.removeOld(env, got.oldPath)
+	return out, nil
+}
+
+// got is what one tile's request brought, for the unit's output: its row (nil for a
+// 304), its counts, and a file the tile no longer needs once the row commits.
+type got struct {
+	row     *store.TileRow
+	counts  store.Counts
+	oldPath string
+}
+
+func (g got) addTo(out *tasks.Output) {
+	if g.row != nil {
+		out.Tiles = append(out.Tiles, *g.row)
+	}
+	out.Counts.Add(g.counts)
+}
+
+// removeOld returns what removes a tile's previous files once its row has committed (a
+// file of another format, or a tile the server no longer has); nil when there are none.
+func (t *Task) removeOld(env *tasks.Env, paths ...string) func() {
+	var old []string
+	for _, p := range paths {
+		if p != "" {
+			old = append(old, p)
+		}
+	}
+	if len(old) == 0 {
+		return nil
+	}
+	return func() {
+		for _, p := range old {
+			if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+				env.Logger.Warn("removing a tile's previous file", "path", p, "err", err)
+			}
+		}
+	}
+}
+
+// get downloads tile z/x/y, revalidating what is stored of it, and puts its file in
+// place.
+func (t *Task) get(ctx context.Context, env *tasks.Env, z, x, y int, stored *store.StoredFile) (got, error) {
+	key := tileKey(z, x, y)
 	// Revalidate only what is really on disk, byte for byte: a row whose file was
 	// deleted, or lost its last rename in a crash, is fetched in full again.
 	revalidate := t.intact(stored) && (stored.ETag != "" || stored.LastModified != "")
@@ -258,7 +312,7 @@ func (t *Task) fetch(ctx context.Context, env *tasks.Env, u store.Unit, z, x, y 
 	}
 	tileURL := t.tpl.Expand(z, x, y)
 	req := retry.Request{
-		Unit: env.TaskID + "/" + u.Key, Policy: env.Retry, RateLimit: env.RateLimit, AcceptStatus: accept,
+		Unit: env.TaskID + "/" + key, Policy: env.Retry, RateLimit: env.RateLimit, AcceptStatus: accept,
 		New: func(ctx context.Context) (*http.Request, error) {
 			r, err := http.NewRequestWithContext(ctx, http.MethodGet, tileURL, nil)
 			if err != nil {
@@ -282,112 +336,104 @@ func (t *Task) fetch(ctx context.Context, env *tasks.Env, u store.Unit, z, x, y 
 			return r, nil
 		},
 	}
-	var got response
-	err = env.HTTP.Do(ctx, req, func(resp *http.Response) error {
-		got = response{contentType: resp.Header.Get("Content-Type"), etag: resp.Header.Get("ETag"), lastMod: resp.Header.Get("Last-Modified")}
+	var resp response
+	err := env.HTTP.Do(ctx, req, func(hr *http.Response) error {
+		resp = response{contentType: hr.Header.Get("Content-Type"), etag: hr.Header.Get("ETag"), lastMod: hr.Header.Get("Last-Modified")}
 		switch {
-		case resp.StatusCode == http.StatusNotModified:
+		case hr.StatusCode == http.StatusNotModified:
 			if !revalidate {
 				return retry.Permanent(dlq.ClassHTTP4xx, errors.New("304 Not Modified to a request that was not conditional"))
 			}
-			got.notModified = true
+			resp.notModified = true
 			return nil
-		case resp.StatusCode == http.StatusNotFound, resp.StatusCode == http.StatusNoContent:
+		case hr.StatusCode == http.StatusNotFound, hr.StatusCode == http.StatusNoContent:
 			if !t.cfg.MissingOK {
-				return retry.Permanent(dlq.ClassHTTP4xx, fmt.Errorf("%s: no tile here (set missing_ok: true to record such tiles as missing)", resp.Status))
+				return retry.Permanent(dlq.ClassHTTP4xx, fmt.Errorf("%s: no tile here (set missing_ok: true to record such tiles as missing)", hr.Status))
 			}
-			got.missing = true
+			resp.missing = true
 			return nil
 		}
-		body, err := io.ReadAll(io.LimitReader(resp.Body, maxTileBytes+1))
+		body, err := io.ReadAll(io.LimitReader(hr.Body, maxTileBytes+1))
 		if err != nil {
 			return err // the handler classifies a cut-off body as truncated, and retries
 		}
 		if len(body) > maxTileBytes {
 			return retry.Permanent(dlq.ClassParse, fmt.Errorf("tile larger than %d MiB", maxTileBytes>>20))
 		}
-		if cl := resp.ContentLength; cl >= 0 && int64(len(body)) != cl {
+		if cl := hr.ContentLength; cl >= 0 && int64(len(body)) != cl {
 			return retry.Transient(dlq.ClassTruncated, fmt.Errorf("%d of %d bytes", len(body), cl))
 		}
-		got.format, err = files.CheckImage(got.contentType, body)
+		resp.format, err = files.CheckImage(resp.contentType, body)
 		if err != nil {
 			return err
 		}
-		got.body = body
+		resp.body = body
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("fetching tile %s: %w", u.Key, err)
+		return got{}, fmt.Errorf("fetching tile %s: %w", key, err)
 	}
-	return t.output(env, u, z, x, y, stored, got)
+	return t.output(z, x, y, stored, resp)
 }
 
-// output is what fetch brought, for the runner to record: nothing for a 304, a missing
-// row for a 404 with missing_ok, else the file (written atomically here, before the row
+// output is what a tile's response means for the unit: nothing for a 304, a missing row
+// for a 404 with missing_ok, else the file (written atomically here, before the row
 // commits; a crash in between leaves a file without a row, which the next run does not
 // trust and overwrites; a crash that loses the rename leaves a row whose hash the file
 // does not match, which the next run detects and fetches again) and its row.
-func (t *Task) output(env *tasks.Env, u store.Unit, z, x, y int, stored *store.StoredFile, got response) (*tasks.Output, error) {
-	row := store.TileRow{Z: z, X: x, Y: y, Footprint: tileBound(z, x, y), ContentType: got.contentType, ETag: got.etag, LastModified: got.lastMod}
-	out := &tasks.Output{TileTable: t.table}
-	var oldPath string
+func (t *Task) output(z, x, y int, stored *store.StoredFile, resp response) (got, error) {
+	row := store.TileRow{Z: z, X: x, Y: y, Footprint: tileBound(z, x, y), ContentType: resp.contentType, ETag: resp.etag, LastModified: resp.lastMod}
+	var g got
 	switch {
-	case got.notModified:
-		out.Counts.Skipped = 1
-		return out, nil
-	case got.missing:
+	case resp.notModified:
+		g.counts.Skipped = 1
+		return g, nil
+	case resp.missing:
 		row.Status = store.FileMissing
 		if stored != nil && stored.Status == store.FileOK {
-			oldPath = stored.Path // the server no longer has it
+			g.oldPath = stored.Path // the server no longer has it
 		}
-		out.Counts.Skipped = 1
+		g.counts.Skipped = 1
 	default:
-		sum := sha256.Sum256(got.body)
-		row.Status, row.Hash, row.Bytes = store.FileOK, sum[:], int64(len(got.body))
+		sum := sha256.Sum256(resp.body)
+		row.Status, row.Hash, row.Bytes = store.FileOK, sum[:], int64(len(resp.body))
 		if !t.table.InStore {
-			row.Path = filepath.Join(t.cfg.Target.Dir, strconv.Itoa(z), strconv.Itoa(x), strconv.Itoa(y)+"."+got.format)
+			row.Path = filepath.Join(t.cfg.Target.Dir, strconv.Itoa(z), strconv.Itoa(x), strconv.Itoa(y)+"."+resp.format)
 		}
-		out.Counts.Bytes = row.Bytes
+		g.counts.Bytes = row.Bytes
 		switch {
 		case t.table.InStore:
 			// Kept in the store: the content goes with its row, in the unit's
 			// transaction, so there is no file to write or to lose.
-			row.Path, row.Data = "", got.body
+			row.Path, row.Data = "", resp.body
 			switch {
 			case stored == nil:
-				out.Counts.Inserted = 1
+				g.counts.Inserted = 1
 			case bytes.Equal(stored.Hash, row.Hash):
-				out.Counts.Skipped = 1
+				g.counts.Skipped = 1
 			default:
-				out.Counts.Updated = 1
+				g.counts.Updated = 1
 			}
 		case t.intact(stored) && bytes.Equal(stored.Hash, row.Hash) && stored.Path == row.Path:
 			// Same content from a server that does not revalidate: refresh the
 			// validators, leave the file alone.
-			out.Counts.Skipped = 1
+			g.counts.Skipped = 1
 		default:
-			if err := files.WriteFileAtomicLater(row.Path, got.body); err != nil {
-				return nil, store.DiskFault("writing "+row.Path, err)
+			if err := files.WriteFileAtomicLater(row.Path, resp.body); err != nil {
+				return got{}, store.DiskFault("writing "+row.Path, err)
 			}
 			if stored != nil && stored.Path != "" && stored.Path != row.Path {
-				oldPath = stored.Path // another format than before
+				g.oldPath = stored.Path // another format than before
 			}
 			if stored == nil {
-				out.Counts.Inserted = 1
+				g.counts.Inserted = 1
 			} else {
-				out.Counts.Updated = 1
+				g.counts.Updated = 1
 			}
 		}
 	}
-	out.Tiles = []store.TileRow{row}
-	if oldPath != "" {
-		out.Committed = func() {
-			if err := os.Remove(oldPath); err != nil && !errors.Is(err, os.ErrNotExist) {
-				env.Logger.Warn("removing a tile's previous file", "unit", u.Key, "path", oldPath, "err", err)
-			}
-		}
-	}
-	return out, nil
+	g.row = &row
+	return g, nil
 }
 
 // Finish implements tasks.Finisher: the tiles written during the run, without a flush

@@ -1,0 +1,171 @@
+package tiles
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/paulmach/orb"
+
+	"github.com/geoflow/geoflow/dlq"
+	"github.com/geoflow/geoflow/retry"
+	"github.com/geoflow/geoflow/store"
+	"github.com/geoflow/geoflow/tasks"
+)
+
+// Blocks: a unit of many tiles.
+//
+// A tile is small: a few hundred bytes from a fast server, fetched in well under a
+// millisecond. With a unit per tile, the unit's bookkeeping (its row recorded as a child,
+// the tile looked up, the row upserted, the unit completed and committed) cost more than
+// the tile itself. A block unit ("b/z/x/y/s") covers the tiles x..x+s-1 by y..y+s-1 of
+// level z, x and y multiples of s, cut to the task's area, as a metatile does in
+// MapProxy and TileCache: it looks its tiles up in one query, fetches them one after
+// another (the run's workers keep rate_limit.concurrency blocks, so as many requests, in
+// flight), and commits every row with its done state in one transaction.
+//
+// A tile that fails for good is dead-lettered alone, as a unit "z/x/y" of its own that a
+// replay fetches again by itself. When its failure says the host is in trouble (5xx,
+// 429, timeouts, the network), the block's tiles not yet tried become units of their own
+// instead, each with its own retries, rather than waiting out the same trouble one after
+// another inside the block.
+
+const (
+	// maxBlockSide is the side of the largest block: 64 tiles.
+	maxBlockSide = 8
+	// blocksPerWorker is how many blocks a level needs per worker for its blocks to
+	// be as large as they can: fewer, and the last workers to finish would fetch alone.
+	blocksPerWorker = 4
+	// blockPrefix starts the keys of block units ("b/z/x/y/s").
+	blockPrefix = "b/"
+)
+
+func blockKey(z, x, y, s int) string {
+	return blockPrefix + tileKey(z, x, y) + "/" + strconv.Itoa(s)
+}
+
+// parseBlock reads "z/x/y/s" (a block key without its prefix) and checks the block
+// exists: a side of 2 to maxBlockSide, a power of two, and a corner on a multiple of it.
+func parseBlock(k string) (z, x, y, s int, err error) {
+	i := strings.LastIndexByte(k, '/')
+	if i < 0 {
+		return 0, 0, 0, 0, fmt.Errorf("unit key %q is not b/z/x/y/side", blockPrefix+k)
+	}
+	if z, x, y, err = parseKey(k[:i]); err != nil {
+		return 0, 0, 0, 0, fmt.Errorf("unit key %q is not b/z/x/y/side: %w", blockPrefix+k, err)
+	}
+	s, err = strconv.Atoi(k[i+1:])
+	if err != nil || s < 2 || s > maxBlockSide || s&(s-1) != 0 || x%s != 0 || y%s != 0 {
+		return 0, 0, 0, 0, fmt.Errorf("unit key %q is not a block: its side must be 2, 4 or 8 and its corner a multiple of it", blockPrefix+k)
+	}
+	return z, x, y, s, nil
+}
+
+// workers is how many units of the task run at once, as the runner decides it.
+func workers(env *tasks.Env) int {
+	return cmp.Or(env.RateLimit.Concurrency, retry.DefaultConcurrency)
+}
+
+// blockSide is the side of the blocks of level z over area a: the largest of 8, 4 and 2
+// that still gives every worker blocksPerWorker blocks, else 1 (a unit per tile).
+func blockSide(a orb.Bound, z, workers int) int {
+	x0, x1, y0, y1 := tileRange(a, z)
+	for s := maxBlockSide; s > 1; s /= 2 {
+		if (x1/s-x0/s+1)*(y1/s-y0/s+1) >= blocksPerWorker*workers {
+			return s
+		}
+	}
+	return 1
+}
+
+// fetchUnits are the units fetching tiles x0..x1 by y0..y1 of level z: blocks of side s
+// whose corners are on multiples of s, each cut to the range, or a unit per tile when s
+// is 1. sp is the area the blocks are cut to, as the task's spec carries it.
+func fetchUnits(z, x0, x1, y0, y1, s int, sp json.RawMessage) []store.Unit {
+	var units []store.Unit
+	if s <= 1 {
+		for x := x0; x <= x1; x++ {
+			for y := y0; y <= y1; y++ {
+				units = append(units, fetchUnit(z, x, y))
+			}
+		}
+		return units
+	}
+	for bx := x0 / s * s; bx <= x1; bx += s {
+		for by := y0 / s * s; by <= y1; by += s {
+			b := rangeBound(store.TileRange{Z: z, X0: max(bx, x0), Y0: max(by, y0), X1: min(bx+s-1, x1), Y1: min(by+s-1, y1)})
+			units = append(units, store.Unit{Key: blockKey(z, bx, by, s), BBox: &b, Spec: sp})
+		}
+	}
+	return units
+}
+
+// rangeBound is the lon/lat footprint of a range of tiles.
+func rangeBound(r store.TileRange) orb.Bound {
+	return tileBound(r.Z, r.X0, r.Y0).Union(tileBound(r.Z, r.X1, r.Y1))
+}
+
+// block fetches a block's tiles (key without its prefix) one after another.
+func (t *Task) block(ctx context.Context, env *tasks.Env, u store.Unit, key string) (*tasks.Output, error) {
+	z, bx, by, s, err := parseBlock(key)
+	if err != nil {
+		return nil, retry.Permanent(dlq.ClassInvalid, err)
+	}
+	var sp spec
+	if err := json.Unmarshal(u.Spec, &sp); err != nil {
+		return nil, retry.Permanent(dlq.ClassInvalid, fmt.Errorf("unit %s: bad spec %s: %w", u.Key, u.Spec, err))
+	}
+	a := orb.Bound{Min: orb.Point{sp.Area[0], sp.Area[1]}, Max: orb.Point{sp.Area[2], sp.Area[3]}}
+	x0, x1, y0, y1 := tileRange(a, z)
+	r := store.TileRange{Z: z, X0: max(bx, x0), Y0: max(by, y0), X1: min(bx+s-1, x1), Y1: min(by+s-1, y1)}
+	out := &tasks.Output{TileTable: t.table}
+	if r.X0 > r.X1 || r.Y0 > r.Y1 {
+		return out, nil // outside the area: never planned so
+	}
+	stored, err := env.Store.LookupTiles(ctx, t.table, r)
+	if err != nil {
+		return nil, err
+	}
+	var old []string
+	hostTrouble := false
+	for x := r.X0; x <= r.X1; x++ {
+		for y := r.Y0; y <= r.Y1; y++ {
+			if hostTrouble {
+				out.Children = append(out.Children, fetchUnit(z, x, y))
+				continue
+			}
+			g, err := t.get(ctx, env, z, x, y, stored[[2]int{x, y}])
+			if err == nil {
+				g.addTo(out)
+				old = append(old, g.oldPath)
+				continue
+			}
+			if _, sink := store.AsFault(err); sink || ctx.Err() != nil {
+				// The disk, or shutdown: the whole block is executed again (the
+				// files it wrote have no rows yet, and are written again).
+				return nil, err
+			}
+			out.Failed = append(out.Failed, tasks.Failure{Unit: fetchUnit(z, x, y), Err: err})
+			hostTrouble = troubled(retry.ClassOf(err))
+		}
+	}
+	if hostTrouble {
+		env.Logger.Warn("a tile failed with the host in trouble: the block's remaining tiles are units of their own",
+			"unit", u.Key, "tiles_left", len(out.Children))
+	}
+	out.Committed = t.removeOld(env, old...)
+	return out, nil
+}
+
+// troubled tells whether a failure of one tile says its host is in trouble, rather than
+// that tile alone.
+func troubled(c dlq.Class) bool {
+	switch c {
+	case dlq.ClassHTTP5xx, dlq.ClassRateLimited, dlq.ClassTimeout, dlq.ClassNetwork, dlq.ClassCircuitOpen, dlq.ClassTruncated:
+		return true
+	}
+	return false
+}
