@@ -257,7 +257,7 @@ func (rp *replayer) task(ctx, work context.Context, r *runner, t *Task, runID in
 		return nil
 	}
 	rp.log.Info("replaying dead letters", "task", t.ID, "units", len(units))
-	r.drain(ctx, work, task, env, units, cmp.Or(t.RateLimit.Concurrency, 4), nil, func(u store.Unit, state store.State) {
+	r.drain(ctx, work, task, env, units, workers(t), nil, func(u store.Unit, state store.State) {
 		rp.mu.Lock()
 		rp.res.Units++
 		switch state {

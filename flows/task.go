@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/geoflow/geoflow/retry"
 	"github.com/geoflow/geoflow/store"
 	"github.com/geoflow/geoflow/tasks"
 )
@@ -160,7 +161,7 @@ func (r *runner) execute(ctx, work context.Context, t *Task) (state store.State,
 	env.Logger.Info("task started", "units", len(open), "planned", len(planned))
 
 	var deadUnits, interrupted, unrecorded atomic.Int64
-	r.drain(ctx, work, task, env, open, cmp.Or(t.RateLimit.Concurrency, 4), prog, func(_ store.Unit, state store.State) {
+	r.drain(ctx, work, task, env, open, workers(t), prog, func(_ store.Unit, state store.State) {
 		switch state {
 		case store.Failed:
 			deadUnits.Add(1)
@@ -181,6 +182,15 @@ func (r *runner) execute(ctx, work context.Context, t *Task) (state store.State,
 		return store.Failed, fmt.Sprintf("%d units failed", deadUnits.Load()), deadUnits.Load()
 	}
 	return store.Done, "", 0
+}
+
+// workers is how many of t's units run at once: one for each request the task may have in
+// flight (the rate-limit handler holds a host to rate_limit.concurrency whatever the
+// workers), and a quarter more, so that while some units write their output into the
+// store the host still has every request slot busy.
+func workers(t *Task) int {
+	c := cmp.Or(t.RateLimit.Concurrency, retry.DefaultConcurrency)
+	return c + (c+3)/4
 }
 
 // finish lets a task finish its work (index its table, check completeness). A problem is

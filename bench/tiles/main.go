@@ -1,4 +1,4 @@
-// Command tiles measures how fast geoflow mirrors map tiles (units of up to 64 tiles,
+// Command tiles measures how fast geoflow mirrors map tiles (units of up to 256 tiles,
 // each committed with its rows: files written atomically and indexed in PostGIS or a
 // GeoPackage, or the tiles themselves in a GeoPackage tile pyramid) against the raw limit
 // of the same server: one curl process fetching the same URLs with --parallel at the

@@ -24,8 +24,9 @@ import (
 // the tile itself. A block unit ("b/z/x/y/s") covers the tiles x..x+s-1 by y..y+s-1 of
 // level z, x and y multiples of s, cut to the task's area, as a metatile does in
 // MapProxy and TileCache: it looks its tiles up in one query, fetches them one after
-// another (the run's workers keep rate_limit.concurrency blocks, so as many requests, in
-// flight), and commits every row with its done state in one transaction.
+// another (the run has a few more workers than rate_limit.concurrency, and the rate-limit
+// handler keeps that many requests in flight), and commits every row with its done
+// state in one transaction.
 //
 // A tile that fails for good is dead-lettered alone, as a unit "z/x/y" of its own that a
 // replay fetches again by itself. When its failure says the host is in trouble (5xx,
@@ -34,14 +35,21 @@ import (
 // another inside the block.
 
 const (
-	// maxBlockSide is the side of the largest block: 64 tiles.
-	maxBlockSide = 8
+	// maxBlockSide is the side of the largest block: 256 tiles. Measured on PostGIS
+	// (docs/benchmarks.md), a store's per-unit round trips still cost a tenth of the
+	// rate with blocks of 64.
+	maxBlockSide = 16
 	// blocksPerWorker is how many blocks a level needs per worker for its blocks to
 	// be as large as they can: fewer, and the last workers to finish would fetch alone.
 	blocksPerWorker = 4
 	// blockPrefix starts the keys of block units ("b/z/x/y/s").
 	blockPrefix = "b/"
 )
+
+// maxBlockData bounds what a block holds of tiles kept in the store (a GeoPackage
+// pyramid), whose content waits in memory for the block's commit: past it, the block's
+// remaining tiles become units of their own. A variable for tests.
+var maxBlockData = 8 << 20
 
 func blockKey(z, x, y, s int) string {
 	return blockPrefix + tileKey(z, x, y) + "/" + strconv.Itoa(s)
@@ -59,7 +67,7 @@ func parseBlock(k string) (z, x, y, s int, err error) {
 	}
 	s, err = strconv.Atoi(k[i+1:])
 	if err != nil || s < 2 || s > maxBlockSide || s&(s-1) != 0 || x%s != 0 || y%s != 0 {
-		return 0, 0, 0, 0, fmt.Errorf("unit key %q is not a block: its side must be 2, 4 or 8 and its corner a multiple of it", blockPrefix+k)
+		return 0, 0, 0, 0, fmt.Errorf("unit key %q is not a block: its side must be 2, 4, 8 or 16 and its corner a multiple of it", blockPrefix+k)
 	}
 	return z, x, y, s, nil
 }
@@ -69,8 +77,8 @@ func workers(env *tasks.Env) int {
 	return cmp.Or(env.RateLimit.Concurrency, retry.DefaultConcurrency)
 }
 
-// blockSide is the side of the blocks of level z over area a: the largest of 8, 4 and 2
-// that still gives every worker blocksPerWorker blocks, else 1 (a unit per tile).
+// blockSide is the side of the blocks of level z over area a: the largest of 16, 8, 4 and
+// 2 that still gives every worker blocksPerWorker blocks, else 1 (a unit per tile).
 func blockSide(a orb.Bound, z, workers int) int {
 	x0, x1, y0, y1 := tileRange(a, z)
 	for s := maxBlockSide; s > 1; s /= 2 {
@@ -130,10 +138,10 @@ func (t *Task) block(ctx context.Context, env *tasks.Env, u store.Unit, key stri
 		return nil, err
 	}
 	var old []string
-	hostTrouble := false
+	hostTrouble, held := false, 0
 	for x := r.X0; x <= r.X1; x++ {
 		for y := r.Y0; y <= r.Y1; y++ {
-			if hostTrouble {
+			if hostTrouble || held > maxBlockData {
 				out.Children = append(out.Children, fetchUnit(z, x, y))
 				continue
 			}
@@ -141,6 +149,9 @@ func (t *Task) block(ctx context.Context, env *tasks.Env, u store.Unit, key stri
 			if err == nil {
 				g.addTo(out)
 				old = append(old, g.oldPath)
+				if g.row != nil {
+					held += len(g.row.Data)
+				}
 				continue
 			}
 			if _, sink := store.AsFault(err); sink || ctx.Err() != nil {
@@ -152,9 +163,13 @@ func (t *Task) block(ctx context.Context, env *tasks.Env, u store.Unit, key stri
 			hostTrouble = troubled(retry.ClassOf(err))
 		}
 	}
-	if hostTrouble {
+	switch {
+	case hostTrouble:
 		env.Logger.Warn("a tile failed with the host in trouble: the block's remaining tiles are units of their own",
 			"unit", u.Key, "tiles_left", len(out.Children))
+	case len(out.Children) > 0:
+		env.Logger.Info("the block holds as much tile content as it may: its remaining tiles are units of their own",
+			"unit", u.Key, "bytes", held, "tiles_left", len(out.Children))
 	}
 	out.Committed = t.removeOld(env, old...)
 	return out, nil

@@ -27,9 +27,11 @@ func TestParseBlock(t *testing.T) {
 		{key: "16/34800/22696/8", z: 16, x: 34800, y: 22696, s: 8},
 		{key: "3/4/2/2", z: 3, x: 4, y: 2, s: 2},
 		{key: "16/34800/22696", err: "is not b/z/x/y/side"},
-		{key: "16/34800/22696/3", err: "side must be 2, 4 or 8"},
-		{key: "16/34800/22696/16", err: "side must be 2, 4 or 8"},
-		{key: "16/34800/22696/1", err: "side must be 2, 4 or 8"},
+		{key: "16/34800/22696/3", err: "side must be 2, 4, 8 or 16"},
+		{key: "16/34800/22688/16", z: 16, x: 34800, y: 22688, s: 16},
+		{key: "16/34800/22696/16", err: "corner a multiple"},
+		{key: "16/34800/22688/32", err: "side must be 2, 4, 8 or 16"},
+		{key: "16/34800/22696/1", err: "side must be 2, 4, 8 or 16"},
 		{key: "16/34801/22696/8", err: "corner a multiple"},
 		{key: "16/34800/22697/2", err: "corner a multiple"},
 		{key: "2/8/0/4", err: "is not a tile"},
@@ -75,10 +77,11 @@ func TestBlockSide(t *testing.T) {
 		z, workers, want int
 	}{
 		{z: 10, workers: 4, want: 1},  // 1x2 tiles
-		{z: 16, workers: 8, want: 4},  // 19x28 tiles: 12 blocks of 8, 40 of 4
-		{z: 16, workers: 2, want: 8},  // 12 blocks of 8 for 2 workers
-		{z: 18, workers: 8, want: 8},  // 74x111 tiles
-		{z: 14, workers: 16, want: 1}, // 6x8 tiles
+		{z: 16, workers: 8, want: 4},  // 19x28 tiles: 12 blocks of 8, 35 of 4
+		{z: 16, workers: 2, want: 8},  // 4 blocks of 16, 12 of 8, for 2 workers
+		{z: 18, workers: 8, want: 16}, // 74x110 tiles: 35 blocks of 16
+		{z: 17, workers: 8, want: 8},  // 38x56 tiles: 12 blocks of 16, 35 of 8
+		{z: 14, workers: 16, want: 1}, // 5x7 tiles: 12 blocks of 2
 	}
 	for _, tt := range tests {
 		if got := blockSide(munich, tt.z, tt.workers); got != tt.want {

@@ -45,8 +45,8 @@ func broken(want map[string]bool, match func(z, x, y int) bool) map[string]bool 
 	return out
 }
 
-// TestBlocksOfTiles: tiles are fetched in blocks (units of up to 64 tiles, here 4x4 at
-// one request in flight), each tile once, and a rerun revalidates them in blocks too.
+// TestBlocksOfTiles: tiles are fetched in blocks (units of up to 256 tiles), each tile
+// once, and a rerun revalidates them in blocks too.
 func TestBlocksOfTiles(t *testing.T) {
 	h := newHarness(t, tileserver.Options{})
 	f := h.flow(basemap(munich, "[13, 16]", "    rate_limit: {concurrency: 2}\n"))

@@ -1,6 +1,6 @@
 // Package tiles is the `type: tiles` task: it mirrors the map tiles of an XYZ, TMS or WMTS
 // server over a bounding box and a zoom range into files (z/x/y.ext, written atomically)
-// indexed in a table of the store. Tiles are fetched in blocks of up to 64, a unit each
+// indexed in a table of the store. Tiles are fetched in blocks of up to 256, a unit each
 // (block.go), and fail one by one: a tile that fails for good is a dead letter of its own,
 // which a replay fetches alone. Tiles already stored are revalidated
 // (If-None-Match, If-Modified-Since): a 304 rewrites nothing. A response that is not an
