@@ -9,12 +9,13 @@
 # ogr2ogr copies the layer into PostGIS, where every feature is compared with the same
 # harvest made by geoflow straight into PostGIS; a rerun inserts 0; runs list, dlq list, a
 # --bbox rerun after deleting an area and --resume after SIGKILL work on the file. Then the
-# time of the same harvest into each store (alternated, twice), and peak RSS at
+# time of the same harvest into each store (alternated, ROUNDS times, median ratio), and peak RSS at
 # RSS_FEATURES into the GeoPackage.
 set -euo pipefail
 bin=$(realpath "${1:-bin/geoflow}")
 features=${FEATURES:-100000}
 rss_features=${RSS_FEATURES:-1000000}
+rounds=${ROUNDS:-5}
 db=${GEOFLOW_DATABASE_URL:?run under postgis.sh}
 out=$(mktemp -d)
 work=$out/empty
@@ -103,15 +104,19 @@ echo "  killed with $(lite geoflow.gpkg "SELECT count(*) FROM killed") rows in"
 env -u GEOFLOW_DATABASE_URL "$bin" run "$out/killed.yaml" --resume --progress off 2>&1 | grep -E '^run |features:'
 echo "  after --resume: $(lite geoflow.gpkg "SELECT count(*) FROM killed") rows, $(lite geoflow.gpkg "SELECT count(DISTINCT gf_feature_id) FROM killed") distinct of $features"
 
-echo "== the same harvest into each store, alternated"
-for round in 1 2; do
+echo "== the same harvest into each store, alternated ($rounds rounds)"
+ratios=()
+for round in $(seq 1 "$rounds"); do
   rm -f "$out/t.gpkg"*; sql "DROP TABLE IF EXISTS t_pg" >/dev/null 2>&1 || true
   timed "pg-$round" env GEOFLOW_DATABASE_URL="$db" "$bin" run "$(flow t_pg t_pg)" --progress off
   timed "gp-$round" env GEOFLOW_DATABASE_URL="$out/t.gpkg" "$bin" run "$(flow t_gp t_gp)" --progress off
   pg=$(cat "$out/pg-$round.secs"); gp=$(cat "$out/gp-$round.secs")
-  printf '  round %d: PostGIS %s s (%s MB), GeoPackage %s s (%s MB): GeoPackage/PostGIS %.2fx\n' "$round" "$pg" "$(cat "$out/pg-$round.rss")" \
-    "$gp" "$(cat "$out/gp-$round.rss")" "$(awk -v a="$gp" -v b="$pg" 'BEGIN{print a/b}')"
+  ratio=$(awk -v a="$gp" -v b="$pg" 'BEGIN{printf "%.2f", a/b}')
+  ratios+=("$ratio")
+  printf '  round %d: PostGIS %s s (%s MB), GeoPackage %s s (%s MB): GeoPackage/PostGIS %sx\n' "$round" "$pg" "$(cat "$out/pg-$round.rss")" \
+    "$gp" "$(cat "$out/gp-$round.rss")" "$ratio"
 done
+echo "  median GeoPackage/PostGIS: $(printf '%s\n' "${ratios[@]}" | sort -n | awk '{v[NR]=$1} END{print (NR%2 ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2)}')x"
 stop_wfs
 
 if [ "$rss_features" -gt 0 ]; then

@@ -35,9 +35,9 @@ import (
 // another inside the block.
 
 const (
-	// maxBlockSide is the side of the largest block: 256 tiles. Measured on PostGIS
-	// (docs/benchmarks.md), a store's per-unit round trips still cost a tenth of the
-	// rate with blocks of 64.
+	// maxBlockSide is the side of the largest block: 256 tiles. With blocks of 64, the
+	// per-unit round trips of PostGIS still cost it a tenth of its rate
+	// (docs/benchmarks.md, Tiles).
 	maxBlockSide = 16
 	// blocksPerWorker is how many blocks a level needs per worker for its blocks to
 	// be as large as they can: fewer, and the last workers to finish would fetch alone.
@@ -72,13 +72,14 @@ func parseBlock(k string) (z, x, y, s int, err error) {
 	return z, x, y, s, nil
 }
 
-// workers is how many units of the task run at once, as the runner decides it.
-func workers(env *tasks.Env) int {
+// inFlight is how many requests the task has in flight: rate_limit.concurrency.
+func inFlight(env *tasks.Env) int {
 	return cmp.Or(env.RateLimit.Concurrency, retry.DefaultConcurrency)
 }
 
 // blockSide is the side of the blocks of level z over area a: the largest of 16, 8, 4 and
-// 2 that still gives every worker blocksPerWorker blocks, else 1 (a unit per tile).
+// 2 that still gives each request in flight blocksPerWorker blocks, else 1 (a unit per
+// tile).
 func blockSide(a orb.Bound, z, workers int) int {
 	x0, x1, y0, y1 := tileRange(a, z)
 	for s := maxBlockSide; s > 1; s /= 2 {

@@ -126,7 +126,7 @@ func (t *Task) Plan(ctx context.Context, env *tasks.Env) ([]store.Unit, error) {
 	}
 	sp, _ := json.Marshal(spec{Area: [4]float64{a.Min[0], a.Min[1], a.Max[0], a.Max[1]}})
 	x0, x1, y0, y1 := tileRange(a, t.zmin)
-	units := fetchUnits(t.zmin, x0, x1, y0, y1, blockSide(a, t.zmin, workers(env)), sp)
+	units := fetchUnits(t.zmin, x0, x1, y0, y1, blockSide(a, t.zmin, inFlight(env)), sp)
 	if t.zmax > t.zmin {
 		for x := x0; x <= x1; x++ {
 			for y := y0; y <= y1; y++ {
@@ -222,7 +222,7 @@ func (t *Task) expand(env *tasks.Env, u store.Unit, key string) (*tasks.Output, 
 		if cx0 > cx1 || cy0 > cy1 {
 			continue
 		}
-		side := min(blockSide(a, zz, workers(env)), 1<<uint(zz-z))
+		side := min(blockSide(a, zz, inFlight(env)), 1<<uint(zz-z))
 		children = append(children, fetchUnits(zz, cx0, cx1, cy0, cy1, side, u.Spec)...)
 		if zz == last && last < t.zmax {
 			for cx := cx0; cx <= cx1; cx++ {
