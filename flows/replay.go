@@ -235,6 +235,7 @@ func (rp *replayer) task(ctx, work context.Context, r *runner, t *Task, runID in
 		return fmt.Errorf("building task %q: %w", t.ID, err)
 	}
 	env := r.env(t)
+	env.Stopping = ctx.Done()
 	entryOf := map[string]int{} // unit key -> index of its entry
 	var units []store.Unit
 	for _, i := range idx {

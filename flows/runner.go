@@ -119,6 +119,7 @@ func Run(ctx context.Context, f *Flow, opts RunOptions) (*Result, error) {
 
 	r := newRunner(f, opts, log, run.ID)
 	r.resumed = run.Resumed
+	r.replan = res.FlowUsed == "current"
 	// Hard-stop context for in-flight work: cancelled grace after ctx, never before.
 	work, cancelWork := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelWork()

@@ -14,6 +14,7 @@ import (
 	"github.com/geoflow/geoflow/store"
 	"github.com/geoflow/geoflow/store/gpkg"
 	"github.com/geoflow/geoflow/store/postgis"
+	"github.com/geoflow/geoflow/tasks"
 )
 
 func TestMain(m *testing.M) { testdb.Main(m) }
@@ -283,6 +284,55 @@ tasks:
 	}
 	if _, err := Run(context.Background(), f, RunOptions{Store: db, Resume: true}); err == nil {
 		t.Errorf("resuming a finished flow succeeded; want an error saying there is nothing to resume")
+	}
+}
+
+// TestResumeKeepsRecordedUnits: a resumed run executes the units its first session
+// recorded, not a plan made again, which may cut the work differently (here the task's
+// plan grows from 40 units to 60 between the sessions, as a new version of a task might
+// plan differently): nothing is fetched twice, nothing new added. A resume with an
+// edited flow file (--use-current-flow) plans again: TestResumeRunsTheRecordedFlow.
+func TestResumeKeepsRecordedUnits(t *testing.T) { eachStore(t, testResumeKeepsRecordedUnits) }
+
+func testResumeKeepsRecordedUnits(t *testing.T, loc string) {
+	db := openStore(t, loc)
+	rec := &recorder{}
+	f := mustParse(t, rec, "name: replan\ntasks:\n  a: {type: fake, units: 40, sleep: 50ms, rate_limit: {concurrency: 2}}\n")
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		for len(rec.list()) < 6 {
+			time.Sleep(5 * time.Millisecond)
+		}
+		cancel()
+	}()
+	res, err := Run(ctx, f, RunOptions{Store: db, Grace: 10 * time.Second})
+	if err != nil || res.Status != store.Interrupted {
+		t.Fatalf("first session: %v %v", res.Status, err)
+	}
+	// The same flow, whose task now plans more: a geoflow upgraded between the sessions.
+	reg := &tasks.Registry{}
+	reg.Register(tasks.Kind{Name: "fake", NewConfig: func() tasks.Config { return &testConfig{Units: 3, rec: rec, grow: 20} }})
+	again, err := Parse("test.yaml", f.Source, Options{Registry: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res2, err := Run(context.Background(), again, RunOptions{Store: db, Resume: true})
+	if err != nil || res2.Status != store.Done || res2.RunID != res.RunID {
+		t.Fatalf("resume: run %d %s %v", res2.RunID, res2.Status, err)
+	}
+	seen := map[string]int{}
+	for _, e := range rec.list() {
+		if strings.HasPrefix(e, "a u") {
+			seen[e]++
+		}
+	}
+	for e, n := range seen {
+		if n > 1 {
+			t.Errorf("%s executed %d times", e, n)
+		}
+	}
+	if len(seen) != 40 || seen["a u040"] != 0 || res2.Summary.UnitsTotal != 40 {
+		t.Errorf("%d distinct units executed, u040 %d times, %d units in the run; want the 40 recorded, no more", len(seen), seen["a u040"], res2.Summary.UnitsTotal)
 	}
 }
 

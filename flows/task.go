@@ -21,6 +21,9 @@ type runner struct {
 	runID int64
 	// resumed: tasks done in an earlier session of the run are not run again.
 	resumed bool
+	// replan: a resumed run executes an edited flow (--use-current-flow), so its tasks'
+	// plans are recorded again and add the units the edit added.
+	replan bool
 	// replaying marks a runner executing dead letters again: a failure adds to the
 	// entry's replay history.
 	replaying bool
@@ -132,6 +135,7 @@ func (r *runner) execute(ctx, work context.Context, t *Task) (state store.State,
 		return store.Failed, err.Error(), 0
 	}
 	env := r.env(t)
+	env.Stopping = ctx.Done()
 	var planned []store.Unit
 	err = r.persist(ctx, "planning", func(ctx context.Context) error {
 		planned, err = task.Plan(ctx, env)
@@ -147,6 +151,16 @@ func (r *runner) execute(ctx, work context.Context, t *Task) (state store.State,
 	final := context.WithoutCancel(ctx)
 	var open []store.Unit
 	err = r.persist(final, "recording the planned units", func(ctx context.Context) error {
+		if r.resumed && !r.replan {
+			// The units the run recorded stand: its plan made again may cut the work
+			// otherwise (blocks of tiles by another geoflow version, an extent read
+			// again), and its units would fetch what those fetch a second time. A
+			// resume with the edited flow (--use-current-flow) plans again, and adds
+			// what the edit added.
+			if open, err = r.opts.Store.OpenUnits(ctx, r.runID, t.ID); err != nil || len(open) > 0 {
+				return err
+			}
+		}
 		if err := r.opts.Store.AddUnits(ctx, r.runID, t.ID, planned); err != nil {
 			return err
 		}

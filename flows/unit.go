@@ -32,7 +32,8 @@ func (r *runner) unit(work context.Context, task tasks.Task, env *tasks.Env, u s
 	ref := store.UnitRef{RunID: env.RunID, TaskID: env.TaskID, Key: u.Key}
 	final := context.WithoutCancel(work)
 	start := time.Now()
-	deadline := start.Add(cmp.Or(env.Retry.MaxElapsed, retry.DefaultMaxElapsed))
+	wait := cmp.Or(env.Retry.MaxElapsed, retry.DefaultMaxElapsed)
+	deadline := start.Add(wait)
 	var out *tasks.Output
 	defer func() { out.Close() }()
 	for {
@@ -41,6 +42,10 @@ func (r *runner) unit(work context.Context, task tasks.Task, env *tasks.Env, u s
 			if out, err = task.Execute(work, env, u); err != nil {
 				out.Close()
 				out = nil
+			} else {
+				// What was fetched gets the whole wait to be written, however long the
+				// fetching took (a block of tiles from a paced host takes minutes).
+				deadline = time.Now().Add(wait)
 			}
 		}
 		var w written

@@ -2,7 +2,7 @@
 // each committed with its rows: files written atomically and indexed in PostGIS or a
 // GeoPackage, or the tiles themselves in a GeoPackage tile pyramid) against the raw limit
 // of the same server: one curl process fetching the same URLs with --parallel at the
-// same concurrency into the same z/x/y.png layout. The tile server (internal/tilefixture)
+// same concurrency into the same z/x/y.png layout. The tile server (internal/devserver/tileserver)
 // listens on 127.0.0.1 only, in this process; the database is $GEOFLOW_DATABASE_URL. It
 // runs several rounds of curl then each target and reports medians, since the speed of a
 // shared machine drifts between runs.

@@ -91,7 +91,7 @@ func (u *unitTx) putTiles(ctx context.Context, name string, q []string, rows []s
 		return translate(what, err)
 	}
 	levels := map[int]store.TileRow{} // the first tile stored on each level
-	var extent orb.Bound // of the tiles stored, once stored is true
+	var extent orb.Bound              // of the tiles stored, once stored is true
 	stored := false
 	for _, r := range rows {
 		what = fmt.Sprintf("storing tile %d/%d/%d in %s", r.Z, r.X, r.Y, name)

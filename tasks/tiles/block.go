@@ -32,7 +32,8 @@ import (
 // replay fetches again by itself. When its failure says the host is in trouble (5xx,
 // 429, timeouts, the network), the block's tiles not yet tried become units of their own
 // instead, each with its own retries, rather than waiting out the same trouble one after
-// another inside the block.
+// another inside the block. When the run is asked to stop, a block stops starting tiles,
+// commits those it has, and leaves the rest as single-tile units for a resume.
 
 const (
 	// maxBlockSide is the side of the largest block: 256 tiles. With blocks of 64, the
@@ -47,27 +48,51 @@ const (
 )
 
 // maxBlockData bounds what a block holds of tiles kept in the store (a GeoPackage
-// pyramid), whose content waits in memory for the block's commit: past it, the block's
-// remaining tiles become units of their own. A variable for tests.
+// pyramid), whose content waits in memory for the block's commit: once past it, the
+// block's remaining tiles become units of their own. The bound is checked before each
+// tile, so a block holds at most this and one more tile (maxTileBytes at worst). A
+// variable for tests.
 var maxBlockData = 8 << 20
 
-func blockKey(z, x, y, s int) string {
-	return blockPrefix + tileKey(z, x, y) + "/" + strconv.Itoa(s)
+// groupKey names a group of tiles: "z/x/y" for one tile, "z/x/y/side" for more, after
+// prefix.
+func groupKey(prefix string, z, x, y, s int) string {
+	if s <= 1 {
+		return prefix + tileKey(z, x, y)
+	}
+	return prefix + tileKey(z, x, y) + "/" + strconv.Itoa(s)
 }
 
 // parseBlock reads "z/x/y/s" (a block key without its prefix) and checks the block
 // exists: a side of 2 to maxBlockSide, a power of two, and a corner on a multiple of it.
 func parseBlock(k string) (z, x, y, s int, err error) {
-	i := strings.LastIndexByte(k, '/')
-	if i < 0 {
+	if strings.Count(k, "/") != 3 {
 		return 0, 0, 0, 0, fmt.Errorf("unit key %q is not b/z/x/y/side", blockPrefix+k)
 	}
+	return parseGroup(blockPrefix, k)
+}
+
+// parseGroup reads a group of tiles, "z/x/y" (one tile) or "z/x/y/s", whose key began
+// with prefix, and checks it exists: a side of 2 to maxBlockSide, a power of two, and a
+// corner on a multiple of it.
+func parseGroup(prefix, k string) (z, x, y, s int, err error) {
+	if strings.Count(k, "/") == 2 {
+		z, x, y, err = parseKey(k)
+		if err != nil {
+			return 0, 0, 0, 0, fmt.Errorf("unit key %q: %w", prefix+k, err)
+		}
+		return z, x, y, 1, nil
+	}
+	i := strings.LastIndexByte(k, '/')
+	if i < 0 {
+		return 0, 0, 0, 0, fmt.Errorf("unit key %q is not %sz/x/y/side", prefix+k, prefix)
+	}
 	if z, x, y, err = parseKey(k[:i]); err != nil {
-		return 0, 0, 0, 0, fmt.Errorf("unit key %q is not b/z/x/y/side: %w", blockPrefix+k, err)
+		return 0, 0, 0, 0, fmt.Errorf("unit key %q is not %sz/x/y/side: %w", prefix+k, prefix, err)
 	}
 	s, err = strconv.Atoi(k[i+1:])
 	if err != nil || s < 2 || s > maxBlockSide || s&(s-1) != 0 || x%s != 0 || y%s != 0 {
-		return 0, 0, 0, 0, fmt.Errorf("unit key %q is not a block: its side must be 2, 4, 8 or 16 and its corner a multiple of it", blockPrefix+k)
+		return 0, 0, 0, 0, fmt.Errorf("unit key %q is not a group of tiles: its side must be 2, 4, 8 or 16 and its corner a multiple of it", prefix+k)
 	}
 	return z, x, y, s, nil
 }
@@ -94,8 +119,8 @@ func blockSide(a orb.Bound, z, workers int) int {
 // whose corners are on multiples of s, each cut to the range, or a unit per tile when s
 // is 1. sp is the area the blocks are cut to, as the task's spec carries it.
 func fetchUnits(z, x0, x1, y0, y1, s int, sp json.RawMessage) []store.Unit {
-	var units []store.Unit
 	if s <= 1 {
+		var units []store.Unit
 		for x := x0; x <= x1; x++ {
 			for y := y0; y <= y1; y++ {
 				units = append(units, fetchUnit(z, x, y))
@@ -103,10 +128,24 @@ func fetchUnits(z, x0, x1, y0, y1, s int, sp json.RawMessage) []store.Unit {
 		}
 		return units
 	}
+	return groups(blockPrefix, z, x0, x1, y0, y1, s, sp)
+}
+
+// expandUnits are the expansion units of tiles x0..x1 by y0..y1 of level z, one for each
+// group of side s (one tile when s is 1), each planning its group's descendants.
+func expandUnits(z, x0, x1, y0, y1, s int, sp json.RawMessage) []store.Unit {
+	return groups(expandPrefix, z, x0, x1, y0, y1, max(s, 1), sp)
+}
+
+// groups are units named prefix+"z/x/y[/s]" for the groups of side s, corners on
+// multiples of s, covering x0..x1 by y0..y1 of level z, each with the footprint of its
+// tiles in that range.
+func groups(prefix string, z, x0, x1, y0, y1, s int, sp json.RawMessage) []store.Unit {
+	var units []store.Unit
 	for bx := x0 / s * s; bx <= x1; bx += s {
 		for by := y0 / s * s; by <= y1; by += s {
 			b := rangeBound(store.TileRange{Z: z, X0: max(bx, x0), Y0: max(by, y0), X1: min(bx+s-1, x1), Y1: min(by+s-1, y1)})
-			units = append(units, store.Unit{Key: blockKey(z, bx, by, s), BBox: &b, Spec: sp})
+			units = append(units, store.Unit{Key: groupKey(prefix, z, bx, by, s), BBox: &b, Spec: sp})
 		}
 	}
 	return units
@@ -139,10 +178,17 @@ func (t *Task) block(ctx context.Context, env *tasks.Env, u store.Unit, key stri
 		return nil, err
 	}
 	var old []string
-	hostTrouble, held := false, 0
+	hostTrouble, held, stopping := false, 0, false
 	for x := r.X0; x <= r.X1; x++ {
 		for y := r.Y0; y <= r.Y1; y++ {
-			if hostTrouble || held > maxBlockData {
+			if !stopping {
+				select {
+				case <-env.Stopping:
+					stopping = true
+				default:
+				}
+			}
+			if hostTrouble || held > maxBlockData || stopping {
 				out.Children = append(out.Children, fetchUnit(z, x, y))
 				continue
 			}
@@ -156,8 +202,11 @@ func (t *Task) block(ctx context.Context, env *tasks.Env, u store.Unit, key stri
 				continue
 			}
 			if _, sink := store.AsFault(err); sink || ctx.Err() != nil {
-				// The disk, or shutdown: the whole block is executed again (the
-				// files it wrote have no rows yet, and are written again).
+				// The disk (full, say), or the end of the shutdown's grace period:
+				// the whole block is executed again once the runner has waited for
+				// the disk, or by a resume (the files it wrote have no rows yet, and
+				// are written again). A disk fault is rare, and a block retried
+				// whole waits for it once instead of once per tile.
 				return nil, err
 			}
 			out.Failed = append(out.Failed, tasks.Failure{Unit: fetchUnit(z, x, y), Err: err})
@@ -165,6 +214,9 @@ func (t *Task) block(ctx context.Context, env *tasks.Env, u store.Unit, key stri
 		}
 	}
 	switch {
+	case stopping && len(out.Children) > 0:
+		env.Logger.Info("stopping: the block commits the tiles it has, the rest are left for a resume",
+			"unit", u.Key, "tiles_left", len(out.Children))
 	case hostTrouble:
 		env.Logger.Warn("a tile failed with the host in trouble: the block's remaining tiles are units of their own",
 			"unit", u.Key, "tiles_left", len(out.Children))

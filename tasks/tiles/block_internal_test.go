@@ -1,7 +1,6 @@
 package tiles
 
 import (
-	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -38,6 +37,7 @@ func TestParseBlock(t *testing.T) {
 		{key: "16/a/1/8", err: "is not z/x/y"},
 		{key: "16/0/0/x", err: "side must be"},
 		{key: "", err: "is not b/z/x/y/side"},
+		{key: "16/0/0/16/16", err: "is not b/z/x/y/side"},
 	}
 	for _, tt := range tests {
 		z, x, y, s, err := parseBlock(tt.key)
@@ -61,7 +61,7 @@ func FuzzParseBlock(f *testing.F) {
 		if err != nil {
 			return
 		}
-		back := strings.TrimPrefix(blockKey(z, x, y, s), blockPrefix)
+		back := strings.TrimPrefix(groupKey(blockPrefix, z, x, y, s), blockPrefix)
 		if z2, x2, y2, s2, err := parseBlock(back); err != nil || z2 != z || x2 != x || y2 != y || s2 != s {
 			t.Errorf("parseBlock(%q) = %d/%d/%d side %d, written %q, read back as %d/%d/%d side %d (%v)", k, z, x, y, s, back, z2, x2, y2, s2, err)
 		}
@@ -93,8 +93,9 @@ func TestBlockSide(t *testing.T) {
 
 // TestPlanCoversEveryTileOnce: the units Plan and the expansions plan, followed to the
 // deepest level, fetch every tile of the cover exactly once, whatever the zoom range, the
-// area and the number of workers; no block reaches outside the descendants of the
-// expansion that planned it, so no two units share a key.
+// area and the number of requests in flight; no block reaches outside the descendants of
+// the expansion that planned it, so no two units share a key; and a large cover takes at
+// least ten tiles a unit on average, on its deep levels too.
 func TestPlanCoversEveryTileOnce(t *testing.T) {
 	areas := []orb.Bound{
 		{Min: orb.Point{11.45, 48.05}, Max: orb.Point{11.55, 48.15}},
@@ -106,14 +107,7 @@ func TestPlanCoversEveryTileOnce(t *testing.T) {
 			for _, w := range []int{1, 4, 16} {
 				t.Run(fmt.Sprintf("%v z%d-%d w%d", a, zr[0], zr[1], w), func(t *testing.T) {
 					tk := &Task{zmin: zr[0], zmax: zr[1], table: &store.TileTable{}}
-					sp, _ := json.Marshal(spec{Area: [4]float64{a.Min[0], a.Min[1], a.Max[0], a.Max[1]}})
-					x0, x1, y0, y1 := tileRange(a, tk.zmin)
-					queue := fetchUnits(tk.zmin, x0, x1, y0, y1, blockSide(a, tk.zmin, w), sp)
-					for x := x0; x <= x1 && tk.zmax > tk.zmin; x++ {
-						for y := y0; y <= y1; y++ {
-							queue = append(queue, expandUnit(tk.zmin, x, y, sp))
-						}
-					}
+					queue := tk.firstUnits(a, w)
 					keys := map[string]bool{}
 					fetched := map[string]int{}
 					for len(queue) > 0 {
@@ -150,6 +144,11 @@ func TestPlanCoversEveryTileOnce(t *testing.T) {
 						default:
 							fetched[u.Key]++
 						}
+					}
+					// Deep levels come in blocks too, not a unit or two per handful of
+					// tiles below each expansion.
+					if len(fetched) >= 10000 && len(fetched) < 10*len(keys) {
+						t.Errorf("%d tiles in %d units: fewer than 10 tiles a unit", len(fetched), len(keys))
 					}
 					if want := CountTiles(a, tk.zmin, tk.zmax); int64(len(fetched)) != want {
 						t.Errorf("%d tiles fetched, the cover has %d", len(fetched), want)

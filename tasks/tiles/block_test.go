@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/geoflow/geoflow/dlq"
 	"github.com/geoflow/geoflow/flows"
@@ -178,5 +179,51 @@ func TestBlockTileFailsAlone(t *testing.T) {
 				t.Errorf("after the replay: %d rows, want %d", len(rows), len(want))
 			}
 		})
+	}
+}
+
+// TestBlockStopsOnShutdown: asked to stop, a block in flight stops starting tiles,
+// commits those it has and leaves the rest pending as single tiles; the resume fetches
+// only those, so every tile is fetched once across the two sessions.
+func TestBlockStopsOnShutdown(t *testing.T) {
+	h := newHarness(t, tileserver.Options{Latency: 10 * time.Millisecond})
+	f := h.flow(basemap(munich, "[16, 16]", "    rate_limit: {concurrency: 2}\n"))
+	want := cover(munich, 16, 16)
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		for h.fx.Stats().OK < 40 {
+			time.Sleep(2 * time.Millisecond)
+		}
+		cancel()
+	}()
+	res, err := flows.Run(ctx, f, flows.RunOptions{Store: h.db, Logger: h.logger(), HTTP: h.handler(), Grace: 30 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := h.fx.Stats().OK
+	if res.Status != store.Interrupted || first >= int64(len(want))/2 {
+		t.Fatalf("first session %s with %d of %d tiles fetched; want interrupted early\n%s", res.Status, first, len(want), tail(h.logs.String()))
+	}
+	if first > 40+10 {
+		t.Errorf("%d tiles fetched after asking to stop at 40: the blocks in flight went on", first)
+	}
+	if rows := len(h.rows("true")); int64(rows) != first {
+		t.Errorf("%d rows after the stop for %d tiles fetched; want the blocks in flight to commit what they had", rows, first)
+	}
+	if !strings.Contains(h.logs.String(), "stopping: the block commits the tiles it has") {
+		t.Errorf("no block stopped part-way\n%s", tail(h.logs.String()))
+	}
+	res, err = flows.Run(context.Background(), f, flows.RunOptions{Store: h.db, Logger: h.logger(), HTTP: h.handler(), Resume: true})
+	if err != nil || res.Status != store.Done {
+		t.Fatalf("resume: %v %v\n%s", res.Status, err, tail(h.logs.String()))
+	}
+	st := h.fx.Stats()
+	for k, n := range st.Served {
+		if n != 1 {
+			t.Errorf("tile %s fetched %d times across the stop", k, n)
+		}
+	}
+	if len(st.Served) != len(want) || len(h.rows("status = 'ok'")) != len(want) {
+		t.Errorf("%d tiles fetched, %d rows; want %d", len(st.Served), len(h.rows("status = 'ok'")), len(want))
 	}
 }

@@ -111,7 +111,7 @@ func (t *Task) area(ctx context.Context, env *tasks.Env) (orb.Bound, bool, error
 }
 
 // Plan implements tasks.Task: the tiles of the first zoom level, in blocks, and an
-// expansion unit per tile of it that plans the levels below as the run goes.
+// expansion unit per block of it that plans the levels below as the run goes.
 func (t *Task) Plan(ctx context.Context, env *tasks.Env) ([]store.Unit, error) {
 	if err := t.ensure(ctx, env); err != nil {
 		return nil, err
@@ -124,29 +124,28 @@ func (t *Task) Plan(ctx context.Context, env *tasks.Env) ([]store.Unit, error) {
 		env.Logger.Info("the run's --bbox does not touch this task's area: nothing to do")
 		return nil, nil
 	}
+	units := t.firstUnits(a, inFlight(env))
+	x0, x1, y0, y1 := tileRange(a, t.zmin)
+	env.Logger.Info("tiles planned", "zoom", fmt.Sprintf("%d-%d", t.zmin, t.zmax), "first_level_tiles", (x1-x0+1)*(y1-y0+1),
+		"total_tiles", CountTiles(a, t.zmin, t.zmax), "units", len(units), "bbox", fmtBound(a))
+	return units, nil
+}
+
+// firstUnits are the units Plan plans over area a with n requests in flight.
+func (t *Task) firstUnits(a orb.Bound, n int) []store.Unit {
 	sp, _ := json.Marshal(spec{Area: [4]float64{a.Min[0], a.Min[1], a.Max[0], a.Max[1]}})
 	x0, x1, y0, y1 := tileRange(a, t.zmin)
-	units := fetchUnits(t.zmin, x0, x1, y0, y1, blockSide(a, t.zmin, inFlight(env)), sp)
+	side := blockSide(a, t.zmin, n)
+	units := fetchUnits(t.zmin, x0, x1, y0, y1, side, sp)
 	if t.zmax > t.zmin {
-		for x := x0; x <= x1; x++ {
-			for y := y0; y <= y1; y++ {
-				units = append(units, expandUnit(t.zmin, x, y, sp))
-			}
-		}
+		units = append(units, expandUnits(t.zmin, x0, x1, y0, y1, side, sp)...)
 	}
-	env.Logger.Info("tiles planned", "zoom", fmt.Sprintf("%d-%d", t.zmin, t.zmax), "first_level_tiles", (x1-x0+1)*(y1-y0+1),
-		"total_tiles", CountTiles(a, t.zmin, t.zmax), "bbox", fmtBound(a))
-	return units, nil
+	return units
 }
 
 func fetchUnit(z, x, y int) store.Unit {
 	b := tileBound(z, x, y)
 	return store.Unit{Key: tileKey(z, x, y), BBox: &b}
-}
-
-func expandUnit(z, x, y int, sp json.RawMessage) store.Unit {
-	b := tileBound(z, x, y)
-	return store.Unit{Key: expandPrefix + tileKey(z, x, y), BBox: &b, Spec: sp}
 }
 
 func tileKey(z, x, y int) string {
@@ -200,11 +199,12 @@ func (t *Task) Execute(ctx context.Context, env *tasks.Env, u store.Unit) (*task
 	return t.fetch(ctx, env, u, z, x, y)
 }
 
-// expand plans an expansion unit's children: the tile's descendants over the area for
-// the next expandDepth levels, in blocks no wider than the descendants of one level (so
-// two expansion units never plan the same block), and expansion units below them.
+// expand plans an expansion unit's children: the descendants of its group of tiles over
+// the area for the next expandDepth levels, in blocks no wider than the group's
+// descendants on each level (so that two expansion units never plan the same block), and
+// expansion units below them, one for each block of the last level.
 func (t *Task) expand(env *tasks.Env, u store.Unit, key string) (*tasks.Output, error) {
-	z, x, y, err := parseKey(key)
+	z, x, y, s, err := parseGroup(expandPrefix, key)
 	if err != nil {
 		return nil, retry.Permanent(dlq.ClassInvalid, err)
 	}
@@ -216,20 +216,17 @@ func (t *Task) expand(env *tasks.Env, u store.Unit, key string) (*tasks.Output, 
 	var children []store.Unit
 	last := min(z+expandDepth, t.zmax)
 	for zz := z + 1; zz <= last; zz++ {
-		dx0, dx1, dy0, dy1 := descendants(z, x, y, zz)
+		d := uint(zz - z)
 		ax0, ax1, ay0, ay1 := tileRange(a, zz)
-		cx0, cx1, cy0, cy1 := max(dx0, ax0), min(dx1, ax1), max(dy0, ay0), min(dy1, ay1)
+		cx0, cx1 := max(x<<d, ax0), min((x+s)<<d-1, ax1)
+		cy0, cy1 := max(y<<d, ay0), min((y+s)<<d-1, ay1)
 		if cx0 > cx1 || cy0 > cy1 {
 			continue
 		}
-		side := min(blockSide(a, zz, inFlight(env)), 1<<uint(zz-z))
+		side := min(blockSide(a, zz, inFlight(env)), s<<d)
 		children = append(children, fetchUnits(zz, cx0, cx1, cy0, cy1, side, u.Spec)...)
 		if zz == last && last < t.zmax {
-			for cx := cx0; cx <= cx1; cx++ {
-				for cy := cy0; cy <= cy1; cy++ {
-					children = append(children, expandUnit(zz, cx, cy, u.Spec))
-				}
-			}
+			children = append(children, expandUnits(zz, cx0, cx1, cy0, cy1, side, u.Spec)...)
 		}
 	}
 	return &tasks.Output{Children: children}, nil
