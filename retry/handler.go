@@ -23,7 +23,8 @@ import (
 type Options struct {
 	// Client sends the requests. Defaults to a client with a 60s timeout
 	// on a clone of http.DefaultTransport keeping 16 idle connections per
-	// host.
+	// host. Unless it has a CheckRedirect of its own, its redirects follow
+	// each Request's Redirects.
 	Client *http.Client
 	// Logger receives one line per retry and per capped server delay.
 	// Defaults to discarding.
@@ -77,6 +78,12 @@ func New(opts *Options) *Handler {
 		}
 		o.Client = &http.Client{Timeout: 60 * time.Second, Transport: rt}
 	}
+	if o.Client.CheckRedirect == nil {
+		// Redirects keep a task's credentials with the origin they were given for.
+		c := *o.Client
+		c.CheckRedirect = checkRedirect
+		o.Client = &c
+	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -106,6 +113,9 @@ type Request struct {
 	Policy Policy
 	// RateLimit configures the host's pacing the first time it is used.
 	RateLimit RateLimit
+	// Redirects says which redirects are followed; the zero value means
+	// RedirectsSameOrigin.
+	Redirects Redirects
 	// Idempotent allows retrying a method other than GET and HEAD, such as
 	// a WFS GetFeature POST.
 	Idempotent bool
@@ -215,7 +225,7 @@ func hostKey(u *url.URL) string {
 // *Error wrapping ctx.Err(); that is not held against the host.
 func (h *Handler) Do(ctx context.Context, r Request, read func(*http.Response) error) error {
 	p := r.Policy.withDefaults()
-	if err := r.Policy.Validate(); err != nil {
+	if err := errors.Join(r.Policy.Validate(), r.Redirects.Validate()); err != nil {
 		return &Error{Class: dlq.ClassInvalid, Message: err.Error(), Err: err}
 	}
 	if r.New == nil || read == nil {
@@ -242,6 +252,7 @@ func (h *Handler) Do(ctx context.Context, r Request, read func(*http.Response) e
 			}
 			return &Error{Class: dlq.ClassInvalid, Message: "building request: " + redact.String(err.Error()), Attempts: attempt - 1, Method: method, URL: rawURL, Err: err}
 		}
+		req = withRedirects(req, r.Redirects)
 		method = req.Method
 		rawURL = redact.URL(req.URL.String())
 		secrets := redact.Secrets(req.URL, req.Header)

@@ -1,0 +1,111 @@
+package retry
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/textproto"
+	"net/url"
+	"strings"
+
+	"github.com/geoflow/geoflow/dlq"
+	"github.com/geoflow/geoflow/internal/redact"
+)
+
+// Redirects says which redirects a request follows. Whatever it says, a redirect never
+// carries a Referer the task did not set itself: Go's client makes one from the
+// previous URL, query string (and any key in it) included.
+type Redirects string
+
+const (
+	// RedirectsSameOrigin (the default) follows redirects within the request's origin
+	// (scheme, host and port; http to https on the same host counts as the same) and
+	// refuses any other, as a permanent invalid_request failure: the task's headers,
+	// the URL's userinfo and its key-like parameters were given for that origin only.
+	RedirectsSameOrigin Redirects = "same_origin"
+	// RedirectsStripCredentials follows redirects to other origins too, without the
+	// task's own headers (only the standard ones geoflow sets: User-Agent, Accept,
+	// validators, Range) and without userinfo in the new URL.
+	RedirectsStripCredentials Redirects = "strip_credentials"
+)
+
+// maxRedirects is how many redirects one attempt follows, as Go's client does.
+const maxRedirects = 10
+
+// Validate reports an unknown value.
+func (r Redirects) Validate() error {
+	switch r {
+	case "", RedirectsSameOrigin, RedirectsStripCredentials:
+		return nil
+	}
+	return fmt.Errorf("redirects must be %s or %s, not %q", RedirectsSameOrigin, RedirectsStripCredentials, string(r))
+}
+
+type redirectsKey struct{}
+
+// withRedirects returns req carrying the policy its redirects follow.
+func withRedirects(req *http.Request, r Redirects) *http.Request {
+	return req.WithContext(context.WithValue(req.Context(), redirectsKey{}, r))
+}
+
+// safeHeaders are the headers a redirect to another origin keeps: those geoflow sets
+// itself, which carry nothing of the task's.
+var safeHeaders = map[string]bool{
+	"User-Agent": true, "Accept": true, "Accept-Language": true, "Accept-Encoding": true,
+	"If-None-Match": true, "If-Modified-Since": true, "Range": true, "Content-Type": true,
+}
+
+// checkRedirect is the client's CheckRedirect: req is the next request, via those
+// already sent, via[0] the one geoflow built.
+func checkRedirect(req *http.Request, via []*http.Request) error {
+	first := via[0]
+	if len(via) >= maxRedirects {
+		return Permanent(dlq.ClassHTTP4xx, fmt.Errorf("stopped after %d redirects", maxRedirects))
+	}
+	if first.Header.Get("Referer") == "" {
+		req.Header.Del("Referer")
+	}
+	if sameOrigin(first.URL, req.URL) {
+		return nil
+	}
+	policy, _ := first.Context().Value(redirectsKey{}).(Redirects)
+	if policy != RedirectsStripCredentials {
+		return Permanent(dlq.ClassInvalid, fmt.Errorf("redirected from %s to %s, another origin: not followed, so that the task's credentials stay with %s "+
+			"(set redirects: strip_credentials to follow such redirects without them)",
+			redact.URL(via[len(via)-1].URL.String()), redact.URL(req.URL.String()), origin(first.URL)))
+	}
+	for k := range req.Header {
+		if !safeHeaders[textproto.CanonicalMIMEHeaderKey(k)] {
+			req.Header.Del(k)
+		}
+	}
+	req.URL.User = nil
+	return nil
+}
+
+// sameOrigin tells whether next is within first's origin: the same scheme, host and
+// port, or the same host moved from http to https (default ports).
+func sameOrigin(first, next *url.URL) bool {
+	if !strings.EqualFold(first.Hostname(), next.Hostname()) {
+		return false
+	}
+	if strings.EqualFold(first.Scheme, next.Scheme) {
+		return portOf(first) == portOf(next)
+	}
+	return strings.EqualFold(first.Scheme, "http") && strings.EqualFold(next.Scheme, "https") &&
+		portOf(first) == "80" && portOf(next) == "443"
+}
+
+func portOf(u *url.URL) string {
+	if p := u.Port(); p != "" {
+		return p
+	}
+	if strings.EqualFold(u.Scheme, "https") {
+		return "443"
+	}
+	return "80"
+}
+
+func origin(u *url.URL) string {
+	return strings.ToLower(u.Scheme) + "://" + strings.ToLower(u.Host)
+}
