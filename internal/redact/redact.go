@@ -14,36 +14,76 @@ import (
 // Mask is what a secret is replaced with.
 const Mask = "REDACTED"
 
+// sensitiveWords are the words that make a query parameter or header name a credential's,
+// wherever they stand in it: access_key, client_secret, api-key, apiKey, Private-Token,
+// X-Amz-Signature, Authorization. Names are cut into words at _ - . and at camelCase.
+var sensitiveWords = map[string]bool{
+	"key": true, "apikey": true, "accesskey": true, "secretkey": true, "privatekey": true,
+	"token": true, "accesstoken": true, "authtoken": true, "apitoken": true, "privatetoken": true, "sessiontoken": true, "idtoken": true, "refreshtoken": true,
+	"secret": true, "clientsecret": true, "password": true, "passwd": true, "pwd": true, "passphrase": true,
+	"signature": true, "sig": true, "credential": true, "credentials": true,
+	"auth": true, "authorization": true, "cookie": true, "session": true, "sessionid": true,
+}
+
+// sensitiveName reports whether a parameter or header name carries a credential: one of
+// its words is a sensitive word (so monkey and keyword are not, access_key and
+// X-Api-Key are).
+func sensitiveName(name string) bool {
+	var word []rune
+	prevLower := false
+	check := func() bool {
+		ok := len(word) > 0 && sensitiveWords[string(word)]
+		word = word[:0]
+		return ok
+	}
+	for _, r := range name {
+		switch {
+		case r == '_' || r == '-' || r == '.' || r == ' ':
+			if check() {
+				return true
+			}
+			prevLower = false
+			continue
+		case r >= 'A' && r <= 'Z':
+			if prevLower && check() {
+				return true
+			}
+			r += 'a' - 'A'
+			prevLower = false
+		default:
+			prevLower = r >= 'a' && r <= 'z' || r >= '0' && r <= '9'
+		}
+		word = append(word, r)
+	}
+	if check() {
+		return true
+	}
+	// The whole name, separators dropped: "API_KEY", "Api-Token", "ACCESSTOKEN".
+	flat := strings.Map(func(r rune) rune {
+		if r == '_' || r == '-' || r == '.' {
+			return -1
+		}
+		return r
+	}, strings.ToLower(name))
+	return sensitiveWords[flat]
+}
+
 // sensitiveParam reports whether a query parameter carries a credential: an API key or
 // token, or the signature and credentials of a presigned object-store URL (AWS S3
 // X-Amz-*, Google Cloud Storage X-Goog-*, an Azure SAS token's sig), which STAC catalogues
 // hand out as asset hrefs and which grant access until they expire.
-func sensitiveParam(name string) bool {
-	switch strings.ToLower(name) {
-	case "key", "token", "apikey", "api_key", "access_token", "password", "secret", "signature",
-		"sig", "x-amz-signature", "x-amz-credential", "x-amz-security-token",
-		"x-goog-signature", "x-goog-credential":
-		return true
-	}
-	return false
-}
+func sensitiveParam(name string) bool { return sensitiveName(name) }
 
 // sensitiveHeader reports whether a header carries a credential.
-func sensitiveHeader(name string) bool {
-	switch http.CanonicalHeaderKey(name) {
-	case "Authorization", "Proxy-Authorization", "Cookie", "Set-Cookie", "X-Api-Key", "X-Auth-Token":
-		return true
-	}
-	return false
-}
+func sensitiveHeader(name string) bool { return sensitiveName(name) }
 
-// URL returns s with the password of its userinfo and the values of the query
-// parameters key, token, apikey, api_key, access_token, password, secret,
-// signature and those of presigned object-store URLs (sig, X-Amz-Signature,
-// X-Amz-Credential, X-Amz-Security-Token, X-Goog-Signature, X-Goog-Credential;
-// compared case-insensitively) replaced by Mask. The order of the
-// parameters is kept. A string that does not parse as a URL is redacted as
-// free text by String, so a secret never slips through a parse error.
+// URL returns s with the password of its userinfo (or its user name, when it has no
+// password: http://TOKEN@host carries a token there) and the values of the query
+// parameters whose names carry a credential (key, token, secret, password, signature and
+// their kin, as in access_key, client_secret, api-key, apiKey, X-Amz-Signature; compared
+// case-insensitively) replaced by Mask. The order of the parameters is kept. A string
+// that does not parse as a URL is redacted as free text by String, so a secret never
+// slips through a parse error.
 func URL(s string) string {
 	u, err := url.Parse(s)
 	if err != nil {
@@ -52,6 +92,8 @@ func URL(s string) string {
 	if u.User != nil {
 		if _, ok := u.User.Password(); ok {
 			u.User = url.UserPassword(u.User.Username(), Mask)
+		} else if u.User.Username() != "" {
+			u.User = url.User(Mask)
 		}
 	}
 	if u.RawQuery != "" {
@@ -71,10 +113,10 @@ func URL(s string) string {
 	return u.String()
 }
 
-// Header returns a copy of h in which the values of Authorization,
-// Proxy-Authorization, Cookie, Set-Cookie, X-Api-Key and X-Auth-Token are
-// replaced by Mask; the names stay so a reader sees they were sent. A nil h
-// gives nil. h itself is not modified.
+// Header returns a copy of h in which the values of headers whose names carry a
+// credential (Authorization, Cookie, X-Api-Key, Api-Token, Private-Token and their kin)
+// are replaced by Mask; the names stay so a reader sees they were sent. A nil h gives
+// nil. h itself is not modified.
 func Header(h http.Header) http.Header {
 	if h == nil {
 		return nil
@@ -94,30 +136,63 @@ func Header(h http.Header) http.Header {
 }
 
 var (
-	// paramRe finds credential-carrying query parameters inside free text,
-	// such as a URL echoed back in a server's error page.
-	paramRe = regexp.MustCompile(`(?i)\b(key|token|apikey|api_key|access_token|password|secret|signature|sig|credential)=([^&\s"'<>]+)`)
+	// paramRe finds credential-carrying query parameters inside free text, such as a URL
+	// echoed back in a server's error page: a name made of words one of which is
+	// sensitive, then "=".
+	paramRe = regexp.MustCompile(`(?i)\b((?:[a-z0-9]+[_.-])*(?:api_?key|access_?key|secret_?key|private_?key|key|access_?token|auth_?token|api_?token|private_?token|token|client_?secret|secret|password|passwd|pwd|signature|sig|credential)(?:[_.-][a-z0-9]+)*)=([^&\s"'<>]+)`)
 	// userinfoRe finds "scheme://user:password@" inside free text.
 	userinfoRe = regexp.MustCompile(`(://[^/\s:@]*):[^/\s@]*@`)
+	// tokenUserRe finds "scheme://token@" (a user name and no password) inside free text.
+	tokenUserRe = regexp.MustCompile(`(://)[^/\s:@]+@`)
 	// bearerRe finds HTTP authorization credentials inside free text.
-	bearerRe = regexp.MustCompile(`(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]+`)
+	bearerRe = regexp.MustCompile(`(?i)\b(bearer|basic|token)\s+[A-Za-z0-9._~+/=-]{4,}`)
 )
 
-// String returns s with every occurrence of each non-empty secret replaced by
-// Mask, and with credentials that look like query parameters, URL userinfo
-// passwords or Bearer/Basic tokens masked too. Use it on response bodies and
-// messages that may echo a request back.
+// minSecret is the shortest secret String masks wherever it stands: a shorter one (a
+// password "e") would be found inside ordinary words, and masking it there would show it.
+const minSecret = 4
+
+// String returns s with each secret (of minSecret characters or more) masked where it
+// stands as a token of its own, not inside a longer word, and with credentials that
+// look like query parameters, URL userinfo or Bearer/Basic tokens masked by their
+// position. Use it on response bodies and messages that may echo a request back.
 func String(s string, secrets ...string) string {
 	for _, sec := range secrets {
-		if sec == "" || sec == Mask {
+		if len(sec) < minSecret || sec == Mask {
 			continue
 		}
-		s = strings.ReplaceAll(s, sec, Mask)
+		s = replaceToken(s, sec)
 	}
 	s = paramRe.ReplaceAllString(s, "${1}="+Mask)
 	s = userinfoRe.ReplaceAllString(s, "${1}:"+Mask+"@")
+	s = tokenUserRe.ReplaceAllString(s, "${1}"+Mask+"@")
 	s = bearerRe.ReplaceAllString(s, "${1} "+Mask)
 	return s
+}
+
+// replaceToken masks the occurrences of sec in s that no letter or digit touches on
+// either side.
+func replaceToken(s, sec string) string {
+	var b strings.Builder
+	for {
+		i := strings.Index(s, sec)
+		if i < 0 {
+			b.WriteString(s)
+			return b.String()
+		}
+		end := i + len(sec)
+		if (i == 0 || !alnum(s[i-1])) && (end == len(s) || !alnum(s[end])) {
+			b.WriteString(s[:i])
+			b.WriteString(Mask)
+		} else {
+			b.WriteString(s[:end])
+		}
+		s = s[end:]
+	}
+}
+
+func alnum(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
 }
 
 // Secrets returns the credential values found in u (the userinfo password and
@@ -129,6 +204,8 @@ func Secrets(u *url.URL, h http.Header) []string {
 		if u.User != nil {
 			if p, ok := u.User.Password(); ok && p != "" {
 				out = append(out, p)
+			} else if !ok && u.User.Username() != "" {
+				out = append(out, u.User.Username())
 			}
 		}
 		for _, p := range strings.Split(u.RawQuery, "&") {

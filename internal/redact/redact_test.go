@@ -15,7 +15,9 @@ func TestURL(t *testing.T) {
 	}{
 		{name: "no secrets", in: "https://example.com/wfs?service=WFS&count=10", want: "https://example.com/wfs?service=WFS&count=10"},
 		{name: "password in userinfo", in: "https://bob:hunter2@example.com/x", want: "https://bob:REDACTED@example.com/x"},
-		{name: "user without password kept", in: "https://bob@example.com/x", want: "https://bob@example.com/x"},
+		{name: "a user name alone is a token", in: "http://TOKEN123@example.com/x", want: "http://REDACTED@example.com/x"},
+		{name: "keys named otherwise", in: "https://e.com/t?access_key=a&client_secret=b&api-key=c&apiKey=d&X-Api-Token=e&sessionToken=f&typeNames=g&sortKey=h",
+			want: "https://e.com/t?access_key=REDACTED&client_secret=REDACTED&api-key=REDACTED&apiKey=REDACTED&X-Api-Token=REDACTED&sessionToken=REDACTED&typeNames=g&sortKey=REDACTED"},
 		{name: "api key", in: "https://e.com/t?apikey=abc123&z=1", want: "https://e.com/t?apikey=REDACTED&z=1"},
 		{name: "case-insensitive names", in: "https://e.com/t?API_KEY=a&Token=b&ACCESS_TOKEN=c", want: "https://e.com/t?API_KEY=REDACTED&Token=REDACTED&ACCESS_TOKEN=REDACTED"},
 		{name: "every listed name", in: "https://e.com/?key=1&password=2&secret=3&signature=4", want: "https://e.com/?key=REDACTED&password=REDACTED&secret=REDACTED&signature=REDACTED"},
@@ -76,6 +78,13 @@ func TestString(t *testing.T) {
 		{name: "bearer", in: "Authorization: Bearer eyJhbGciOi.x", want: "Authorization: Bearer REDACTED"},
 		{name: "echoed SAS signature", in: `BlobNotFound: https://a.blob.core.windows.net/c/x?sv=2021&sig=uK%2Fx3D`, want: `BlobNotFound: https://a.blob.core.windows.net/c/x?sv=2021&sig=REDACTED`},
 		{name: "nothing to do", in: "plain text", want: "plain text"},
+		// By position, never by substring: a password "e" or "geoflow" does not mask
+		// the words it hides in.
+		{name: "short secret not masked inside words", in: "failed to connect to server", secrets: []string{"e"}, want: "failed to connect to server"},
+		{name: "secret inside a longer word kept", in: "user geoflowadmin denied", secrets: []string{"geoflow"}, want: "user geoflowadmin denied"},
+		{name: "secret as a token of its own", in: "bad key s3cr3tK3y; retry", secrets: []string{"s3cr3tK3y"}, want: "bad key REDACTED; retry"},
+		{name: "echoed keys named otherwise", in: "GET /wfs?access_key=A1B2&client_secret=xyz&api-key=k9 failed", want: "GET /wfs?access_key=REDACTED&client_secret=REDACTED&api-key=REDACTED failed"},
+		{name: "token user in text", in: "dial http://ghp_abcdef@git.example/x: refused", want: "dial http://REDACTED@git.example/x: refused"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -83,6 +92,23 @@ func TestString(t *testing.T) {
 				t.Errorf("String(%q) = %q, want %q", tt.in, got, tt.want)
 			}
 		})
+	}
+}
+
+func TestSensitiveHeaders(t *testing.T) {
+	for name, want := range map[string]bool{
+		"Authorization": true, "Proxy-Authorization": true, "Cookie": true, "Set-Cookie": true, "X-Api-Key": true,
+		"Api-Token": true, "Apikey": true, "Private-Token": true, "X-Auth-Token": true, "X-Amz-Security-Token": true,
+		"Accept": false, "Keep-Alive": false, "Content-Type": false, "If-None-Match": false, "User-Agent": false, "X-Monkey": false,
+	} {
+		if got := sensitiveHeader(name); got != want {
+			t.Errorf("sensitiveHeader(%q) = %v, want %v", name, got, want)
+		}
+	}
+	h := http.Header{"Api-Token": {"tok-abcdef"}, "Private-Token": {"glpat-123456"}}
+	got := strings.Join(Secrets(nil, h), ",")
+	if !strings.Contains(got, "tok-abcdef") || !strings.Contains(got, "glpat-123456") {
+		t.Errorf("Secrets of configured headers = %q", got)
 	}
 }
 

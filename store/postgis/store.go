@@ -46,7 +46,7 @@ func Open(ctx context.Context, dsn string, opts *Options) (*Store, error) {
 	safe := redactDSN(dsn)
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
-		return nil, fmt.Errorf("parsing database URL %s: %s", safe, redactErr(err, dsn))
+		return nil, fmt.Errorf("parsing database URL %s: %s", safe, redactErr(err))
 	}
 	cfg.MaxConns = 16
 	if opts != nil && opts.MaxConns > 0 {
@@ -60,11 +60,11 @@ func Open(ctx context.Context, dsn string, opts *Options) (*Store, error) {
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("connecting to %s: %s", safe, redactErr(err, dsn))
+		return nil, fmt.Errorf("connecting to %s: %s", safe, redactErr(err))
 	}
 	if err := pool.Ping(ctx); err != nil {
 		pool.Close()
-		return nil, fmt.Errorf("connecting to %s: %s", safe, redactErr(err, dsn))
+		return nil, fmt.Errorf("connecting to %s: %s", safe, redactErr(err))
 	}
 	return &Store{pool: pool, url: safe}, nil
 }
@@ -94,7 +94,7 @@ func redactDSN(dsn string) string {
 
 // redactErr keeps pgx's message, on one line (pgx lists every address it tried on a line
 // of its own, often the same one twice), but never the password it may quote.
-func redactErr(err error, dsn string) string {
+func redactErr(err error) string {
 	var parts []string
 	seen := map[string]bool{}
 	for _, l := range strings.Split(err.Error(), "\n") {
@@ -104,13 +104,12 @@ func redactErr(err error, dsn string) string {
 			parts = append(parts, strings.TrimSuffix(l, ":"))
 		}
 	}
-	msg := strings.Join(parts, ": ")
-	if u, perr := url.Parse(dsn); perr == nil && u.User != nil {
-		if pw, ok := u.User.Password(); ok && pw != "" {
-			msg = strings.ReplaceAll(msg, pw, "REDACTED")
-		}
-	}
-	return msg
+	// By position, not by the password's text: pgx never prints the password, and
+	// replacing its text everywhere turned `role "geoflow"` into `role "REDACTED"` for a
+	// password equal to the role's name, and "failed" into "failREDACTEDd" for a
+	// password "e". What can hold it is the DSN echoed back: its userinfo and its
+	// password= pair.
+	return redact.String(strings.Join(parts, ": "))
 }
 
 // translate turns pgx and PostgreSQL errors into *store.Fault errors that name what was
