@@ -65,6 +65,8 @@ type Task struct {
 	DependsOn []string
 	Retry     retry.Policy
 	RateLimit retry.RateLimit
+	// Redirects says which redirects the task's requests follow.
+	Redirects retry.Redirects
 	Config    tasks.Config
 }
 
@@ -122,6 +124,7 @@ type flowDoc struct {
 type defaults struct {
 	Retry     retrySpec     `yaml:"retry"`
 	RateLimit rateLimitSpec `yaml:"rate_limit"`
+	Redirects string        `yaml:"redirects" enum:"same_origin,strip_credentials"`
 }
 
 type retrySpec struct {
@@ -145,6 +148,10 @@ type common struct {
 	DependsOn []string      `yaml:"depends_on"`
 	Retry     retrySpec     `yaml:"retry"`
 	RateLimit rateLimitSpec `yaml:"rate_limit"`
+	// Redirects: same_origin (default) refuses redirects to another origin, so that
+	// the task's credentials stay where they were given; strip_credentials follows
+	// them without.
+	Redirects string `yaml:"redirects" enum:"same_origin,strip_credentials"`
 }
 
 var (
@@ -334,6 +341,7 @@ func (d *decoder) decodeTasks(n ast.Node, f *Flow, defs defaults, reg *tasks.Reg
 		t := &Task{ID: id, Type: c.Type, DependsOn: c.DependsOn, Config: cfg}
 		t.Retry = mergeRetry(defs.Retry, c.Retry)
 		t.RateLimit = mergeRateLimit(defs.RateLimit, c.RateLimit)
+		t.Redirects = retry.Redirects(cmp.Or(c.Redirects, defs.Redirects, string(retry.RedirectsSameOrigin)))
 		f.Tasks = append(f.Tasks, t)
 	}
 }

@@ -58,10 +58,12 @@ max_parallel_tasks: 2
 defaults:
   retry: {max_attempts: 6, base_delay: 500ms, max_delay: 30s, jitter: full}
   rate_limit: {requests_per_second: 5, burst: 5, concurrency: 4}
+  redirects: strip_credentials
 tasks:
   a:
     type: fake
     url: ${URL}
+    redirects: same_origin
     bbox: [5.5, 47.2, 15.1, 55.1]
     retry: {max_attempts: 3}
   b:
@@ -89,6 +91,18 @@ tasks:
 	}
 	if len(b.DependsOn) != 1 || b.DependsOn[0] != "a" {
 		t.Errorf("b.DependsOn = %v", b.DependsOn)
+	}
+	if a.Redirects != retry.RedirectsSameOrigin || b.Redirects != retry.RedirectsStripCredentials {
+		t.Errorf("redirects: a %q, b %q; want a's own, b the default's", a.Redirects, b.Redirects)
+	}
+	// Unset everywhere, a task keeps its credentials with their origin.
+	g, err := Parse("y.yaml", []byte("name: g\ntasks:\n  a: {type: fake}\n"), Options{Registry: testRegistry(nil)})
+	if err != nil || g.Task("a").Redirects != retry.RedirectsSameOrigin {
+		t.Errorf("default redirects: %v %v", g, err)
+	}
+	if _, err := Parse("z.yaml", []byte("name: g\ntasks:\n  a: {type: fake, redirects: always}\n"), Options{Registry: testRegistry(nil)}); err == nil ||
+		!strings.Contains(err.Error(), "redirects") || !strings.Contains(err.Error(), "strip_credentials") {
+		t.Errorf("redirects: always: %v; want an error naming the choices", err)
 	}
 }
 

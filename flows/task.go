@@ -122,7 +122,7 @@ func (r *runner) env(t *Task) *tasks.Env {
 	return &tasks.Env{
 		Flow: r.f.Name, RunID: r.runID, TaskID: t.ID, Logger: r.log.With("task", t.ID),
 		HTTP: r.opts.HTTP, Store: r.opts.Store, Area: r.opts.Area,
-		Retry: t.Retry, RateLimit: t.RateLimit,
+		Retry: t.Retry, RateLimit: t.RateLimit, Redirects: t.Redirects,
 	}
 }
 

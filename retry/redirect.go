@@ -65,7 +65,7 @@ func checkRedirect(req *http.Request, via []*http.Request) error {
 	if first.Header.Get("Referer") == "" {
 		req.Header.Del("Referer")
 	}
-	if sameOrigin(first.URL, req.URL) {
+	if SameOrigin(first.URL, req.URL) {
 		return nil
 	}
 	policy, _ := first.Context().Value(redirectsKey{}).(Redirects)
@@ -83,9 +83,10 @@ func checkRedirect(req *http.Request, via []*http.Request) error {
 	return nil
 }
 
-// sameOrigin tells whether next is within first's origin: the same scheme, host and
-// port, or the same host moved from http to https (default ports).
-func sameOrigin(first, next *url.URL) bool {
+// SameOrigin tells whether next is within first's origin: the same scheme, host and
+// port, or the same host moved from http to https (default ports). Credentials given
+// for first may go to next.
+func SameOrigin(first, next *url.URL) bool {
 	if !strings.EqualFold(first.Hostname(), next.Hostname()) {
 		return false
 	}

@@ -172,8 +172,8 @@ func TestSameOrigin(t *testing.T) {
 	for _, tt := range tests {
 		a, _ := url.Parse(tt.a)
 		b, _ := url.Parse(tt.b)
-		if got := sameOrigin(a, b); got != tt.want {
-			t.Errorf("sameOrigin(%s, %s) = %v, want %v", tt.a, tt.b, got, tt.want)
+		if got := SameOrigin(a, b); got != tt.want {
+			t.Errorf("SameOrigin(%s, %s) = %v, want %v", tt.a, tt.b, got, tt.want)
 		}
 	}
 }

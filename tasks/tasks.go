@@ -132,6 +132,8 @@ type Env struct {
 	// the task's own), to be put in every retry.Request.
 	Retry     retry.Policy
 	RateLimit retry.RateLimit
+	// Redirects is the task's redirect policy, to be put in every retry.Request.
+	Redirects retry.Redirects
 	// Stopping is closed when the run is asked to stop (SIGTERM, Ctrl-C): units in
 	// flight then have a grace period to end. A unit that works through many parts (a
 	// block of tiles) stops starting new ones, returns what it has, and hands the rest

@@ -4,13 +4,16 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"math"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/paulmach/orb"
@@ -316,5 +319,57 @@ func TestSTACArea(t *testing.T) {
 	res := h.run(stacTask, flows.RunOptions{Area: &area})
 	if res.Status != store.Done || res.Summary.Inserted != 1 {
 		t.Errorf("run %s inserted %d; the area touches one scene\n%s", res.Status, res.Summary.Inserted, tail(h.logs.String()))
+	}
+}
+
+// TestSTACHeadersStayWithTheCatalogue: a task's headers (a catalogue's API key) go to
+// the catalogue's origin only. The catalogue names asset hrefs on another host (a
+// CDN, an object store); they are fetched without the key.
+func TestSTACHeadersStayWithTheCatalogue(t *testing.T) {
+	fx := stacserver.New(stacserver.Options{Items: 3})
+	var mu sync.Mutex
+	var keysAtCDN, keysAtCatalogue []string
+	cdn := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		keysAtCDN = append(keysAtCDN, r.Header.Get("X-Api-Key"))
+		mu.Unlock()
+		fx.ServeHTTP(w, r)
+	}))
+	t.Cleanup(cdn.Close)
+	var catalogueURL string
+	catalogue := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		keysAtCatalogue = append(keysAtCatalogue, r.Header.Get("X-Api-Key"))
+		mu.Unlock()
+		rec := httptest.NewRecorder()
+		fx.ServeHTTP(rec, r)
+		body := strings.ReplaceAll(rec.Body.String(), catalogueURL+"/assets/", cdn.URL+"/assets/")
+		for k, v := range rec.Header() {
+			w.Header()[k] = v
+		}
+		w.Header().Del("Content-Length")
+		w.WriteHeader(rec.Code)
+		io.WriteString(w, body)
+	}))
+	catalogueURL = catalogue.URL
+	h := newHarness(t, catalogue)
+	res := h.run(strings.Replace(stacTask, "    bbox:", "    headers: {X-Api-Key: CATALOGUEKEY}\n    bbox:", 1), flows.RunOptions{})
+	if res.Summary.Inserted != 3 || res.DeadLetters() != 0 {
+		t.Fatalf("inserted %d, %d dead\n%s", res.Summary.Inserted, res.DeadLetters(), tail(h.logs.String()))
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(keysAtCDN) < 3 || len(keysAtCatalogue) == 0 {
+		t.Fatalf("%d requests at the CDN, %d at the catalogue", len(keysAtCDN), len(keysAtCatalogue))
+	}
+	for _, k := range keysAtCatalogue {
+		if k != "CATALOGUEKEY" {
+			t.Errorf("the catalogue got X-Api-Key %q; want its key", k)
+		}
+	}
+	for _, k := range keysAtCDN {
+		if k != "" {
+			t.Errorf("the asset host got X-Api-Key %q; want none", k)
+		}
 	}
 }

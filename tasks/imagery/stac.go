@@ -97,7 +97,7 @@ func (t *Task) executePage(ctx context.Context, env *tasks.Env, u store.Unit) (*
 	var ic *ItemCollection
 	var size int64
 	req := retry.Request{
-		Unit: env.TaskID + "/" + u.Key, Policy: env.Retry, RateLimit: env.RateLimit,
+		Unit: env.TaskID + "/" + u.Key, Policy: env.Retry, RateLimit: env.RateLimit, Redirects: env.Redirects,
 		Idempotent: true, // a search changes nothing on the server
 		New: func(ctx context.Context) (*http.Request, error) {
 			var body io.Reader

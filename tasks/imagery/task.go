@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"net/url"
 	"os"
 	"strings"
 	"sync"
@@ -135,7 +136,7 @@ func skipped() *tasks.Output {
 // request builds a retry.Request for a GET of u with the task's headers.
 func (t *Task) request(env *tasks.Env, unit, u string, accept []int, conditional func(*http.Request)) retry.Request {
 	return retry.Request{
-		Unit: env.TaskID + "/" + unit, Policy: env.Retry, RateLimit: env.RateLimit, AcceptStatus: accept,
+		Unit: env.TaskID + "/" + unit, Policy: env.Retry, RateLimit: env.RateLimit, Redirects: env.Redirects, AcceptStatus: accept,
 		New: func(ctx context.Context) (*http.Request, error) {
 			r, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 			if err != nil {
@@ -150,13 +151,34 @@ func (t *Task) request(env *tasks.Env, unit, u string, accept []int, conditional
 	}
 }
 
+// headers sets the task's configured headers on r when r goes to the origin they were
+// configured for (the WMS's or the STAC API's): a STAC catalogue names asset hrefs and
+// next pages on any host, and a key for the catalogue is not theirs to see.
 func (t *Task) headers(r *http.Request) {
-	for k, v := range t.cfg.Headers {
-		r.Header.Set(k, v)
+	if o := t.origin(); o.Host != "" && retry.SameOrigin(o, r.URL) {
+		for k, v := range t.cfg.Headers {
+			r.Header.Set(k, v)
+		}
 	}
 	if r.Header.Get("User-Agent") == "" {
 		r.Header.Set("User-Agent", "geoflow")
 	}
+}
+
+// origin is the URL the task's headers were configured for.
+func (t *Task) origin() *url.URL {
+	raw := ""
+	switch {
+	case t.cfg.WMS != nil:
+		raw = t.cfg.WMS.URL
+	case t.cfg.STAC != nil:
+		raw = t.cfg.STAC.URL
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return &url.URL{}
+	}
+	return u
 }
 
 var errNotConditional = errors.New("304 Not Modified to a request that was not conditional")

@@ -309,7 +309,7 @@ func (t *Task) get(ctx context.Context, env *tasks.Env, z, x, y int, stored *sto
 	}
 	tileURL := t.tpl.Expand(z, x, y)
 	req := retry.Request{
-		Unit: env.TaskID + "/" + key, Policy: env.Retry, RateLimit: env.RateLimit, AcceptStatus: accept,
+		Unit: env.TaskID + "/" + key, Policy: env.Retry, RateLimit: env.RateLimit, Redirects: env.Redirects, AcceptStatus: accept,
 		New: func(ctx context.Context) (*http.Request, error) {
 			r, err := http.NewRequestWithContext(ctx, http.MethodGet, tileURL, nil)
 			if err != nil {

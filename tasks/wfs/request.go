@@ -287,7 +287,7 @@ func combineFilter(user, version string, b orb.Bound) string {
 
 func (t *Task) plainRequest(env *tasks.Env, unit, u string) retry.Request {
 	return retry.Request{
-		Unit: unit, Policy: env.Retry, RateLimit: env.RateLimit, Classify: classifyException,
+		Unit: unit, Policy: env.Retry, RateLimit: env.RateLimit, Redirects: env.Redirects, Classify: classifyException,
 		New: func(ctx context.Context) (*http.Request, error) {
 			req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 			if err != nil {
