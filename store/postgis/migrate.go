@@ -15,6 +15,29 @@ import (
 // ("geoflow" in ASCII), so two runs starting together never apply a step twice.
 const migrationLock = 0x67656f666c6f77
 
+// ddlLock is the advisory lock key that serialises geoflow's table creation across
+// processes: CREATE SCHEMA, CREATE TABLE and CREATE INDEX ... IF NOT EXISTS are not safe
+// against themselves in PostgreSQL (two sessions both find a name free, and one fails
+// with "relation already exists" or a duplicate key in the catalogue), so first runs
+// that start together would fail.
+const ddlLock = 0x67660002
+
+// ddl runs fn, which inspects and creates tables, holding ddlLock: whoever comes second
+// finds what the first created. The lock is held on a connection of its own, outside the
+// pool (fn's statements use the pool, which a pooled lock holder could exhaust while
+// others wait), and ends with it, also when the process dies.
+func (s *Store) ddl(ctx context.Context, fn func() error) error {
+	conn, err := s.lockConn(ctx, "creating tables: connecting to take the lock")
+	if err != nil {
+		return err
+	}
+	defer closeConn(conn)()
+	if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock($1)", ddlLock); err != nil {
+		return translate("creating tables: taking the lock", err)
+	}
+	return fn()
+}
+
 // Migrate creates the PostGIS extension when it is missing and applies every pending
 // migration, each in its own transaction, under an advisory lock. It returns the
 // migrations it applied.

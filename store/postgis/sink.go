@@ -262,6 +262,10 @@ func featureRow(f *spatial.Feature, t *store.FeatureTable) ([]any, error) {
 
 // EnsureFeatureTable implements store.TaskStore.
 func (s *Store) EnsureFeatureTable(ctx context.Context, t *store.FeatureTable) error {
+	return s.ddl(ctx, func() error { return s.ensureFeatureTable(ctx, t) })
+}
+
+func (s *Store) ensureFeatureTable(ctx context.Context, t *store.FeatureTable) error {
 	schema := t.Schema
 	if schema == "" {
 		schema = "public"
@@ -319,7 +323,7 @@ func (s *Store) EnsureFeatureTable(ctx context.Context, t *store.FeatureTable) e
 // FinishFeatureTable implements store.TaskStore: it creates the indexes a new table was
 // created without, once its first harvest has ended.
 func (s *Store) FinishFeatureTable(ctx context.Context, t *store.FeatureTable) error {
-	return s.ensureIndexes(ctx, t, true)
+	return s.ddl(ctx, func() error { return s.ensureIndexes(ctx, t, true) })
 }
 
 func (s *Store) ensureIndexes(ctx context.Context, t *store.FeatureTable, spatialIndex bool) error {

@@ -92,6 +92,10 @@ func (s *Store) EnsureAssetTable(ctx context.Context, t *store.AssetTable) error
 // ensureFileTable checks an existing table's columns against want, or creates it, then
 // makes sure of its unique key and its footprint index.
 func (s *Store) ensureFileTable(ctx context.Context, schema, name string, want map[string]string, create string, key []string) error {
+	return s.ddl(ctx, func() error { return s.ensureFileTableLocked(ctx, schema, name, want, create, key) })
+}
+
+func (s *Store) ensureFileTableLocked(ctx context.Context, schema, name string, want map[string]string, create string, key []string) error {
 	target := pgx.Identifier{schema, name}.Sanitize()
 	rows, err := s.pool.Query(ctx, `
 		SELECT a.attname, format_type(a.atttypid, NULL)
