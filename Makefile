@@ -7,13 +7,19 @@ LDFLAGS := -X github.com/geoflow/geoflow/cmd/geoflow/cli.Version=$(VERSION)
 # throwaway Debian cluster started and stopped around the command.
 POSTGIS := bash internal/testdb/postgis.sh
 
-.PHONY: build test demo vet bench bench-gpkg bench-recovery bench-pgrestart bench-tiles bench-ratelimit fuzz clean
+.PHONY: build help test demo vet bench bench-gpkg bench-recovery bench-pgrestart bench-tiles bench-ratelimit fuzz clean
 
+## build: bin/geoflow
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/geoflow
 
+## vet: go vet ./...
 vet:
 	$(GO) vet ./...
+
+## help: this list
+help:
+	@sed -n 's/^## \([a-z-]*\): /\1\t/p' $(firstword $(MAKEFILE_LIST)) | expand -t 18
 
 ## test: the whole suite against a real PostGIS it provisions itself
 test: vet
@@ -63,5 +69,6 @@ fuzz:
 	  done; \
 	done
 
+## clean: remove bin/
 clean:
 	rm -rf bin

@@ -48,6 +48,35 @@ func TestHelpListsCommands(t *testing.T) {
 	}
 }
 
+// TestNewcomerPapercuts: what a new user typed and got wrong answers to.
+func TestNewcomerPapercuts(t *testing.T) {
+	empty := t.TempDir()
+	tests := []struct {
+		name      string
+		args      []string
+		code      int
+		out, errs string
+	}{
+		{name: "--version", args: []string{"--version"}, code: 0, out: "geoflow dev ("},
+		{name: "a bad --log-format, even for a command that never logs", args: []string{"--log-format", "xml", "version"}, code: 1,
+			errs: `--log-format "xml": use text or json`},
+		{name: "a bad --log-level", args: []string{"--log-level", "loud", "validate", "x.yaml"}, code: 1, errs: `--log-level "loud"`},
+		{name: "validate a directory", args: []string{"validate", "../../../flows"}, code: 0, out: "flows/parcels.yaml: ok"},
+		{name: "validate a directory without flows", args: []string{"validate", empty}, code: 1, errs: "a directory without flow files"},
+		{name: "runs list --status bogus", args: []string{"runs", "list", "--status", "bogus", "--database", filepath.Join(empty, "x.gpkg")}, code: 1,
+			errs: `--status "bogus": use running, done, failed or interrupted`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, out, errs := geoflow(t, nil, tt.args...)
+			if code != tt.code || !strings.Contains(out, tt.out) || !strings.Contains(errs, tt.errs) {
+				t.Errorf("geoflow %s: exit %d\nstdout: %s\nstderr: %s\nwant exit %d, stdout with %q, stderr with %q",
+					strings.Join(tt.args, " "), code, out, errs, tt.code, tt.out, tt.errs)
+			}
+		})
+	}
+}
+
 func TestExampleFlowsValidate(t *testing.T) {
 	files, _ := filepath.Glob("../../../flows/*.yaml")
 	if len(files) == 0 {

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime"
 	"strings"
 	"syscall"
 
@@ -133,7 +134,15 @@ func NewRoot(stdout, stderr io.Writer) *cobra.Command {
 			"land in PostGIS or a GeoPackage file, paced by the servers' rate-limit headers, resumable, with a dead-letter queue.",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       fmt.Sprintf("%s (%s, %s/%s)", Version, runtime.Version(), runtime.GOOS, runtime.GOARCH),
+		// Flags every command shares are checked before any command runs, including
+		// those that never log.
+		PersistentPreRunE: func(*cobra.Command, []string) error {
+			_, err := g.logger()
+			return err
+		},
 	}
+	root.SetVersionTemplate("geoflow {{.Version}}\n")
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	pf := root.PersistentFlags()

@@ -33,6 +33,11 @@ func newRunsListCmd(g *globals) *cobra.Command {
 			if filter.Limit < 1 {
 				return fmt.Errorf("--limit must be at least 1")
 			}
+			switch store.State(filter.Status) {
+			case "", store.Running, store.Done, store.Failed, store.Interrupted:
+			default:
+				return fmt.Errorf("--status %q: use running, done, failed or interrupted", filter.Status)
+			}
 			st, err := openStore(cmd.Context(), g, true)
 			if err != nil {
 				return err
