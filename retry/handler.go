@@ -301,7 +301,7 @@ func (h *Handler) Do(ctx context.Context, r Request, read func(*http.Response) e
 			return fail(method + " is not idempotent, not retried")
 		}
 		if attempt >= p.MaxAttempts {
-			return fail(fmt.Sprintf("gave up after %d attempts", attempt))
+			return fail("no attempts left (max_attempts)")
 		}
 
 		delay := h.jitter.delay(p, last, attempt-1, prevDelay)

@@ -62,7 +62,7 @@ func TestDoClassify(t *testing.T) {
 			wantClass: dlq.ClassExceptionReport, wantHits: 1, wantCode: 503, wantMsg: "503 Service Unavailable: HTTP 503: InvalidParameterValue"},
 		{name: "400 classed transient every time gives up", classify: owsClassify, wantAsked: 3,
 			steps:     []http.HandlerFunc{status(400, exceptionReport("NoApplicableCode", 0))},
-			wantClass: dlq.ClassExceptionReport, wantHits: 3, wantCode: 400, wantMsg: "gave up after 3 attempts"},
+			wantClass: dlq.ClassExceptionReport, wantHits: 3, wantCode: 400, wantMsg: "no attempts left (max_attempts)"},
 		{name: "other error ignored", wantHits: 2, wantAsked: 1,
 			classify: func(int, []byte) error { return errors.New("not made by Permanent") },
 			steps:    []http.HandlerFunc{status(503, ""), ok}},
@@ -127,6 +127,9 @@ func TestDoClassify(t *testing.T) {
 			}
 			if !strings.Contains(e.Message, tt.wantMsg) {
 				t.Errorf("message = %q, want it to contain %q", e.Message, tt.wantMsg)
+			}
+			if n := strings.Count(e.Error(), fmt.Sprintf("after %d attempt", e.Attempts)); n > 1 {
+				t.Errorf("the error says the attempts %d times: %v", n, e)
 			}
 			if e.Class == dlq.ClassExceptionReport && !errors.Is(err, said.Load().(error)) {
 				t.Errorf("err = %v, want the error Classify returned in its chain", err)

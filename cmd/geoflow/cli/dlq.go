@@ -418,7 +418,7 @@ func replayDLQ(cmd *cobra.Command, g *globals, args []string, ff filterFlags, al
 	}
 	var se *SignalError
 	if errors.As(context.Cause(ctx), &se) {
-		return &exitError{code: se.ExitCode(), err: fmt.Errorf("interrupted by %s: what was not replayed is still open", se.Signal)}
+		return &exitError{code: se.ExitCode(), err: fmt.Errorf("interrupted by %s: what was not replayed is still open", se.Name())}
 	}
 	if !res.OK() {
 		return &exitError{code: ExitDeadLetters, err: errors.New("some units failed again: geoflow dlq list --status open")}

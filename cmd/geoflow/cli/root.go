@@ -46,7 +46,18 @@ func (e *exitError) Error() string {
 // SignalError is the cancellation cause when SIGINT or SIGTERM arrived.
 type SignalError struct{ Signal os.Signal }
 
-func (e *SignalError) Error() string { return "received " + e.Signal.String() }
+func (e *SignalError) Error() string { return "received " + e.Name() }
+
+// Name is the signal's name as a user typed it to send it: SIGINT (Ctrl-C), SIGTERM.
+func (e *SignalError) Name() string {
+	switch e.Signal {
+	case os.Interrupt:
+		return "SIGINT (Ctrl-C)"
+	case syscall.SIGTERM:
+		return "SIGTERM"
+	}
+	return e.Signal.String()
+}
 
 // ExitCode is 128 + the signal number, as shells report it: 130 for SIGINT, 143 for SIGTERM.
 func (e *SignalError) ExitCode() int {
@@ -68,7 +79,7 @@ func SignalContext(parent context.Context) (context.Context, func()) {
 		for sig := range ch {
 			se := &SignalError{Signal: sig}
 			if !first {
-				fmt.Fprintf(os.Stderr, "geoflow: second %s: exiting now\n", sig)
+				fmt.Fprintf(os.Stderr, "geoflow: second %s: exiting now\n", se.Name())
 				os.Exit(se.ExitCode())
 			}
 			first = false

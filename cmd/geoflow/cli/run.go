@@ -126,7 +126,7 @@ func runFlow(ctx context.Context, g *globals, path string, rf runFlags) error {
 	printSummary(g, f, res, handler.Hosts())
 	var se *SignalError
 	if errors.As(context.Cause(ctx), &se) {
-		return &exitError{code: se.ExitCode(), err: fmt.Errorf("interrupted by %s: run %d recorded as interrupted; continue it with: geoflow run %s --resume", se.Signal, res.RunID, path)}
+		return &exitError{code: se.ExitCode(), err: fmt.Errorf("interrupted by %s: run %d recorded as interrupted; continue it with: geoflow run %s --resume", se.Name(), res.RunID, path)}
 	}
 	if len(res.FailedTasks) > 0 {
 		var parts []string

@@ -64,8 +64,8 @@ func TestRunSignals(t *testing.T) {
 				if took := time.Since(sent); took > 20*time.Second {
 					t.Errorf("took %s to stop, beyond the grace period", took)
 				}
-				if !strings.Contains(out.String(), "--resume") {
-					t.Errorf("the message does not say how to continue:\n%s", out.String())
+				if !strings.Contains(out.String(), "--resume") || !strings.Contains(out.String(), "nterrupted by "+tt.name) {
+					t.Errorf("the message does not name %s or say how to continue:\n%s", tt.name, out.String())
 				}
 				if st := testdb.Query(t, db, "SELECT status FROM geoflow_runs WHERE id = 1")[0][0]; st != "interrupted" {
 					t.Errorf("run status %v, want interrupted", st)

@@ -30,7 +30,7 @@
 //     link only when STARTINDEX was sent with COUNT (halestudio/hale#286),
 //     plus previous. GeoJSON puts totalFeatures/numberMatched after the
 //     features (GEOS-7233) and, asked with a URN srsName, writes lat/lon with
-//     a "crs" member (FIELD-NOTES). GML2 collections are bounded by
+//     a "crs" member (docs/field-notes.md). GML2 collections are bounded by
 //     gml:null "unknown"; GML 3.1.1 uses one gml:featureMembers.
 //   - mapserver: ms: prefix in http://mapserver.gis.umn.edu/mapserver, GML2 by
 //     default for 1.0 and 1.1 (mapserver.org/ogc/wfs_server.html),

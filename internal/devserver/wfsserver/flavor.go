@@ -30,7 +30,7 @@ type flavor struct {
 	nextOnHits bool
 	// geojsonFollowsSRS: GeoServer writes GeoJSON coordinates in the axis
 	// order of a requested URN CRS (lat/lon) and names it in a "crs" member
-	// (FIELD-NOTES: "some servers write the requested CRS's axis order into
+	// (docs/field-notes.md: "some servers write the requested CRS's axis order into
 	// GeoJSON when asked with a URN CRS").
 	geojsonFollowsSRS bool
 	// geojsonCountsLast: GeoServer's GeoJSON carries totalFeatures,

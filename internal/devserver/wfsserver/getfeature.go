@@ -13,7 +13,7 @@ import (
 // shuffleGroup is the span, in match positions, within which UnstableOrder
 // moves rows. With 1,000-row pages it loses about 1.5% of a layer to offset
 // paging (1.5-1.7% measured here), as a parallel-scan PostGIS did in the
-// FIELD-NOTES.
+// docs/field-notes.md.
 const shuffleGroup = 68
 
 // flushEvery is how many features are written between explicit flushes, so

@@ -70,7 +70,7 @@ func TestOGRReadsFixture(t *testing.T) {
 		{name: "geoserver 1.1", opts: Options{CountDefault: 5000}, version: "1.1.0"},
 		{name: "mapserver 1.0 GML2", opts: Options{Flavor: FlavorMapServer, CountDefault: 5000}, version: "1.0.0"},
 		{name: "qgis 1.1", opts: Options{Flavor: FlavorQGIS, CountDefault: 5000}, version: "1.1.0"},
-		// The FIELD-NOTES peer: offset paging without SORTBY on an unstable
+		// The peer of docs/field-notes.md: offset paging without SORTBY on an unstable
 		// server silently loses rows.
 		{name: "unstable order loses rows in ogr2ogr", opts: Options{UnstableOrder: true}, version: "2.0.0", lossy: true},
 	}

@@ -326,7 +326,7 @@ func (s *Server) outputCRS(q *query) (crs, bool, *owsError) {
 
 // parseCRS recognises the names of WGS 84. URN and http URI forms of EPSG:4326
 // mean latitude, longitude; "EPSG:4326", the GML2 srs URL and CRS84 mean
-// longitude, latitude (the GeoServer convention the FIELD-NOTES describe).
+// longitude, latitude (the GeoServer convention docs/field-notes.md describes).
 func parseCRS(name string) (crs, bool) {
 	n := strings.ToLower(strings.TrimSpace(name))
 	c := crs{name: name}

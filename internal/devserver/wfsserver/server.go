@@ -65,12 +65,12 @@ type Options struct {
 	Latency time.Duration
 	// RowCost is what the server's database spends per row it reads for a GetFeature:
 	// the rows returned and, as with SQL OFFSET, every row skipped before them, so deep
-	// STARTINDEX pages cost far more than early ones (FIELD-NOTES). A hits request reads
+	// STARTINDEX pages cost far more than early ones (docs/field-notes.md). A hits request reads
 	// a tenth of that per matched row. The cost is slept, not burnt: it models a server
 	// on another machine. Zero (the default) serves at full speed.
 	RowCost time.Duration
 	// EncodeCost is the server's time per feature written as GeoJSON; GML costs twice
-	// as much (FIELD-NOTES: the same server answered GeoJSON about twice as fast as
+	// as much (docs/field-notes.md: the same server answered GeoJSON about twice as fast as
 	// GML 3.2). Slept while the response streams. Zero (the default) adds nothing.
 	EncodeCost time.Duration
 	// Sleep waits for the modelled costs and Latency, returning false when ctx ends
