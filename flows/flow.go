@@ -3,6 +3,7 @@
 package flows
 
 import (
+	"bytes"
 	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
@@ -182,6 +183,9 @@ func Parse(file string, src []byte, opts Options) (*Flow, error) {
 	if opts.Registry == nil {
 		return nil, errors.New("flows: no task registry")
 	}
+	// Editors on Windows start UTF-8 files with a byte order mark; YAML allows it, and
+	// the YAML library would read it into the first key ("\ufeffname").
+	src = bytes.TrimPrefix(src, []byte("\xef\xbb\xbf"))
 	d := &decoder{file: file, lookup: opts.LookupEnv, keys: map[string]ast.Node{}}
 	if d.lookup == nil {
 		d.lookup = os.LookupEnv

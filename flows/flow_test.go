@@ -106,6 +106,15 @@ tasks:
 	}
 }
 
+// TestByteOrderMark: a flow saved with a UTF-8 byte order mark (Windows editors) reads
+// as without; it was refused as `unknown key "\ufeffname"`.
+func TestByteOrderMark(t *testing.T) {
+	f, err := Parse("bom.yaml", []byte("\xef\xbb\xbfname: bom\ntasks:\n  a: {type: fake}\n"), Options{Registry: testRegistry(nil)})
+	if err != nil || f.Name != "bom" {
+		t.Fatalf("flow with a BOM: %v %v", f, err)
+	}
+}
+
 func TestExpand(t *testing.T) {
 	tests := []struct {
 		name, in, want, err string
