@@ -252,6 +252,36 @@ func (t *Task) fetch(ctx context.Context, env *tasks.Env, p *prepared, u store.U
 		if expected >= 0 && start == 0 && got < expected {
 			matched = max(matched, expected)
 		}
+		// A response short of the tile's count that is not a full page: the server gave
+		// what it has for the tile, and counts more than it holds (a count from an
+		// estimate, or a join repeating rows) or caps its pages below the size asked.
+		// Splitting would find the same on every smaller tile, to no end. Keep what came
+		// and ask once for the rest: nothing back confirms an inflated count (and after
+		// a few confirmations the task stops asking); features back are a capped page,
+		// paged on from there.
+		if mayShort && matched > got && matched <= count && got < count {
+			t.miscounted.Add(matched - got)
+			if got == 0 || t.inflated.Load() >= inflatedProofs {
+				t.reportMiscount(env, u.Key, matched, got)
+				return nil, nil
+			}
+			rest, _ := json.Marshal(spec{Depth: sp.Depth, Page: true, Start: got, Size: count - got, Total: matched, Probe: true})
+			b := bbox
+			return &tasks.Verdict{Children: []store.Unit{{Key: fmt.Sprintf("%s/p%d", u.Key, got), BBox: &b, Spec: rest}}}, nil
+		}
+		if sp.Probe && got > 0 {
+			// A tile's response came back short and its rest holds features: the server
+			// caps its pages at what that response held. Smaller tiles from now on.
+			t.learn(env, &shortPage{got: start, matched: sp.Total}, t.pageSize.Load(), -1)
+		}
+		if sp.Probe && got == 0 && start < sp.Total {
+			// Asked for the rest of a tile the server counted more features in: there is
+			// none. The count was high, not the page short.
+			t.inflated.Add(1)
+			tile, _, _ := strings.Cut(u.Key, "/p")
+			t.reportMiscount(env, tile, sp.Total, start)
+			return nil, nil
+		}
 		// A full page that is not the whole tile: the tile needs splitting.
 		if mayShort && (matched > got || (matched < 0 && expected < 0 && got >= count)) {
 			n := t.learn(env, &shortPage{got: got, matched: matched, optimistic: optimistic}, count, expected)
@@ -261,7 +291,7 @@ func (t *Task) fetch(ctx context.Context, env *tasks.Env, p *prepared, u store.U
 		if sp.Page && got > 0 && got < count && start+got < sp.Total {
 			// The server capped this page below its planned size: the rest of the page
 			// is another page, or those features would never be asked for.
-			rest, _ := json.Marshal(spec{Depth: sp.Depth, Page: true, Start: start + got, Size: count - got, Total: sp.Total})
+			rest, _ := json.Marshal(spec{Depth: sp.Depth, Page: true, Start: start + got, Size: count - got, Total: sp.Total, Probe: sp.Probe})
 			tile, _, _ := strings.Cut(u.Key, "/p")
 			b := bbox
 			env.Logger.Warn("page came back short; asking for the rest", "unit", u.Key, "got", got, "size", count)
@@ -270,6 +300,19 @@ func (t *Task) fetch(ctx context.Context, env *tasks.Env, p *prepared, u store.U
 		return nil, nil
 	}
 	return out, nil
+}
+
+// inflatedProofs is how many tiles must have proved the server's count high (the rest
+// asked for, none came) before the task stops asking for the rest of short tiles.
+const inflatedProofs = 3
+
+// reportMiscount says, once per task, that the server counts more features than it
+// returns; Finish says how many in all.
+func (t *Task) reportMiscount(env *tasks.Env, tile string, matched, got int64) {
+	if t.warnedCount.CompareAndSwap(false, true) {
+		env.Logger.Warn("the server counts more features than it returns: keeping what it returns, not splitting further",
+			"unit", tile, "counted", matched, "returned", got)
+	}
 }
 
 // cutOff drains what is left of a body after a decode error and tells whether the

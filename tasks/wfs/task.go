@@ -51,6 +51,11 @@ type Task struct {
 	// optimistic counts tiles fetched on an estimated count, overflows those that held
 	// more than a page after all: uneven data makes estimates wrong.
 	optimistic, overflows atomic.Int64
+	// miscounted is how many features the server counted beyond what it returned in
+	// tiles that came back short of a full page; inflated counts the tiles where asking
+	// for the rest proved the count high.
+	miscounted, inflated atomic.Int64
+	warnedCount          atomic.Bool
 }
 
 // prepared is what a task learned from the server; read-only once set.
@@ -85,6 +90,9 @@ type spec struct {
 	// Split says the tile turned out to hold more than one response: it is cut into
 	// smaller tiles (Count is then what the server matched, 0 when unknown).
 	Split bool `json:"sp,omitempty"`
+	// Probe marks a page asking for the rest of a tile whose response was short of
+	// the server's count without being full: nothing back proves the count high.
+	Probe bool `json:"pr,omitempty"`
 }
 
 // fill is the share of a page a tile is cut to hold, leaving room for uneven density so
@@ -202,6 +210,10 @@ func (t *Task) Finish(ctx context.Context, env *tasks.Env) error {
 	}
 	if err != nil {
 		return err
+	}
+	if n := t.miscounted.Load(); n > 0 {
+		env.Logger.Warn("the server counted more features than it returned in some tiles; its totals are checked against what is stored",
+			"counted_beyond_returned", n, "tiles_proven_high", t.inflated.Load())
 	}
 	if got < want {
 		return fmt.Errorf("INCOMPLETE: the server matched %d features in %s but %d distinct features are stored there (%d missing)",

@@ -116,6 +116,7 @@ func (s *Server) serveGetFeature(w http.ResponseWriter, r *http.Request, q *quer
 		sel.restrict(q.ids)
 	}
 	total := sel.count()
+	reported := total + s.opts.CountExtra
 	o := &order{desc: q.sorted && q.sortDesc, n: total}
 	if s.opts.UnstableOrder && !q.sorted {
 		o.unstable = true
@@ -125,7 +126,11 @@ func (s *Server) serveGetFeature(w http.ResponseWriter, r *http.Request, q *quer
 	var ids []int
 	if !q.hits {
 		lo := min(q.startIndex, total)
-		ids = o.page(sel, lo, min(total, lo+q.count))
+		size := q.count
+		if c := s.opts.PageCap; c > 0 {
+			size = min(size, c)
+		}
+		ids = o.page(sel, lo, min(total, lo+size))
 	}
 	if rc := s.opts.RowCost; rc > 0 {
 		read := total / 10
@@ -136,7 +141,7 @@ func (s *Server) serveGetFeature(w http.ResponseWriter, r *http.Request, q *quer
 			return
 		}
 	}
-	fw := &featureWriter{s: s, q: q, total: total, ids: ids, baseURL: s.baseURL(r), ctx: r.Context()}
+	fw := &featureWriter{s: s, q: q, total: reported, ids: ids, baseURL: s.baseURL(r), ctx: r.Context()}
 	if ec := s.opts.EncodeCost; ec > 0 {
 		fw.encodeCost = ec
 		if q.format != fmtJSON {

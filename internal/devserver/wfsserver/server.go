@@ -51,6 +51,14 @@ type Options struct {
 	// different order, like a parallel-scan PostgreSQL behind the server:
 	// offset paging then loses about 1.5% of the features and repeats others.
 	UnstableOrder bool
+	// CountExtra is added to every count the server reports (numberMatched, hits)
+	// beyond the features the query really matches, as a server counting from its
+	// planner's estimate or through a join that repeats rows does: a tile of n features
+	// is said to hold n+CountExtra, and asking for more returns nothing.
+	CountExtra int
+	// PageCap caps every page below COUNT and CountDefault, unannounced, as a server
+	// whose real maximum is lower than the one it advertises. 0 means no cap.
+	PageCap int
 	// SkipNumberMatched writes numberMatched="unknown" on GetFeature results
 	// (hits still count), like a GeoServer layer with "Skip numberMatched" on.
 	SkipNumberMatched bool
