@@ -190,6 +190,9 @@ func Parse(file string, src []byte, opts Options) (*Flow, error) {
 	if d.lookup == nil {
 		d.lookup = os.LookupEnv
 	}
+	if err := checkLimits(file, src); err != nil {
+		return nil, err
+	}
 	root, err := parseYAML(file, src)
 	if err != nil {
 		return nil, err

@@ -168,3 +168,58 @@ func TestDownstream(t *testing.T) {
 		t.Errorf("Downstream(a) = %s, want a,b,c", got)
 	}
 }
+
+// TestFlowLimits: input that made the YAML library's time and memory explode is refused
+// before it is decoded, naming where; real flows, block scalars full of brackets
+// included, pass.
+func TestFlowLimits(t *testing.T) {
+	deep := "name: x\ntasks: " + strings.Repeat("[", 40000) + strings.Repeat("]", 40000) + "\n"
+	tests := []struct {
+		name, src, want string
+	}{
+		{name: "40,000 brackets deep", src: deep, want: "x.yaml:2:72: brackets nested more than 64 deep"},
+		{name: "a 2 MB string", src: "name: x\ndescription: \"" + strings.Repeat("a", 2<<20) + "\"\ntasks: {}\n", want: "a flow may have at most 1048576 (1 MiB)"},
+		{name: "indented 300 columns", src: "name: x\ntasks:\n" + strings.Repeat(" ", 300) + "a: {type: fake}\n", want: "x.yaml:3:301: line indented by 300 columns"},
+		{name: "a block scalar of brackets is text", src: "name: x\ndescription: |\n  " + strings.Repeat("[", 200) + "\n  {{{{\ntasks:\n  a: {type: fake}\n"},
+		{name: "brackets in quotes are text", src: "name: x\ndescription: \"" + strings.Repeat("[", 200) + "\"\ntasks:\n  a: {type: fake}\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			start := time.Now()
+			_, err := Parse("x.yaml", []byte(tt.src), Options{Registry: testRegistry(nil)})
+			switch {
+			case tt.want == "" && err != nil:
+				t.Errorf("refused: %v", err)
+			case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
+				t.Errorf("err = %v; want %q", err, tt.want)
+			}
+			if d := time.Since(start); d > 2*time.Second {
+				t.Logf("took %s", d) // not asserted: timing belongs to benchmarks
+			}
+		})
+	}
+}
+
+// FuzzParse: no flow file, however malformed, panics the decoder or gets past the
+// limits; the example flows and the invalid cases are the seeds.
+func FuzzParse(f *testing.F) {
+	seeds, _ := filepath.Glob("../flows/*.yaml")
+	more, _ := filepath.Glob("testdata/invalid/*.yaml")
+	for _, p := range append(seeds, more...) {
+		if b, err := os.ReadFile(p); err == nil {
+			f.Add(b)
+		}
+	}
+	f.Add([]byte("name: x\ntasks: [[[[{a: [b]}]]]]\n"))
+	f.Add([]byte("name: &a x\ntasks: {t: {type: fake, url: *a}}\n"))
+	reg := testRegistry(nil)
+	f.Fuzz(func(t *testing.T, src []byte) {
+		fl, err := Parse("f.yaml", src, Options{Registry: reg, LookupEnv: func(string) (string, bool) { return "", false }})
+		if err == nil && (fl == nil || len(fl.Tasks) == 0) {
+			t.Fatalf("a flow without tasks validated: %q", src)
+		}
+		if err == nil && len(src) > maxFlowBytes {
+			t.Fatalf("a flow of %d bytes validated", len(src))
+		}
+	})
+}
