@@ -135,6 +135,9 @@ type retrySpec struct {
 	MaxElapsed     *time.Duration `yaml:"max_elapsed"`
 	MaxServerDelay *time.Duration `yaml:"max_server_delay"`
 	Jitter         *string        `yaml:"jitter" enum:"full,equal,decorrelated,none"`
+	HeaderTimeout  *time.Duration `yaml:"header_timeout"`
+	IdleTimeout    *time.Duration `yaml:"idle_timeout"`
+	AttemptTimeout *time.Duration `yaml:"attempt_timeout"`
 }
 
 type rateLimitSpec struct {
@@ -382,6 +385,14 @@ func (d *decoder) checkRetry(r retrySpec, path string) {
 	if r.BaseDelay != nil && r.MaxDelay != nil && *r.MaxDelay < *r.BaseDelay {
 		d.errorf(d.keys[path+".max_delay"], "%s.max_delay (%s) must not be below base_delay (%s)", path, *r.MaxDelay, *r.BaseDelay)
 	}
+	for _, t := range []struct {
+		key string
+		v   *time.Duration
+	}{{"header_timeout", r.HeaderTimeout}, {"idle_timeout", r.IdleTimeout}, {"attempt_timeout", r.AttemptTimeout}} {
+		if t.v != nil && *t.v <= 0 {
+			d.errorf(d.keys[path+"."+t.key], "%s.%s must be above 0", path, t.key)
+		}
+	}
 }
 
 func (d *decoder) checkRateLimit(r rateLimitSpec, path string) {
@@ -416,6 +427,9 @@ func mergeRetry(def, own retrySpec) retry.Policy {
 	p.MaxDelay = pick(def.MaxDelay, own.MaxDelay)
 	p.MaxElapsed = pick(def.MaxElapsed, own.MaxElapsed)
 	p.MaxServerDelay = pick(def.MaxServerDelay, own.MaxServerDelay)
+	p.HeaderTimeout = pick(def.HeaderTimeout, own.HeaderTimeout)
+	p.IdleTimeout = pick(def.IdleTimeout, own.IdleTimeout)
+	p.AttemptTimeout = pick(def.AttemptTimeout, own.AttemptTimeout)
 	if own.Jitter != nil {
 		p.Jitter = retry.Jitter(*own.Jitter)
 	} else if def.Jitter != nil {

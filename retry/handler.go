@@ -21,9 +21,9 @@ import (
 // Options configure a Handler. A nil *Options, and each zero field, means
 // the default noted on the field.
 type Options struct {
-	// Client sends the requests. Defaults to a client with a 60s timeout
-	// on a clone of http.DefaultTransport keeping 16 idle connections per
-	// host. Unless it has a CheckRedirect of its own, its redirects follow
+	// Client sends the requests. Defaults to a client on a clone of
+	// http.DefaultTransport keeping 16 idle connections per host, with no
+	// overall timeout: each attempt is bounded by its Policy's timeouts. Unless it has a CheckRedirect of its own, its redirects follow
 	// each Request's Redirects.
 	Client *http.Client
 	// Logger receives one line per retry and per capped server delay.
@@ -76,7 +76,10 @@ func New(opts *Options) *Handler {
 			c.MaxIdleConnsPerHost = 4 * DefaultConcurrency
 			rt = c
 		}
-		o.Client = &http.Client{Timeout: 60 * time.Second, Transport: rt}
+		// No Timeout for the whole exchange: each attempt has its own (Policy's
+		// header, idle and attempt timeouts), so a large page that arrives steadily
+		// is not cut off at a fixed minute.
+		o.Client = &http.Client{Transport: rt}
 	}
 	if o.Client.CheckRedirect == nil {
 		// Redirects keep a task's credentials with the origin they were given for.

@@ -32,6 +32,13 @@ const (
 	DefaultMaxDelay       = 30 * time.Second
 	DefaultMaxElapsed     = 5 * time.Minute
 	DefaultMaxServerDelay = 5 * time.Minute
+	// DefaultHeaderTimeout bounds connecting and waiting for a response's headers.
+	DefaultHeaderTimeout = 60 * time.Second
+	// DefaultIdleTimeout bounds a body that stops sending: no byte for this long.
+	DefaultIdleTimeout = 60 * time.Second
+	// DefaultAttemptTimeout bounds one attempt, body included, however steadily it
+	// arrives: generous, for large pages from slow servers.
+	DefaultAttemptTimeout = 30 * time.Minute
 )
 
 // Policy says how often and how patiently one unit is retried. The zero
@@ -47,6 +54,13 @@ type Policy struct {
 	MaxElapsed     time.Duration
 	MaxServerDelay time.Duration
 	Jitter         Jitter
+	// HeaderTimeout bounds connecting and the wait for the response's headers;
+	// IdleTimeout a body that sends nothing for that long; AttemptTimeout a whole
+	// attempt. Each ends the attempt as a timeout, which is retried. Defaults 60s,
+	// 60s, 30m.
+	HeaderTimeout  time.Duration
+	IdleTimeout    time.Duration
+	AttemptTimeout time.Duration
 }
 
 // Validate reports a policy that cannot be used: negative values, an
@@ -59,7 +73,8 @@ func (p Policy) Validate() error {
 	for _, d := range []struct {
 		name string
 		v    time.Duration
-	}{{"base_delay", p.BaseDelay}, {"max_delay", p.MaxDelay}, {"max_elapsed", p.MaxElapsed}, {"max_server_delay", p.MaxServerDelay}} {
+	}{{"base_delay", p.BaseDelay}, {"max_delay", p.MaxDelay}, {"max_elapsed", p.MaxElapsed}, {"max_server_delay", p.MaxServerDelay},
+		{"header_timeout", p.HeaderTimeout}, {"idle_timeout", p.IdleTimeout}, {"attempt_timeout", p.AttemptTimeout}} {
 		if d.v < 0 {
 			errs = append(errs, fmt.Errorf("%s %s is negative", d.name, d.v))
 		}
@@ -85,6 +100,9 @@ func (p Policy) withDefaults() Policy {
 	p.MaxElapsed = cmp.Or(p.MaxElapsed, DefaultMaxElapsed)
 	p.MaxServerDelay = cmp.Or(p.MaxServerDelay, DefaultMaxServerDelay)
 	p.Jitter = cmp.Or(p.Jitter, JitterFull)
+	p.HeaderTimeout = cmp.Or(p.HeaderTimeout, DefaultHeaderTimeout)
+	p.IdleTimeout = cmp.Or(p.IdleTimeout, DefaultIdleTimeout)
+	p.AttemptTimeout = cmp.Or(p.AttemptTimeout, DefaultAttemptTimeout)
 	return p
 }
 

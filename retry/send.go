@@ -37,12 +37,58 @@ const (
 	classifyLen = 4 << 10 // what Request.Classify is shown of it
 )
 
+// attemptTimeout is why an attempt was cut short: one of the Policy's timeouts.
+type attemptTimeout struct{ msg string }
+
+func (e *attemptTimeout) Error() string { return e.msg }
+
+// timedOut tells whether the attempt's context ended on one of its timeouts, and gives
+// the outcome: a transient timeout, held against the host.
+func timedOut(actx context.Context) (outcome, bool) {
+	var t *attemptTimeout
+	if !errors.As(context.Cause(actx), &t) {
+		return outcome{}, false
+	}
+	return outcome{err: Transient(dlq.ClassTimeout, t), class: dlq.ClassTimeout, transient: true, hostFault: true, message: t.msg}, true
+}
+
+// idleBody restarts its timer on every read that brings bytes: the timer fires (and
+// ends the attempt) only when the body sends nothing for idle.
+type idleBody struct {
+	io.ReadCloser
+	idle  time.Duration
+	timer *time.Timer
+}
+
+func (b *idleBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if n > 0 {
+		b.timer.Reset(b.idle)
+	}
+	return n, err
+}
+
 // send makes the HTTP round trip and reads or classifies the response.
 func (h *Handler) send(ctx context.Context, hs *host, req *http.Request, r Request, read func(*http.Response) error, secrets []string) (outcome, hints) {
-	resp, err := h.client.Do(req)
+	p := r.Policy.withDefaults()
+	// The attempt's context descends from the request's, which carries its redirect
+	// policy (and descends from ctx).
+	actx, stop := context.WithCancelCause(req.Context())
+	defer stop(nil)
+	actx, stopAll := context.WithTimeoutCause(actx, p.AttemptTimeout, &attemptTimeout{fmt.Sprintf("the attempt took longer than attempt_timeout %s", p.AttemptTimeout)})
+	defer stopAll()
+	headers := time.AfterFunc(p.HeaderTimeout, func() {
+		stop(&attemptTimeout{fmt.Sprintf("no response headers within header_timeout %s", p.HeaderTimeout)})
+	})
+	resp, err := h.client.Do(req.WithContext(actx))
+	headers.Stop()
 	if err != nil {
 		if ctx.Err() != nil {
 			return outcome{err: ctx.Err(), canceled: true}, hints{}
+		}
+		if o, ok := timedOut(actx); ok {
+			h.m.requests.WithLabelValues(hs.key, string(o.class)).Inc()
+			return o, hints{}
 		}
 		class, transient := classifyErr(err)
 		if class == dlq.ClassParse || class == dlq.ClassCanceled {
@@ -65,7 +111,19 @@ func (h *Handler) send(ctx context.Context, hs *host, req *http.Request, r Reque
 	h.m.requests.WithLabelValues(hs.key, strconv.Itoa(code)).Inc()
 
 	if code/100 == 2 || slices.Contains(r.AcceptStatus, code) {
-		return h.read(ctx, hs, resp, read, secrets), hn
+		resp.Body = &idleBody{ReadCloser: resp.Body, idle: p.IdleTimeout, timer: time.AfterFunc(p.IdleTimeout, func() {
+			stop(&attemptTimeout{fmt.Sprintf("no bytes of the body for idle_timeout %s", p.IdleTimeout)})
+		})}
+		o := h.read(ctx, hs, resp, read, secrets)
+		resp.Body.(*idleBody).timer.Stop()
+		if o.err != nil && !o.canceled {
+			if t, ok := timedOut(actx); ok {
+				h.m.requests.WithLabelValues(hs.key, string(t.class)).Inc()
+				t.status = code
+				return t, hn
+			}
+		}
+		return o, hn
 	}
 	return answer(resp, r.Classify, secrets), hn
 }
