@@ -74,7 +74,7 @@ func (t *Task) ensure(ctx context.Context, env *tasks.Env) error {
 	}
 	if !t.table.InStore {
 		if err := os.MkdirAll(t.cfg.Target.Dir, 0o755); err != nil {
-			return fmt.Errorf("creating target.dir: %w", err)
+			return store.DiskFault("creating target.dir "+t.cfg.Target.Dir, err)
 		}
 	}
 	t.ensured = true

@@ -1,0 +1,63 @@
+package wfs
+
+import (
+	"bytes"
+	"io"
+	"log/slog"
+	"math"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/paulmach/orb"
+
+	"github.com/geoflow/geoflow/spatial"
+	"github.com/geoflow/geoflow/tasks"
+)
+
+// TestCoordinatesOutsideTheDomainRefused: POINT(1e308 1e308) in EPSG:4326, and
+// coordinates that are not finite in any CRS, were stored; they are refused as
+// features, with the reason, and the others go on.
+func TestCoordinatesOutsideTheDomainRefused(t *testing.T) {
+	feats := []*spatial.Feature{
+		{ID: "ok", Geometry: orb.Point{11.5, 48.1}},
+		{ID: "far", Geometry: orb.Point{1e308, 1e308}},
+		{ID: "nan", Geometry: orb.LineString{{11.5, 48.1}, {math.NaN(), 48.1}}},
+		{ID: "edge", Geometry: orb.Point{180.0000001, -90}},
+		{ID: "inf", Geometry: orb.Point{math.Inf(1), 0}},
+	}
+	for _, geographic := range []bool{true, false} {
+		i := 0
+		var logs bytes.Buffer
+		s := &featureSource{env: &tasks.Env{Logger: slog.New(slog.NewTextHandler(&logs, nil))}, unit: "u",
+			bbox: orb.Bound{Min: orb.Point{11, 48}, Max: orb.Point{12, 49}}, check: geographic, warned: &atomic.Bool{},
+			next: func() (*spatial.Feature, error) {
+				if i == len(feats) {
+					return nil, io.EOF
+				}
+				i++
+				return feats[i-1], nil
+			}, metaFn: func() spatial.Meta { return spatial.Meta{} }}
+		var got []string
+		for {
+			f, err := s.Next()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, f.ID)
+		}
+		want := "ok,edge"
+		if !geographic {
+			want = "ok,far,edge" // a projected CRS's domain is not known here; finiteness is
+		}
+		if strings.Join(got, ",") != want || s.refused != len(feats)-len(strings.Split(want, ",")) {
+			t.Errorf("geographic %v: kept %v, refused %d; want %s", geographic, got, s.refused, want)
+		}
+		if !strings.Contains(logs.String(), "not finite") || (geographic && !strings.Contains(logs.String(), "outside longitude -180..180")) {
+			t.Errorf("the reasons are not logged:\n%s", logs.String())
+		}
+	}
+}
