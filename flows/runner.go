@@ -30,8 +30,10 @@ type RunOptions struct {
 	// OnlyTasks restricts the run to these task ids (--task, with --with-downstream
 	// already applied); nil runs all.
 	OnlyTasks []string
-	// Resume continues the latest unfinished run of the flow.
-	Resume bool
+	// Resume continues the latest unfinished run of the flow (ResumeRun, when above 0,
+	// names the run instead).
+	Resume    bool
+	ResumeRun int64
 	// UseCurrentFlow makes a resumed run use the flow given (today's file, validated)
 	// instead of the one the run recorded when it started.
 	UseCurrentFlow bool
@@ -91,7 +93,7 @@ func Run(ctx context.Context, f *Flow, opts RunOptions) (*Result, error) {
 	}
 	run, err := opts.Store.StartRun(ctx, store.RunStart{
 		Flow: f.Name, FlowFile: absPath(f.File), FlowText: string(f.Source), FlowHash: f.Hash(),
-		Trigger: opts.Trigger, ScheduledFor: opts.ScheduledFor, Area: opts.Area, OnlyTasks: opts.OnlyTasks, Resume: opts.Resume,
+		Trigger: opts.Trigger, ScheduledFor: opts.ScheduledFor, Area: opts.Area, OnlyTasks: opts.OnlyTasks, Resume: opts.Resume || opts.ResumeRun > 0, RunID: opts.ResumeRun,
 	})
 	if err != nil {
 		return nil, err

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/paulmach/orb"
@@ -26,6 +27,8 @@ type RunStart struct {
 	// one that is running with no process holding it (a crash), interrupted, or failed
 	// with units or tasks left that are neither done nor dead-lettered.
 	Resume bool
+	// RunID, with Resume, names the run to continue instead of the latest.
+	RunID int64
 }
 
 // Run is a run this process holds: no other process resumes or replays it meanwhile.
@@ -74,6 +77,16 @@ type RunInfo struct {
 	FlowFile string     // absolute path; "" for runs that recorded none
 	FlowText string     // the resolved flow as it ran; "" for runs recorded before flows were kept
 	FlowHash string
+}
+
+// NothingToResume is StartRun's error when it finds no run to resume: it wraps
+// ErrNothingToResume and says what was looked for.
+func NothingToResume(st RunStart) error {
+	if st.RunID > 0 {
+		return fmt.Errorf("run %d of flow %q cannot be resumed: it is done, another process holds it, or it is not a run of this flow: %w",
+			st.RunID, st.Flow, ErrNothingToResume)
+	}
+	return fmt.Errorf("flow %q: %w (no interrupted, crashed or unfinished failed run that no other process holds)", st.Flow, ErrNothingToResume)
 }
 
 // Runs records runs and their tasks.

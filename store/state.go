@@ -14,6 +14,10 @@ const (
 	Failed         State = "failed"
 	UpstreamFailed State = "upstream_failed"
 	Interrupted    State = "interrupted"
+	// Crashed is how a run recorded as running reads when no process holds it: the
+	// process running it died without finishing (SIGKILL, a crash, a reboot). It is
+	// never stored; --resume continues such a run.
+	Crashed State = "crashed"
 )
 
 // Triggers: why a run started.

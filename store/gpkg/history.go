@@ -31,15 +31,34 @@ func scanRun(rows *sql.Rows) (store.RunRecord, error) {
 	return r, err
 }
 
+// crashed marks r crashed when it is recorded as running and no process holds its lock.
+func (s *Store) crashed(r *store.RunRecord) error {
+	if r.Status != store.Running {
+		return nil
+	}
+	busy, err := s.locks.busy(lockRunBase + r.ID)
+	if err != nil {
+		return fmt.Errorf("checking whether run %d is going: %w", r.ID, err)
+	}
+	if !busy {
+		r.Status = store.Crashed
+	}
+	return nil
+}
+
 // ListRuns implements store.History.
 func (s *Store) ListRuns(ctx context.Context, f store.RunFilter) ([]store.RunRecord, error) {
 	limit := f.Limit
 	if limit == 0 {
 		limit = 100
 	}
+	status := f.Status
+	if status == string(store.Crashed) {
+		status = string(store.Running) // crashed is running with nobody holding it
+	}
 	rows, err := s.r.QueryContext(ctx, runSelect+`
 		WHERE (?1 = '' OR r.flow = ?1) AND (?2 = '' OR r.status = ?2)
-		ORDER BY r.id DESC LIMIT ?3`, f.Flow, f.Status, limit)
+		ORDER BY r.id DESC LIMIT ?3`, f.Flow, status, limit)
 	if err != nil {
 		return nil, translate("listing runs", err)
 	}
@@ -50,7 +69,12 @@ func (s *Store) ListRuns(ctx context.Context, f store.RunFilter) ([]store.RunRec
 		if err != nil {
 			return nil, translate("listing runs", err)
 		}
-		out = append(out, r)
+		if err := s.crashed(&r); err != nil {
+			return nil, err
+		}
+		if f.Status == "" || string(r.Status) == f.Status {
+			out = append(out, r)
+		}
 	}
 	return out, translate("listing runs", rows.Err())
 }
@@ -73,6 +97,9 @@ func (s *Store) GetRun(ctx context.Context, id int64) (store.RunRecord, error) {
 		return run, translate(what, err)
 	case !found:
 		return run, translate(what, sql.ErrNoRows)
+	}
+	if err := s.crashed(&run); err != nil {
+		return run, err
 	}
 	rows, err = s.r.QueryContext(ctx, `SELECT t.task, t.type, t.state, t.started_at, t.finished_at,
 			coalesce(c.total, t.units_total), coalesce(c.done, t.units_done), coalesce(c.dead, t.units_dead),

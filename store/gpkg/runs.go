@@ -17,11 +17,12 @@ import (
 // does: one still marked running (its process died: nobody holds its lock, checked next),
 // interrupted, or failed with work left that is neither done nor dead-lettered.
 const resumable = `SELECT r.id FROM geoflow_runs r
-	WHERE r.flow = ? AND (r.status IN ('running', 'interrupted') OR (r.status = 'failed' AND (
+	WHERE r.flow = ?1 AND (r.status IN ('running', 'interrupted') OR (r.status = 'failed' AND (
 		EXISTS (SELECT 1 FROM geoflow_units u WHERE u.run_id = r.id AND u.state <> 'done'
 			AND NOT EXISTS (SELECT 1 FROM geoflow_dlq d WHERE d.run_id = u.run_id AND d.task = u.task AND d.unit_key = u.key))
 		OR EXISTS (SELECT 1 FROM geoflow_run_tasks t WHERE t.run_id = r.id AND t.state IN ('failed', 'running', 'pending', 'interrupted')
 			AND NOT EXISTS (SELECT 1 FROM geoflow_units u WHERE u.run_id = t.run_id AND u.task = t.task AND u.state = 'failed')))))
+	AND (?2 = 0 OR r.id = ?2)
 	ORDER BY r.id DESC LIMIT 20`
 
 // StartRun implements store.Runs. Besides the run's own lock it takes its flow's: SQLite
@@ -46,7 +47,7 @@ func (s *Store) StartRun(ctx context.Context, st store.RunStart) (*store.Run, er
 
 func (s *Store) startRun(ctx context.Context, st store.RunStart) (*store.Run, func(), error) {
 	if st.Resume {
-		ids, err := s.ids(ctx, resumable, st.Flow)
+		ids, err := s.ids(ctx, resumable, st.Flow, st.RunID)
 		if err != nil {
 			return nil, nil, translate("finding a run to resume", err)
 		}
@@ -65,7 +66,7 @@ func (s *Store) startRun(ctx context.Context, st store.RunStart) (*store.Run, fu
 			}
 			return run, release, nil
 		}
-		return nil, nil, fmt.Errorf("flow %q: %w (no interrupted, crashed or unfinished failed run that no other process holds)", st.Flow, store.ErrNothingToResume)
+		return nil, nil, store.NothingToResume(st)
 	}
 	trigger := st.Trigger
 	if trigger == "" {

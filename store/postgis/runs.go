@@ -56,7 +56,8 @@ func (s *Store) StartRun(ctx context.Context, st store.RunStart) (*store.Run, er
 	return run, nil
 }
 
-// resumable selects the runs of a flow that --resume may continue: one still marked
+// resumable selects the runs of a flow that --resume may continue ($2, when above 0,
+// names the one): one still marked
 // running (its process crashed: nobody holds its lock, checked next), interrupted, or
 // failed with work left that is neither done nor dead-lettered (a unit whose outcome could
 // not be recorded, a task that failed before or while planning).
@@ -66,11 +67,12 @@ const resumable = `SELECT r.id FROM geoflow_runs r
 			AND NOT EXISTS (SELECT 1 FROM geoflow_dlq d WHERE d.run_id = u.run_id AND d.task = u.task AND d.unit_key = u.key))
 		OR EXISTS (SELECT 1 FROM geoflow_run_tasks t WHERE t.run_id = r.id AND t.state IN ('failed', 'running', 'pending', 'interrupted')
 			AND NOT EXISTS (SELECT 1 FROM geoflow_units u WHERE u.run_id = t.run_id AND u.task = t.task AND u.state = 'failed')))))
+	AND ($2 = 0 OR r.id = $2)
 	ORDER BY r.id DESC LIMIT 20`
 
 func (s *Store) startRun(ctx context.Context, conn *pgx.Conn, st store.RunStart) (*store.Run, error) {
 	if st.Resume {
-		rows, err := conn.Query(ctx, resumable, st.Flow)
+		rows, err := conn.Query(ctx, resumable, st.Flow, st.RunID)
 		if err != nil {
 			return nil, translate("finding a run to resume", err)
 		}
@@ -105,7 +107,7 @@ func (s *Store) startRun(ctx context.Context, conn *pgx.Conn, st store.RunStart)
 			}
 			return run, nil
 		}
-		return nil, fmt.Errorf("flow %q: %w (no interrupted, crashed or unfinished failed run that no other process holds)", st.Flow, store.ErrNothingToResume)
+		return nil, store.NothingToResume(st)
 	}
 	trigger := st.Trigger
 	if trigger == "" {

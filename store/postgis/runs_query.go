@@ -11,7 +11,7 @@ import (
 // runSelect reads runs with live counts for the ones still running. The status test inside
 // the lateral subquery spares finished runs the count (a one-time filter); the one in the
 // join leaves them NULL counts rather than an aggregate's zeros.
-const runSelect = `SELECT r.id, r.flow, r.status, r.trigger, r.scheduled_for, r.started_at, r.finished_at,
+var runSelect = `SELECT r.id, r.flow, ` + runStatus + `, r.trigger, r.scheduled_for, r.started_at, r.finished_at,
 	coalesce(c.total, r.units_total), coalesce(c.done, r.units_done), coalesce(c.dead, r.units_dead),
 	coalesce(c.ins, r.features_inserted), coalesce(c.skip, r.features_skipped), coalesce(c.upd, r.features_updated),
 	coalesce(r.error, '')
@@ -24,6 +24,12 @@ LEFT JOIN LATERAL (
 	       coalesce(sum(u.features_skipped), 0) AS skip,
 	       coalesce(sum(u.features_updated), 0) AS upd
 	FROM geoflow_units u WHERE u.run_id = r.id AND r.status = 'running') c ON r.status = 'running'`
+
+// runStatus is a run's status, crashed for one recorded as running whose advisory lock
+// (runLockClass, id) no session holds: its process died.
+var runStatus = fmt.Sprintf(`CASE WHEN r.status = 'running' AND NOT EXISTS (SELECT 1 FROM pg_locks l
+		WHERE l.locktype = 'advisory' AND l.classid = %d AND l.objid = r.id AND l.objsubid = 2 AND l.granted)
+	THEN 'crashed' ELSE r.status END`, runLockClass)
 
 func scanRun(row pgx.CollectableRow) (store.RunRecord, error) {
 	var r store.RunRecord
@@ -43,7 +49,7 @@ func (s *Store) ListRuns(ctx context.Context, f store.RunFilter) ([]store.RunRec
 		limit = &f.Limit
 	}
 	rows, err := s.pool.Query(ctx, runSelect+`
-		WHERE ($1 = '' OR r.flow = $1) AND ($2 = '' OR r.status = $2)
+		WHERE ($1 = '' OR r.flow = $1) AND ($2 = '' OR `+runStatus+` = $2)
 		ORDER BY r.id DESC LIMIT $3`, f.Flow, f.Status, limit)
 	if err != nil {
 		return nil, translate("listing runs", err)

@@ -3,6 +3,7 @@ package storetest
 import (
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -308,4 +309,75 @@ func testHoldRun(t *testing.T, s store.Store) {
 		t.Fatalf("holding the run again after its release: %v", err)
 	}
 	h.Close()
+}
+
+// testCrashedRuns: a run recorded as running that no process holds (its process was
+// killed) reads as crashed in the history, listed and filtered so; one still held reads
+// running. --resume=ID continues the run named, not the latest; a run that cannot be
+// resumed (done) is refused with store.ErrNothingToResume.
+func testCrashedRuns(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	flow := "crashes"
+	older := startRun(t, s, store.RunStart{Flow: flow})
+	older.Close() // killed
+	latest := startRun(t, s, store.RunStart{Flow: flow})
+	latest.Close() // killed too
+	held := startRun(t, s, store.RunStart{Flow: flow + "_held"})
+	t.Cleanup(held.Close)
+
+	status := func(id int64) store.State {
+		r, err := s.GetRun(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.Status
+	}
+	if st := status(older.ID); st != store.Crashed {
+		t.Errorf("a killed run reads %q, want crashed", st)
+	}
+	if st := status(held.ID); st != store.Running {
+		t.Errorf("a held run reads %q, want running", st)
+	}
+	crashed, err := s.ListRuns(ctx, store.RunFilter{Status: string(store.Crashed)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []int64
+	for _, r := range crashed {
+		if r.Status != store.Crashed {
+			t.Errorf("--status crashed listed run %d as %q", r.ID, r.Status)
+		}
+		ids = append(ids, r.ID)
+	}
+	if !slices.Contains(ids, older.ID) || !slices.Contains(ids, latest.ID) || slices.Contains(ids, held.ID) {
+		t.Errorf("crashed runs listed: %v; want %d and %d, not the held %d", ids, older.ID, latest.ID, held.ID)
+	}
+	running, err := s.ListRuns(ctx, store.RunFilter{Status: string(store.Running)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range running {
+		if r.ID == older.ID || r.ID == latest.ID {
+			t.Errorf("--status running listed the crashed run %d", r.ID)
+		}
+	}
+
+	// --resume=ID: the older one, though a later one is resumable too.
+	run, err := s.StartRun(ctx, store.RunStart{Flow: flow, Resume: true, RunID: older.ID})
+	if err != nil || run.ID != older.ID || !run.Resumed {
+		t.Fatalf("resuming run %d by id: %+v, %v", older.ID, run, err)
+	}
+	if st := status(older.ID); st != store.Running {
+		t.Errorf("the resumed run reads %q, want running", st)
+	}
+	finishRun(t, s, run, store.Done, "")
+	if _, err := s.StartRun(ctx, store.RunStart{Flow: flow, Resume: true, RunID: older.ID}); !errors.Is(err, store.ErrNothingToResume) ||
+		!strings.Contains(err.Error(), "cannot be resumed") {
+		t.Errorf("resuming a done run by id: %v; want store.ErrNothingToResume saying so", err)
+	}
+	if run, err := s.StartRun(ctx, store.RunStart{Flow: flow, Resume: true}); err != nil || run.ID != latest.ID {
+		t.Errorf("--resume without an id: %+v, %v; want the latest, run %d", run, err, latest.ID)
+	} else {
+		run.Close()
+	}
 }

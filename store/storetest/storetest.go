@@ -43,6 +43,7 @@ func tests() []test {
 		{"Resume", testResume},
 		{"ResumeRestoresRun", testResumeRestoresRun},
 		{"ResumeReopensUnits", testResumeReopensUnits},
+		{"CrashedRuns", testCrashedRuns},
 		{"HoldRun", testHoldRun},
 		{"Units", testUnits},
 		{"UnitChildren", testUnitChildren},

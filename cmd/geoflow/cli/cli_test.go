@@ -63,8 +63,13 @@ func TestNewcomerPapercuts(t *testing.T) {
 		{name: "a bad --log-level", args: []string{"--log-level", "loud", "validate", "x.yaml"}, code: 1, errs: `--log-level "loud"`},
 		{name: "validate a directory", args: []string{"validate", "../../../flows"}, code: 0, out: "flows/parcels.yaml: ok"},
 		{name: "validate a directory without flows", args: []string{"validate", empty}, code: 1, errs: "a directory without flow files"},
+		{name: "--resume=ID that is not a number", args: []string{"run", "../../../flows/parcels.yaml", "--resume=last", "--database", filepath.Join(empty, "x.gpkg")}, code: 1,
+			errs: "--resume=last: want a run id"},
+		{name: "--resume=ID of no run", args: []string{"run", "../../../flows/parcels.yaml", "--resume=7", "--database", filepath.Join(empty, "y.gpkg")}, code: 1,
+			errs: `un 7 of flow "parcels" cannot be resumed`},
+		{name: "runs list --status crashed", args: []string{"runs", "list", "--status", "crashed", "--database", filepath.Join(empty, "z.gpkg")}, code: 0, out: "no runs"},
 		{name: "runs list --status bogus", args: []string{"runs", "list", "--status", "bogus", "--database", filepath.Join(empty, "x.gpkg")}, code: 1,
-			errs: `--status "bogus": use running, done, failed or interrupted`},
+			errs: `--status "bogus": use running, done, failed, interrupted or crashed`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -24,7 +24,7 @@ import (
 )
 
 type runFlags struct {
-	resume         bool
+	resume         string // "" (a new run), "latest", or a run id
 	useCurrentFlow bool
 	bbox           string
 	bboxCRS        string
@@ -49,7 +49,8 @@ func newRunCmd(g *globals) *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.BoolVar(&rf.resume, "resume", false, "continue the latest unfinished run of this flow (interrupted, crashed, or failed with units left): only units not done are fetched, with the flow the run recorded")
+	f.StringVar(&rf.resume, "resume", "", "continue the latest unfinished run of this flow (interrupted, crashed, or failed with units left), or --resume=ID that run: only units not done are fetched, with the flow the run recorded")
+	f.Lookup("resume").NoOptDefVal = "latest"
 	f.BoolVar(&rf.useCurrentFlow, "use-current-flow", false, "with --resume: run the flow file as it is now, not the flow the run recorded when it started")
 	f.StringVar(&rf.bbox, "bbox", "", "restrict spatial tasks to minx,miny,maxx,maxy (lon/lat unless --bbox-crs)")
 	f.StringVar(&rf.bboxCRS, "bbox-crs", "EPSG:4326", "CRS of --bbox: EPSG:4326 or EPSG:3857")
@@ -98,6 +99,12 @@ func runFlow(ctx context.Context, g *globals, path string, rf runFlags) error {
 	if err != nil {
 		return err
 	}
+	var resumeRun int64
+	if rf.resume != "" && rf.resume != "latest" {
+		if resumeRun, err = strconv.ParseInt(rf.resume, 10, 64); err != nil || resumeRun < 1 {
+			return fmt.Errorf("--resume=%s: want a run id (geoflow runs list shows them), or --resume alone for the latest", rf.resume)
+		}
+	}
 	st, err := openStore(ctx, g, false)
 	if err != nil {
 		return err
@@ -113,7 +120,8 @@ func runFlow(ctx context.Context, g *globals, path string, rf runFlags) error {
 		Logger:    log,
 		Area:      area,
 		OnlyTasks: only,
-		Resume:    rf.resume,
+		Resume:    rf.resume != "",
+		ResumeRun: resumeRun,
 		Grace:     rf.grace,
 		Progress:  progress,
 

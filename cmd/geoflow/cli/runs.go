@@ -34,9 +34,9 @@ func newRunsListCmd(g *globals) *cobra.Command {
 				return fmt.Errorf("--limit must be at least 1")
 			}
 			switch store.State(filter.Status) {
-			case "", store.Running, store.Done, store.Failed, store.Interrupted:
+			case "", store.Running, store.Done, store.Failed, store.Interrupted, store.Crashed:
 			default:
-				return fmt.Errorf("--status %q: use running, done, failed or interrupted", filter.Status)
+				return fmt.Errorf("--status %q: use running, done, failed, interrupted or crashed", filter.Status)
 			}
 			st, err := openStore(cmd.Context(), g, true)
 			if err != nil {
@@ -62,7 +62,7 @@ func newRunsListCmd(g *globals) *cobra.Command {
 	}
 	f := cmd.Flags()
 	f.StringVar(&filter.Flow, "flow", "", "only runs of this flow")
-	f.StringVar(&filter.Status, "status", "", "only runs in this status: running, done, failed, interrupted")
+	f.StringVar(&filter.Status, "status", "", "only runs in this status: running, done, failed, interrupted, crashed (recorded as running, but no process holds it)")
 	f.IntVar(&filter.Limit, "limit", 50, "list at most this many runs")
 	f.BoolVar(&asJS, "json", false, "print a JSON array, for scripts")
 	return cmd
