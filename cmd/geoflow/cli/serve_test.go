@@ -306,7 +306,8 @@ func TestRunsCommands(t *testing.T) {
 		{name: "list", args: []string{"runs", "list"}, want: []string{"ID", "TRIGGER", "SCHEDULED FOR", "schedule", "manual"}},
 		{name: "by flow and status", args: []string{"runs", "list", "--flow", "a", "--status", "done"}, want: []string{"\n1 "}, notWant: []string{"\n3 ", "\n2 "}},
 		{name: "json", args: []string{"runs", "list", "--json", "--limit", "1"}, want: []string{`"id": 3`, `"scheduled_for": "2025-06-01T02:00:00Z"`, `"finished_at": null`}, notWant: []string{`"id": 2`}},
-		{name: "show", args: []string{"runs", "show", "3"}, want: []string{"scheduled for", "trigger        schedule", "running"}},
+		// Run 3 was started and let go without finishing: nobody holds it, it crashed.
+		{name: "show", args: []string{"runs", "show", "3"}, want: []string{"scheduled for", "trigger        schedule", "status         crashed"}},
 		{name: "show json", args: []string{"runs", "show", "1", "--json"}, want: []string{`"status": "done"`}},
 		{name: "show missing", args: []string{"runs", "show", "42"}, wantCode: cli.ExitError},
 		{name: "show bad id", args: []string{"runs", "show", "x"}, wantCode: cli.ExitError},
