@@ -89,6 +89,11 @@ func (t *testTask) Plan(ctx context.Context, env *tasks.Env) ([]store.Unit, erro
 	if slices.Contains(t.c.Fail, "plan") {
 		return nil, errors.New("cannot plan")
 	}
+	if b := t.c.BBox; b != nil && env.Area != nil {
+		if own := (orb.Bound{Min: orb.Point{b[0], b[1]}, Max: orb.Point{b[2], b[3]}}); !own.Intersects(*env.Area) {
+			return nil, &tasks.OutsideArea{Area: own}
+		}
+	}
 	var out []store.Unit
 	for i := range t.c.Units + t.c.grow {
 		b := orb.Bound{Min: orb.Point{float64(i), 0}, Max: orb.Point{float64(i) + 1, 1}}

@@ -161,6 +161,24 @@ func Run(ctx context.Context, f *Flow, opts RunOptions) (*Result, error) {
 			status = store.Failed
 		}
 	}
+	errMsg := ""
+	if opts.Area != nil && len(r.outside) > 0 && ctx.Err() == nil {
+		// Every task that ran found the --bbox outside its area: nothing was done, and
+		// the likeliest cause is a box with longitude and latitude swapped.
+		all := true
+		for id, st := range r.state {
+			if _, out := r.outside[id]; st == store.Done && !out {
+				all = false
+			}
+		}
+		if all {
+			status = store.Failed
+			for id, a := range r.outside {
+				r.fails[id] = fmt.Sprintf("--bbox %s does not touch its area %s (longitude and latitude swapped?)", fmtArea(opts.Area), fmtArea(&a))
+			}
+			errMsg = "--bbox " + fmtArea(opts.Area) + " touches no task's area"
+		}
+	}
 	if r.unrecorded.Load() > 0 {
 		status = store.Failed
 		log.Error("some units' outcomes could not be recorded; `geoflow run --resume` runs them again", "units", r.unrecorded.Load())
@@ -170,7 +188,7 @@ func Run(ctx context.Context, f *Flow, opts RunOptions) (*Result, error) {
 	}
 	var sum store.RunSummary
 	if err := r.persist(final, "recording the run's end", func(ctx context.Context) error {
-		sum, err = opts.Store.FinishRun(ctx, run.ID, status, "")
+		sum, err = opts.Store.FinishRun(ctx, run.ID, status, errMsg)
 		return err
 	}); err != nil {
 		return nil, fmt.Errorf("run %d: %w (the run stays resumable: geoflow run --resume)", run.ID, err)

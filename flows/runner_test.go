@@ -223,6 +223,30 @@ func testRunUnitFailsPart(t *testing.T, loc string) {
 	}
 }
 
+// TestRunAreaOutsideEveryTask: a --bbox that touches no task's area (longitude and
+// latitude swapped, say) used to end done, exit 0, "0 of 0 units"; it fails the run,
+// naming each task's area. A box that touches one task is fine for the others.
+func TestRunAreaOutsideEveryTask(t *testing.T) { eachStore(t, testRunAreaOutsideEveryTask) }
+
+func testRunAreaOutsideEveryTask(t *testing.T, loc string) {
+	db := openStore(t, loc)
+	f := mustParse(t, nil, "name: boxes\ntasks:\n  a: {type: fake, bbox: [11.4, 48.0, 11.6, 48.2]}\n  b: {type: fake, bbox: [13.3, 52.4, 13.5, 52.6]}\n")
+	swapped := orb.Bound{Min: orb.Point{48.0, 11.4}, Max: orb.Point{48.2, 11.6}}
+	res, err := Run(context.Background(), f, RunOptions{Store: db, Area: &swapped})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != store.Failed || len(res.FailedTasks) != 2 || !strings.Contains(res.FailedTasks["a"], "does not touch its area 11.4,48,11.6,48.2") ||
+		!strings.Contains(res.FailedTasks["a"], "swapped") {
+		t.Errorf("run %s, failed tasks %v; want failed, naming each task's area", res.Status, res.FailedTasks)
+	}
+	munich := orb.Bound{Min: orb.Point{11.45, 48.05}, Max: orb.Point{11.5, 48.1}}
+	res, err = Run(context.Background(), f, RunOptions{Store: db, Area: &munich})
+	if err != nil || res.Status != store.Done {
+		t.Errorf("a box touching one task: %v %v; want done", res.Status, err)
+	}
+}
+
 // TestRunCancelAndResume stops a run mid-way as SIGTERM would, then resumes it: in-flight
 // units finish within the grace period, nothing done is executed again, and the resumed
 // run completes every unit.

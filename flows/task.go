@@ -3,6 +3,7 @@ package flows
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -11,6 +12,7 @@ import (
 	"github.com/geoflow/geoflow/retry"
 	"github.com/geoflow/geoflow/store"
 	"github.com/geoflow/geoflow/tasks"
+	"github.com/paulmach/orb"
 )
 
 // runner executes one run's tasks.
@@ -33,6 +35,8 @@ type runner struct {
 	// state and fails are read by Run once every task has ended.
 	state map[string]store.State
 	fails map[string]string
+	// outside holds the tasks whose area the run's --bbox did not touch, and their area.
+	outside map[string]orb.Bound
 	// unrecorded counts units whose outcome the store could not take, even after waiting:
 	// they are left for a resume.
 	unrecorded atomic.Int64
@@ -42,7 +46,8 @@ type runner struct {
 
 func newRunner(f *Flow, opts RunOptions, log *slog.Logger, runID int64) *runner {
 	r := &runner{f: f, opts: opts, log: log, runID: runID,
-		done: make(map[string]chan struct{}), state: make(map[string]store.State), fails: make(map[string]string)}
+		done: make(map[string]chan struct{}), state: make(map[string]store.State), fails: make(map[string]string),
+		outside: make(map[string]orb.Bound)}
 	for _, t := range f.Tasks {
 		r.done[t.ID] = make(chan struct{})
 	}
@@ -141,6 +146,14 @@ func (r *runner) execute(ctx, work context.Context, t *Task) (state store.State,
 		planned, err = task.Plan(ctx, env)
 		return err
 	})
+	var outside *tasks.OutsideArea
+	if errors.As(err, &outside) {
+		env.Logger.Info("the run's --bbox does not touch this task's area: nothing to do", "task_area", fmtArea(&outside.Area))
+		r.mu.Lock()
+		r.outside[t.ID] = outside.Area
+		r.mu.Unlock()
+		return store.Done, "", 0
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return store.Interrupted, "", 0

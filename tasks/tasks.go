@@ -13,6 +13,7 @@ package tasks
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"net/http"
 
@@ -78,6 +79,18 @@ type Output struct {
 	Committed func()
 	// Release, when set, frees what the output holds (a spooled response).
 	Release func()
+}
+
+// OutsideArea is what Plan returns when the run's area (--bbox) does not touch the
+// task's: there is nothing to do. The runner records the task done with no units, and
+// fails the run when no task's area is touched (a --bbox with longitude and latitude
+// swapped, say), naming each task's area.
+type OutsideArea struct {
+	Area orb.Bound // the task's own area, lon/lat
+}
+
+func (e *OutsideArea) Error() string {
+	return fmt.Sprintf("the run's --bbox does not touch this task's area %g,%g,%g,%g", e.Area.Min[0], e.Area.Min[1], e.Area.Max[0], e.Area.Max[1])
 }
 
 // Failure is a unit that failed for good, and why.

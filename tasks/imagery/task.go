@@ -81,8 +81,7 @@ func (t *Task) Plan(ctx context.Context, env *tasks.Env) ([]store.Unit, error) {
 		return nil, err
 	}
 	if env.Area != nil && !a.Intersects(*env.Area) {
-		env.Logger.Info("the run's --bbox does not touch this task's area: nothing to do")
-		return nil, nil
+		return nil, &tasks.OutsideArea{Area: a}
 	}
 	if t.cfg.WMS != nil {
 		return t.planWMS(ctx, env, a)

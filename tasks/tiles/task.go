@@ -121,8 +121,7 @@ func (t *Task) Plan(ctx context.Context, env *tasks.Env) ([]store.Unit, error) {
 		return nil, err
 	}
 	if !ok {
-		env.Logger.Info("the run's --bbox does not touch this task's area: nothing to do")
-		return nil, nil
+		return nil, &tasks.OutsideArea{Area: a}
 	}
 	units := t.firstUnits(a, inFlight(env))
 	x0, x1, y0, y1 := tileRange(a, t.zmin)

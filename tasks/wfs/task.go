@@ -109,8 +109,7 @@ func (t *Task) Plan(ctx context.Context, env *tasks.Env) ([]store.Unit, error) {
 	area := p.area
 	if env.Area != nil {
 		if !area.Intersects(*env.Area) {
-			env.Logger.Info("the run's --bbox does not touch this task's bbox: nothing to do")
-			return nil, nil
+			return nil, &tasks.OutsideArea{Area: area}
 		}
 		area = intersect(area, *env.Area)
 	}
