@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"regexp"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -127,9 +128,22 @@ func printEntries(w io.Writer, entries []dlq.Entry) error {
 			status = strconv.Itoa(e.HTTPStatus)
 		}
 		fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", e.ID, e.RunID, e.Flow, e.Task, e.Unit, e.Class,
-			status, e.Attempts, e.Status, e.LastFailedAt.Local().Format(time.DateTime), dlqOneLine(e.Error, 72))
+			status, e.Attempts, e.Status, e.LastFailedAt.Local().Format(time.DateTime), dlqOneLine(dlqReason(e.Error), 72))
 	}
 	return tw.Flush()
+}
+
+// attemptsRE ends the handler's preamble of an error: "retry: GET URL: class status
+// after N attempts: ", whose parts the other columns show.
+var attemptsRE = regexp.MustCompile(`\bafter \d+ attempts?: `)
+
+// dlqReason is what a list has room for of an entry's error: the server's reason, after
+// the request and class the other columns show (`dlq show ID` has the whole text).
+func dlqReason(s string) string {
+	if m := attemptsRE.FindAllStringIndex(s, -1); len(m) > 0 {
+		return s[m[len(m)-1][1]:]
+	}
+	return s
 }
 
 // dlqOneLine flattens s to one line of at most n runes.
