@@ -124,6 +124,9 @@ func ParseSince(s string, now time.Time) (time.Time, error) {
 	return now.Add(-d), nil
 }
 
+// maxAge is the longest age ParseAge reads: 100 years, far within a Go duration.
+const maxAge = 100 * 365 * 24 * time.Hour
+
 // ParseAge reads a non-negative age: a time.ParseDuration value ("36h", "90m") or a whole
 // number of days or weeks ("30d", "2w"), which Go durations lack.
 func ParseAge(s string) (time.Duration, error) {
@@ -139,6 +142,11 @@ func ParseAge(s string) (time.Duration, error) {
 		n, err := strconv.ParseUint(s[:len(s)-1], 10, 32)
 		if err != nil {
 			return 0, fmt.Errorf("dlq: age %q: want a whole number before %q", s, s[len(s)-1:])
+		}
+		// A Go duration ends at about 292 years: 107000d would wrap around to a
+		// negative age, that is a time in the future.
+		if n > uint64(maxAge/unit) {
+			return 0, fmt.Errorf("dlq: age %q: at most %dd", s, maxAge/(24*time.Hour))
 		}
 		return time.Duration(n) * unit, nil
 	}
