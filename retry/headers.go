@@ -541,5 +541,8 @@ func parseIETFDict(v string, now time.Time) (quotaObs, bool) {
 			return quotaObs{}, false
 		}
 	}
+	if q.limit > 0 && q.remaining > q.limit {
+		q.limit = q.remaining // as the structured form does: a server's remaining is what it will admit
+	}
 	return q, seen
 }
