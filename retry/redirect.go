@@ -19,9 +19,10 @@ type Redirects string
 
 const (
 	// RedirectsSameOrigin (the default) follows redirects within the request's origin
-	// (scheme, host and port; http to https on the same host counts as the same) and
-	// refuses any other, as a permanent invalid_request failure: the task's headers,
-	// the URL's userinfo and its key-like parameters were given for that origin only.
+	// (scheme, host and port; http to https on the same host counts as the same), and
+	// to another origin only when the request carries no credentials (the task's own
+	// headers, the URL's userinfo, key-like parameters: given for that origin only);
+	// it refuses the others as a permanent invalid_request failure.
 	RedirectsSameOrigin Redirects = "same_origin"
 	// RedirectsStripCredentials follows redirects to other origins too, without the
 	// task's own headers (only the standard ones geoflow sets: User-Agent, Accept,
@@ -68,6 +69,9 @@ func checkRedirect(req *http.Request, via []*http.Request) error {
 	if SameOrigin(first.URL, req.URL) {
 		return nil
 	}
+	if !carriesCredentials(first) {
+		return nil // nothing of the task's to keep from another origin: a CDN, say
+	}
 	policy, _ := first.Context().Value(redirectsKey{}).(Redirects)
 	if policy != RedirectsStripCredentials {
 		return Permanent(dlq.ClassInvalid, fmt.Errorf("redirected from %s to %s, another origin: not followed, so that the task's credentials stay with %s "+
@@ -81,6 +85,18 @@ func checkRedirect(req *http.Request, via []*http.Request) error {
 	}
 	req.URL.User = nil
 	return nil
+}
+
+// carriesCredentials tells whether r holds anything of the task's that another origin
+// must not see: a header beyond the standard ones geoflow sets (the flow's headers:),
+// userinfo, or a key-like query parameter.
+func carriesCredentials(r *http.Request) bool {
+	for k := range r.Header {
+		if !safeHeaders[textproto.CanonicalMIMEHeaderKey(k)] {
+			return true
+		}
+	}
+	return r.URL.User != nil || len(redact.Secrets(r.URL, nil)) > 0
 }
 
 // SameOrigin tells whether next is within first's origin: the same scheme, host and

@@ -141,6 +141,29 @@ func TestRedirectsKeepCredentials(t *testing.T) {
 			t.Errorf("standard headers lost: %v", last.Header)
 		}
 	})
+	t.Run("another origin, no credentials", func(t *testing.T) {
+		// A plain request (a public tile server redirecting to its CDN) is followed.
+		h := New(&Options{Seed: 1})
+		var body string
+		err := h.Do(context.Background(), Request{Unit: "u", Policy: Policy{MaxAttempts: 1}, New: func(ctx context.Context) (*http.Request, error) {
+			req, err := http.NewRequestWithContext(ctx, http.MethodGet, origin.URL+"/away?x=1", nil)
+			if err == nil {
+				req.Header.Set("User-Agent", "geoflow")
+			}
+			return req, err
+		}}, func(r *http.Response) error {
+			b, err := io.ReadAll(r.Body)
+			body = string(b)
+			return err
+		})
+		if err != nil || body != "elsewhere" {
+			t.Fatalf("got %q, %v; want the redirect followed", body, err)
+		}
+		reqs := other.all()
+		if ref := reqs[len(reqs)-1].Header.Get("Referer"); ref != "" {
+			t.Errorf("Referer %q sent", ref)
+		}
+	})
 	t.Run("a loop", func(t *testing.T) {
 		_, err := get("/loop", "")
 		var e *Error

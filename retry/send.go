@@ -81,7 +81,14 @@ func (h *Handler) send(ctx context.Context, hs *host, req *http.Request, r Reque
 		stop(&attemptTimeout{fmt.Sprintf("no response headers within header_timeout %s", p.HeaderTimeout)})
 	})
 	resp, err := h.client.Do(req.WithContext(actx))
-	headers.Stop()
+	if !headers.Stop() && err == nil {
+		// The headers came as the timer fired: the attempt is cancelled already, and
+		// its body would fail as if cut off. Say what happened instead.
+		resp.Body.Close()
+		o, _ := timedOut(actx)
+		h.m.requests.WithLabelValues(hs.key, string(o.class)).Inc()
+		return o, hints{}
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return outcome{err: ctx.Err(), canceled: true}, hints{}
@@ -98,10 +105,17 @@ func (h *Handler) send(ctx context.Context, hs *host, req *http.Request, r Reque
 		return outcome{err: err, class: class, transient: transient, hostFault: transient,
 			message: redact.String(err.Error(), secrets...)}, hints{}
 	}
+	// Every body, an error answer's and the drain's included, is held to the idle
+	// timeout: a 503 whose body stalls must not hold the attempt for attempt_timeout.
+	body := &idleBody{ReadCloser: resp.Body, idle: p.IdleTimeout, timer: time.AfterFunc(p.IdleTimeout, func() {
+		stop(&attemptTimeout{fmt.Sprintf("no bytes of the body for idle_timeout %s", p.IdleTimeout)})
+	})}
+	resp.Body = body
 	defer func() {
 		// Drain a little so the connection can be reused, then close.
-		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
-		resp.Body.Close()
+		_, _ = io.Copy(io.Discard, io.LimitReader(body, 64<<10))
+		body.Close()
+		body.timer.Stop()
 	}()
 	hn := parseHints(resp.Header, h.clock.Now())
 	for _, f := range hn.forms {
@@ -111,11 +125,7 @@ func (h *Handler) send(ctx context.Context, hs *host, req *http.Request, r Reque
 	h.m.requests.WithLabelValues(hs.key, strconv.Itoa(code)).Inc()
 
 	if code/100 == 2 || slices.Contains(r.AcceptStatus, code) {
-		resp.Body = &idleBody{ReadCloser: resp.Body, idle: p.IdleTimeout, timer: time.AfterFunc(p.IdleTimeout, func() {
-			stop(&attemptTimeout{fmt.Sprintf("no bytes of the body for idle_timeout %s", p.IdleTimeout)})
-		})}
 		o := h.read(ctx, hs, resp, read, secrets)
-		resp.Body.(*idleBody).timer.Stop()
 		if o.err != nil && !o.canceled {
 			if t, ok := timedOut(actx); ok {
 				h.m.requests.WithLabelValues(hs.key, string(t.class)).Inc()
@@ -125,7 +135,14 @@ func (h *Handler) send(ctx context.Context, hs *host, req *http.Request, r Reque
 		}
 		return o, hn
 	}
-	return answer(resp, r.Classify, secrets), hn
+	o := answer(resp, r.Classify, secrets)
+	if t, ok := timedOut(actx); ok {
+		// The error answer's body stalled: a timeout, whatever its status said.
+		h.m.requests.WithLabelValues(hs.key, string(t.class)).Inc()
+		t.status = code
+		return t, hn
+	}
+	return o, hn
 }
 
 // read hands an accepted response to the caller's read and classifies its

@@ -36,6 +36,11 @@ func TestAttemptTimeouts(t *testing.T) {
 				time.Sleep(2 * time.Second)
 			}
 			io.WriteString(w, "ok")
+		case "/error-stalls":
+			w.WriteHeader(http.StatusServiceUnavailable)
+			io.WriteString(w, "<html>busy")
+			w.(http.Flusher).Flush()
+			time.Sleep(3 * time.Second)
 		case "/stops":
 			w.Header().Set("Content-Length", "2000")
 			io.WriteString(w, strings.Repeat("y", 1000))
@@ -84,6 +89,15 @@ func TestAttemptTimeouts(t *testing.T) {
 		n, _, err := get("/slowheaders", quick)
 		if err != nil || n != 2 || stall.Load() != 2 {
 			t.Fatalf("read %d bytes in %d attempts, %v; want the first attempt cut at header_timeout and the second to succeed", n, stall.Load(), err)
+		}
+	})
+	t.Run("an error answer whose body stalls", func(t *testing.T) {
+		p := quick
+		p.MaxAttempts = 1
+		_, _, err := get("/error-stalls", p)
+		var e *Error
+		if !errors.As(err, &e) || e.Class != dlq.ClassTimeout || e.Status != http.StatusServiceUnavailable || !strings.Contains(e.Error(), "idle_timeout") {
+			t.Fatalf("err = %v; want a timeout at idle_timeout, not a wait for attempt_timeout", err)
 		}
 	})
 	t.Run("a body that stops", func(t *testing.T) {
