@@ -181,6 +181,9 @@ func TestFlowLimits(t *testing.T) {
 		{name: "a 2 MB string", src: "name: x\ndescription: \"" + strings.Repeat("a", 2<<20) + "\"\ntasks: {}\n", want: "a flow may have at most 1048576 (1 MiB)"},
 		{name: "indented 300 columns", src: "name: x\ntasks:\n" + strings.Repeat(" ", 300) + "a: {type: fake}\n", want: "x.yaml:3:301: line indented by 300 columns"},
 		{name: "a block scalar of brackets is text", src: "name: x\ndescription: |\n  " + strings.Repeat("[", 200) + "\n  {{{{\ntasks:\n  a: {type: fake}\n"},
+		{name: "a quote inside a plain scalar opens nothing", src: "name: x\ntasks: [x '" + strings.Repeat("[", 80000) + strings.Repeat("]", 80000) + "\n",
+			want: "brackets nested more than 64 deep"},
+		{name: "CRLF, a block header with a comment", src: "name: x\r\ndescription: | # notes\r\n  " + strings.Repeat("[", 200) + "\r\ntasks:\r\n  a: {type: fake}\r\n"},
 		{name: "brackets in quotes are text", src: "name: x\ndescription: \"" + strings.Repeat("[", 200) + "\"\ntasks:\n  a: {type: fake}\n"},
 	}
 	for _, tt := range tests {

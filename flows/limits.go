@@ -30,6 +30,7 @@ func checkLimits(file string, src []byte) error {
 	blockIndent := -1 // inside a block scalar: the indentation of its key's line
 	for n, line := range bytes.Split(src, []byte("\n")) {
 		ln := n + 1
+		line = bytes.TrimSuffix(line, []byte("\r"))
 		indent := 0
 		for indent < len(line) && (line[indent] == ' ' || line[indent] == '\t') {
 			indent++
@@ -63,10 +64,18 @@ func checkLimits(file string, src []byte) error {
 					quote = 0
 				}
 			case c == '"' || c == '\'':
-				if i == 0 || bytes.IndexByte([]byte(" \t[{,:-?"), content[i-1]) >= 0 {
+				// A quote opens a quoted scalar only where a value starts (after a key's
+				// colon, a dash, a bracket or a comma); inside a plain scalar ("x 'y")
+				// it is text, and the brackets after it still count.
+				j := i - 1
+				for j >= 0 && (content[j] == ' ' || content[j] == '\t') {
+					j--
+				}
+				if j < 0 || bytes.IndexByte([]byte("[{,:-?"), content[j]) >= 0 {
 					quote = c
 				}
 			case c == '#' && (i == 0 || content[i-1] == ' ' || content[i-1] == '\t'):
+				content = content[:i] // the comment is not part of the line (nor of a block header)
 				i = len(content)
 			case c == '[' || c == '{':
 				depth++

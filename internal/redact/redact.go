@@ -139,7 +139,7 @@ var (
 	// paramRe finds credential-carrying query parameters inside free text, such as a URL
 	// echoed back in a server's error page: a name made of words one of which is
 	// sensitive, then "=".
-	paramRe = regexp.MustCompile(`(?i)\b((?:[a-z0-9]+[_.-])*(?:api_?key|access_?key|secret_?key|private_?key|key|access_?token|auth_?token|api_?token|private_?token|token|client_?secret|secret|password|passwd|pwd|signature|sig|credential)(?:[_.-][a-z0-9]+)*)=([^&\s"'<>]+)`)
+	paramRe = regexp.MustCompile(`(?i)\b([a-z0-9_.-]*?(?:key|token|secret|password|passwd|pwd|passphrase|signature|sig|credentials?))=([^&\s"'<>]+)`)
 	// userinfoRe finds "scheme://user:password@" inside free text.
 	userinfoRe = regexp.MustCompile(`(://[^/\s:@]*):[^/\s@]*@`)
 	// tokenUserRe finds "scheme://token@" (a user name and no password) inside free text.
@@ -181,7 +181,10 @@ func replaceToken(s, sec string) string {
 			return b.String()
 		}
 		end := i + len(sec)
-		if (i == 0 || !alnum(s[i-1])) && (end == len(s) || !alnum(s[end])) {
+		// An escape such as %3D before it (an echoed, percent-encoded URL) is a
+		// boundary too, though it ends in a letter or digit.
+		left := i == 0 || !alnum(s[i-1]) || (i >= 3 && s[i-3] == '%' && hex(s[i-2]) && hex(s[i-1]))
+		if left && (end == len(s) || !alnum(s[end])) {
 			b.WriteString(s[:i])
 			b.WriteString(Mask)
 		} else {
@@ -189,6 +192,10 @@ func replaceToken(s, sec string) string {
 		}
 		s = s[end:]
 	}
+}
+
+func hex(c byte) bool {
+	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
 }
 
 func alnum(c byte) bool {

@@ -84,6 +84,9 @@ func TestString(t *testing.T) {
 		{name: "secret inside a longer word kept", in: "user geoflowadmin denied", secrets: []string{"geoflow"}, want: "user geoflowadmin denied"},
 		{name: "secret as a token of its own", in: "bad key s3cr3tK3y; retry", secrets: []string{"s3cr3tK3y"}, want: "bad key REDACTED; retry"},
 		{name: "echoed keys named otherwise", in: "GET /wfs?access_key=A1B2&client_secret=xyz&api-key=k9 failed", want: "GET /wfs?access_key=REDACTED&client_secret=REDACTED&api-key=REDACTED failed"},
+		{name: "a secret echoed percent-encoded", in: "ExceptionText: GetFeature%3Fapikey%3Ds3cr3tKEY9%26x%3D1 failed", secrets: []string{"s3cr3tKEY9"},
+			want: "ExceptionText: GetFeature%3Fapikey%3DREDACTED%26x%3D1 failed"},
+		{name: "run-together names in text", in: "GET /x?sessionToken=abcd1234&idToken=efgh5678&passphrase=ijkl", want: "GET /x?sessionToken=REDACTED&idToken=REDACTED&passphrase=REDACTED"},
 		{name: "token user in text", in: "dial http://ghp_abcdef@git.example/x: refused", want: "dial http://REDACTED@git.example/x: refused"},
 	}
 	for _, tt := range tests {

@@ -52,13 +52,15 @@ func (s *Store) ListRuns(ctx context.Context, f store.RunFilter) ([]store.RunRec
 	if limit == 0 {
 		limit = 100
 	}
-	status := f.Status
-	if status == string(store.Crashed) {
-		status = string(store.Running) // crashed is running with nobody holding it
+	status, sqlLimit := f.Status, limit
+	if status == string(store.Crashed) || status == string(store.Running) {
+		// Both are recorded as running; which is which shows once read, so the
+		// limit applies after.
+		status, sqlLimit = string(store.Running), -1
 	}
 	rows, err := s.r.QueryContext(ctx, runSelect+`
 		WHERE (?1 = '' OR r.flow = ?1) AND (?2 = '' OR r.status = ?2)
-		ORDER BY r.id DESC LIMIT ?3`, f.Flow, status, limit)
+		ORDER BY r.id DESC LIMIT ?3`, f.Flow, status, sqlLimit)
 	if err != nil {
 		return nil, translate("listing runs", err)
 	}
@@ -72,7 +74,7 @@ func (s *Store) ListRuns(ctx context.Context, f store.RunFilter) ([]store.RunRec
 		if err := s.crashed(&r); err != nil {
 			return nil, err
 		}
-		if f.Status == "" || string(r.Status) == f.Status {
+		if (f.Status == "" || string(r.Status) == f.Status) && (limit < 0 || len(out) < limit) {
 			out = append(out, r)
 		}
 	}

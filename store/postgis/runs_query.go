@@ -27,8 +27,12 @@ LEFT JOIN LATERAL (
 
 // runStatus is a run's status, crashed for one recorded as running whose advisory lock
 // (runLockClass, id) no session holds: its process died.
+// Advisory locks are per database, pg_locks is per cluster: the lock must be this
+// database's (as FlowRunning checks it).
 var runStatus = fmt.Sprintf(`CASE WHEN r.status = 'running' AND NOT EXISTS (SELECT 1 FROM pg_locks l
-		WHERE l.locktype = 'advisory' AND l.classid = %d AND l.objid = r.id AND l.objsubid = 2 AND l.granted)
+		WHERE l.locktype = 'advisory' AND l.granted
+		AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+		AND l.classid::bigint = %d AND l.objid::bigint = r.id %% 4294967296 AND l.objsubid = 2)
 	THEN 'crashed' ELSE r.status END`, runLockClass)
 
 func scanRun(row pgx.CollectableRow) (store.RunRecord, error) {

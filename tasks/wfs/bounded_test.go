@@ -51,6 +51,9 @@ func TestMiscountingServers(t *testing.T) {
 			if res.Status == store.Interrupted {
 				t.Fatalf("the harvest did not end in 60 s: %d units\n%s", res.Summary.UnitsTotal, tail(h.logs.String()))
 			}
+			if res.Status != store.Done || strings.Contains(h.logs.String(), "INCOMPLETE") {
+				t.Errorf("run %s; want done, and no INCOMPLETE from a count that ran high\n%s", res.Status, tail(h.logs.String()))
+			}
 			h.checkComplete("public.parcels", extent)
 			if n := res.Summary.UnitsTotal; n > 400 {
 				t.Errorf("%d units for 2,000 features", n)

@@ -180,7 +180,9 @@ func (e *shortPage) Error() string {
 // another page.
 func (t *Task) fetch(ctx context.Context, env *tasks.Env, p *prepared, u store.Unit, sp spec, bbox orb.Bound,
 	start, count, expected int64, mayShort bool) (*tasks.Output, error) {
-	q := t.getFeature(p, bbox, start, count, false, !mayShort)
+	// Pages are sorted where the server sorts, so that they neither overlap nor leave
+	// gaps; a probe for the rest of a tile asks in the order the tile was fetched in.
+	q := t.getFeature(p, bbox, start, count, false, !mayShort && !sp.Probe)
 	// A tile fetched without a count is one fetched on an estimate (Execute counts
 	// tiles whenever the server can count and the estimates stopped holding).
 	optimistic := mayShort && expected < 0 && p.caps.Hits
