@@ -7,7 +7,7 @@ import "testing"
 // their own.
 func TestDLQReasonFirst(t *testing.T) {
 	for in, want := range map[string]string{
-		`fetching tile 15/17430/11373: retry: GET http://127.0.0.1:39549/15/17430/11373.png?apikey=REDACTED: parse 200 after 1 attempt: the server answered "text/html" instead of an image`: `the server answered "text/html" instead of an image`,
+		`fetching tile 15/17430/11373: retry: GET http://127.0.0.1:39549/15/17430/11373.png?apikey=REDACTED: parse 200 after 1 attempt: the server answered "text/html" instead of an image`:                `the server answered "text/html" instead of an image`,
 		`retry: GET https://wfs.example.org/wfs?SERVICE=WFS&REQUEST=GetFeature&TYPENAMES=gf:parcels&BBOX=11.45,48.05,11.5,48.1: http_5xx 503 after 6 attempts: 503 Service Unavailable: upstream timed out`: `503 Service Unavailable: upstream timed out`,
 		`the store failed: connection refused`: `the store failed: connection refused`,
 	} {
