@@ -76,7 +76,7 @@ func checkRedirect(req *http.Request, via []*http.Request) error {
 	if policy != RedirectsStripCredentials {
 		return Permanent(dlq.ClassInvalid, fmt.Errorf("redirected from %s to %s, another origin: not followed, so that the task's credentials stay with %s "+
 			"(set redirects: strip_credentials to follow such redirects without them)",
-			redact.URL(via[len(via)-1].URL.String()), redact.URL(req.URL.String()), origin(first.URL)))
+			redact.URL(via[len(via)-1].URL.String()), redact.URL(req.URL.String()), hostKey(first.URL)))
 	}
 	for k := range req.Header {
 		if !safeHeaders[textproto.CanonicalMIMEHeaderKey(k)] {
@@ -103,26 +103,9 @@ func carriesCredentials(r *http.Request) bool {
 // port, or the same host moved from http to https (default ports). Credentials given
 // for first may go to next.
 func SameOrigin(first, next *url.URL) bool {
-	if !strings.EqualFold(first.Hostname(), next.Hostname()) {
-		return false
+	if hostKey(first) == hostKey(next) {
+		return true
 	}
-	if strings.EqualFold(first.Scheme, next.Scheme) {
-		return portOf(first) == portOf(next)
-	}
-	return strings.EqualFold(first.Scheme, "http") && strings.EqualFold(next.Scheme, "https") &&
-		portOf(first) == "80" && portOf(next) == "443"
-}
-
-func portOf(u *url.URL) string {
-	if p := u.Port(); p != "" {
-		return p
-	}
-	if strings.EqualFold(u.Scheme, "https") {
-		return "443"
-	}
-	return "80"
-}
-
-func origin(u *url.URL) string {
-	return strings.ToLower(u.Scheme) + "://" + strings.ToLower(u.Host)
+	return hostKey(first) == "http://"+strings.ToLower(first.Hostname())+":80" &&
+		hostKey(next) == "https://"+strings.ToLower(first.Hostname())+":443"
 }

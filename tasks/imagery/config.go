@@ -174,6 +174,16 @@ func (c *Config) New(id string) (tasks.Task, error) {
 		return nil, err
 	}
 	t := &Task{id: id, cfg: *c, table: &store.AssetTable{Schema: schema, Name: table}}
+	service := ""
+	switch {
+	case c.WMS != nil:
+		service = c.WMS.URL
+	case c.STAC != nil:
+		service = c.STAC.URL
+	}
+	if u, err := url.Parse(service); err == nil && u.Host != "" {
+		t.origin = u
+	}
 	if c.STAC != nil {
 		s := *c.STAC
 		if len(s.Assets) == 0 {

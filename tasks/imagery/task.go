@@ -31,6 +31,9 @@ type Task struct {
 	cfg   Config
 	table *store.AssetTable
 	epsg  int // WMS chip CRS
+	// origin is the service URL (wms.url or stac.url) the task's headers are for;
+	// nil when it does not parse, and then no request gets them.
+	origin *url.URL
 
 	mu      sync.Mutex
 	ensured bool
@@ -154,7 +157,7 @@ func (t *Task) request(env *tasks.Env, unit, u string, accept []int, conditional
 // configured for (the WMS's or the STAC API's): a STAC catalogue names asset hrefs and
 // next pages on any host, and a key for the catalogue is not theirs to see.
 func (t *Task) headers(r *http.Request) {
-	if o := t.origin(); o.Host != "" && retry.SameOrigin(o, r.URL) {
+	if t.origin != nil && retry.SameOrigin(t.origin, r.URL) {
 		for k, v := range t.cfg.Headers {
 			r.Header.Set(k, v)
 		}
@@ -162,22 +165,6 @@ func (t *Task) headers(r *http.Request) {
 	if r.Header.Get("User-Agent") == "" {
 		r.Header.Set("User-Agent", "geoflow")
 	}
-}
-
-// origin is the URL the task's headers were configured for.
-func (t *Task) origin() *url.URL {
-	raw := ""
-	switch {
-	case t.cfg.WMS != nil:
-		raw = t.cfg.WMS.URL
-	case t.cfg.STAC != nil:
-		raw = t.cfg.STAC.URL
-	}
-	u, err := url.Parse(raw)
-	if err != nil {
-		return &url.URL{}
-	}
-	return u
 }
 
 var errNotConditional = errors.New("304 Not Modified to a request that was not conditional")

@@ -151,6 +151,15 @@ func groups(prefix string, z, x0, x1, y0, y1, s int, sp json.RawMessage) []store
 	return units
 }
 
+// specArea is the area a block or expansion unit carries in its spec, as planned.
+func specArea(u store.Unit) (orb.Bound, error) {
+	var sp spec
+	if err := json.Unmarshal(u.Spec, &sp); err != nil {
+		return orb.Bound{}, retry.Permanent(dlq.ClassInvalid, fmt.Errorf("unit %s: bad spec %s: %w", u.Key, u.Spec, err))
+	}
+	return orb.Bound{Min: orb.Point{sp.Area[0], sp.Area[1]}, Max: orb.Point{sp.Area[2], sp.Area[3]}}, nil
+}
+
 // rangeBound is the lon/lat footprint of a range of tiles.
 func rangeBound(r store.TileRange) orb.Bound {
 	return tileBound(r.Z, r.X0, r.Y0).Union(tileBound(r.Z, r.X1, r.Y1))
@@ -162,11 +171,10 @@ func (t *Task) block(ctx context.Context, env *tasks.Env, u store.Unit, key stri
 	if err != nil {
 		return nil, retry.Permanent(dlq.ClassInvalid, err)
 	}
-	var sp spec
-	if err := json.Unmarshal(u.Spec, &sp); err != nil {
-		return nil, retry.Permanent(dlq.ClassInvalid, fmt.Errorf("unit %s: bad spec %s: %w", u.Key, u.Spec, err))
+	a, err := specArea(u)
+	if err != nil {
+		return nil, err
 	}
-	a := orb.Bound{Min: orb.Point{sp.Area[0], sp.Area[1]}, Max: orb.Point{sp.Area[2], sp.Area[3]}}
 	x0, x1, y0, y1 := tileRange(a, z)
 	r := store.TileRange{Z: z, X0: max(bx, x0), Y0: max(by, y0), X1: min(bx+s-1, x1), Y1: min(by+s-1, y1)}
 	out := &tasks.Output{TileTable: t.table}

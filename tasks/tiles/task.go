@@ -207,11 +207,10 @@ func (t *Task) expand(env *tasks.Env, u store.Unit, key string) (*tasks.Output, 
 	if err != nil {
 		return nil, retry.Permanent(dlq.ClassInvalid, err)
 	}
-	var sp spec
-	if err := json.Unmarshal(u.Spec, &sp); err != nil {
-		return nil, retry.Permanent(dlq.ClassInvalid, fmt.Errorf("unit %s: bad spec %s: %w", u.Key, u.Spec, err))
+	a, err := specArea(u)
+	if err != nil {
+		return nil, err
 	}
-	a := orb.Bound{Min: orb.Point{sp.Area[0], sp.Area[1]}, Max: orb.Point{sp.Area[2], sp.Area[3]}}
 	var children []store.Unit
 	last := min(z+expandDepth, t.zmax)
 	for zz := z + 1; zz <= last; zz++ {
