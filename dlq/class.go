@@ -7,7 +7,7 @@ type Class string
 
 // The classes of failure. Source faults (the remote server, the network, what it sent):
 // http_4xx, http_5xx, rate_limited, timeout, network, truncated, parse, exception_report,
-// circuit_open, invalid_request. Sink faults (where output is written): database, disk.
+// circuit_open, invalid_request, too_large. Sink faults (where output is written): database, disk.
 // canceled is the caller's own cancellation, never anyone's failure.
 const (
 	ClassHTTP4xx         Class = "http_4xx"
@@ -23,6 +23,9 @@ const (
 	ClassDisk            Class = "disk"
 	ClassCanceled        Class = "canceled"
 	ClassInvalid         Class = "invalid_request"
+	// ClassTooLarge is a response with a feature beyond the task's limits: retrying
+	// gets the same answer.
+	ClassTooLarge Class = "too_large"
 )
 
 // Classes returns every class a dead letter can have, in a fixed order. The slice is new
@@ -30,7 +33,7 @@ const (
 func Classes() []Class {
 	return []Class{ClassHTTP4xx, ClassHTTP5xx, ClassRateLimited, ClassTimeout, ClassNetwork,
 		ClassTruncated, ClassParse, ClassExceptionReport, ClassCircuitOpen, ClassDatabase,
-		ClassDisk, ClassCanceled, ClassInvalid}
+		ClassDisk, ClassCanceled, ClassInvalid, ClassTooLarge}
 }
 
 // Sink tells whether a class is a fault of where output is written (the database, the

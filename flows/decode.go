@@ -1,6 +1,7 @@
 package flows
 
 import (
+	"encoding"
 	"fmt"
 	"math"
 	"reflect"
@@ -187,6 +188,18 @@ func (d *decoder) decodeValue(n ast.Node, v reflect.Value, path, key string, enu
 			v.Set(fresh)
 		}
 		return
+	}
+	if v.CanAddr() {
+		if tu, ok := v.Addr().Interface().(encoding.TextUnmarshaler); ok {
+			s, ok := d.scalar(n, key)
+			if !ok {
+				return
+			}
+			if err := tu.UnmarshalText([]byte(s)); err != nil {
+				d.errorf(n, "%s: %v", key, err)
+			}
+			return
+		}
 	}
 	switch {
 	case v.Type() == durationType:

@@ -64,6 +64,7 @@ func (r *Reader) feature() (*spatial.Feature, error) {
 	s := &r.s
 	s.pin = s.offset()
 	s.depth = 0
+	r.vertices = 0
 	defer func() { s.pin = -1 }()
 	var (
 		id    string

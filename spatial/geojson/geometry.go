@@ -190,6 +190,7 @@ func (r *Reader) geometry(level int) (g orb.Geometry, gerr, err error) {
 	if cerr != nil {
 		return nil, fmt.Errorf("geojson %s coordinates: %w", typ, cerr), nil
 	}
+	r.vertices += len(r.pts)
 	return cg, nil, nil
 }
 
@@ -222,7 +223,7 @@ func (r *Reader) collectionMembers(level int) ([]geomResult, error) {
 func (r *Reader) coordinates(kind geomKind, check bool) (g orb.Geometry, cerr, err error) {
 	s := &r.s
 	start, depth := s.offset(), s.depth
-	if check && depth+4 > maxDepth {
+	if check && depth+4 > s.maxDepth {
 		// Let skip judge the nesting, then decode what it passed.
 		if err := s.skip(false); err != nil {
 			return nil, nil, err
@@ -413,6 +414,9 @@ func (p *coordParser) number() (float64, error) {
 
 // position reads [x, y, ...] and keeps x and y (swapped with SwapXY).
 func (p *coordParser) position() error {
+	if max := p.r.opts.Limits.Vertices; len(p.r.pts)+p.r.vertices >= max {
+		return p.r.s.tooLarge("max_vertices", int64(max))
+	}
 	// Fast path: [x,y] with simple numbers, in the window.
 	s := &p.r.s
 	if b, i, end := s.buf, s.pos, s.end; i < end && b[i] == '[' {

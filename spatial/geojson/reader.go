@@ -47,6 +47,9 @@ type Options struct {
 	// decided (spatial.LooksSwapped, or knowledge of the server) that the
 	// server wrote lat/lon into GeoJSON.
 	SwapXY bool
+	// Limits bound one feature; zero fields take spatial.DefaultLimits. Passing one
+	// ends the reader with a *spatial.TooLargeError.
+	Limits spatial.Limits
 }
 
 // Reader decodes a GeoJSON response one feature at a time. It implements
@@ -74,15 +77,16 @@ type Reader struct {
 	singleN int // members of a top-level Feature seen
 
 	// Reused across features.
-	scratch []byte            // unescaped strings
-	keys    map[string]string // interned property names
-	slots   []propSlot        // the previous feature's properties
-	nprops  int               // how many properties the previous feature had
-	strs    []byte            // string properties of the current object
-	pending []pendingStr      // where they go
-	pts     []orb.Point       // coordinates read
-	ends    []int             // ends of lines in pts
-	polys   []int             // ends of polygons in ends
+	scratch  []byte            // unescaped strings
+	keys     map[string]string // interned property names
+	slots    []propSlot        // the previous feature's properties
+	nprops   int               // how many properties the previous feature had
+	vertices int               // of the feature's geometries decoded so far
+	strs     []byte            // string properties of the current object
+	pending  []pendingStr      // where they go
+	pts      []orb.Point       // coordinates read
+	ends     []int             // ends of lines in pts
+	polys    []int             // ends of polygons in ends
 }
 
 // singleFeature holds the members of a top-level Feature (GetFeatureById)
@@ -97,9 +101,10 @@ var _ spatial.Reader = (*Reader)(nil)
 // NewReader returns a Reader of the GeoJSON response in r. It reads r only
 // when Next is called, through its own buffer.
 func NewReader(r io.Reader, opts Options) *Reader {
+	opts.Limits = opts.Limits.OrDefault()
 	return &Reader{
 		opts:  opts,
-		s:     newScanner(r),
+		s:     newScanner(r, opts.Limits),
 		meta:  spatial.UnknownMeta(),
 		total: -1,
 		keys:  make(map[string]string),
@@ -154,6 +159,9 @@ func (r *Reader) Next() (*spatial.Feature, error) {
 		if err != nil {
 			if _, ok := err.(*spatial.FeatureError); ok {
 				return nil, err
+			}
+			if tl, ok := err.(*spatial.TooLargeError); ok && tl.Index < 0 {
+				tl.Index = r.index
 			}
 			return nil, r.setErr(err)
 		}
@@ -487,8 +495,15 @@ func (r *Reader) singleFeature() (*spatial.Feature, error) {
 	var g orb.Geometry
 	if raw := r.single.geometry; len(raw) > 0 {
 		r.s = bytesScanner(raw)
-		var gerr error
-		g, gerr, _ = r.geometry(0)
+		r.vertices = 0
+		var gerr, err error
+		g, gerr, err = r.geometry(0)
+		if tl, ok := err.(*spatial.TooLargeError); ok {
+			// The bytes were read whole already; only the vertices can be too many.
+			tl.Index = idx
+			r.err = tl
+			return nil, tl
+		}
 		if gerr != nil {
 			return nil, &spatial.FeatureError{ID: id, Index: idx, Err: gerr}
 		}

@@ -9,7 +9,8 @@ import (
 	"github.com/geoflow/geoflow/spatial"
 )
 
-// maxDepth is the nesting encoding/json allows inside one decoded value.
+// maxDepth is the nesting encoding/json allows inside one decoded value, as
+// spatial.DefaultDepth does.
 const maxDepth = 10000
 
 // scanner is a window over the response that refills from src. Bytes from
@@ -25,15 +26,28 @@ type scanner struct {
 	rerr error // the error src returned, io.EOF at the end
 
 	depth int // containers open in the value being decoded
+
+	// The limits: containers open in one value, bytes of one string or number, bytes of
+	// the window while a feature is pinned in it.
+	maxDepth  int
+	maxString int64
+	maxWindow int64
 }
 
-func newScanner(src io.Reader) scanner {
-	return scanner{src: src, buf: make([]byte, 64<<10), pin: -1}
+func newScanner(src io.Reader, lim spatial.Limits) scanner {
+	return scanner{src: src, buf: make([]byte, 64<<10), pin: -1,
+		maxDepth: lim.Depth, maxString: lim.StringBytes, maxWindow: lim.FeatureBytes}
 }
 
 // bytesScanner reads b only.
 func bytesScanner(b []byte) scanner {
-	return scanner{buf: b, end: len(b), pin: -1}
+	return scanner{buf: b, end: len(b), pin: -1, maxDepth: maxDepth, maxString: int64(len(b)) + 1, maxWindow: int64(len(b)) + 1}
+}
+
+// tooLarge is the error for passing a limit at the current offset; the reader names the
+// feature.
+func (s *scanner) tooLarge(limit string, max int64) error {
+	return &spatial.TooLargeError{Limit: limit, Max: max, Offset: s.offset(), Index: -1}
 }
 
 func (s *scanner) offset() int64 { return s.base + int64(s.pos) }
@@ -59,6 +73,16 @@ func (s *scanner) fill() bool {
 		s.base += int64(keep)
 	}
 	if s.end == len(s.buf) {
+		// The window grows only to hold one feature (pinned) or one string or number:
+		// past the limits it is a response no feature fits in.
+		if s.pin >= 0 && int64(s.end) > s.maxWindow {
+			s.rerr = s.tooLarge("max_feature_bytes", s.maxWindow)
+			return false
+		}
+		if s.pin < 0 && int64(s.end) > s.maxString {
+			s.rerr = s.tooLarge("max_string_bytes", s.maxString)
+			return false
+		}
 		nb := make([]byte, 2*len(s.buf))
 		copy(nb, s.buf[:s.end])
 		s.buf = nb
@@ -83,6 +107,9 @@ func (s *scanner) fill() bool {
 // endErr is the error for input that ended (or failed) inside the
 // document.
 func (s *scanner) endErr() error {
+	if _, ok := s.rerr.(*spatial.TooLargeError); ok {
+		return s.rerr
+	}
 	if s.rerr == nil || s.rerr == io.EOF || errors.Is(s.rerr, io.ErrUnexpectedEOF) {
 		return &spatial.TruncatedError{Offset: s.base + int64(s.end), Err: io.ErrUnexpectedEOF}
 	}
@@ -137,8 +164,8 @@ func (s *scanner) expect(c byte, what string) error {
 // open enters a container whose opening byte is at pos.
 func (s *scanner) open() error {
 	s.depth++
-	if s.depth > maxDepth {
-		return fmt.Errorf("geojson: malformed JSON near byte %d: exceeded max depth", s.offset())
+	if s.depth > s.maxDepth {
+		return s.tooLarge("max_depth", int64(s.maxDepth))
 	}
 	s.pos++
 	return nil

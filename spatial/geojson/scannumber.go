@@ -88,11 +88,17 @@ func (s *scanner) number() ([]byte, error) {
 					continue
 				}
 			}
+			if int64(j-s.pos) > s.maxString {
+				return nil, s.tooLarge("max_string_bytes", s.maxString)
+			}
 			num := s.buf[s.pos:j]
 			s.pos = j
 			return num, nil
 		}
 		k := j - s.pos
+		if int64(k) > s.maxString {
+			return nil, s.tooLarge("max_string_bytes", s.maxString)
+		}
 		if !s.fill() {
 			if s.rerr == io.EOF && (state == 2 || state == 4 || state == 7) {
 				num := s.buf[s.pos:s.end]

@@ -39,6 +39,9 @@ func (s *scanner) rawStr() (raw []byte, plain bool, err error) {
 			}
 			switch {
 			case c == '"':
+				if int64(j-s.pos) > s.maxString {
+					return nil, false, s.tooLarge("max_string_bytes", s.maxString)
+				}
 				raw = s.buf[s.pos+1 : j]
 				s.pos = j + 1
 				if !plain && !needsUnquote(raw) {
@@ -78,6 +81,9 @@ func (s *scanner) rawStr() (raw []byte, plain bool, err error) {
 		}
 	more:
 		k := j - s.pos
+		if int64(k) > s.maxString {
+			return nil, false, s.tooLarge("max_string_bytes", s.maxString)
+		}
 		if !s.fill() {
 			// Only the well-formed prefix was consumed: report the end.
 			return nil, false, s.endErr()

@@ -35,6 +35,8 @@ func (r *Reader) featureID(attrs []xml.Attr) string {
 func (r *Reader) feature(start xml.StartElement) (*spatial.Feature, error) {
 	depth := len(r.stack)
 	f := &spatial.Feature{ID: r.featureID(start.Attr), Properties: make(map[string]any, 8)}
+	r.featStart, r.featID, r.vertices = r.sc.tokStart, f.ID, 0
+	defer func() { r.featStart = -1 }()
 	featSRS := ""
 	var geomSRS string
 	for {
@@ -148,6 +150,9 @@ func (r *Reader) property(start xml.StartElement, featSRS string) (any, orb.Geom
 			t := tok.text
 			if !hasChild {
 				r.text = append(r.text, t...)
+				if int64(len(r.text)) > r.lim.StringBytes {
+					return nil, nil, "", r.tooLarge("max_string_bytes", r.lim.StringBytes)
+				}
 			}
 		case tkStart:
 			t := tok.start
@@ -224,6 +229,9 @@ func (r *Reader) flatten(dst []byte) ([]byte, error) {
 					dst = append(dst, ' ')
 				}
 				dst = append(dst, s...)
+				if int64(len(dst)) > r.lim.StringBytes {
+					return dst, r.tooLarge("max_string_bytes", r.lim.StringBytes)
+				}
 			}
 		case tkStart:
 			t := tok.start

@@ -43,6 +43,9 @@ func (r *Reader) positions(dst []orb.Point, dim int) ([]orb.Point, error) {
 			if err != nil {
 				return dst, err
 			}
+			if err := r.addVertices(1); err != nil {
+				return dst, err
+			}
 			dst = append(dst, p)
 		case "posList":
 			d := dim
@@ -63,8 +66,15 @@ func (r *Reader) positions(dst []orb.Point, dim int) ([]orb.Point, error) {
 			if err != nil {
 				return dst, err
 			}
+			if err := r.vertexBudget(text, " ", max(d, 2)); err != nil {
+				return dst, err
+			}
+			n := len(dst)
 			dst, err = parsePosList(dst, text, d, count)
 			if err != nil {
+				return dst, err
+			}
+			if err := r.addVertices(len(dst) - n); err != nil {
 				return dst, err
 			}
 		case "coordinates":
@@ -83,13 +93,23 @@ func (r *Reader) positions(dst []orb.Point, dim int) ([]orb.Point, error) {
 			if err != nil {
 				return dst, err
 			}
+			if err := r.vertexBudget(text, ts, 1); err != nil {
+				return dst, err
+			}
+			n := len(dst)
 			dst, err = parseCoordinates(dst, text, cs, ts, dec)
 			if err != nil {
+				return dst, err
+			}
+			if err := r.addVertices(len(dst) - n); err != nil {
 				return dst, err
 			}
 		case "coord":
 			p, err := r.coord()
 			if err != nil {
+				return dst, err
+			}
+			if err := r.addVertices(1); err != nil {
 				return dst, err
 			}
 			dst = append(dst, p)
@@ -186,9 +206,17 @@ func (r *Reader) coord() (orb.Point, error) {
 
 // readText reads the character data of the element whose start was just
 // returned, into r.text (valid until the next readText).
+//
+// Coordinate text may be as long as the feature's remaining bytes allow
+// (Limits.FeatureBytes), not just Limits.StringBytes.
 func (r *Reader) readText() ([]byte, error) {
 	depth := len(r.stack)
 	r.text = r.text[:0]
+	if r.featStart >= 0 {
+		sc := r.sc
+		sc.maxToken, sc.maxLimit = max(r.lim.FeatureBytes-(sc.offset()-r.featStart), 1), "max_feature_bytes"
+		defer func() { sc.maxToken, sc.maxLimit = r.lim.StringBytes, "max_string_bytes" }()
+	}
 	for len(r.stack) >= depth {
 		tok, err := r.token()
 		if err != nil {
@@ -198,6 +226,9 @@ func (r *Reader) readText() ([]byte, error) {
 		case tkText:
 			t := tok.text
 			r.text = append(r.text, t...)
+			if r.featStart < 0 && int64(len(r.text)) > r.lim.StringBytes {
+				return nil, r.tooLarge("max_string_bytes", r.lim.StringBytes)
+			}
 		case tkStart:
 			if err := r.skip(); err != nil {
 				return nil, err
@@ -247,4 +278,43 @@ func (r *Reader) cornerPositions(dst []orb.Point, dim int) ([]orb.Point, error) 
 		}
 	}
 	return dst, nil
+}
+
+// addVertices counts n more vertices of the feature being read against
+// Limits.Vertices.
+func (r *Reader) addVertices(n int) error {
+	r.vertices += n
+	if r.vertices > r.lim.Vertices {
+		return r.tooLarge("max_vertices", int64(r.lim.Vertices))
+	}
+	return nil
+}
+
+// vertexBudget refuses coordinate text that holds more positions than the
+// feature has left of Limits.Vertices before they are parsed into memory.
+// Positions are separated by sep (white space when sep is " ") and take per
+// fields each. Every position takes at least 4 bytes ("1 1 "), so short
+// texts need no counting.
+func (r *Reader) vertexBudget(text []byte, sep string, per int) error {
+	left := r.lim.Vertices - r.vertices
+	if len(text)/4 <= left {
+		return nil
+	}
+	n := 0
+	if strings.TrimSpace(sep) == "" {
+		for i := 0; ; n++ {
+			f, next := nextField(text, i)
+			if f == nil {
+				break
+			}
+			i = next
+		}
+		n /= per
+	} else {
+		n = bytes.Count(text, []byte(sep)) + 1
+	}
+	if n > left {
+		return r.tooLarge("max_vertices", int64(r.lim.Vertices))
+	}
+	return nil
 }

@@ -82,6 +82,9 @@ type Options struct {
 	// ("app:roads" or "roads"). Optional: it lets a bare feature document
 	// (WFS 2.0 GetFeatureById) without a gml:id be recognised.
 	TypeName string
+	// Limits bound one feature; zero fields take spatial.DefaultLimits. Passing one
+	// ends the reader with a *spatial.TooLargeError.
+	Limits spatial.Limits
 }
 
 // Reader decodes a GML GetFeature response one feature at a time. It
@@ -110,6 +113,11 @@ type Reader struct {
 
 	memoSRS           string
 	memoSwap, memoSet bool
+
+	lim       spatial.Limits
+	featStart int64 // offset where the feature being read began, -1 outside features
+	featID    string
+	vertices  int // of the feature being read, so far
 }
 
 var _ spatial.Reader = (*Reader)(nil)
@@ -138,7 +146,10 @@ func NewReader(r io.Reader, opts Options) *Reader {
 	if i := strings.LastIndexByte(tl, ':'); i >= 0 {
 		tl = tl[i+1:]
 	}
-	return &Reader{opts: opts, cr: cr, br: br, sc: newScanner(br, charsetReader), meta: spatial.UnknownMeta(), typeLoc: tl}
+	lim := opts.Limits.OrDefault()
+	sc := newScanner(br, charsetReader)
+	sc.maxToken, sc.maxLimit = lim.StringBytes, "max_string_bytes"
+	return &Reader{opts: opts, cr: cr, br: br, sc: sc, meta: spatial.UnknownMeta(), typeLoc: tl, lim: lim, featStart: -1}
 }
 
 // Meta returns what the collection element said: numberMatched,

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/xml"
 	"io"
+
+	"github.com/geoflow/geoflow/spatial"
 )
 
 // tokKind is the kind of token a scanner returned.
@@ -48,6 +50,12 @@ type scanner struct {
 	attrs     []xml.Attr
 	text      []byte // scratch for character data
 	names     map[string]string
+
+	// tokStart is where the token being read began; a token longer than maxToken bytes
+	// (0: no limit) ends the input with a *spatial.TooLargeError naming maxLimit.
+	tokStart int64
+	maxToken int64
+	maxLimit string
 }
 
 const scanWindow = 64 << 10
@@ -63,6 +71,10 @@ func (s *scanner) offset() int64 { return s.base + int64(s.pos) }
 // It returns false when there is none, leaving the reason in s.srcErr.
 func (s *scanner) fill() bool {
 	if s.eof {
+		return false
+	}
+	if s.maxToken > 0 && s.offset()-s.tokStart > s.maxToken {
+		s.eof, s.srcErr = true, &spatial.TooLargeError{Limit: s.maxLimit, Max: s.maxToken, Offset: s.tokStart, Index: -1}
 		return false
 	}
 	if s.pos > 1 {
@@ -139,6 +151,7 @@ func (s *scanner) next() (*token, error) {
 		return nil, s.err
 	}
 	t := &s.tok
+	s.tokStart = s.offset()
 	if s.needClose {
 		s.needClose = false
 		*t = token{kind: tkEnd, end: s.toClose}

@@ -6,6 +6,7 @@ package gml
 
 import (
 	"encoding/xml"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -79,6 +80,10 @@ func (r *Reader) token() (*token, error) {
 		if err != nil {
 			return nil, r.fail(err)
 		}
+		if sc := r.sc; sc.offset()-sc.tokStart > sc.maxToken {
+			// A token that fitted the scanner's window, which checks longer ones.
+			return nil, r.fail(&spatial.TooLargeError{Limit: sc.maxLimit, Max: sc.maxToken, Offset: sc.tokStart, Index: -1})
+		}
 		switch tok.kind {
 		case tkStart:
 			nns := 0
@@ -92,6 +97,12 @@ func (r *Reader) token() (*token, error) {
 				}
 			}
 			r.stack = append(r.stack, frame{prefix: tok.start.Name.Space, local: tok.start.Name.Local, nns: nns})
+			if len(r.stack) > r.lim.Depth {
+				return nil, r.tooLarge("max_depth", int64(r.lim.Depth))
+			}
+			if err := r.checkFeatureBytes(); err != nil {
+				return nil, err
+			}
 			return tok, nil
 		case tkEnd:
 			n := len(r.stack)
@@ -107,9 +118,26 @@ func (r *Reader) token() (*token, error) {
 			r.stack = r.stack[:n-1]
 			return tok, nil
 		case tkText:
+			if err := r.checkFeatureBytes(); err != nil {
+				return nil, err
+			}
 			return tok, nil
 		}
 	}
+}
+
+// checkFeatureBytes fails the reader once the feature being read has passed
+// Limits.FeatureBytes.
+func (r *Reader) checkFeatureBytes() error {
+	if r.featStart >= 0 && r.sc.offset()-r.featStart > r.lim.FeatureBytes {
+		return r.fail(&spatial.TooLargeError{Limit: "max_feature_bytes", Max: r.lim.FeatureBytes, Offset: r.sc.offset(), Index: -1})
+	}
+	return nil
+}
+
+// tooLarge fails the reader with limit passed at the current token.
+func (r *Reader) tooLarge(limit string, max int64) error {
+	return r.fail(&spatial.TooLargeError{Limit: limit, Max: max, Offset: r.sc.tokStart, Index: -1})
 }
 
 func qname(prefix, local string) string {
@@ -124,7 +152,13 @@ func (r *Reader) fail(err error) error {
 	if r.err != nil {
 		return r.err
 	}
+	var tl *spatial.TooLargeError
 	switch {
+	case errors.As(err, &tl):
+		if r.featStart >= 0 && tl.Index < 0 {
+			tl.ID, tl.Index = r.featID, r.index
+		}
+		err = tl
 	case err == io.EOF:
 		// The scanner, like RawToken, reports a clean io.EOF even inside
 		// open elements; every caller of token expects more, so this is a

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/geoflow/geoflow/dlq"
 	"github.com/geoflow/geoflow/flows"
 	"github.com/geoflow/geoflow/internal/devserver/wfsserver"
 	"github.com/geoflow/geoflow/internal/testdb"
@@ -65,6 +66,32 @@ func TestMiscountingServers(t *testing.T) {
 				t.Errorf("the discrepancy is not reported (%q)\n%s", tt.warn, tail(h.logs.String()))
 			}
 			t.Logf("%s: %d units, %d requests", res.Status, res.Summary.UnitsTotal, h.fx.Stats().GetFeature+h.fx.Stats().Hits)
+		})
+	}
+}
+
+// TestFeatureBeyondLimits shows a feature beyond the task's limits failing its unit as a
+// permanent too_large dead letter, asked for once (a retry gets the same feature), in
+// GML and in GeoJSON.
+func TestFeatureBeyondLimits(t *testing.T) {
+	for _, format := range []string{"gml", "geojson"} {
+		t.Run(format, func(t *testing.T) {
+			h := newHarness(t, wfsserver.Options{Features: 50})
+			res := h.run(`typename: gf:parcels
+bbox: [11.45, 48.05, 11.55, 48.15]
+output_format: `+format+`
+limits: {max_vertices: 3, max_string_bytes: 1MiB}
+target: {table: limited}`, flows.RunOptions{})
+			dead := res.DeadLetters()
+			if dead == 0 || res.DeadByClass[dlq.ClassTooLarge] != dead {
+				t.Fatalf("run %s, %d dead %v; want every unit dead as too_large\n%s", res.Status, dead, res.DeadByClass, tail(h.logs.String()))
+			}
+			if got := h.fx.Stats().GetFeature; got != dead {
+				t.Errorf("%d GetFeature requests for %d dead units: too_large must not be retried", got, dead)
+			}
+			if !strings.Contains(h.logs.String(), "limits.max_vertices") {
+				t.Errorf("the log does not say which limit to raise:\n%s", tail(h.logs.String()))
+			}
 		})
 	}
 }

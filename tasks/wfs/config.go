@@ -48,6 +48,8 @@ type Config struct {
 	// Headers are sent with every request (an API key header, say).
 	Headers map[string]string `yaml:"headers"`
 	Target  Target            `yaml:"target"`
+	// Limits bound one feature of a response; past them the unit fails as too_large.
+	Limits tasks.FeatureLimits `yaml:"limits"`
 }
 
 // Target says where features land.
@@ -93,6 +95,7 @@ func (c *Config) Check(p tasks.Problems) {
 	if c.PageSize < 0 {
 		p.At("page_size", "must not be negative")
 	}
+	c.Limits.Check(p)
 	if c.Target.Table == "" {
 		p.At("", "target.table is required")
 	} else if _, _, err := store.SplitTable(c.Target.Table); err != nil {

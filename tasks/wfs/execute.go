@@ -330,6 +330,8 @@ func classify(err error) error {
 	var nf *spatial.NotFeaturesError
 	var pe *store.PropertyError
 	switch {
+	case errors.Is(err, spatial.ErrTooLarge):
+		return retry.Permanent(dlq.ClassTooLarge, err)
 	case errors.Is(err, io.ErrUnexpectedEOF):
 		return retry.Transient(dlq.ClassTruncated, err)
 	case errors.As(err, &ex):

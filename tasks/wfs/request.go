@@ -346,10 +346,10 @@ type featureSource struct {
 func (t *Task) source(env *tasks.Env, p *prepared, unit string, body io.Reader, bbox orb.Bound) *featureSource {
 	s := &featureSource{env: env, unit: unit, bbox: bbox, check: p.latLonCRS, warned: &t.warnedSwap}
 	if p.geoJSON {
-		r := geojson.NewReader(body, geojson.Options{})
+		r := geojson.NewReader(body, geojson.Options{Limits: t.cfg.Limits.Spatial()})
 		s.next, s.metaFn = r.Next, r.Meta
 	} else {
-		r := gml.NewReader(body, gml.Options{WFSVersion: p.version, DefaultSRS: p.srsParam, TypeName: p.typeName})
+		r := gml.NewReader(body, gml.Options{WFSVersion: p.version, DefaultSRS: p.srsParam, TypeName: p.typeName, Limits: t.cfg.Limits.Spatial()})
 		s.next, s.metaFn = r.Next, r.Meta
 	}
 	return s
@@ -375,6 +375,10 @@ func (s *featureSource) Next() (*spatial.Feature, error) {
 			continue
 		}
 		if err != nil {
+			if errors.Is(err, spatial.ErrTooLarge) {
+				// The same request gets the same feature: not worth another attempt.
+				err = retry.Permanent(dlq.ClassTooLarge, err)
+			}
 			if err != io.EOF {
 				s.err = err
 			}
