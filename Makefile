@@ -55,6 +55,11 @@ bench-tiles:
 bench-ratelimit:
 	$(GO) run ./bench/ratelimit
 
+## bench-limits: peak heap of the feature readers fed hostile responses, with the default limits
+.PHONY: bench-limits
+bench-limits:
+	$(GO) run ./bench/limits
+
 ## bench-mapserver: PostgreSQL restarted under a harvest from a real MapServer WFS that reads from it
 .PHONY: bench-mapserver
 bench-mapserver: build

@@ -52,10 +52,12 @@ type scanner struct {
 	names     map[string]string
 
 	// tokStart is where the token being read began; a token longer than maxToken bytes
-	// (0: no limit) ends the input with a *spatial.TooLargeError naming maxLimit.
+	// (0: no limit) ends the input with a *spatial.TooLargeError naming the limit
+	// maxLimit of value limitMax.
 	tokStart int64
 	maxToken int64
 	maxLimit string
+	limitMax int64
 }
 
 const scanWindow = 64 << 10
@@ -74,7 +76,7 @@ func (s *scanner) fill() bool {
 		return false
 	}
 	if s.maxToken > 0 && s.offset()-s.tokStart > s.maxToken {
-		s.eof, s.srcErr = true, &spatial.TooLargeError{Limit: s.maxLimit, Max: s.maxToken, Offset: s.tokStart, Index: -1}
+		s.eof, s.srcErr = true, &spatial.TooLargeError{Limit: s.maxLimit, Max: s.limitMax, Offset: s.tokStart, Index: -1}
 		return false
 	}
 	if s.pos > 1 {

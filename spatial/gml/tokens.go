@@ -82,7 +82,7 @@ func (r *Reader) token() (*token, error) {
 		}
 		if sc := r.sc; sc.offset()-sc.tokStart > sc.maxToken {
 			// A token that fitted the scanner's window, which checks longer ones.
-			return nil, r.fail(&spatial.TooLargeError{Limit: sc.maxLimit, Max: sc.maxToken, Offset: sc.tokStart, Index: -1})
+			return nil, r.fail(&spatial.TooLargeError{Limit: sc.maxLimit, Max: sc.limitMax, Offset: sc.tokStart, Index: -1})
 		}
 		switch tok.kind {
 		case tkStart:
