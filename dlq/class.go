@@ -7,7 +7,7 @@ type Class string
 
 // The classes of failure. Source faults (the remote server, the network, what it sent):
 // http_4xx, http_5xx, rate_limited, timeout, network, truncated, parse, exception_report,
-// circuit_open, invalid_request, too_large. Sink faults (where output is written): database, disk.
+// circuit_open, invalid_request, too_large, rejected. Sink faults (where output is written): database, disk.
 // canceled is the caller's own cancellation, never anyone's failure.
 const (
 	ClassHTTP4xx         Class = "http_4xx"
@@ -26,6 +26,10 @@ const (
 	// ClassTooLarge is a response with a feature beyond the task's limits: retrying
 	// gets the same answer.
 	ClassTooLarge Class = "too_large"
+	// ClassRejected is a unit whose response held features that could not be stored
+	// (a curved or malformed geometry, coordinates outside the CRS): the others are
+	// stored, the unit is dead so that the harvest shows as incomplete.
+	ClassRejected Class = "rejected"
 )
 
 // Classes returns every class a dead letter can have, in a fixed order. The slice is new
@@ -33,7 +37,7 @@ const (
 func Classes() []Class {
 	return []Class{ClassHTTP4xx, ClassHTTP5xx, ClassRateLimited, ClassTimeout, ClassNetwork,
 		ClassTruncated, ClassParse, ClassExceptionReport, ClassCircuitOpen, ClassDatabase,
-		ClassDisk, ClassCanceled, ClassInvalid, ClassTooLarge}
+		ClassDisk, ClassCanceled, ClassInvalid, ClassTooLarge, ClassRejected}
 }
 
 // Sink tells whether a class is a fault of where output is written (the database, the

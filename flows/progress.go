@@ -75,11 +75,17 @@ func (t *TaskProgress) addTotal(n int64) {
 	}
 }
 
-func (t *TaskProgress) finished(r store.Counts) {
+// finished counts a unit's output; dead says the unit was then dead-lettered (features
+// refused) instead of done.
+func (t *TaskProgress) finished(r store.Counts, dead bool) {
 	if t == nil {
 		return
 	}
-	t.completed.Add(1)
+	if dead {
+		t.dead.Add(1)
+	} else {
+		t.completed.Add(1)
+	}
 	t.inserted.Add(r.Inserted + r.Updated)
 	t.skipped.Add(r.Skipped)
 	t.bytes.Add(r.Bytes)

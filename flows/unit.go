@@ -63,12 +63,18 @@ func (r *runner) unit(work context.Context, task tasks.Task, env *tasks.Env, u s
 			if out.Committed != nil {
 				out.Committed()
 			}
-			prog.finished(w.counts)
 			for _, f := range out.Failed {
 				prog.addTotal(1)
 				prog.failed()
 				ended(f.Unit, r.deadLetter(final, env, f.Unit, f.Err))
 			}
+			if w.rejected != nil {
+				// What could be stored is committed; the unit is dead so that the
+				// harvest shows as incomplete and the refusals can be triaged.
+				prog.finished(w.counts, true)
+				return w.children, r.deadLetter(final, env, u, w.rejected)
+			}
+			prog.finished(w.counts, false)
 			return w.children, store.Done
 		case work.Err() != nil && errors.Is(err, context.Canceled):
 			// One attempt, not a wait: shutdown has a deadline, and a unit left as it
@@ -94,6 +100,7 @@ type written struct {
 	counts   store.Counts
 	children []store.Unit
 	redo     []byte // set when the task's Check asked for the unit to be executed again
+	rejected *tasks.RejectedError
 }
 
 // write drains out into the unit's transaction: features, file rows, then the unit's
@@ -115,6 +122,11 @@ func (r *runner) write(ctx context.Context, ref store.UnitRef, out *tasks.Output
 			return w, err
 		}
 		w.counts.Add(c)
+		if out.Rejected != nil {
+			if w.rejected = out.Rejected(); w.rejected != nil {
+				w.counts.Rejected = int64(w.rejected.Total)
+			}
+		}
 		if out.Check != nil {
 			v, err := out.Check(c)
 			if err != nil {
@@ -262,6 +274,9 @@ func ExecuteUnit(ctx context.Context, st store.Runner, task tasks.Task, env *tas
 		var errs []error
 		for _, f := range out.Failed {
 			errs = append(errs, fmt.Errorf("unit %s: %w", f.Unit.Key, f.Err))
+		}
+		if w.rejected != nil {
+			errs = append(errs, fmt.Errorf("unit %s: %w", u.Key, w.rejected))
 		}
 		return w.children, errors.Join(errs...)
 	}

@@ -22,7 +22,11 @@ type RunRecord struct {
 	FeaturesInserted int64      `json:"features_inserted"`
 	FeaturesSkipped  int64      `json:"features_skipped"`
 	FeaturesUpdated  int64      `json:"features_updated"`
-	Error            string     `json:"error,omitempty"`
+	// FeaturesRejected were refused (their units are dead letters of class rejected);
+	// FeaturesMerged were skipped as equal in payload to a stored feature of another id.
+	FeaturesRejected int64  `json:"features_rejected"`
+	FeaturesMerged   int64  `json:"features_merged"`
+	Error            string `json:"error,omitempty"`
 	// Tasks is filled by GetRun only.
 	Tasks []TaskRecord `json:"tasks,omitempty"`
 }
@@ -39,6 +43,8 @@ type TaskRecord struct {
 	UnitsDead        int64      `json:"units_dead"`
 	FeaturesInserted int64      `json:"features_inserted"`
 	FeaturesSkipped  int64      `json:"features_skipped"`
+	FeaturesRejected int64      `json:"features_rejected"`
+	FeaturesMerged   int64      `json:"features_merged"`
 	Error            string     `json:"error,omitempty"`
 }
 

@@ -36,6 +36,12 @@ type Counts struct {
 	Skipped  int64 // already present (same payload hash, or 304 Not Modified)
 	Updated  int64 // changed rows in upsert mode, or rewritten files
 	Bytes    int64 // response bytes read
+	// Rejected are features of the response the task refused to store (the unit is
+	// then dead-lettered as rejected); Merged, of those Skipped, are features whose
+	// payload equals a stored row's of another feature id: append mode keys rows on the
+	// payload, so they are that row.
+	Rejected int64
+	Merged   int64
 }
 
 // Add accumulates o into c.
@@ -44,6 +50,8 @@ func (c *Counts) Add(o Counts) {
 	c.Skipped += o.Skipped
 	c.Updated += o.Updated
 	c.Bytes += o.Bytes
+	c.Rejected += o.Rejected
+	c.Merged += o.Merged
 }
 
 // Total is the number of features or files the output held.

@@ -74,6 +74,11 @@ type Output struct {
 	// read. The runner adds what writing Features reports; rows of files add nothing.
 	Counts store.Counts
 
+	// Rejected, when set, is called once Features were written: it returns the features
+	// the stream refused, or nil. The unit commits what it stored and is then
+	// dead-lettered with the error, so that an incomplete harvest shows.
+	Rejected func() *RejectedError
+
 	// Committed, when set, runs once the unit has committed (removing a file the unit
 	// replaced, which must outlive a rollback).
 	Committed func()

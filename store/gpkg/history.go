@@ -12,6 +12,8 @@ import (
 const runSelect = `SELECT r.id, r.flow, r.status, r.trigger, r.scheduled_for, r.started_at, r.finished_at,
 	coalesce(c.total, r.units_total), coalesce(c.done, r.units_done), coalesce(c.dead, r.units_dead),
 	coalesce(c.ins, r.features_inserted), coalesce(c.skip, r.features_skipped), coalesce(c.upd, r.features_updated),
+	(SELECT coalesce(sum(u.features_rejected), 0) FROM geoflow_units u WHERE u.run_id = r.id),
+	(SELECT coalesce(sum(u.features_merged), 0) FROM geoflow_units u WHERE u.run_id = r.id),
 	coalesce(r.error, '')
 FROM geoflow_runs r
 LEFT JOIN (
@@ -27,7 +29,8 @@ LEFT JOIN (
 func scanRun(rows *sql.Rows) (store.RunRecord, error) {
 	var r store.RunRecord
 	err := rows.Scan(&r.ID, &r.Flow, &r.Status, &r.Trigger, nullTime{&r.ScheduledFor}, reqTime{&r.StartedAt}, nullTime{&r.FinishedAt},
-		&r.UnitsTotal, &r.UnitsDone, &r.UnitsDead, &r.FeaturesInserted, &r.FeaturesSkipped, &r.FeaturesUpdated, &r.Error)
+		&r.UnitsTotal, &r.UnitsDone, &r.UnitsDead, &r.FeaturesInserted, &r.FeaturesSkipped, &r.FeaturesUpdated,
+		&r.FeaturesRejected, &r.FeaturesMerged, &r.Error)
 	return r, err
 }
 
@@ -105,7 +108,10 @@ func (s *Store) GetRun(ctx context.Context, id int64) (store.RunRecord, error) {
 	}
 	rows, err = s.r.QueryContext(ctx, `SELECT t.task, t.type, t.state, t.started_at, t.finished_at,
 			coalesce(c.total, t.units_total), coalesce(c.done, t.units_done), coalesce(c.dead, t.units_dead),
-			coalesce(c.ins, t.features_inserted), coalesce(c.skip, t.features_skipped), coalesce(t.error, '')
+			coalesce(c.ins, t.features_inserted), coalesce(c.skip, t.features_skipped),
+			(SELECT coalesce(sum(u.features_rejected), 0) FROM geoflow_units u WHERE u.run_id = t.run_id AND u.task = t.task),
+			(SELECT coalesce(sum(u.features_merged), 0) FROM geoflow_units u WHERE u.run_id = t.run_id AND u.task = t.task),
+			coalesce(t.error, '')
 		FROM geoflow_run_tasks t
 		LEFT JOIN (
 			SELECT u.task, count(*) AS total,
@@ -122,10 +128,19 @@ func (s *Store) GetRun(ctx context.Context, id int64) (store.RunRecord, error) {
 	for rows.Next() {
 		var t store.TaskRecord
 		if err := rows.Scan(&t.Task, &t.Type, &t.State, nullTime{&t.StartedAt}, nullTime{&t.FinishedAt},
-			&t.UnitsTotal, &t.UnitsDone, &t.UnitsDead, &t.FeaturesInserted, &t.FeaturesSkipped, &t.Error); err != nil {
+			&t.UnitsTotal, &t.UnitsDone, &t.UnitsDead, &t.FeaturesInserted, &t.FeaturesSkipped,
+			&t.FeaturesRejected, &t.FeaturesMerged, &t.Error); err != nil {
 			return run, translate(what, err)
 		}
 		run.Tasks = append(run.Tasks, t)
 	}
 	return run, translate(what, rows.Err())
+}
+
+// MergedFeatures implements store.TaskStore.
+func (s *Store) MergedFeatures(ctx context.Context, runID int64, task string) (int64, error) {
+	var n int64
+	err := s.r.QueryRowContext(ctx, `SELECT coalesce(sum(features_merged), 0) FROM geoflow_units WHERE run_id = ? AND task = ?`,
+		runID, task).Scan(&n)
+	return n, translate(fmt.Sprintf("counting the merged features of task %q", task), err)
 }

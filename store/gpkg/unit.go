@@ -48,7 +48,8 @@ func (u *unitTx) begin(ctx context.Context, queries ...string) (*sql.Tx, error) 
 // Complete implements store.UnitTx.
 // completeSQL marks a unit done with its counts.
 const completeSQL = `UPDATE geoflow_units SET state = 'done', finished_at = ` + now + `, error = NULL,
-	features_inserted = ?, features_skipped = ?, features_updated = ?, bytes = ?, attempts = attempts + 1, started_at = ?
+	features_inserted = ?, features_skipped = ?, features_updated = ?, bytes = ?, attempts = attempts + 1, started_at = ?,
+	features_rejected = ?, features_merged = ?
 	WHERE run_id = ? AND task = ? AND key = ?`
 
 func (u *unitTx) Complete(ctx context.Context, c store.Counts, children []store.Unit, start time.Time) error {
@@ -71,7 +72,7 @@ func (u *unitTx) Complete(ctx context.Context, c store.Counts, children []store.
 	if err != nil {
 		return translate(fmt.Sprintf("marking unit %s done", ref.Key), err)
 	}
-	_, err = st.ExecContext(ctx, c.Inserted, c.Skipped, c.Updated, c.Bytes, ts(start), ref.RunID, ref.TaskID, ref.Key)
+	_, err = st.ExecContext(ctx, c.Inserted, c.Skipped, c.Updated, c.Bytes, ts(start), c.Rejected, c.Merged, ref.RunID, ref.TaskID, ref.Key)
 	return translate(fmt.Sprintf("marking unit %s done", ref.Key), err)
 }
 
@@ -140,6 +141,7 @@ func (u *unitTx) WriteFeatures(ctx context.Context, t *store.FeatureTable, src s
 	if err != nil {
 		return res, translate(what, err)
 	}
+	var skipped []featureRow
 	for _, row := range rows {
 		r, err := st.ExecContext(ctx, row...)
 		if err != nil {
@@ -149,7 +151,32 @@ func (u *unitTx) WriteFeatures(ctx context.Context, t *store.FeatureTable, src s
 			res.Inserted++
 		} else {
 			res.Skipped++
+			skipped = append(skipped, row)
 		}
+	}
+	if len(skipped) > 0 {
+		// Those whose stored row has another feature id are distinct features with one
+		// payload, which the completeness check counts.
+		q := fmt.Sprintf(`SELECT gf_feature_id FROM %s WHERE gf_payload_hash = ?`, quote(name))
+		look, err := u.s.stmt(ctx, tx, q)
+		if err != nil {
+			return res, translate(what, err)
+		}
+		merged := map[any]bool{}
+		for _, row := range skipped {
+			id := row[1]
+			if id == nil || id == "" || merged[id] {
+				continue
+			}
+			var stored sql.NullString
+			if err := look.QueryRowContext(ctx, row[2]).Scan(&stored); err != nil && !errors.Is(err, sql.ErrNoRows) {
+				return res, translate(what, err)
+			}
+			if !stored.Valid || stored.String != id {
+				merged[id] = true
+			}
+		}
+		res.Merged = int64(len(merged))
 	}
 	return res, nil
 }

@@ -14,8 +14,10 @@ import (
 var runSelect = `SELECT r.id, r.flow, ` + runStatus + `, r.trigger, r.scheduled_for, r.started_at, r.finished_at,
 	coalesce(c.total, r.units_total), coalesce(c.done, r.units_done), coalesce(c.dead, r.units_dead),
 	coalesce(c.ins, r.features_inserted), coalesce(c.skip, r.features_skipped), coalesce(c.upd, r.features_updated),
-	coalesce(r.error, '')
+	f.rej, f.merged, coalesce(r.error, '')
 FROM geoflow_runs r
+CROSS JOIN LATERAL (SELECT coalesce(sum(u.features_rejected), 0) AS rej, coalesce(sum(u.features_merged), 0) AS merged
+	FROM geoflow_units u WHERE u.run_id = r.id) f
 LEFT JOIN LATERAL (
 	SELECT count(*) AS total,
 	       count(*) FILTER (WHERE u.state = 'done') AS done,
@@ -38,7 +40,8 @@ var runStatus = fmt.Sprintf(`CASE WHEN r.status = 'running' AND NOT EXISTS (SELE
 func scanRun(row pgx.CollectableRow) (store.RunRecord, error) {
 	var r store.RunRecord
 	err := row.Scan(&r.ID, &r.Flow, &r.Status, &r.Trigger, &r.ScheduledFor, &r.StartedAt, &r.FinishedAt,
-		&r.UnitsTotal, &r.UnitsDone, &r.UnitsDead, &r.FeaturesInserted, &r.FeaturesSkipped, &r.FeaturesUpdated, &r.Error)
+		&r.UnitsTotal, &r.UnitsDone, &r.UnitsDead, &r.FeaturesInserted, &r.FeaturesSkipped, &r.FeaturesUpdated,
+		&r.FeaturesRejected, &r.FeaturesMerged, &r.Error)
 	return r, err
 }
 
@@ -75,8 +78,10 @@ func (s *Store) GetRun(ctx context.Context, id int64) (store.RunRecord, error) {
 	}
 	rows, err = s.pool.Query(ctx, `SELECT t.task, t.type, t.state, t.started_at, t.finished_at,
 			coalesce(c.total, t.units_total), coalesce(c.done, t.units_done), coalesce(c.dead, t.units_dead),
-			coalesce(c.ins, t.features_inserted), coalesce(c.skip, t.features_skipped), coalesce(t.error, '')
+			coalesce(c.ins, t.features_inserted), coalesce(c.skip, t.features_skipped), f.rej, f.merged, coalesce(t.error, '')
 		FROM geoflow_run_tasks t
+		CROSS JOIN LATERAL (SELECT coalesce(sum(u.features_rejected), 0) AS rej, coalesce(sum(u.features_merged), 0) AS merged
+			FROM geoflow_units u WHERE u.run_id = t.run_id AND u.task = t.task) f
 		LEFT JOIN LATERAL (
 			SELECT count(*) AS total,
 			       count(*) FILTER (WHERE u.state = 'done') AS done,
@@ -91,8 +96,17 @@ func (s *Store) GetRun(ctx context.Context, id int64) (store.RunRecord, error) {
 	run.Tasks, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.TaskRecord, error) {
 		var t store.TaskRecord
 		err := row.Scan(&t.Task, &t.Type, &t.State, &t.StartedAt, &t.FinishedAt,
-			&t.UnitsTotal, &t.UnitsDone, &t.UnitsDead, &t.FeaturesInserted, &t.FeaturesSkipped, &t.Error)
+			&t.UnitsTotal, &t.UnitsDone, &t.UnitsDead, &t.FeaturesInserted, &t.FeaturesSkipped,
+			&t.FeaturesRejected, &t.FeaturesMerged, &t.Error)
 		return t, err
 	})
 	return run, translate(what, err)
+}
+
+// MergedFeatures implements store.TaskStore.
+func (s *Store) MergedFeatures(ctx context.Context, runID int64, task string) (int64, error) {
+	var n int64
+	err := s.pool.QueryRow(ctx, `SELECT coalesce(sum(features_merged), 0) FROM geoflow_units WHERE run_id = $1 AND task = $2`,
+		runID, task).Scan(&n)
+	return n, translate(fmt.Sprintf("counting the merged features of task %q", task), err)
 }

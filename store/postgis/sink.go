@@ -64,9 +64,9 @@ func (u *unitTx) Complete(ctx context.Context, c store.Counts, children []store.
 	}
 	_, err := u.tx.Exec(ctx, `UPDATE geoflow_units SET state = 'done', finished_at = now(), error = NULL,
 		features_inserted = $4, features_skipped = $5, features_updated = $6, bytes = $7,
-		attempts = attempts + 1, started_at = $8
+		attempts = attempts + 1, started_at = $8, features_rejected = $9, features_merged = $10
 		WHERE run_id = $1 AND task = $2 AND key = $3`,
-		ref.RunID, ref.TaskID, ref.Key, c.Inserted, c.Skipped, c.Updated, c.Bytes, start)
+		ref.RunID, ref.TaskID, ref.Key, c.Inserted, c.Skipped, c.Updated, c.Bytes, start, c.Rejected, c.Merged)
 	return translate(fmt.Sprintf("marking unit %s done", ref.Key), err)
 }
 
@@ -187,6 +187,16 @@ func (u *unitTx) WriteFeatures(ctx context.Context, t *store.FeatureTable, src s
 			return res, translate(fmt.Sprintf("inserting into %s", target), err)
 		}
 		res.Inserted = tag.RowsAffected()
+		if res.Inserted < staged {
+			// Some were skipped: those whose stored row has another feature id are
+			// distinct features with one payload, which the completeness check counts.
+			err := u.tx.QueryRow(ctx, fmt.Sprintf(`SELECT count(DISTINCT s.gf_feature_id) FROM %s s
+				JOIN %s t ON t.gf_payload_hash = s.gf_payload_hash
+				WHERE s.gf_feature_id <> '' AND t.gf_feature_id IS DISTINCT FROM s.gf_feature_id`, stage, target)).Scan(&res.Merged)
+			if err != nil {
+				return res, translate(fmt.Sprintf("counting features of %s with equal payloads", target), err)
+			}
+		}
 	}
 	res.Skipped = staged - res.Inserted - res.Updated
 	return res, nil

@@ -125,10 +125,16 @@ func testWriteAppend(t *testing.T, s store.Store) {
 		t.Fatal(err)
 	}
 	run := startRun(t, s, store.RunStart{Flow: "parcels"})
-	addUnits(t, s, run.ID, "a", 5)
+	addUnits(t, s, run.ID, "a", 7)
 	ref := func(i int) store.UnitRef { return store.UnitRef{RunID: run.ID, TaskID: "a", Key: unitKey(i)} }
 	moved := &spatial.Feature{ID: "p.1", Geometry: orb.Point{1.25, 1.25}, Properties: map[string]any{"Name": "one, moved"}}
 	dup := &spatial.Feature{ID: "p.6", Geometry: orb.Point{2.75, 2.75}, Properties: map[string]any{"Name": "twice"}}
+	// Distinct features (ids) with one payload: append mode stores the payload once, and
+	// says how many it merged so that completeness checks count them.
+	twin := func(id string) *spatial.Feature {
+		return &spatial.Feature{ID: id, Geometry: orb.Point{2.5, 2.5}, Properties: map[string]any{"Name": "twins"}}
+	}
+	dupOther := &spatial.Feature{ID: "p.60", Geometry: orb.Point{2.75, 2.75}, Properties: map[string]any{"Name": "twice"}}
 	tests := []struct {
 		name string
 		fs   []*spatial.Feature
@@ -139,6 +145,8 @@ func testWriteAppend(t *testing.T, s store.Store) {
 		{name: "one feature twice in a page", fs: []*spatial.Feature{dup, dup}, want: store.Counts{Inserted: 1, Skipped: 1}},
 		{name: "a changed feature is added", fs: []*spatial.Feature{moved, typedFeatures()[1]}, want: store.Counts{Inserted: 1, Skipped: 1}},
 		{name: "an empty page", fs: nil, want: store.Counts{}},
+		{name: "two ids, one payload, in a page", fs: []*spatial.Feature{twin("p.7"), twin("p.8"), twin("p.8")}, want: store.Counts{Inserted: 1, Skipped: 2, Merged: 1}},
+		{name: "a stored payload under another id", fs: []*spatial.Feature{dupOther, dup}, want: store.Counts{Skipped: 2, Merged: 1}},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -150,9 +158,12 @@ func testWriteAppend(t *testing.T, s store.Store) {
 	if err := s.FinishFeatureTable(ctx, table); err != nil {
 		t.Fatal(err)
 	}
-	// p.1 twice (moved), p.2, p.3, p.5 and p.6; p.4 has no geometry.
-	if n, err := s.CountFeatures(ctx, table, world); err != nil || n != 5 {
-		t.Errorf("CountFeatures = %d (%v), want 5 distinct features with a geometry", n, err)
+	// p.1 twice (moved), p.2, p.3, p.5, p.6 and one of p.7/p.8; p.4 has no geometry.
+	if n, err := s.CountFeatures(ctx, table, world); err != nil || n != 6 {
+		t.Errorf("CountFeatures = %d (%v), want 6 distinct features with a geometry", n, err)
+	}
+	if n, err := s.MergedFeatures(ctx, run.ID, "a"); err != nil || n != 2 {
+		t.Errorf("MergedFeatures = %d (%v), want 2 (p.8 and p.60)", n, err)
 	}
 }
 

@@ -2,9 +2,14 @@ package wfs_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -93,5 +98,114 @@ target: {table: limited}`, flows.RunOptions{})
 				t.Errorf("the log does not say which limit to raise:\n%s", tail(h.logs.String()))
 			}
 		})
+	}
+}
+
+// TestRefusedFeaturesAreDeadLetters: features the decoder refused (an unsupported
+// geometry, a number beyond float64) vanished from a run that ended done with exit 0.
+// Now the unit stores the rest, then is dead-lettered as rejected, naming each refused
+// feature and why; a replay once the server is fixed stores them and closes the entry.
+func TestRefusedFeaturesAreDeadLetters(t *testing.T) {
+	h := newHarness(t, wfsserver.Options{Features: 60})
+	var broken atomic.Bool
+	broken.Store(true)
+	fx := h.fx
+	h.srv.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		q := r.URL.Query()
+		if !broken.Load() || !strings.EqualFold(q.Get("REQUEST"), "GetFeature") || strings.EqualFold(q.Get("RESULTTYPE"), "hits") {
+			fx.ServeHTTP(w, r)
+			return
+		}
+		rec := httptest.NewRecorder()
+		fx.ServeHTTP(rec, r)
+		body := rec.Body.String()
+		body = strings.Replace(body, `"id":"parcels.3","geometry":{"type":"Polygon"`, `"id":"parcels.3","geometry":{"type":"CircularString"`, 1)
+		body = strings.Replace(body, `"id":"parcels.7",`, `"id":"parcels.7","properties":{"x":1e400},`, 1)
+		for k, v := range rec.Header() {
+			w.Header()[k] = v
+		}
+		w.Header().Del("Content-Length")
+		w.WriteHeader(rec.Code)
+		io.WriteString(w, body)
+	})
+	res := h.run(`typename: gf:parcels
+bbox: [11.45, 48.05, 11.55, 48.15]
+output_format: geojson
+target: {table: refused}`, flows.RunOptions{})
+	if res.DeadLetters() != 1 || res.DeadByClass[dlq.ClassRejected] != 1 {
+		t.Fatalf("run %s, %d dead %v; want the unit dead as rejected\n%s", res.Status, res.DeadLetters(), res.DeadByClass, tail(h.logs.String()))
+	}
+	if n := testdb.Int64(t, h.dbURL, "SELECT count(*) FROM refused"); n != 58 {
+		t.Errorf("%d rows, want the 58 features that could be stored", n)
+	}
+	open, err := h.db.ListDeadLetters(context.Background(), dlq.Filter{Status: dlq.StatusOpen})
+	if err != nil || len(open) != 1 {
+		t.Fatalf("%d open dead letters (%v), want 1", len(open), err)
+	}
+	msg := open[0].Error
+	for _, want := range []string{"2 features of the response refused", `"parcels.3"`, "CircularString", `"parcels.7"`, "1e400"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("dead letter %q does not say %q", msg, want)
+		}
+	}
+
+	broken.Store(false)
+	rr, err := flows.Replay(context.Background(), open, flows.ReplayOptions{Store: h.db, HTTP: retry.New(&retry.Options{Seed: 1}), Registry: registry(),
+		Logger: slog.New(slog.NewTextHandler(h.logs, nil))})
+	if err != nil || !rr.OK() {
+		t.Fatalf("replay against the fixed server: %v %+v\n%s", err, rr, tail(h.logs.String()))
+	}
+	if n := testdb.Int64(t, h.dbURL, "SELECT count(DISTINCT gf_feature_id) FROM refused"); n != 60 {
+		t.Errorf("%d features after the replay, want all 60", n)
+	}
+}
+
+// TestEqualPayloadsAreNotMissing: two features the server lists under distinct ids with
+// one payload (geometry and properties) are one row in append mode, which keys rows on
+// the payload; the completeness check took the second for missing (INCOMPLETE, 1
+// missing). Now the store counts it as merged, the check counts it, and runs show it.
+func TestEqualPayloadsAreNotMissing(t *testing.T) {
+	h := newHarness(t, wfsserver.Options{Features: 40})
+	fx := h.fx
+	h.srv.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		q := r.URL.Query()
+		if !strings.EqualFold(q.Get("REQUEST"), "GetFeature") || strings.EqualFold(q.Get("RESULTTYPE"), "hits") {
+			fx.ServeHTTP(w, r)
+			return
+		}
+		rec := httptest.NewRecorder()
+		fx.ServeHTTP(rec, r)
+		var doc map[string]json.RawMessage
+		var feats []map[string]json.RawMessage
+		if json.Unmarshal(rec.Body.Bytes(), &doc) != nil || json.Unmarshal(doc["features"], &feats) != nil {
+			t.Errorf("the fixture's answer is not GeoJSON: %.200s", rec.Body.String())
+			return
+		}
+		byID := map[string]map[string]json.RawMessage{}
+		for _, f := range feats {
+			byID[string(f["id"])] = f
+		}
+		if a, b := byID[`"parcels.8"`], byID[`"parcels.9"`]; a != nil && b != nil {
+			b["geometry"], b["properties"] = a["geometry"], a["properties"]
+		}
+		doc["features"], _ = json.Marshal(feats)
+		body, _ := json.Marshal(doc)
+		w.Header().Set("Content-Type", rec.Header().Get("Content-Type"))
+		w.Write(body)
+	})
+	res := h.run(`typename: gf:parcels
+bbox: [11.45, 48.05, 11.55, 48.15]
+output_format: geojson
+target: {table: twins}`, flows.RunOptions{})
+	logs := h.logs.String()
+	if res.Status != store.Done || res.DeadLetters() != 0 || strings.Contains(logs, "INCOMPLETE") || !strings.Contains(logs, "equal payloads") {
+		t.Fatalf("run %s, %d dead; want done, no INCOMPLETE, the equal payloads said\n%s", res.Status, res.DeadLetters(), tail(logs))
+	}
+	if n := testdb.Int64(t, h.dbURL, "SELECT count(*) FROM twins"); n != 39 {
+		t.Errorf("%d rows, want 39: parcels.8 and parcels.9 are one payload", n)
+	}
+	run, err := h.db.GetRun(context.Background(), res.RunID)
+	if err != nil || run.FeaturesMerged != 1 || len(run.Tasks) != 1 || run.Tasks[0].FeaturesMerged != 1 {
+		t.Errorf("run record %+v (%v); want 1 merged feature", run, err)
 	}
 }

@@ -53,8 +53,8 @@ func TestCoordinatesOutsideTheDomainRefused(t *testing.T) {
 		if !geographic {
 			want = "ok,far,edge" // a projected CRS's domain is not known here; finiteness is
 		}
-		if strings.Join(got, ",") != want || s.refused != len(feats)-len(strings.Split(want, ",")) {
-			t.Errorf("geographic %v: kept %v, refused %d; want %s", geographic, got, s.refused, want)
+		if strings.Join(got, ",") != want || s.refused.Total != len(feats)-len(strings.Split(want, ",")) {
+			t.Errorf("geographic %v: kept %v, refused %d; want %s", geographic, got, s.refused.Total, want)
 		}
 		if !strings.Contains(logs.String(), "not finite") || (geographic && !strings.Contains(logs.String(), "outside longitude -180..180")) {
 			t.Errorf("the reasons are not logged:\n%s", logs.String())

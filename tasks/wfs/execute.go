@@ -240,11 +240,18 @@ func (t *Task) fetch(ctx context.Context, env *tasks.Env, p *prepared, u store.U
 			last = t.source(env, p, u.Key, r, bbox)
 			return last, nil
 		},
+		Rejected: func() *tasks.RejectedError {
+			if last == nil || last.refused.Total == 0 {
+				return nil
+			}
+			rej := last.refused
+			return &rej
+		},
 	}
 	out.Check = func(w store.Counts) (*tasks.Verdict, error) {
 		// Features the decoder refused (curves) were in the response: they count as
 		// received, or one refusal would make the tile look short forever.
-		got := w.Total() + int64(last.refused)
+		got := w.Total() + int64(last.refused.Total)
 		matched := last.meta().NumberMatched
 		if p.version != "2.0.0" && matched <= got {
 			// 1.x numberOfFeatures may count what this response holds, not what

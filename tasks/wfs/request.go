@@ -333,7 +333,8 @@ type featureSource struct {
 	check   bool // geographic: compare the first coordinates with the box
 	decided bool
 	swap    bool
-	refused int
+	refused tasks.RejectedError
+	index   int // features read, refused ones included
 	// limit, when above zero, makes the first Next fail with *shortPage as soon as the
 	// response says it matched more features than one page holds: a tile fetched on an
 	// estimate that needs splitting is abandoned before its page is downloaded.
@@ -369,8 +370,11 @@ func (s *featureSource) Next() (*spatial.Feature, error) {
 			}
 		}
 		var fe *spatial.FeatureError
-		if errors.As(err, &fe) {
-			s.refused++
+		if err == nil || errors.As(err, &fe) {
+			s.index++
+		}
+		if fe != nil {
+			s.refused.Add(tasks.Reject{ID: fe.ID, Index: fe.Index, Reason: fe.Err.Error()})
 			s.env.Logger.Error("feature refused", "unit", s.unit, "feature", fe.ID, "err", fe.Err)
 			continue
 		}
@@ -401,7 +405,7 @@ func (s *featureSource) Next() (*spatial.Feature, error) {
 			if why := outsideDomain(f.Geometry, s.check); why != "" {
 				// POINT(1e308 1e308) in EPSG:4326 is no place on Earth: storing it would
 				// poison the table's extent, its index and every map of it.
-				s.refused++
+				s.refused.Add(tasks.Reject{ID: f.ID, Index: s.index - 1, Reason: why})
 				s.env.Logger.Error("feature refused", "unit", s.unit, "feature", f.ID, "err", why)
 				continue
 			}

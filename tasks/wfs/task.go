@@ -210,6 +210,17 @@ func (t *Task) Finish(ctx context.Context, env *tasks.Env) error {
 	if err != nil {
 		return err
 	}
+	merged, err := env.Store.MergedFeatures(ctx, env.RunID, env.TaskID)
+	if err != nil {
+		return err
+	}
+	if merged > 0 {
+		// Append mode keys a row on the payload (geometry and properties): features
+		// the server lists under distinct ids with one payload are one row.
+		env.Logger.Warn("distinct features with equal payloads (geometry and properties) are stored once: append mode keys rows on the payload",
+			"features", merged)
+		got += merged
+	}
 	if n := t.miscounted.Load(); n > 0 {
 		env.Logger.Warn("the server counted more features than it returned in some tiles; its totals are checked against what is stored",
 			"counted_beyond_returned", n, "tiles_proven_high", t.inflated.Load())

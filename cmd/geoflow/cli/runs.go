@@ -127,6 +127,12 @@ func printRun(w io.Writer, r store.RunRecord) error {
 	fmt.Fprintf(tw, "finished\t%s\n", fmtTime(r.FinishedAt))
 	fmt.Fprintf(tw, "units\t%d of %d done, %d dead\n", r.UnitsDone, r.UnitsTotal, r.UnitsDead)
 	fmt.Fprintf(tw, "features\t%d inserted, %d already present, %d updated\n", r.FeaturesInserted, r.FeaturesSkipped, r.FeaturesUpdated)
+	if r.FeaturesRejected > 0 {
+		fmt.Fprintf(tw, "refused\t%d features could not be stored (dead letters of class rejected: geoflow dlq list --run %d --class rejected)\n", r.FeaturesRejected, r.ID)
+	}
+	if r.FeaturesMerged > 0 {
+		fmt.Fprintf(tw, "equal payloads\t%d features had the payload of a stored feature with another id, and are that row\n", r.FeaturesMerged)
+	}
 	if r.Error != "" {
 		fmt.Fprintf(tw, "error\t%s\n", r.Error)
 	}
@@ -138,10 +144,10 @@ func printRun(w io.Writer, r store.RunRecord) error {
 	}
 	fmt.Fprintln(w)
 	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "TASK\tTYPE\tSTATE\tSTARTED\tFINISHED\tUNITS DONE\tDEAD\tINSERTED\tSKIPPED\tERROR")
+	fmt.Fprintln(tw, "TASK\tTYPE\tSTATE\tSTARTED\tFINISHED\tUNITS DONE\tDEAD\tINSERTED\tSKIPPED\tREFUSED\tERROR")
 	for _, t := range r.Tasks {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d/%d\t%d\t%d\t%d\t%s\n", t.Task, t.Type, t.State, fmtTime(t.StartedAt), fmtTime(t.FinishedAt),
-			t.UnitsDone, t.UnitsTotal, t.UnitsDead, t.FeaturesInserted, t.FeaturesSkipped, dlqOneLine(t.Error, 60))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d/%d\t%d\t%d\t%d\t%d\t%s\n", t.Task, t.Type, t.State, fmtTime(t.StartedAt), fmtTime(t.FinishedAt),
+			t.UnitsDone, t.UnitsTotal, t.UnitsDead, t.FeaturesInserted, t.FeaturesSkipped, t.FeaturesRejected, dlqOneLine(t.Error, 60))
 	}
 	return tw.Flush()
 }
