@@ -215,7 +215,9 @@ func (r *Reader) readText() ([]byte, error) {
 	if r.featStart >= 0 {
 		sc := r.sc
 		sc.maxToken, sc.maxLimit, sc.limitMax = max(r.lim.FeatureBytes-(sc.offset()-r.featStart), 1), "max_feature_bytes", r.lim.FeatureBytes
-		defer func() { sc.maxToken, sc.maxLimit, sc.limitMax = r.lim.StringBytes, "max_string_bytes", r.lim.StringBytes }()
+		defer func() {
+			sc.maxToken, sc.maxLimit, sc.limitMax = r.lim.StringBytes, "max_string_bytes", r.lim.StringBytes
+		}()
 	}
 	for len(r.stack) >= depth {
 		tok, err := r.token()
