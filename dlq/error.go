@@ -70,10 +70,14 @@ func FromError(err error) Entry {
 // credential query parameters, and Authorization-style tokens, wherever they appear.
 // Secrets found in the request URL are also masked where they are echoed verbatim. Long
 // texts are cut to bounded lengths, invalid UTF-8 and NUL bytes (which PostgreSQL text refuses) replaced or dropped. Redacting twice changes nothing.
-func (e Entry) Redacted() Entry {
-	var secrets []string
+func (e Entry) Redacted() Entry { return e.RedactedWith() }
+
+// RedactedWith is Redacted that also masks the given secrets wherever they appear as
+// tokens of their own: the values a flow took from the environment.
+func (e Entry) RedactedWith(extra ...string) Entry {
+	secrets := extra
 	if u, err := url.Parse(e.Request.URL); err == nil {
-		secrets = redact.Secrets(u, nil)
+		secrets = append(secrets[:len(secrets):len(secrets)], redact.Secrets(u, nil)...)
 	}
 	if e.Request.URL != "" {
 		e.Request.URL = clean(redact.URL(e.Request.URL), secrets, maxBody)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -21,6 +22,10 @@ type decoder struct {
 	// keys records the position of every mapping key by its dotted path, so that rules
 	// checked after decoding can still point at the line they concern.
 	keys map[string]ast.Node
+	// path is the dotted path of the value being decoded; secrets collects the values
+	// the environment gave to a URL or a header, which logs and dead letters mask.
+	path    string
+	secrets []string
 }
 
 func (d *decoder) errorf(n ast.Node, format string, args ...any) {
@@ -161,6 +166,7 @@ func join(path, key string) string {
 
 // decodeValue decodes n into v. key names the value in messages.
 func (d *decoder) decodeValue(n ast.Node, v reflect.Value, path, key string, enum []string) {
+	d.path = path
 	n = unwrap(n)
 	if n == nil {
 		return
@@ -370,12 +376,30 @@ func (d *decoder) scalar(n ast.Node, key string) (string, bool) {
 		d.errorf(n, "%s must be a single value, not %s", key, describe(n))
 		return "", false
 	}
-	out, err := expand(s, d.lookup)
+	lookup := d.lookup
+	if secretPath(d.path) {
+		lookup = func(name string) (string, bool) {
+			v, ok := d.lookup(name)
+			if ok && v != "" {
+				d.secrets = append(d.secrets, v)
+			}
+			return v, ok
+		}
+	}
+	out, err := expand(s, lookup)
 	if err != nil {
 		d.errorf(n, "%s: %v", key, err)
 		return "", false
 	}
 	return out, true
+}
+
+// secretPath tells whether a value at path carries credentials when it takes a value
+// from the environment: a URL (url, or any key ending in _url) or a header.
+func secretPath(path string) bool {
+	parts := strings.Split(path, ".")
+	last := parts[len(parts)-1]
+	return last == "url" || strings.HasSuffix(last, "_url") || slices.Contains(parts, "headers")
 }
 
 // expand replaces ${VAR} and ${VAR:-default}; $${ stays a literal ${.

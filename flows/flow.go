@@ -21,6 +21,7 @@ import (
 	"github.com/goccy/go-yaml/token"
 	"github.com/robfig/cron/v3"
 
+	"github.com/geoflow/geoflow/internal/redact"
 	"github.com/geoflow/geoflow/retry"
 	"github.com/geoflow/geoflow/tasks"
 )
@@ -44,7 +45,10 @@ type Flow struct {
 	// from the environment is recorded with a run); runs record it and its Hash, and
 	// resume and replay parse it again rather than the file.
 	Source []byte
-	opts   Options // what Source was parsed with, to parse a recorded text alike
+	// Secrets are the values the environment gave to a URL or a header (${VAR}): the
+	// runner masks them in its logs and dead letters wherever they appear.
+	Secrets []string
+	opts    Options // what Source was parsed with, to parse a recorded text alike
 }
 
 // Hash is the hex sha-256 of the flow's Source.
@@ -169,6 +173,9 @@ type Options struct {
 	Registry *tasks.Registry
 	// LookupEnv expands ${VAR}. Defaults to os.LookupEnv.
 	LookupEnv func(string) (string, bool)
+	// Secrets, when set, gets each parsed flow's Secrets, so that a logger built on it
+	// (redact.Set.Handler) masks them in everything the process logs.
+	Secrets *redact.Set
 }
 
 // Load reads and validates the flow in file. A flow with problems yields a
@@ -261,6 +268,8 @@ func Parse(file string, src []byte, opts Options) (*Flow, error) {
 		})
 		return nil, &ValidationError{Problems: d.problems}
 	}
+	f.Secrets = d.secrets
+	opts.Secrets.Add(d.secrets...)
 	return f, nil
 }
 

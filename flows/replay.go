@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/geoflow/geoflow/dlq"
+	"github.com/geoflow/geoflow/internal/redact"
 	"github.com/geoflow/geoflow/store"
 	"github.com/geoflow/geoflow/tasks"
 )
@@ -25,7 +26,9 @@ type ReplayOptions struct {
 	HTTP tasks.HTTP
 	// Registry holds the task kinds the runs' flow files are loaded with; required.
 	Registry *tasks.Registry
-	Logger   *slog.Logger
+	// Secrets, when set, gets the secrets of the flows replayed (Options.Secrets).
+	Secrets *redact.Set
+	Logger  *slog.Logger
 	// Grace is how long in-flight units may take to commit or roll back once ctx is
 	// cancelled. Defaults to 30s.
 	Grace time.Duration
@@ -184,7 +187,7 @@ func (rp *replayer) run(ctx, work context.Context, runID int64, idx []int) error
 // flow is the flow a run recorded, parsed again; for runs recorded before flows were
 // kept, the file it named. A file that has changed since the run is reported in the notes.
 func (rp *replayer) flow(info store.RunInfo) (*Flow, error) {
-	opts := Options{Registry: rp.opts.Registry}
+	opts := Options{Registry: rp.opts.Registry, Secrets: rp.opts.Secrets}
 	var f *Flow
 	var err error
 	switch {

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/geoflow/geoflow/internal/redact"
 	"github.com/geoflow/geoflow/retry"
 	"github.com/geoflow/geoflow/store"
 	"github.com/geoflow/geoflow/tasks"
@@ -21,6 +22,8 @@ type runner struct {
 	opts  RunOptions
 	log   *slog.Logger
 	runID int64
+	// secrets are the flow's (Flow.Secrets), masked in logs, task errors and dead letters.
+	secrets *redact.Set
 	// resumed: tasks done in an earlier session of the run are not run again.
 	resumed bool
 	// replan: a resumed run executes an edited flow (--use-current-flow), so its tasks'
@@ -45,7 +48,12 @@ type runner struct {
 }
 
 func newRunner(f *Flow, opts RunOptions, log *slog.Logger, runID int64) *runner {
-	r := &runner{f: f, opts: opts, log: log, runID: runID,
+	secrets := &redact.Set{}
+	secrets.Add(f.Secrets...)
+	if len(f.Secrets) > 0 {
+		log = slog.New(secrets.Handler(log.Handler()))
+	}
+	r := &runner{f: f, opts: opts, log: log, runID: runID, secrets: secrets,
 		done: make(map[string]chan struct{}), state: make(map[string]store.State), fails: make(map[string]string),
 		outside: make(map[string]orb.Bound)}
 	for _, t := range f.Tasks {
@@ -71,6 +79,7 @@ func (r *runner) getState(id string) (store.State, bool) {
 func (r *runner) runTask(ctx, work context.Context, t *Task, sem chan struct{}) {
 	final := context.WithoutCancel(ctx)
 	record := func(state store.State, msg string) {
+		msg = r.secrets.String(msg)
 		r.setState(t.ID, state)
 		if err := r.persist(final, "recording task state", func(ctx context.Context) error {
 			return r.opts.Store.SetTaskState(ctx, r.runID, t.ID, t.Type, state, msg)
@@ -116,7 +125,7 @@ func (r *runner) runTask(ctx, work context.Context, t *Task, sem chan struct{}) 
 	state, msg, dead := r.execute(ctx, work, t)
 	if state == store.Failed && dead == 0 {
 		r.mu.Lock()
-		r.fails[t.ID] = msg
+		r.fails[t.ID] = r.secrets.String(msg)
 		r.mu.Unlock()
 	}
 	record(state, msg)

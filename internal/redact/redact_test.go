@@ -1,6 +1,8 @@
 package redact
 
 import (
+	"errors"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"strings"
@@ -142,4 +144,24 @@ func FuzzURL(f *testing.F) {
 			t.Errorf("URL(%q) = %q still holds the password", s, out)
 		}
 	})
+}
+
+func TestSetMasksEverywhere(t *testing.T) {
+	var s Set
+	s.Add("s3cr3t-token", "abc") // "abc" is too short to mask safely
+	var buf strings.Builder
+	log := slog.New(s.Handler(slog.NewTextHandler(&buf, nil))).With("flow", "uses s3cr3t-token")
+	log.Info("GET http://h/wfs?map=s3cr3t-token failed", "err", errors.New("server said s3cr3t-token"),
+		"url", "http://h/x/s3cr3t-token/y", slog.Group("g", "v", "s3cr3t-token"), "n", 3, "word", "abcdef")
+	out := buf.String()
+	if strings.Contains(out, "s3cr3t-token") || strings.Count(out, Mask) != 5 {
+		t.Errorf("a secret reached the log, or was not masked in each of its 5 places:\n%s", out)
+	}
+	if !strings.Contains(out, "abcdef") || !strings.Contains(out, "n=3") {
+		t.Errorf("text that is no secret was changed:\n%s", out)
+	}
+	var nilSet *Set
+	if got := nilSet.String("a s3cr3t-token"); got != "a s3cr3t-token" {
+		t.Errorf("a nil set masked %q", got)
+	}
 }

@@ -410,6 +410,7 @@ func replayDLQ(cmd *cobra.Command, g *globals, args []string, ff filterFlags, al
 		Store:    st,
 		HTTP:     retry.New(&retry.Options{Logger: log}),
 		Registry: registry(),
+		Secrets:  g.secrets,
 		Logger:   log,
 		Grace:    grace,
 	})

@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/geoflow/geoflow/flows"
+	"github.com/geoflow/geoflow/internal/redact"
 	"github.com/geoflow/geoflow/tasks"
 )
 
@@ -100,6 +101,9 @@ type globals struct {
 	logLevel  string
 	stdout    io.Writer
 	stderr    io.Writer
+	// secrets are the values the commands' flows took from the environment into URLs and
+	// headers: every log line and the final error message are masked with them.
+	secrets *redact.Set
 }
 
 func (g *globals) databaseURL() string {
@@ -117,9 +121,9 @@ func (g *globals) logger() (*slog.Logger, error) {
 	opts := &slog.HandlerOptions{Level: level}
 	switch g.logFormat {
 	case "text":
-		return slog.New(slog.NewTextHandler(g.stderr, opts)), nil
+		return slog.New(g.secrets.Handler(slog.NewTextHandler(g.stderr, opts))), nil
 	case "json":
-		return slog.New(slog.NewJSONHandler(g.stderr, opts)), nil
+		return slog.New(g.secrets.Handler(slog.NewJSONHandler(g.stderr, opts))), nil
 	}
 	return nil, fmt.Errorf("--log-format %q: use text or json", g.logFormat)
 }
@@ -131,13 +135,22 @@ func registry() *tasks.Registry {
 	return r
 }
 
-func loadFlow(path string, reg *tasks.Registry) (*flows.Flow, error) {
-	return flows.Load(path, flows.Options{Registry: reg})
+func (g *globals) loadFlow(path string, reg *tasks.Registry) (*flows.Flow, error) {
+	return flows.Load(path, g.flowOptions(reg))
+}
+
+// flowOptions are the options every command parses flows with.
+func (g *globals) flowOptions(reg *tasks.Registry) flows.Options {
+	return flows.Options{Registry: reg, Secrets: g.secrets}
 }
 
 // NewRoot builds the command tree.
-func NewRoot(stdout, stderr io.Writer) *cobra.Command {
-	g := &globals{stdout: stdout, stderr: stderr}
+func NewRoot(stdout, stderr io.Writer) *cobra.Command { return newRoot(stdout, stderr, &redact.Set{}) }
+
+// newRoot is NewRoot with the set of secrets the commands' flows add to, which every log
+// line and the final error message are masked with.
+func newRoot(stdout, stderr io.Writer, secrets *redact.Set) *cobra.Command {
+	g := &globals{stdout: stdout, stderr: stderr, secrets: secrets}
 	root := &cobra.Command{
 		Use:   "geoflow",
 		Short: "Geospatial ETL flows: WFS harvests, tiles and imagery into PostGIS or a GeoPackage",
@@ -172,7 +185,8 @@ func NewRoot(stdout, stderr io.Writer) *cobra.Command {
 
 // Main runs the CLI with args and returns the process exit code.
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	root := NewRoot(stdout, stderr)
+	secrets := &redact.Set{}
+	root := newRoot(stdout, stderr, secrets)
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
 	if err == nil {
@@ -181,15 +195,15 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var ee *exitError
 	if errors.As(err, &ee) {
 		if ee.err != nil {
-			printErr(stderr, ee.err)
+			printErr(stderr, ee.err, secrets)
 		}
 		return ee.code
 	}
-	printErr(stderr, err)
+	printErr(stderr, err, secrets)
 	return ExitError
 }
 
-func printErr(w io.Writer, err error) {
+func printErr(w io.Writer, err error, secrets *redact.Set) {
 	var ve *flows.ValidationError
 	if errors.As(err, &ve) {
 		for _, p := range ve.Problems {
@@ -198,7 +212,7 @@ func printErr(w io.Writer, err error) {
 		fmt.Fprintf(w, "geoflow: %d problem%s found\n", len(ve.Problems), plural(len(ve.Problems)))
 		return
 	}
-	msg := err.Error()
+	msg := secrets.String(err.Error())
 	if len(msg) > 0 {
 		msg = strings.ToUpper(msg[:1]) + msg[1:]
 	}

@@ -79,7 +79,7 @@ func runFlow(ctx context.Context, g *globals, path string, rf runFlags) error {
 		}
 		defer pprof.StopCPUProfile()
 	}
-	f, err := loadFlow(path, registry())
+	f, err := g.loadFlow(path, registry())
 	if err != nil {
 		return err
 	}

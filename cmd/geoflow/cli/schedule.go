@@ -8,7 +8,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/geoflow/geoflow/flows"
 	"github.com/geoflow/geoflow/schedule"
 )
 
@@ -38,7 +37,7 @@ func newScheduleListCmd(g *globals) *cobra.Command {
 			if n < 1 {
 				return fmt.Errorf("--next must be at least 1")
 			}
-			infos, err := schedule.List(dir, flows.Options{Registry: registry()}, time.Now(), n)
+			infos, err := schedule.List(dir, g.flowOptions(registry()), time.Now(), n)
 			if err != nil {
 				return err
 			}

@@ -92,7 +92,7 @@ func runServe(ctx context.Context, g *globals, sf serveFlags) error {
 	sched, err := schedule.New(schedule.Options{
 		Store:    st,
 		Dir:      sf.dir,
-		Flows:    flows.Options{Registry: registry()},
+		Flows:    g.flowOptions(registry()),
 		Logger:   log,
 		Metrics:  metrics,
 		Instance: sf.instance,

@@ -25,7 +25,7 @@ func newValidateCmd(g *globals) *cobra.Command {
 				return err
 			}
 			for _, path := range paths {
-				f, err := loadFlow(path, reg)
+				f, err := g.loadFlow(path, reg)
 				if err != nil {
 					bad++
 					var ve *flows.ValidationError

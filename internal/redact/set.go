@@ -1,0 +1,108 @@
+package redact
+
+import (
+	"context"
+	"log/slog"
+	"slices"
+	"sync"
+)
+
+// Set holds secret values to mask wherever they appear as a token of their own (String
+// does it): the values a flow takes from the environment into a header or a URL. The
+// zero value is an empty set ready to use; it is safe for concurrent use, and a nil *Set
+// masks nothing.
+type Set struct {
+	mu   sync.RWMutex
+	vals []string
+}
+
+// Add adds values to the set; those shorter than String masks are ignored.
+func (s *Set) Add(vals ...string) {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, v := range vals {
+		if len(v) >= minSecret && !slices.Contains(s.vals, v) {
+			s.vals = append(s.vals, v)
+		}
+	}
+}
+
+// Values returns the set's values.
+func (s *Set) Values() []string {
+	if s == nil {
+		return nil
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return slices.Clone(s.vals)
+}
+
+// String is String(x, the set's values...).
+func (s *Set) String(x string) string {
+	if s == nil {
+		return String(x)
+	}
+	s.mu.RLock()
+	vals := s.vals
+	s.mu.RUnlock()
+	return String(x, vals...)
+}
+
+// Handler returns a slog.Handler that passes h every record with its message and its
+// attributes' text (strings, errors, anything printed) masked by the set: a secret a
+// message echoes reaches no log line.
+func (s *Set) Handler(h slog.Handler) slog.Handler { return &handler{h: h, s: s} }
+
+type handler struct {
+	h slog.Handler
+	s *Set
+}
+
+func (h *handler) Enabled(ctx context.Context, l slog.Level) bool { return h.h.Enabled(ctx, l) }
+
+func (h *handler) Handle(ctx context.Context, r slog.Record) error {
+	out := slog.NewRecord(r.Time, r.Level, h.s.String(r.Message), r.PC)
+	r.Attrs(func(a slog.Attr) bool {
+		out.AddAttrs(h.attr(a))
+		return true
+	})
+	return h.h.Handle(ctx, out)
+}
+
+func (h *handler) WithAttrs(as []slog.Attr) slog.Handler {
+	red := make([]slog.Attr, len(as))
+	for i, a := range as {
+		red[i] = h.attr(a)
+	}
+	return &handler{h: h.h.WithAttrs(red), s: h.s}
+}
+
+func (h *handler) WithGroup(name string) slog.Handler {
+	return &handler{h: h.h.WithGroup(name), s: h.s}
+}
+
+func (h *handler) attr(a slog.Attr) slog.Attr {
+	v := a.Value.Resolve()
+	switch v.Kind() {
+	case slog.KindString:
+		return slog.String(a.Key, h.s.String(v.String()))
+	case slog.KindGroup:
+		g := v.Group()
+		red := make([]any, len(g))
+		for i, x := range g {
+			red[i] = h.attr(x)
+		}
+		return slog.Group(a.Key, red...)
+	case slog.KindAny:
+		switch x := v.Any().(type) {
+		case error:
+			return slog.String(a.Key, h.s.String(x.Error()))
+		case interface{ String() string }:
+			return slog.String(a.Key, h.s.String(x.String()))
+		}
+	}
+	return slog.Attr{Key: a.Key, Value: v}
+}
