@@ -131,13 +131,19 @@ type Capabilities struct {
 	ImplementsSorting bool // SORTBY honoured
 	Hits              bool // RESULTTYPE=hits supported
 	Paging            bool // STARTINDEX supported
-	FeatureTypes      []FeatureType
+	// NoStandardFilter says the server declares it cannot evaluate comparison and
+	// logical filters (FES 2.0 ImplementsMinStandardFilter=false; for 1.x, filter
+	// capabilities without logical operators): it would ignore a filter: and answer every
+	// feature. False when it declares it can, or says nothing.
+	NoStandardFilter bool
+	FeatureTypes     []FeatureType
 }
 
 // FeatureType is one entry of the FeatureTypeList.
 type FeatureType struct {
 	Name       string // as advertised, with prefix
 	DefaultCRS string
+	OtherCRS   []string // OtherCRS (2.0) or OtherSRS (1.1)
 	WGS84      *orb.Bound
 }
 
@@ -184,6 +190,13 @@ func parseCapabilities(root *node) (*Capabilities, error) {
 			c.ImplementsSorting = strings.EqualFold(val, "true")
 		case "ImplementsResultPaging":
 			c.Paging = strings.EqualFold(val, "true")
+		case "ImplementsMinStandardFilter":
+			c.NoStandardFilter = strings.EqualFold(val, "false")
+		}
+	}
+	if c.Version != "2.0.0" {
+		if fc := root.all("Filter_Capabilities"); len(fc) > 0 && len(fc[0].all("Logical_Operators"))+len(fc[0].all("LogicalOperators")) == 0 {
+			c.NoStandardFilter = true
 		}
 	}
 	switch c.Version {
@@ -205,6 +218,11 @@ func parseCapabilities(root *node) (*Capabilities, error) {
 	for _, ft := range root.all("FeatureType") {
 		f := FeatureType{Name: ft.textOf("Name")}
 		f.DefaultCRS = firstNonEmpty(ft.textOf("DefaultCRS"), ft.textOf("DefaultSRS"), ft.textOf("SRS"))
+		for _, o := range append(ft.all("OtherCRS"), ft.all("OtherSRS")...) {
+			if s := strings.TrimSpace(o.text.String()); s != "" {
+				f.OtherCRS = append(f.OtherCRS, s)
+			}
+		}
 		if bb := ft.child("WGS84BoundingBox"); bb != nil {
 			lo, hi := parsePair(bb.textOf("LowerCorner")), parsePair(bb.textOf("UpperCorner"))
 			if lo != nil && hi != nil {

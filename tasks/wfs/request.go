@@ -81,6 +81,14 @@ func (t *Task) prepare(ctx context.Context, env *tasks.Env) (*prepared, error) {
 	default:
 		return nil, fmt.Errorf("no bbox given and the server advertises no extent for %q: set bbox", ft.Name)
 	}
+	if err := t.checkSRS(ctx, env, p, ft); err != nil {
+		return nil, err
+	}
+	if t.cfg.Filter != "" && caps.NoStandardFilter {
+		// Such a server ignores what it cannot evaluate and answers every feature of
+		// the tile: the harvest would look complete and hold the wrong features.
+		return nil, fmt.Errorf("filter: the server declares it cannot evaluate comparison and logical filters (ImplementsMinStandardFilter is false), so it would ignore the filter and answer every feature; remove filter: or use another server")
+	}
 	schema, err := t.describe(ctx, env, p)
 	if err != nil {
 		return nil, err
@@ -122,6 +130,42 @@ func (t *Task) prepare(ctx context.Context, env *tasks.Env) (*prepared, error) {
 		"page_size", ps, "hits", caps.Hits, "sorting", caps.ImplementsSorting, "table", p.table.Schema+"."+p.table.Name, "srid", p.srid)
 	t.p = p
 	return p, nil
+}
+
+// checkSRS makes sure, before any feature is asked for, that the server serves the type
+// in the srs the task asked for. A CRS the capabilities list for the type is taken; one
+// they do not list is tried with one count request, since many servers reproject to more
+// CRSs than they list: a refusal fails the task at once, quoting the server. WFS 1.0 has no
+// SRSNAME: the type comes in its one SRS, so any other srs would be stored mislabelled.
+func (t *Task) checkSRS(ctx context.Context, env *tasks.Env, p *prepared, ft *FeatureType) error {
+	offered := append([]string{ft.DefaultCRS}, ft.OtherCRS...)
+	var names []string
+	for _, c := range offered {
+		if c == "" {
+			continue
+		}
+		names = append(names, c)
+		if srid, err := spatial.SRID(c); err == nil && srid == p.srid {
+			return nil
+		}
+	}
+	if len(names) == 0 {
+		return nil // the server lists none: nothing to check against
+	}
+	if p.version == "1.0.0" {
+		return fmt.Errorf("srs %s: a WFS 1.0 server sends %s in its own SRS only (%s); set srs: to it", t.cfg.SRS, ft.Name, strings.Join(names, ", "))
+	}
+	_, err := t.hits(ctx, env, p, "srs", p.area)
+	var rerr *retry.Error
+	if errors.As(err, &rerr) && (rerr.Class == dlq.ClassExceptionReport || rerr.Class == dlq.ClassHTTP4xx) {
+		return fmt.Errorf("srs %s: the server refuses it for %s (it lists %s): %s", t.cfg.SRS, ft.Name, strings.Join(names, ", "), rerr.Message)
+	}
+	if err != nil {
+		env.Logger.Warn("could not try the srs the server does not list; going on", "srs", t.cfg.SRS, "listed", strings.Join(names, ", "), "err", err)
+		return nil
+	}
+	env.Logger.Info("the server does not list this srs for the type but accepts it", "srs", t.cfg.SRS, "listed", strings.Join(names, ", "))
+	return nil
 }
 
 func urnCRS(srid int) string { return fmt.Sprintf("urn:ogc:def:crs:EPSG::%d", srid) }
