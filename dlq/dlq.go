@@ -1,6 +1,6 @@
 // Package dlq is the dead-letter model and its triage logic: what is kept about a unit
 // that failed for good, how a failure is classified and redacted, the filters people
-// triage with, and the summaries they read. It holds no SQL: internal/pgstore stores
+// triage with, and the summaries they read. It holds no SQL: the stores (store/postgis, store/gpkg) keep
 // entries, flows replays them and the CLI prints them.
 //
 // A dead letter is one entry per unit (run, task, unit key), never one per attempt: a

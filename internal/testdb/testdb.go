@@ -167,7 +167,7 @@ func redacted(s string) string {
 }
 
 // Rows runs a query for a test's assertions and returns every row's values as pgx decodes
-// them. Production code reads the database only through internal/pgstore; tests use this
+// them. Production code reads the database only through the store packages; tests use this
 // to look at what it wrote without going through the code under test.
 func Rows(t testing.TB, dbURL, sql string, args ...any) [][]any {
 	t.Helper()

@@ -257,7 +257,7 @@ func (s *Store) DiscardDeadLetters(ctx context.Context, ids []int64) ([]int64, e
 // deleted. A zero before is refused: purging everything takes an explicit time.
 func (s *Store) PurgeDeadLetters(ctx context.Context, before time.Time, statuses ...dlq.Status) (int64, error) {
 	if before.IsZero() {
-		return 0, errors.New("pgstore: purging dead letters needs a time to purge before")
+		return 0, errors.New("postgis: purging dead letters needs a time to purge before")
 	}
 	if len(statuses) == 0 {
 		statuses = dlq.Statuses()

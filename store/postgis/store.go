@@ -1,4 +1,4 @@
-// Package pgstore is geoflow's PostgreSQL/PostGIS storage: migrations, run, task and unit
+// Package postgis is geoflow's PostgreSQL/PostGIS storage: migrations, run, task and unit
 // bookkeeping, the feature sink and the dead-letter table. It is the only package that
 // imports pgx; pgx errors are translated here into errors that say what was being done.
 //
@@ -35,7 +35,7 @@ type Options struct {
 }
 
 // ErrNoDatabase is returned when no database URL was given.
-var ErrNoDatabase = errors.New("pgstore: no database given: pass --database URL or set GEOFLOW_DATABASE_URL")
+var ErrNoDatabase = errors.New("postgis: no database given: pass --database URL or set GEOFLOW_DATABASE_URL")
 
 // Open connects to the database at dsn (a postgres:// URL or key=value string) and checks
 // that it answers.
