@@ -10,15 +10,19 @@ import (
 	"strings"
 	"time"
 
+	"github.com/paulmach/orb"
 	"github.com/spf13/cobra"
 
+	"github.com/geoflow/geoflow/internal/devserver/stacserver"
+	"github.com/geoflow/geoflow/internal/devserver/tileserver"
 	"github.com/geoflow/geoflow/internal/devserver/wfsserver"
+	"github.com/geoflow/geoflow/internal/devserver/wmsserver"
 )
 
 func newDevCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "dev",
-		Short: "Local services for trying geoflow out (the sample WFS of make demo)",
+		Short: "Local services for trying geoflow out: the sample WFS of make demo, a tile server, a WMS and a STAC API",
 	}
 	var (
 		listen              string
@@ -71,8 +75,115 @@ func newDevCmd(g *globals) *cobra.Command {
 	f.Float64Var(&exc200, "fault-exception-200", 0, "share answered an exception report with HTTP 200")
 	f.Float64Var(&html200, "fault-html-200", 0, "share answered a proxy HTML page with HTTP 200")
 	f.IntVar(&failOneIn, "fail-one-in", 0, "answer 500 forever to one GetFeature URL in N (by a hash of the URL; counts spared); restart without it to heal")
-	cmd.AddCommand(wfs)
+	cmd.AddCommand(wfs, newDevTilesCmd(g), newDevWMSCmd(g), newDevSTACCmd(g))
 	return cmd
+}
+
+// newDevTilesCmd serves the sample tile server flows/basemap.yaml runs against.
+func newDevTilesCmd(g *globals) *cobra.Command {
+	var (
+		listen, format string
+		maxZoom, size  int
+		latency        time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   "tiles",
+		Short: "Serve sample XYZ map tiles at /{z}/{x}/{y}.png (for flows/basemap.yaml) until interrupted",
+		Long: "Serve generated XYZ tiles with ETag/Last-Modified revalidation (a rerun gets 304s) and 404 outside\n" +
+			"its coverage (Munich). Try: geoflow dev tiles & geoflow run flows/basemap.yaml --bbox 11.5,48.1,11.51,48.11",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			srv := tileserver.New(tileserver.Options{Coverage: munich, MaxZoom: maxZoom, Format: format, Size: size, Latency: latency})
+			return serveDev(cmd.Context(), g, listen, "/", srv, fmt.Sprintf("sample tiles: http://%%s/{z}/{x}/{y}.%s (zoom 0-%d, Munich)", format, maxZoom), func() string {
+				st := srv.Stats()
+				return fmt.Sprintf("served %d requests: %d tiles, %d not modified, %d not found", st.Requests, st.OK, st.NotModified, st.NotFound)
+			})
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&listen, "listen", "127.0.0.1:8091", "address to listen on (loopback only by default)")
+	f.IntVar(&maxZoom, "max-zoom", 18, "deepest zoom served")
+	f.StringVar(&format, "format", "png", "png or jpeg")
+	f.IntVar(&size, "size", 256, "tile side in pixels")
+	f.DurationVar(&latency, "latency", 0, "delay every request by this much")
+	return cmd
+}
+
+// newDevWMSCmd serves the sample WMS the ortho task of flows/imagery.yaml runs against.
+func newDevWMSCmd(g *globals) *cobra.Command {
+	var (
+		listen  string
+		geotiff bool
+	)
+	cmd := &cobra.Command{
+		Use:   "wms",
+		Short: "Serve a sample WMS 1.3.0/1.1.1 at /wms (for the ortho task of flows/imagery.yaml) until interrupted",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			srv := wmsserver.New(wmsserver.Options{GeoTIFF: geotiff})
+			return serveDev(cmd.Context(), g, listen, "/wms", srv, "sample WMS: http://%s/wms (layer ortho)", func() string {
+				st := srv.Stats()
+				return fmt.Sprintf("served %d capabilities, %d maps, %d exceptions", st.Capabilities, len(st.GetMaps), st.Exceptions)
+			})
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&listen, "listen", "127.0.0.1:8092", "address to listen on (loopback only by default)")
+	f.BoolVar(&geotiff, "geotiff", true, "offer image/geotiff besides PNG and JPEG")
+	return cmd
+}
+
+// newDevSTACCmd serves the sample STAC API the scenes task of flows/imagery.yaml runs
+// against.
+func newDevSTACCmd(g *globals) *cobra.Command {
+	var (
+		listen string
+		items  int
+	)
+	cmd := &cobra.Command{
+		Use:   "stac",
+		Short: "Serve a sample STAC API (POST /search, paged; assets with checksums and ranges) for the scenes task of flows/imagery.yaml",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			srv := stacserver.New(stacserver.Options{Items: items})
+			return serveDev(cmd.Context(), g, listen, "/", srv, fmt.Sprintf("sample STAC API: http://%%s (collection aerial, %d scenes)", items), func() string {
+				st := srv.Stats()
+				return fmt.Sprintf("served %d searches, %d asset requests, %d asset bytes", st.Searches, st.AssetRequests, st.AssetBytes)
+			})
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&listen, "listen", "127.0.0.1:8093", "address to listen on (loopback only by default)")
+	f.IntVar(&items, "items", 12, "number of scenes")
+	return cmd
+}
+
+// munich is where the sample services have data, as the sample flows ask.
+var munich = orb.Bound{Min: orb.Point{11.3, 47.9}, Max: orb.Point{11.8, 48.3}}
+
+// serveDev serves h at path on listen until ctx ends, printing banner (with %s for the
+// address) first and the summary last.
+func serveDev(ctx context.Context, g *globals, listen, path string, h http.Handler, banner string, summary func() string) error {
+	ln, err := net.Listen("tcp", listen)
+	if err != nil {
+		return fmt.Errorf("listening on %s: %w", listen, err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle(path, h)
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
+	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	fmt.Fprintf(g.stdout, banner+"\n", ln.Addr())
+	go func() {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_ = hs.Shutdown(sctx)
+	}()
+	if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	fmt.Fprintln(g.stdout, summary())
+	return nil
 }
 
 // failOneURLIn picks one GetFeature URL in n, by a hash of its query, to fail forever;
@@ -100,27 +211,11 @@ func failOneURLIn(n int) func(*http.Request) bool {
 }
 
 func serveDevWFS(ctx context.Context, g *globals, listen string, opts wfsserver.Options) error {
-	ln, err := net.Listen("tcp", listen)
-	if err != nil {
-		return fmt.Errorf("listening on %s: %w", listen, err)
-	}
 	srv := wfsserver.New(opts)
-	mux := http.NewServeMux()
-	mux.Handle("/wfs", srv)
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
-	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	fmt.Fprintf(g.stdout, "sample WFS: http://%s/wfs (%d parcels, type %s)\n", ln.Addr(), srv.Len(), srv.TypeName())
-	go func() {
-		<-ctx.Done()
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		_ = hs.Shutdown(sctx)
-	}()
-	if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return err
-	}
-	st := srv.Stats()
-	fmt.Fprintf(g.stdout, "served %d requests (%d GetFeature, %d hits, %d answered 429, %d faults injected), %d features\n",
-		st.Requests, st.GetFeature, st.Hits, st.TooManyRequests, st.Faults, st.FeaturesServed)
-	return nil
+	banner := fmt.Sprintf("sample WFS: http://%%s/wfs (%d parcels, type %s)", srv.Len(), srv.TypeName())
+	return serveDev(ctx, g, listen, "/wfs", srv, banner, func() string {
+		st := srv.Stats()
+		return fmt.Sprintf("served %d requests (%d GetFeature, %d hits, %d answered 429, %d faults injected), %d features",
+			st.Requests, st.GetFeature, st.Hits, st.TooManyRequests, st.Faults, st.FeaturesServed)
+	})
 }
