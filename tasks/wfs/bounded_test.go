@@ -19,6 +19,7 @@ import (
 	"github.com/geoflow/geoflow/internal/testdb"
 	"github.com/geoflow/geoflow/retry"
 	"github.com/geoflow/geoflow/store"
+	"github.com/geoflow/geoflow/tasks/wfs"
 )
 
 // TestMiscountingServers: a server whose count is higher than what it returns (count =
@@ -208,4 +209,20 @@ target: {table: twins}`, flows.RunOptions{})
 	if err != nil || run.FeaturesMerged != 1 || len(run.Tasks) != 1 || run.Tasks[0].FeaturesMerged != 1 {
 		t.Errorf("run record %+v (%v); want 1 merged feature", run, err)
 	}
+}
+
+// TestSplitBudgetPagesTheRest: the backstop on splitting. Past the task's split budget,
+// an overfull tile is paged (sorted) instead of split, the harvest stays complete, and
+// the log says why.
+func TestSplitBudgetPagesTheRest(t *testing.T) {
+	defer wfs.SetSplitBudget(20)()
+	h := newHarness(t, wfsserver.Options{Features: 2000, CountDefault: 10, ImplementsSorting: true})
+	res := h.run(`typename: gf:parcels
+bbox: [11.45, 48.05, 11.55, 48.15]
+target: {table: budget}`, flows.RunOptions{})
+	if res.Status != store.Done || res.DeadLetters() != 0 || !strings.Contains(h.logs.String(), "paging the rest instead of splitting") {
+		t.Fatalf("run %s, %d dead; want done, paging past the budget said\n%s", res.Status, res.DeadLetters(), tail(h.logs.String()))
+	}
+	h.checkComplete("budget", extent)
+	t.Logf("%d units for 2000 features in pages of 10", res.Summary.UnitsTotal)
 }

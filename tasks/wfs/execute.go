@@ -123,7 +123,7 @@ func (t *Task) split(env *tasks.Env, p *prepared, u store.Unit, sp spec, bbox or
 	}
 	w, h := (bbox.Max[0]-bbox.Min[0])/float64(k), (bbox.Max[1]-bbox.Min[1])/float64(k)
 	var children []store.Unit
-	if sp.Depth < maxDepth && w > minTileDeg && h > minTileDeg {
+	if sp.Depth < maxDepth && w > minTileDeg && h > minTileDeg && t.maySplit(env, u.Key, k*k, n) {
 		var est int64
 		if n > 0 {
 			est = max(1, (n+int64(k*k)-1)/int64(k*k))
@@ -158,6 +158,21 @@ func (t *Task) split(env *tasks.Env, p *prepared, u store.Unit, sp spec, bbox or
 		children = append(children, store.Unit{Key: fmt.Sprintf("%s/p%d", u.Key, start), BBox: &b, Spec: cs})
 	}
 	return &tasks.Output{Children: children}, nil
+}
+
+// maySplit takes tiles from the task's split budget; when it is spent (once
+// n, the tile's count, is known, since paging needs it) the tile is paged instead.
+func (t *Task) maySplit(env *tasks.Env, unit string, tiles int, n int64) bool {
+	budget := splitBudget(t.expected.Load(), t.pageSize.Load())
+	if t.splitTiles.Add(int64(tiles)) <= budget || n < 0 {
+		return true
+	}
+	t.splitTiles.Add(-int64(tiles))
+	if t.warnedSplit.CompareAndSwap(false, true) {
+		env.Logger.Warn("this task has planned as many tiles as any real layer needs and still finds overfull ones: paging the rest instead of splitting (the server's counts may be wrong)",
+			"unit", unit, "tiles_planned", t.splitTiles.Load(), "budget", budget)
+	}
+	return false
 }
 
 // shortPage says a response held fewer features than the server matched: the tile must

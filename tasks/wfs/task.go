@@ -34,6 +34,15 @@ const (
 	minTileDeg = 1e-7
 )
 
+// splitBudget is the backstop on the tiles one task may plan by splitting: 64 for every
+// page of the area's count, and at least 100,000, far more than real data needs (a
+// harvest plans about one and a half tiles a page). A server whose counts keep tiles
+// looking overfull however small they get would otherwise have the task split without
+// end; past the budget the task pages what is left instead, and says so.
+var splitBudget = func(expected, pageSize int64) int64 {
+	return max(100_000, 64*expected/max(pageSize, 1))
+}
+
 // Task is a configured wfs task. Its setup (capabilities, schema, target table) happens
 // once, on the first Plan or Execute; Execute is safe for concurrent use.
 type Task struct {
@@ -56,6 +65,9 @@ type Task struct {
 	// for the rest proved the count high.
 	miscounted, inflated atomic.Int64
 	warnedCount          atomic.Bool
+	// split counts the tiles planned by splitting, against splitBudget.
+	splitTiles  atomic.Int64
+	warnedSplit atomic.Bool
 }
 
 // prepared is what a task learned from the server; read-only once set.
