@@ -1,6 +1,8 @@
 package wfs_test
 
 import (
+	"io"
+	"net/http"
 	"strings"
 	"testing"
 
@@ -52,4 +54,24 @@ target: {table: filtered}`, flows.RunOptions{})
 			}
 		})
 	}
+}
+
+// TestBrokenCapabilitiesAreTheServers: a capabilities document that does not parse was
+// reported as a database fault. It is the server's: the task fails naming the
+// capabilities and what was wrong, and no store fault is waited for.
+func TestBrokenCapabilitiesAreTheServers(t *testing.T) {
+	h := newHarness(t, wfsserver.Options{Features: 20})
+	h.srv.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/xml")
+		io.WriteString(w, `<?xml version="1.0"?><wfs:WFS_Capabilities version="2.0.0" xmlns:wfs="http://www.opengis.net/wfs/2.0"><FeatureTypeList><FeatureType><Name>gf:parcels</Name></FeatureType></FeatureTypeList><ows:Operation name="GetFeature"><junk`)
+	})
+	res := h.run(`typename: gf:parcels
+bbox: [11.45, 48.05, 11.55, 48.15]
+target: {table: brokencaps}`, flows.RunOptions{})
+	msg := res.FailedTasks["parcels"]
+	if res.Status != store.Failed || !strings.Contains(msg, "capabilities") || strings.Contains(msg, "database") ||
+		strings.Contains(h.logs.String(), "the store failed") {
+		t.Fatalf("run %s, task error %q; want the task failed on the server's capabilities, not the store\n%s", res.Status, msg, tail(h.logs.String()))
+	}
+	t.Logf("task error: %s", msg)
 }
