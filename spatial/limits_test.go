@@ -196,3 +196,48 @@ func TestDefaultLimitsStopEndlessFeatures(t *testing.T) {
 		})
 	}
 }
+
+// TestLimitsAreExact: a feature or a value exactly at a limit passes, one byte more does
+// not, in both readers (the GeoJSON window once let features through up to twice its
+// limit, and counted a string's opening quote).
+func TestLimitsAreExact(t *testing.T) {
+	lim := spatial.Limits{StringBytes: 100, FeatureBytes: 200_000}
+	str := func(n int) string { return strings.Repeat("x", n) }
+	read := func(r spatial.Reader) error {
+		for {
+			if _, err := r.Next(); err != nil {
+				return err
+			}
+		}
+	}
+	for _, c := range []struct {
+		name  string
+		json  bool
+		doc   string
+		limit string
+	}{
+		{"json value at the limit", true, jsonDoc(`{"type":"Feature","properties":{"p":"` + str(100) + `"}}`), ""},
+		{"json value one over", true, jsonDoc(`{"type":"Feature","properties":{"p":"` + str(101) + `"}}`), "max_string_bytes"},
+		{"gml value at the limit", false, wfsHead + member("a", "<app:p>"+str(100)+"</app:p>") + wfsTail, ""},
+		{"gml value one over", false, wfsHead + member("a", "<app:p>"+str(101)+"</app:p>") + wfsTail, "max_string_bytes"},
+		{"json feature of 126 KB under a 100 KB limit", true, jsonDoc(`{"type":"Feature","properties":{` + strings.TrimSuffix(strings.Repeat(`"p":"`+str(90)+`",`, 1400), ",") + `}}`), "max_feature_bytes"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var err error
+			if c.json {
+				l := lim
+				l.FeatureBytes = 100_000
+				err = read(geojson.NewReader(strings.NewReader(c.doc), geojson.Options{Limits: l}))
+			} else {
+				err = read(gml.NewReader(strings.NewReader(c.doc), gml.Options{Limits: lim}))
+			}
+			var tl *spatial.TooLargeError
+			switch {
+			case c.limit == "" && err != io.EOF:
+				t.Errorf("err %v, want the document read", err)
+			case c.limit != "" && (!errors.As(err, &tl) || tl.Limit != c.limit):
+				t.Errorf("err %v, want %s", err, c.limit)
+			}
+		})
+	}
+}

@@ -72,13 +72,13 @@ func (s *scanner) fill() bool {
 		s.pos -= keep
 		s.base += int64(keep)
 	}
+	// The window holds one feature (pinned) or one string or number: past the limits it
+	// is a response no feature fits in.
+	if s.pin >= 0 && int64(s.end)-(s.pin-s.base) > s.maxWindow {
+		s.rerr = s.tooLarge("max_feature_bytes", s.maxWindow)
+		return false
+	}
 	if s.end == len(s.buf) {
-		// The window grows only to hold one feature (pinned) or one string or number:
-		// past the limits it is a response no feature fits in.
-		if s.pin >= 0 && int64(s.end) > s.maxWindow {
-			s.rerr = s.tooLarge("max_feature_bytes", s.maxWindow)
-			return false
-		}
 		if s.pin < 0 && int64(s.end) > s.maxString {
 			s.rerr = s.tooLarge("max_string_bytes", s.maxString)
 			return false

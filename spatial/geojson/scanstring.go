@@ -39,7 +39,7 @@ func (s *scanner) rawStr() (raw []byte, plain bool, err error) {
 			}
 			switch {
 			case c == '"':
-				if int64(j-s.pos) > s.maxString {
+				if int64(j-s.pos-1) > s.maxString { // the bytes between the quotes
 					return nil, false, s.tooLarge("max_string_bytes", s.maxString)
 				}
 				raw = s.buf[s.pos+1 : j]
@@ -81,7 +81,7 @@ func (s *scanner) rawStr() (raw []byte, plain bool, err error) {
 		}
 	more:
 		k := j - s.pos
-		if int64(k) > s.maxString {
+		if int64(k-1) > s.maxString {
 			return nil, false, s.tooLarge("max_string_bytes", s.maxString)
 		}
 		if !s.fill() {

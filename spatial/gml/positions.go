@@ -214,9 +214,9 @@ func (r *Reader) readText() ([]byte, error) {
 	r.text = r.text[:0]
 	if r.featStart >= 0 {
 		sc := r.sc
-		sc.maxToken, sc.maxLimit, sc.limitMax = max(r.lim.FeatureBytes-(sc.offset()-r.featStart), 1), "max_feature_bytes", r.lim.FeatureBytes
+		sc.maxText, sc.maxLimit, sc.limitMax = max(r.lim.FeatureBytes-(sc.offset()-r.featStart), 1), "max_feature_bytes", r.lim.FeatureBytes
 		defer func() {
-			sc.maxToken, sc.maxLimit, sc.limitMax = r.lim.StringBytes, "max_string_bytes", r.lim.StringBytes
+			sc.maxText, sc.maxLimit, sc.limitMax = r.lim.StringBytes, "max_string_bytes", r.lim.StringBytes
 		}()
 	}
 	for len(r.stack) >= depth {

@@ -148,7 +148,7 @@ func NewReader(r io.Reader, opts Options) *Reader {
 	}
 	lim := opts.Limits.OrDefault()
 	sc := newScanner(br, charsetReader)
-	sc.maxToken, sc.maxLimit, sc.limitMax = lim.StringBytes, "max_string_bytes", lim.StringBytes
+	sc.maxText, sc.maxLimit, sc.limitMax, sc.maxTok = lim.StringBytes, "max_string_bytes", lim.StringBytes, lim.FeatureBytes
 	return &Reader{opts: opts, cr: cr, br: br, sc: sc, meta: spatial.UnknownMeta(), typeLoc: tl, lim: lim, featStart: -1}
 }
 

@@ -51,19 +51,22 @@ type scanner struct {
 	text      []byte // scratch for character data
 	names     map[string]string
 
-	// tokStart is where the token being read began; a token longer than maxToken bytes
-	// (0: no limit) ends the input with a *spatial.TooLargeError naming the limit
-	// maxLimit of value limitMax.
-	tokStart int64
-	maxToken int64
-	maxLimit string
-	limitMax int64
+	// tokStart is where the token being read began, textStart where the character data
+	// or attribute value being read began (-1 outside one). Text longer than maxText
+	// bytes ends the input with a *spatial.TooLargeError naming the limit maxLimit of
+	// value limitMax; any token longer than maxTok (0: no limit) with one naming
+	// max_feature_bytes. The reader checks complete tokens exactly; these stop one that
+	// never ends.
+	tokStart, textStart int64
+	maxText, maxTok     int64
+	maxLimit            string
+	limitMax            int64
 }
 
 const scanWindow = 64 << 10
 
 func newScanner(src io.Reader, charset func(string, io.Reader) (io.Reader, error)) *scanner {
-	return &scanner{src: src, charset: charset, buf: make([]byte, scanWindow), text: make([]byte, 0, 256), names: make(map[string]string, 64)}
+	return &scanner{src: src, charset: charset, buf: make([]byte, scanWindow), text: make([]byte, 0, 256), names: make(map[string]string, 64), textStart: -1}
 }
 
 // offset is the input offset of the next byte, as Decoder.InputOffset.
@@ -75,8 +78,12 @@ func (s *scanner) fill() bool {
 	if s.eof {
 		return false
 	}
-	if s.maxToken > 0 && s.offset()-s.tokStart > s.maxToken {
-		s.eof, s.srcErr = true, &spatial.TooLargeError{Limit: s.maxLimit, Max: s.limitMax, Offset: s.tokStart, Index: -1}
+	switch {
+	case s.textStart >= 0 && s.maxText > 0 && s.offset()-s.textStart > s.maxText:
+		s.eof, s.srcErr = true, &spatial.TooLargeError{Limit: s.maxLimit, Max: s.limitMax, Offset: s.textStart, Index: -1}
+		return false
+	case s.maxTok > 0 && s.offset()-s.tokStart > s.maxTok:
+		s.eof, s.srcErr = true, &spatial.TooLargeError{Limit: "max_feature_bytes", Max: s.maxTok, Offset: s.tokStart, Index: -1}
 		return false
 	}
 	if s.pos > 1 {

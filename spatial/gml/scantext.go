@@ -24,6 +24,13 @@ var textSpecial = func() (t [256]bool) {
 // returns nil on error, leaving it in s.err; the data is valid until the
 // next call.
 func (s *scanner) readText(quote int, cdata bool) []byte {
+	s.textStart = s.offset() // for fill's limit on text that never ends
+	b := s.readTextLimited(quote, cdata)
+	s.textStart = -1
+	return b
+}
+
+func (s *scanner) readTextLimited(quote int, cdata bool) []byte {
 	var b0, b1 byte
 	trunc := 0
 	check := false // data holds bytes that need the character check

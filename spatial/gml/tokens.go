@@ -80,9 +80,8 @@ func (r *Reader) token() (*token, error) {
 		if err != nil {
 			return nil, r.fail(err)
 		}
-		if sc := r.sc; sc.offset()-sc.tokStart > sc.maxToken {
-			// A token that fitted the scanner's window, which checks longer ones.
-			return nil, r.fail(&spatial.TooLargeError{Limit: sc.maxLimit, Max: sc.limitMax, Offset: sc.tokStart, Index: -1})
+		if err := r.checkToken(tok); err != nil {
+			return nil, err
 		}
 		switch tok.kind {
 		case tkStart:
@@ -124,6 +123,26 @@ func (r *Reader) token() (*token, error) {
 			return tok, nil
 		}
 	}
+}
+
+// checkToken holds a complete token to the limits: its text, or each of its attribute
+// values, to Limits.StringBytes (coordinate text to what the feature has left). The
+// scanner stops tokens that grow past them before they end.
+func (r *Reader) checkToken(tok *token) error {
+	sc := r.sc
+	switch tok.kind {
+	case tkText:
+		if int64(len(tok.text)) > sc.maxText {
+			return r.fail(&spatial.TooLargeError{Limit: sc.maxLimit, Max: sc.limitMax, Offset: sc.tokStart, Index: -1})
+		}
+	case tkStart:
+		for _, a := range tok.start.Attr {
+			if int64(len(a.Value)) > r.lim.StringBytes {
+				return r.tooLarge("max_string_bytes", r.lim.StringBytes)
+			}
+		}
+	}
+	return nil
 }
 
 // checkFeatureBytes fails the reader once the feature being read has passed
