@@ -257,3 +257,15 @@ func FuzzParseSince(f *testing.F) {
 		}
 	})
 }
+
+// TestFromErrorMasksBeforeCutting: a flow's secret that straddled the cut of a long
+// error was masked only after the cut, so its first part survived.
+func TestFromErrorMasksBeforeCutting(t *testing.T) {
+	const secret = "tk-7Qw9ZpX2se"
+	for pad := maxError - 20; pad <= maxError; pad++ {
+		e := FromError(errors.New(strings.Repeat("x", pad)+" "+secret+" end"), secret)
+		if strings.Contains(e.Error, "tk-7Q") {
+			t.Fatalf("pad %d: a part of the secret survived: ...%s", pad, e.Error[len(e.Error)-40:])
+		}
+	}
+}

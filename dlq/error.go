@@ -34,7 +34,10 @@ type RequestBodyError interface {
 // handler gave up); the class from a Classed one otherwise (a task's Permanent error, a
 // store's fault), else parse. A server exception report is exception_report rather than
 // parse. A nil err gives an entry of class parse saying so, never a panic.
-func FromError(err error) Entry {
+//
+// secrets are masked too, wherever they stand as tokens (a flow's values from the
+// environment), before any text is cut to length.
+func FromError(err error, secrets ...string) Entry {
 	if err == nil {
 		err = errors.New("unit failed without an error")
 	}
@@ -62,7 +65,7 @@ func FromError(err error) Entry {
 	}
 	e.Error = err.Error()
 	e.Attempts = max(e.Attempts, 1)
-	return e.Redacted()
+	return e.RedactedWith(secrets...)
 }
 
 // Redacted returns a copy of e whose request URL, body, error and snippet carry no

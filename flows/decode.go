@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/geoflow/geoflow/internal/redact"
 	"github.com/goccy/go-yaml/ast"
 )
 
@@ -377,10 +378,10 @@ func (d *decoder) scalar(n ast.Node, key string) (string, bool) {
 		return "", false
 	}
 	lookup := d.lookup
-	if secretPath(d.path) {
+	if where := secretPath(d.path); where != "" {
 		lookup = func(name string) (string, bool) {
 			v, ok := d.lookup(name)
-			if ok && v != "" {
+			if ok && v != "" && (where == "header" || redact.SensitiveName(name)) {
 				d.secrets = append(d.secrets, v)
 			}
 			return v, ok
@@ -394,12 +395,20 @@ func (d *decoder) scalar(n ast.Node, key string) (string, bool) {
 	return out, true
 }
 
-// secretPath tells whether a value at path carries credentials when it takes a value
-// from the environment: a URL (url, or any key ending in _url) or a header.
-func secretPath(path string) bool {
+// secretPath tells where a value at path may carry credentials it takes from the
+// environment: "header" (any value of a header), "url" (a url or *_url key: a value of
+// a variable whose name says it is one, TENANT_TOKEN or API_KEY, since a URL also takes
+// harmless parts such as a host or a layer name), or "" elsewhere.
+func secretPath(path string) string {
 	parts := strings.Split(path, ".")
 	last := parts[len(parts)-1]
-	return last == "url" || strings.HasSuffix(last, "_url") || slices.Contains(parts, "headers")
+	switch {
+	case slices.Contains(parts, "headers"):
+		return "header"
+	case last == "url" || strings.HasSuffix(last, "_url"):
+		return "url"
+	}
+	return ""
 }
 
 // expand replaces ${VAR} and ${VAR:-default}; $${ stays a literal ${.

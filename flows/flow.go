@@ -266,6 +266,9 @@ func Parse(file string, src []byte, opts Options) (*Flow, error) {
 			}
 			return a.Col < b.Col
 		})
+		// The problems may quote values with secrets in them: the caller masks them
+		// with the set (the CLI does, for every message it prints).
+		opts.Secrets.Add(d.secrets...)
 		return nil, &ValidationError{Problems: d.problems}
 	}
 	f.Secrets = d.secrets

@@ -180,7 +180,7 @@ func (r *runner) deadLetter(ctx context.Context, env *tasks.Env, u store.Unit, e
 	if !errors.As(err, &classed) && !errors.As(err, &detailed) {
 		err = retry.Permanent(retry.ClassOf(err), err)
 	}
-	e := dlq.FromError(err).RedactedWith(r.secrets.Values()...)
+	e := dlq.FromError(err, r.secrets.Values()...)
 	e.Flow, e.Task, e.RunID, e.Unit, e.BBox = env.Flow, env.TaskID, env.RunID, u.Key, u.BBox
 	if r.replaying {
 		e.History = []dlq.ReplayItem{{At: time.Now().UTC(), Result: dlq.ReplayFailed, Class: e.Class, Error: e.Error}}

@@ -68,6 +68,24 @@ func sensitiveName(name string) bool {
 	return sensitiveWords[flat]
 }
 
+// SensitiveName reports whether a name (a parameter, a header, an environment
+// variable) carries a credential: one of its words is key, token, secret, password,
+// signature, auth and the like (TENANT_TOKEN, apiKey and X-Api-Key are; monkey and
+// keyword are not).
+func SensitiveName(name string) bool { return sensitiveName(name) }
+
+// Tokens returns s with each secret (of minSecret characters or more) masked where it
+// stands as a token of its own; unlike String it masks nothing by position, so ordinary
+// text ("unexpected token while") stays as it is.
+func Tokens(s string, secrets ...string) string {
+	for _, sec := range secrets {
+		if len(sec) >= minSecret && sec != Mask {
+			s = replaceToken(s, sec)
+		}
+	}
+	return s
+}
+
 // sensitiveParam reports whether a query parameter carries a credential: an API key or
 // token, or the signature and credentials of a presigned object-store URL (AWS S3
 // X-Amz-*, Google Cloud Storage X-Goog-*, an Azure SAS token's sig), which STAC catalogues

@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"slices"
+	"strconv"
 	"sync"
 )
 
@@ -16,7 +17,8 @@ type Set struct {
 	vals []string
 }
 
-// Add adds values to the set; those shorter than String masks are ignored.
+// Add adds values to the set; those shorter than String masks, and numbers (a port is
+// no secret, and masking it would garble every figure that equals it), are ignored.
 func (s *Set) Add(vals ...string) {
 	if s == nil {
 		return
@@ -24,6 +26,9 @@ func (s *Set) Add(vals ...string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, v := range vals {
+		if _, err := strconv.ParseFloat(v, 64); err == nil {
+			continue
+		}
 		if len(v) >= minSecret && !slices.Contains(s.vals, v) {
 			s.vals = append(s.vals, v)
 		}
@@ -51,9 +56,34 @@ func (s *Set) String(x string) string {
 	return String(x, vals...)
 }
 
+func (s *Set) empty() bool {
+	if s == nil {
+		return true
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return len(s.vals) == 0
+}
+
+// tokens masks the set's values in x (Tokens), and nothing by position.
+func (s *Set) tokens(x string) string {
+	if s == nil {
+		return x
+	}
+	s.mu.RLock()
+	vals := s.vals
+	s.mu.RUnlock()
+	if len(vals) == 0 {
+		return x
+	}
+	return Tokens(x, vals...)
+}
+
 // Handler returns a slog.Handler that passes h every record with its message and its
-// attributes' text (strings, errors, anything printed) masked by the set: a secret a
-// message echoes reaches no log line.
+// attributes' text (strings, errors, anything printed) masked by the set's values: a
+// secret a message echoes reaches no log line. Credentials by position (URL passwords,
+// key parameters) are masked where the URLs and errors are made, not here, so that
+// ordinary text is never touched.
 func (s *Set) Handler(h slog.Handler) slog.Handler { return &handler{h: h, s: s} }
 
 type handler struct {
@@ -64,7 +94,10 @@ type handler struct {
 func (h *handler) Enabled(ctx context.Context, l slog.Level) bool { return h.h.Enabled(ctx, l) }
 
 func (h *handler) Handle(ctx context.Context, r slog.Record) error {
-	out := slog.NewRecord(r.Time, r.Level, h.s.String(r.Message), r.PC)
+	if h.s.empty() {
+		return h.h.Handle(ctx, r)
+	}
+	out := slog.NewRecord(r.Time, r.Level, h.s.tokens(r.Message), r.PC)
 	r.Attrs(func(a slog.Attr) bool {
 		out.AddAttrs(h.attr(a))
 		return true
@@ -88,7 +121,7 @@ func (h *handler) attr(a slog.Attr) slog.Attr {
 	v := a.Value.Resolve()
 	switch v.Kind() {
 	case slog.KindString:
-		return slog.String(a.Key, h.s.String(v.String()))
+		return slog.String(a.Key, h.s.tokens(v.String()))
 	case slog.KindGroup:
 		g := v.Group()
 		red := make([]any, len(g))
@@ -99,9 +132,9 @@ func (h *handler) attr(a slog.Attr) slog.Attr {
 	case slog.KindAny:
 		switch x := v.Any().(type) {
 		case error:
-			return slog.String(a.Key, h.s.String(x.Error()))
+			return slog.String(a.Key, h.s.tokens(x.Error()))
 		case interface{ String() string }:
-			return slog.String(a.Key, h.s.String(x.String()))
+			return slog.String(a.Key, h.s.tokens(x.String()))
 		}
 	}
 	return slog.Attr{Key: a.Key, Value: v}

@@ -207,7 +207,7 @@ func printErr(w io.Writer, err error, secrets *redact.Set) {
 	var ve *flows.ValidationError
 	if errors.As(err, &ve) {
 		for _, p := range ve.Problems {
-			fmt.Fprintln(w, p.String())
+			fmt.Fprintln(w, secrets.String(p.String()))
 		}
 		fmt.Fprintf(w, "geoflow: %d problem%s found\n", len(ve.Problems), plural(len(ve.Problems)))
 		return

@@ -26,7 +26,7 @@ func TestEnvironmentSecretsNeverShow(t *testing.T) {
 tasks:
   a:
     type: wfs
-    url: ${SECRET_BASE}/${TENANT_TOKEN}/wfs
+    url: ${SECRET_BASE}/${TENANT_TOKEN}/${SERVICE_DIR}/wfs
     headers: {X-Tenant: "${TENANT_TOKEN}"}
     typename: parcels
     bbox: [11.45, 48.05, 11.55, 48.15]
@@ -34,7 +34,7 @@ tasks:
     target: {table: secretive}
 `)
 	db := filepath.Join(t.TempDir(), "s.gpkg")
-	env := map[string]string{"TENANT_TOKEN": token, "SECRET_BASE": srv.URL}
+	env := map[string]string{"TENANT_TOKEN": token, "SECRET_BASE": srv.URL, "SERVICE_DIR": "geodata"}
 	code, out, errs := geoflow(t, env, "run", flow, "--database", db)
 	if code == 0 || !strings.Contains(errs, "no such service") {
 		t.Fatalf("exit %d; want the run to fail and say why\n%s", code, errs)
@@ -46,5 +46,16 @@ tasks:
 		if strings.Contains(text, token) {
 			t.Errorf("%s shows the token:\n%s", what, text)
 		}
+	}
+	// A value of a variable whose name says nothing secret is left alone, so that logs
+	// stay readable (its layer, its host).
+	if !strings.Contains(errs, "/geodata/wfs") {
+		t.Errorf("the harmless part of the URL was masked too:\n%s", errs)
+	}
+	// A flow that does not validate quotes its values: the token is masked there too.
+	env["SECRET_BASE"] = "ftp://example.com"
+	code, _, errs = geoflow(t, env, "validate", flow)
+	if code != 1 || strings.Contains(errs, token) || !strings.Contains(errs, "not an http(s) URL") {
+		t.Errorf("validate: exit %d\n%s\nwant exit 1, the problem said, the token masked", code, errs)
 	}
 }

@@ -31,7 +31,7 @@ func newValidateCmd(g *globals) *cobra.Command {
 					var ve *flows.ValidationError
 					if errors.As(err, &ve) {
 						for _, p := range ve.Problems {
-							fmt.Fprintln(g.stderr, p.String())
+							fmt.Fprintln(g.stderr, g.secrets.String(p.String()))
 						}
 						continue
 					}
