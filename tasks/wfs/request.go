@@ -155,6 +155,10 @@ func (t *Task) checkSRS(ctx context.Context, env *tasks.Env, p *prepared, ft *Fe
 	if p.version == "1.0.0" {
 		return fmt.Errorf("srs %s: a WFS 1.0 server sends %s in its own SRS only (%s); set srs: to it", t.cfg.SRS, ft.Name, strings.Join(names, ", "))
 	}
+	if !p.caps.Hits {
+		env.Logger.Warn("the server does not list this srs for the type and cannot count to try it; going on", "srs", t.cfg.SRS, "listed", strings.Join(names, ", "))
+		return nil
+	}
 	_, err := t.hits(ctx, env, p, "srs", p.area)
 	var rerr *retry.Error
 	if errors.As(err, &rerr) && (rerr.Class == dlq.ClassExceptionReport || rerr.Class == dlq.ClassHTTP4xx) {
