@@ -50,7 +50,7 @@ func (r *runner) unit(work context.Context, task tasks.Task, env *tasks.Env, u s
 		}
 		var w written
 		if err == nil {
-			w, err = r.write(work, ref, out, start)
+			w, err = r.write(work, ref, out, start, func(rej *tasks.RejectedError) dlq.Entry { return r.entry(env, u, rej) })
 		}
 		switch {
 		case err == nil && w.redo != nil:
@@ -69,10 +69,11 @@ func (r *runner) unit(work context.Context, task tasks.Task, env *tasks.Env, u s
 				ended(f.Unit, r.deadLetter(final, env, f.Unit, f.Err))
 			}
 			if w.rejected != nil {
-				// What could be stored is committed; the unit is dead so that the
+				// What could be stored committed with the unit's dead letter: the
 				// harvest shows as incomplete and the refusals can be triaged.
 				prog.finished(w.counts, true)
-				return w.children, r.deadLetter(final, env, u, w.rejected)
+				env.Logger.Error("unit failed", "unit", u.Key, "class", dlq.ClassRejected, "err", r.secrets.String(w.rejected.Error()))
+				return w.children, store.Failed
 			}
 			prog.finished(w.counts, false)
 			return w.children, store.Done
@@ -104,8 +105,11 @@ type written struct {
 }
 
 // write drains out into the unit's transaction: features, file rows, then the unit's
-// done state with its counts and children; all of it commits, or none.
-func (r *runner) write(ctx context.Context, ref store.UnitRef, out *tasks.Output, start time.Time) (written, error) {
+// done state with its counts and children; all of it commits, or none. When the stream
+// refused features and fail is set, the unit commits failed instead, with the dead
+// letter fail makes.
+func (r *runner) write(ctx context.Context, ref store.UnitRef, out *tasks.Output, start time.Time,
+	fail func(*tasks.RejectedError) dlq.Entry) (written, error) {
 	tx, err := r.opts.Store.BeginUnit(ctx, ref)
 	if err != nil {
 		return written{}, err
@@ -157,6 +161,11 @@ func (r *runner) write(ctx context.Context, ref store.UnitRef, out *tasks.Output
 	if err := tx.Complete(ctx, w.counts, recorded, start); err != nil {
 		return w, err
 	}
+	if w.rejected != nil && fail != nil {
+		if err := tx.Fail(ctx, fail(w.rejected)); err != nil {
+			return w, err
+		}
+	}
 	return w, tx.Commit(ctx)
 }
 
@@ -175,16 +184,7 @@ func failedUnits(fs []tasks.Failure) []store.Unit {
 // resume, which runs it again).
 func (r *runner) deadLetter(ctx context.Context, env *tasks.Env, u store.Unit, err error) store.State {
 	ref := store.UnitRef{RunID: env.RunID, TaskID: env.TaskID, Key: u.Key}
-	var classed dlq.Classed
-	var detailed dlq.Detailed
-	if !errors.As(err, &classed) && !errors.As(err, &detailed) {
-		err = retry.Permanent(retry.ClassOf(err), err)
-	}
-	e := dlq.FromError(err, r.secrets.Values()...)
-	e.Flow, e.Task, e.RunID, e.Unit, e.BBox = env.Flow, env.TaskID, env.RunID, u.Key, u.BBox
-	if r.replaying {
-		e.History = []dlq.ReplayItem{{At: time.Now().UTC(), Result: dlq.ReplayFailed, Class: e.Class, Error: e.Error}}
-	}
+	e := r.entry(env, u, err)
 	env.Logger.Error("unit failed", "unit", u.Key, "class", e.Class, "err", e.Error)
 	if rerr := r.persist(ctx, "recording a dead letter", func(ctx context.Context) error {
 		_, err := r.opts.Store.RecordDeadLetter(ctx, ref, e)
@@ -195,6 +195,22 @@ func (r *runner) deadLetter(ctx context.Context, env *tasks.Env, u store.Unit, e
 		return store.Pending
 	}
 	return store.Failed
+}
+
+// entry is the dead letter of unit u that failed with err: classified, redacted of
+// credentials and of the flow's secrets, with the replay's history item when replaying.
+func (r *runner) entry(env *tasks.Env, u store.Unit, err error) dlq.Entry {
+	var classed dlq.Classed
+	var detailed dlq.Detailed
+	if !errors.As(err, &classed) && !errors.As(err, &detailed) {
+		err = retry.Permanent(retry.ClassOf(err), err)
+	}
+	e := dlq.FromError(err, r.secrets.Values()...)
+	e.Flow, e.Task, e.RunID, e.Unit, e.BBox = env.Flow, env.TaskID, env.RunID, u.Key, u.BBox
+	if r.replaying {
+		e.History = []dlq.ReplayItem{{At: time.Now().UTC(), Result: dlq.ReplayFailed, Class: e.Class, Error: e.Error}}
+	}
+	return e
 }
 
 // persist runs fn, and runs it again while it fails with a temporary store fault and the
@@ -259,7 +275,7 @@ func ExecuteUnit(ctx context.Context, st store.Runner, task tasks.Task, env *tas
 		if err != nil {
 			return nil, err
 		}
-		w, err := r.write(ctx, ref, out, time.Now())
+		w, err := r.write(ctx, ref, out, time.Now(), nil)
 		out.Close()
 		switch {
 		case err != nil:

@@ -140,6 +140,11 @@ type UnitTx interface {
 	// Complete marks the unit done with counts, started at start (its attempt counted),
 	// and records children as pending units of the same task, their Parent set to it.
 	Complete(ctx context.Context, c Counts, children []Unit, start time.Time) error
+	// Fail, after Complete, marks the unit failed instead and records its dead letter
+	// (as DeadLetterSink.RecordDeadLetter does, its attempt counted once): a unit whose
+	// output is stored but incomplete (features refused) commits as a dead letter in
+	// one transaction with what it stored.
+	Fail(ctx context.Context, e dlq.Entry) error
 	// Commit commits; Rollback discards (a no-op after Commit). Rollback must be called
 	// on every path; it survives ctx's cancellation.
 	Commit(ctx context.Context) error

@@ -17,15 +17,41 @@ import (
 // failed state and its entry commit together; a unit that fails again updates its entry
 // (attempts add up, history is appended, status goes back to open).
 func (s *Store) RecordDeadLetter(ctx context.Context, ref store.UnitRef, e dlq.Entry) (int64, error) {
+	var id int64
+	err := s.writeTx(ctx, func(tx *sql.Tx) error {
+		var err error
+		id, err = recordDeadLetter(ctx, tx, ref, e, 1)
+		return err
+	})
+	if err != nil {
+		return 0, translate(fmt.Sprintf("recording unit %s of task %q as a dead letter", ref.Key, ref.TaskID), err)
+	}
+	return id, nil
+}
+
+// Fail implements store.UnitTx: the unit, completed in this transaction, is failed with
+// its dead letter instead, committing with its output.
+func (u *unitTx) Fail(ctx context.Context, e dlq.Entry) error {
+	tx, err := u.begin(ctx)
+	if err != nil {
+		return err
+	}
+	_, err = recordDeadLetter(ctx, tx, u.ref, e, 0)
+	return translate(fmt.Sprintf("recording unit %s of task %q as a dead letter", u.ref.Key, u.ref.TaskID), err)
+}
+
+// recordDeadLetter is RecordDeadLetter in tx; attempt is what the unit's attempts grow
+// by (0 when Complete counted the attempt already).
+func recordDeadLetter(ctx context.Context, tx *sql.Tx, ref store.UnitRef, e dlq.Entry, attempt int) (int64, error) {
 	e = e.Redacted()
 	hist, err := json.Marshal(nonNil(e.History))
 	if err != nil {
 		return 0, fmt.Errorf("encoding the replay history of unit %s: %w", ref.Key, err)
 	}
 	var id int64
-	err = s.writeTx(ctx, func(tx *sql.Tx) error {
+	err = func() error {
 		if _, err := tx.ExecContext(ctx, `UPDATE geoflow_units SET state = 'failed', finished_at = `+now+`, error = NULLIF(?, ''),
-			attempts = attempts + 1 WHERE run_id = ? AND task = ? AND key = ?`, e.Error, ref.RunID, ref.TaskID, ref.Key); err != nil {
+			attempts = attempts + ? WHERE run_id = ? AND task = ? AND key = ?`, e.Error, attempt, ref.RunID, ref.TaskID, ref.Key); err != nil {
 			return err
 		}
 		args := append([]any{e.Flow, ref.TaskID, ref.RunID, ref.Key}, boxArgs(e.BBox)...)
@@ -54,11 +80,8 @@ func (s *Store) RecordDeadLetter(ctx context.Context, ref store.UnitRef, e dlq.E
 					SELECT 0 AS part, key, value FROM json_each(d.replay_history)
 					UNION ALL SELECT 1, key, value FROM json_each(excluded.replay_history) ORDER BY 1, 2))
 			RETURNING id`, args...).Scan(&id)
-	})
-	if err != nil {
-		return 0, translate(fmt.Sprintf("recording unit %s of task %q as a dead letter", ref.Key, ref.TaskID), err)
-	}
-	return id, nil
+	}()
+	return id, err
 }
 
 func nonNil(h []dlq.ReplayItem) []dlq.ReplayItem {

@@ -23,17 +23,38 @@ import (
 // appended to the entry's history. ref names the unit; e's own RunID, Task and Unit are
 // ignored. e is redacted again before it is stored. It returns the entry's id.
 func (s *Store) RecordDeadLetter(ctx context.Context, ref store.UnitRef, e dlq.Entry) (int64, error) {
+	var id int64
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var err error
+		id, err = recordDeadLetter(ctx, tx, ref, e, 1)
+		return err
+	})
+	if err != nil {
+		return 0, translate(fmt.Sprintf("recording unit %s of task %q as a dead letter", ref.Key, ref.TaskID), err)
+	}
+	return id, nil
+}
+
+// Fail implements store.UnitTx: the unit, completed in this transaction, is failed with
+// its dead letter instead, committing with its output.
+func (u *unitTx) Fail(ctx context.Context, e dlq.Entry) error {
+	_, err := recordDeadLetter(ctx, u.tx, u.ref, e, 0)
+	return translate(fmt.Sprintf("recording unit %s of task %q as a dead letter", u.ref.Key, u.ref.TaskID), err)
+}
+
+// recordDeadLetter is RecordDeadLetter in tx; attempt is what the unit's attempts grow
+// by (0 when Complete counted the attempt already).
+func recordDeadLetter(ctx context.Context, tx pgx.Tx, ref store.UnitRef, e dlq.Entry, attempt int) (int64, error) {
 	e = e.Redacted()
 	hist, err := json.Marshal(nonNil(e.History))
 	if err != nil {
 		return 0, fmt.Errorf("encoding the replay history of unit %s: %w", ref.Key, err)
 	}
-	what := fmt.Sprintf("recording unit %s of task %q as a dead letter", ref.Key, ref.TaskID)
 	var id int64
-	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err = func() error {
 		if _, err := tx.Exec(ctx, `UPDATE geoflow_units SET state = 'failed', finished_at = now(), error = NULLIF($4, ''),
-			attempts = attempts + 1
-			WHERE run_id = $1 AND task = $2 AND key = $3`, ref.RunID, ref.TaskID, ref.Key, e.Error); err != nil {
+			attempts = attempts + $5
+			WHERE run_id = $1 AND task = $2 AND key = $3`, ref.RunID, ref.TaskID, ref.Key, e.Error, attempt); err != nil {
 			return err
 		}
 		args := append([]any{e.Flow, ref.TaskID, ref.RunID, ref.Key}, envelopeArgs(e.BBox)...)
@@ -61,11 +82,8 @@ func (s *Store) RecordDeadLetter(ctx context.Context, ref store.UnitRef, e dlq.E
 				status = 'open',
 				replay_history = d.replay_history || EXCLUDED.replay_history
 			RETURNING id`, args...).Scan(&id)
-	})
-	if err != nil {
-		return 0, translate(what, err)
-	}
-	return id, nil
+	}()
+	return id, err
 }
 
 func nonNil(h []dlq.ReplayItem) []dlq.ReplayItem {

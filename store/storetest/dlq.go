@@ -528,3 +528,60 @@ func testDeadLetterRedaction(t *testing.T, s store.Store) {
 		t.Errorf("hosts %q, want x.example and y.example, without credentials", hosts)
 	}
 }
+
+// testUnitFails: a unit whose output is stored but incomplete (features refused) commits
+// failed with its dead letter, in one transaction with what it wrote; a rollback leaves
+// neither.
+func testUnitFails(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	table := typedTable("refused", store.ModeAppend)
+	if err := s.EnsureFeatureTable(ctx, table); err != nil {
+		t.Fatal(err)
+	}
+	run := startRun(t, s, store.RunStart{Flow: "parcels"})
+	addUnits(t, s, run.ID, "wfs", 2)
+	entry := dlq.Entry{Flow: "parcels", Class: dlq.ClassRejected, Error: `1 feature of the response refused (the others are stored): "p.9" (#3): curved geometry`}
+	write := func(ref store.UnitRef, commit bool) {
+		t.Helper()
+		tx, err := s.BeginUnit(ctx, ref)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tx.Rollback(ctx)
+		src := features(typedFeatures())
+		c, err := tx.WriteFeatures(ctx, table, &src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Rejected = 1
+		if err := tx.Complete(ctx, c, nil, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		if err := tx.Fail(ctx, entry); err != nil {
+			t.Fatal(err)
+		}
+		if commit {
+			if err := tx.Commit(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	rolled := store.UnitRef{RunID: run.ID, TaskID: "wfs", Key: unitKey(0)}
+	write(rolled, false)
+	ref := store.UnitRef{RunID: run.ID, TaskID: "wfs", Key: unitKey(1)}
+	write(ref, true)
+	if _, state, err := s.Unit(ctx, rolled); err != nil || state != store.Pending {
+		t.Errorf("the rolled-back unit is %q (%v), want pending", state, err)
+	}
+	if _, state, err := s.Unit(ctx, ref); err != nil || state != store.Failed {
+		t.Errorf("the unit is %q (%v), want failed", state, err)
+	}
+	es, err := s.ListDeadLetters(ctx, dlq.Filter{RunID: run.ID})
+	if err != nil || len(es) != 1 || es[0].Unit != unitKey(1) || es[0].Class != dlq.ClassRejected || es[0].Attempts != 1 {
+		t.Fatalf("dead letters %+v (%v), want the one of unit %s, rejected, 1 attempt", es, err, unitKey(1))
+	}
+	got, err := s.GetRun(ctx, run.ID)
+	if err != nil || got.FeaturesInserted != 5 || got.FeaturesRejected != 1 {
+		t.Errorf("run %+v (%v), want 5 features inserted and 1 refused counted", got, err)
+	}
+}

@@ -63,6 +63,7 @@ func tests() []test {
 		{"FileTablesIncompatible", testFileTablesIncompatible},
 		{"TaskExtent", testTaskExtent},
 		{"RecordDeadLetter", testRecordDeadLetter},
+		{"UnitFails", testUnitFails},
 		{"ListDeadLetters", testListDeadLetters},
 		{"DeadLetterStats", testDeadLetterStats},
 		{"DeadLetterTriage", testDeadLetterTriage},
