@@ -210,7 +210,7 @@ func (s *Store) TaskState(ctx context.Context, runID int64, task string) (store.
 // WHERE clause.
 const unitTotals = `SELECT count(*), count(*) FILTER (WHERE state = 'done'), count(*) FILTER (WHERE state = 'failed'),
 	coalesce(sum(features_inserted), 0), coalesce(sum(features_skipped), 0), coalesce(sum(features_updated), 0),
-	coalesce(sum(bytes), 0) FROM geoflow_units `
+	coalesce(sum(bytes), 0), coalesce(sum(features_rejected), 0), coalesce(sum(features_merged), 0) FROM geoflow_units `
 
 // SetTaskState implements store.Runs: "running" sets the task's start time; the final
 // states set its finish time and roll its units' counts up into it.
@@ -228,7 +228,8 @@ func (s *Store) SetTaskState(ctx context.Context, runID int64, task, typ string,
 			return err
 		}
 		_, err := tx.ExecContext(ctx, `UPDATE geoflow_run_tasks SET (units_total, units_done, units_dead,
-				features_inserted, features_skipped, features_updated, bytes) = (`+unitTotals+` WHERE run_id = ?1 AND task = ?2)
+				features_inserted, features_skipped, features_updated, bytes, features_rejected, features_merged) =
+				(`+unitTotals+` WHERE run_id = ?1 AND task = ?2)
 			WHERE run_id = ?1 AND task = ?2`, runID, task)
 		return err
 	})
@@ -335,10 +336,18 @@ func (s *Store) FinishRun(ctx context.Context, runID int64, status store.State, 
 		return sum, translate(what, err)
 	}
 	defer conn.ExecContext(context.WithoutCancel(ctx), "PRAGMA synchronous = NORMAL") //nolint:errcheck // the next open sets it again
+	if status == store.Done {
+		// A run that ends done needs its merged ids no more (no replay will recount).
+		if _, err := conn.ExecContext(ctx, `DELETE FROM geoflow_merged WHERE run_id = ?`, runID); err != nil {
+			return sum, translate(what, err)
+		}
+	}
 	err = conn.QueryRowContext(ctx, `UPDATE geoflow_runs SET status = ?2, finished_at = `+now+`, error = NULLIF(?3, ''),
-			(units_total, units_done, units_dead, features_inserted, features_skipped, features_updated) =
+			(units_total, units_done, units_dead, features_inserted, features_skipped, features_updated,
+			 features_rejected, features_merged) =
 			(SELECT count(*), count(*) FILTER (WHERE state = 'done'), count(*) FILTER (WHERE state = 'failed'),
-				coalesce(sum(features_inserted), 0), coalesce(sum(features_skipped), 0), coalesce(sum(features_updated), 0)
+				coalesce(sum(features_inserted), 0), coalesce(sum(features_skipped), 0), coalesce(sum(features_updated), 0),
+				coalesce(sum(features_rejected), 0), coalesce(sum(features_merged), 0)
 			 FROM geoflow_units WHERE run_id = ?1)
 		WHERE id = ?1
 		RETURNING id, flow, status, units_total, units_done, units_dead, features_inserted, features_skipped, features_updated,

@@ -162,24 +162,36 @@ func (u *unitTx) WriteFeatures(ctx context.Context, t *store.FeatureTable, src s
 		if err != nil {
 			return res, translate(what, err)
 		}
-		merged := map[any]bool{}
+		rec, err := u.s.stmt(ctx, tx, mergedSQL)
+		if err != nil {
+			return res, translate(what, err)
+		}
 		for _, row := range skipped {
 			id := row[1]
-			if id == nil || id == "" || merged[id] {
+			if id == nil || id == "" {
 				continue
 			}
 			var stored sql.NullString
 			if err := look.QueryRowContext(ctx, row[2]).Scan(&stored); err != nil && !errors.Is(err, sql.ErrNoRows) {
 				return res, translate(what, err)
 			}
-			if !stored.Valid || stored.String != id {
-				merged[id] = true
+			if stored.Valid && stored.String == id {
+				continue
 			}
+			// Each id once in the run, however many tiles deliver it.
+			r, err := rec.ExecContext(ctx, u.ref.RunID, u.ref.TaskID, id)
+			if err != nil {
+				return res, translate(what, err)
+			}
+			n, _ := r.RowsAffected()
+			res.Merged += n
 		}
-		res.Merged = int64(len(merged))
 	}
 	return res, nil
 }
+
+// mergedSQL records a feature id merged into a stored row of another id, once per run.
+const mergedSQL = `INSERT INTO geoflow_merged (run_id, task, feature_id) VALUES (?, ?, ?) ON CONFLICT DO NOTHING`
 
 // upsert writes rows keyed on t.Key: a changed feature updates its row, an unchanged one
 // is skipped, a new one inserted. Keys compare with IS, so a NULL key matches a NULL key

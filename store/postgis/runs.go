@@ -170,14 +170,17 @@ func (s *Store) SetTaskState(ctx context.Context, runID int64, task, typ string,
 	_, err = s.pool.Exec(ctx, `
 		UPDATE geoflow_run_tasks t SET
 			units_total = c.total, units_done = c.done, units_dead = c.dead,
-			features_inserted = c.ins, features_skipped = c.skip, features_updated = c.upd, bytes = c.bytes
+			features_inserted = c.ins, features_skipped = c.skip, features_updated = c.upd, bytes = c.bytes,
+			features_rejected = c.rej, features_merged = c.merged
 		FROM (SELECT count(*) AS total,
 		             count(*) FILTER (WHERE state = 'done') AS done,
 		             count(*) FILTER (WHERE state = 'failed') AS dead,
 		             coalesce(sum(features_inserted), 0) AS ins,
 		             coalesce(sum(features_skipped), 0) AS skip,
 		             coalesce(sum(features_updated), 0) AS upd,
-		             coalesce(sum(bytes), 0) AS bytes
+		             coalesce(sum(bytes), 0) AS bytes,
+		             coalesce(sum(features_rejected), 0) AS rej,
+		             coalesce(sum(features_merged), 0) AS merged
 		      FROM geoflow_units WHERE run_id = $1 AND task = $2) c
 		WHERE t.run_id = $1 AND t.task = $2`, runID, task)
 	return translate(fmt.Sprintf("counting the units of task %q", task), err)
@@ -282,11 +285,16 @@ func (s *Store) FinishRun(ctx context.Context, runID int64, status store.State, 
 			       coalesce(sum(features_inserted), 0) AS ins,
 			       coalesce(sum(features_skipped), 0) AS skip,
 			       coalesce(sum(features_updated), 0) AS upd,
-			       coalesce(sum(bytes), 0) AS bytes
-			FROM geoflow_units WHERE run_id = $1)
+			       coalesce(sum(bytes), 0) AS bytes,
+			       coalesce(sum(features_rejected), 0) AS rej,
+			       coalesce(sum(features_merged), 0) AS merged
+			FROM geoflow_units WHERE run_id = $1),
+		-- A run that ends done needs its merged ids no more (no replay will recount).
+		gone AS (DELETE FROM geoflow_merged WHERE run_id = $1 AND $2 = 'done')
 		UPDATE geoflow_runs r SET status = $2, finished_at = now(), error = NULLIF($3, ''),
 			units_total = c.total, units_done = c.done, units_dead = c.dead,
-			features_inserted = c.ins, features_skipped = c.skip, features_updated = c.upd
+			features_inserted = c.ins, features_skipped = c.skip, features_updated = c.upd,
+			features_rejected = c.rej, features_merged = c.merged
 		FROM c WHERE r.id = $1
 		RETURNING r.id, r.flow, r.status, c.total, c.done, c.dead, c.ins, c.skip, c.upd, c.bytes, r.started_at, r.finished_at`,
 		runID, status, errMsg).Scan(&sum.ID, &sum.Flow, &sum.Status, &sum.UnitsTotal, &sum.UnitsDone, &sum.UnitsDead,

@@ -14,17 +14,17 @@ import (
 var runSelect = `SELECT r.id, r.flow, ` + runStatus + `, r.trigger, r.scheduled_for, r.started_at, r.finished_at,
 	coalesce(c.total, r.units_total), coalesce(c.done, r.units_done), coalesce(c.dead, r.units_dead),
 	coalesce(c.ins, r.features_inserted), coalesce(c.skip, r.features_skipped), coalesce(c.upd, r.features_updated),
-	f.rej, f.merged, coalesce(r.error, '')
+	coalesce(c.rej, r.features_rejected), coalesce(c.merged, r.features_merged), coalesce(r.error, '')
 FROM geoflow_runs r
-CROSS JOIN LATERAL (SELECT coalesce(sum(u.features_rejected), 0) AS rej, coalesce(sum(u.features_merged), 0) AS merged
-	FROM geoflow_units u WHERE u.run_id = r.id) f
 LEFT JOIN LATERAL (
 	SELECT count(*) AS total,
 	       count(*) FILTER (WHERE u.state = 'done') AS done,
 	       count(*) FILTER (WHERE u.state = 'failed') AS dead,
 	       coalesce(sum(u.features_inserted), 0) AS ins,
 	       coalesce(sum(u.features_skipped), 0) AS skip,
-	       coalesce(sum(u.features_updated), 0) AS upd
+	       coalesce(sum(u.features_updated), 0) AS upd,
+	       coalesce(sum(u.features_rejected), 0) AS rej,
+	       coalesce(sum(u.features_merged), 0) AS merged
 	FROM geoflow_units u WHERE u.run_id = r.id AND r.status = 'running') c ON r.status = 'running'`
 
 // runStatus is a run's status, crashed for one recorded as running whose advisory lock
@@ -78,16 +78,17 @@ func (s *Store) GetRun(ctx context.Context, id int64) (store.RunRecord, error) {
 	}
 	rows, err = s.pool.Query(ctx, `SELECT t.task, t.type, t.state, t.started_at, t.finished_at,
 			coalesce(c.total, t.units_total), coalesce(c.done, t.units_done), coalesce(c.dead, t.units_dead),
-			coalesce(c.ins, t.features_inserted), coalesce(c.skip, t.features_skipped), f.rej, f.merged, coalesce(t.error, '')
+			coalesce(c.ins, t.features_inserted), coalesce(c.skip, t.features_skipped),
+			coalesce(c.rej, t.features_rejected), coalesce(c.merged, t.features_merged), coalesce(t.error, '')
 		FROM geoflow_run_tasks t
-		CROSS JOIN LATERAL (SELECT coalesce(sum(u.features_rejected), 0) AS rej, coalesce(sum(u.features_merged), 0) AS merged
-			FROM geoflow_units u WHERE u.run_id = t.run_id AND u.task = t.task) f
 		LEFT JOIN LATERAL (
 			SELECT count(*) AS total,
 			       count(*) FILTER (WHERE u.state = 'done') AS done,
 			       count(*) FILTER (WHERE u.state = 'failed') AS dead,
 			       coalesce(sum(u.features_inserted), 0) AS ins,
-			       coalesce(sum(u.features_skipped), 0) AS skip
+			       coalesce(sum(u.features_skipped), 0) AS skip,
+			       coalesce(sum(u.features_rejected), 0) AS rej,
+			       coalesce(sum(u.features_merged), 0) AS merged
 			FROM geoflow_units u WHERE u.run_id = t.run_id AND u.task = t.task AND t.state = 'running') c ON t.state = 'running'
 		WHERE t.run_id = $1 ORDER BY t.started_at NULLS LAST, t.task`, id)
 	if err != nil {

@@ -189,13 +189,17 @@ func (u *unitTx) WriteFeatures(ctx context.Context, t *store.FeatureTable, src s
 		res.Inserted = tag.RowsAffected()
 		if res.Inserted < staged {
 			// Some were skipped: those whose stored row has another feature id are
-			// distinct features with one payload, which the completeness check counts.
-			err := u.tx.QueryRow(ctx, fmt.Sprintf(`SELECT count(DISTINCT s.gf_feature_id) FROM %s s
+			// distinct features with one payload, which the completeness check counts,
+			// each once in the run however many tiles deliver it.
+			tag, err := u.tx.Exec(ctx, fmt.Sprintf(`INSERT INTO geoflow_merged (run_id, task, feature_id)
+				SELECT DISTINCT $1::bigint, $2::text, s.gf_feature_id FROM %s s
 				JOIN %s t ON t.gf_payload_hash = s.gf_payload_hash
-				WHERE s.gf_feature_id <> '' AND t.gf_feature_id IS DISTINCT FROM s.gf_feature_id`, stage, target)).Scan(&res.Merged)
+				WHERE s.gf_feature_id <> '' AND t.gf_feature_id IS DISTINCT FROM s.gf_feature_id
+				ON CONFLICT DO NOTHING`, stage, target), u.ref.RunID, u.ref.TaskID)
 			if err != nil {
-				return res, translate(fmt.Sprintf("counting features of %s with equal payloads", target), err)
+				return res, translate(fmt.Sprintf("recording features of %s with equal payloads", target), err)
 			}
+			res.Merged = tag.RowsAffected()
 		}
 	}
 	res.Skipped = staged - res.Inserted - res.Updated

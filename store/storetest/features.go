@@ -125,7 +125,7 @@ func testWriteAppend(t *testing.T, s store.Store) {
 		t.Fatal(err)
 	}
 	run := startRun(t, s, store.RunStart{Flow: "parcels"})
-	addUnits(t, s, run.ID, "a", 7)
+	addUnits(t, s, run.ID, "a", 8)
 	ref := func(i int) store.UnitRef { return store.UnitRef{RunID: run.ID, TaskID: "a", Key: unitKey(i)} }
 	moved := &spatial.Feature{ID: "p.1", Geometry: orb.Point{1.25, 1.25}, Properties: map[string]any{"Name": "one, moved"}}
 	dup := &spatial.Feature{ID: "p.6", Geometry: orb.Point{2.75, 2.75}, Properties: map[string]any{"Name": "twice"}}
@@ -147,6 +147,7 @@ func testWriteAppend(t *testing.T, s store.Store) {
 		{name: "an empty page", fs: nil, want: store.Counts{}},
 		{name: "two ids, one payload, in a page", fs: []*spatial.Feature{twin("p.7"), twin("p.8"), twin("p.8")}, want: store.Counts{Inserted: 1, Skipped: 2, Merged: 1}},
 		{name: "a stored payload under another id", fs: []*spatial.Feature{dupOther, dup}, want: store.Counts{Skipped: 2, Merged: 1}},
+		{name: "the same again from an overlapping tile: merged once in the run", fs: []*spatial.Feature{dupOther, twin("p.8")}, want: store.Counts{Skipped: 2}},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -209,6 +209,9 @@ target: {table: twins}`, flows.RunOptions{})
 	if err != nil || run.FeaturesMerged != 1 || len(run.Tasks) != 1 || run.Tasks[0].FeaturesMerged != 1 {
 		t.Errorf("run record %+v (%v); want 1 merged feature", run, err)
 	}
+	if n := testdb.Int64(t, h.dbURL, "SELECT count(*) FROM geoflow_merged"); n != 0 {
+		t.Errorf("%d merged ids kept after the run ended done", n)
+	}
 }
 
 // TestSplitBudgetPagesTheRest: the backstop on splitting. Past the task's split budget,
