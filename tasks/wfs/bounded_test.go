@@ -218,7 +218,9 @@ target: {table: twins}`, flows.RunOptions{})
 // an overfull tile is paged (sorted) instead of split, the harvest stays complete, and
 // the log says why.
 func TestSplitBudgetPagesTheRest(t *testing.T) {
-	defer wfs.SetSplitBudget(20)()
+	// The root of 2,000 features in pages of 10 would split into 256 tiles; 200 pages
+	// fit the budget.
+	defer wfs.SetSplitBudget(250)()
 	h := newHarness(t, wfsserver.Options{Features: 2000, CountDefault: 10, ImplementsSorting: true})
 	res := h.run(`typename: gf:parcels
 bbox: [11.45, 48.05, 11.55, 48.15]
@@ -228,4 +230,22 @@ target: {table: budget}`, flows.RunOptions{})
 	}
 	h.checkComplete("budget", extent)
 	t.Logf("%d units for 2000 features in pages of 10", res.Summary.UnitsTotal)
+}
+
+// TestSplitBudgetBoundsPaging: past the budget a tile is paged, but a count that would
+// take more pages than the budget allows fails the unit, naming the count, instead of
+// planning them.
+func TestSplitBudgetBoundsPaging(t *testing.T) {
+	defer wfs.SetSplitBudget(20)()
+	h := newHarness(t, wfsserver.Options{Features: 2000, CountDefault: 50, ImplementsSorting: true})
+	res := h.run(`typename: gf:parcels
+bbox: [11.45, 48.05, 11.55, 48.15]
+page_size: 50
+target: {table: budget_pages}`, flows.RunOptions{})
+	if res.DeadLetters() != 1 || !strings.Contains(h.logs.String(), "past the task's budget of 20 units") {
+		t.Fatalf("run %s, %d dead; want the unit failed, naming the budget\n%s", res.Status, res.DeadLetters(), tail(h.logs.String()))
+	}
+	if res.Summary.UnitsTotal > 21 {
+		t.Errorf("%d units planned past a budget of 20", res.Summary.UnitsTotal)
+	}
 }

@@ -149,6 +149,14 @@ func (t *Task) split(env *tasks.Env, p *prepared, u store.Unit, sp spec, bbox or
 	if n < 0 {
 		return nil, retry.Permanent(dlq.ClassParse, fmt.Errorf("tile %s cannot be split further and the server cannot count it", u.Key))
 	}
+	pages := (n + ps - 1) / ps
+	if budget := splitBudget(t.expected.Load(), ps); t.splitTiles.Add(pages) > budget {
+		// A count no real tile has (a server counting wrong by orders of magnitude):
+		// paging it would ask without end, as splitting would have.
+		t.splitTiles.Add(-pages)
+		return nil, retry.Permanent(dlq.ClassParse, fmt.Errorf("the server counts %d features in tile %s: paging it would take %d requests, past the task's budget of %d units (its counts may be wrong)",
+			n, u.Key, pages, budget))
+	}
 	if !p.caps.ImplementsSorting && t.warnedOrd.CompareAndSwap(false, true) {
 		env.Logger.Warn("paging a tile that cannot be split, on a server without sorting: pages may overlap or miss features", "unit", u.Key)
 	}
