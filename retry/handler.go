@@ -148,6 +148,7 @@ type host struct {
 	gate    gate        // Retry-After and 429 pauses
 	budget  retryBudget // what retries may still cost
 	breaker breaker     // holds every request while the host is down
+	clock   serverClock // the host's clock against ours, from Date headers
 	stats   HostStats   // what was asked of the host, for Hosts
 }
 

@@ -80,6 +80,7 @@ func (h *Handler) send(ctx context.Context, hs *host, req *http.Request, r Reque
 	headers := time.AfterFunc(p.HeaderTimeout, func() {
 		stop(&attemptTimeout{fmt.Sprintf("no response headers within header_timeout %s", p.HeaderTimeout)})
 	})
+	sent := h.clock.Now()
 	resp, err := h.client.Do(req.WithContext(actx))
 	if !headers.Stop() && err == nil {
 		// The headers came as the timer fired: the attempt is cancelled already, and
@@ -117,7 +118,17 @@ func (h *Handler) send(ctx context.Context, hs *host, req *http.Request, r Reque
 		body.Close()
 		body.timer.Stop()
 	}()
-	hn := parseHints(resp.Header, h.clock.Now())
+	// Absolute times in the headers are on the server's clock: read them there and
+	// bring the reset back to ours.
+	recv := h.clock.Now()
+	hs.mu.Lock()
+	hs.clock.observe(resp.Header, sent, recv)
+	off := hs.clock.offset()
+	hs.mu.Unlock()
+	hn := parseHints(resp.Header, recv.Add(off))
+	if !hn.quota.reset.IsZero() {
+		hn.quota.reset = hn.quota.reset.Add(-off)
+	}
 	for _, f := range hn.forms {
 		h.m.headers.WithLabelValues(hs.key, f).Inc()
 	}

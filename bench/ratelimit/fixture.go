@@ -21,7 +21,16 @@ type fixtureConfig struct {
 	FaultRate  float64 // share of admitted requests that fail transiently
 	HalveAfter int64   // halve the capacity after this many successes (0 never)
 	Service    time.Duration
-	Seed       uint64
+	// Tail makes the service time long-tailed: log-normal with Service as its median,
+	// cut at 5 s, as a database-backed server answers under load.
+	Tail bool
+	// Stall makes a third of the faults a 3 s stall before the body (the request was
+	// admitted and holds a slot), the others split between 503 and a cut-off body.
+	Stall bool
+	// Skew sets the server's clock ahead of the client's: its windows, its Reset
+	// (epoch seconds) and its Date header follow its own clock.
+	Skew time.Duration
+	Seed uint64
 }
 
 // fixture is a quota-enforcing server. Fixed windows are aligned to wall
@@ -75,7 +84,7 @@ func (f *fixture) capacity(end time.Time) float64 {
 
 func (f *fixture) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	f.attempts.Add(1)
-	now := time.Now()
+	now := time.Now().Add(f.cfg.Skew) // the server's clock
 	f.mu.Lock()
 	if f.cfg.HalveAfter > 0 && f.halvedAt.IsZero() && f.successes.Load() >= f.cfg.HalveAfter {
 		f.halvedAt = now
@@ -108,8 +117,23 @@ func (f *fixture) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		retryIn = resetIn
 	}
 	fault := admitted && f.rnd.Float64() < f.cfg.FaultRate
-	truncate := fault && f.rnd.IntN(2) == 0
+	kind := 0 // 503
+	if fault {
+		if f.cfg.Stall {
+			kind = f.rnd.IntN(3)
+		} else {
+			kind = f.rnd.IntN(2)
+		}
+	}
+	truncate, stall := fault && kind == 1, fault && kind == 2
+	service := f.cfg.Service
+	if f.cfg.Tail && service > 0 {
+		// Log-normal around the median, sigma 1: a tenth of the answers take over
+		// 3.6 times the median, one in a hundred over 10 times.
+		service = min(time.Duration(float64(service)*math.Exp(f.rnd.NormFloat64())), 5*time.Second)
+	}
 	f.mu.Unlock()
+	w.Header().Set("Date", now.UTC().Format(http.TimeFormat))
 
 	if f.cfg.Headers {
 		if f.cfg.Bucket {
@@ -131,8 +155,13 @@ func (f *fixture) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	f.admitted.Add(1)
-	if f.cfg.Service > 0 {
-		time.Sleep(f.cfg.Service)
+	if service > 0 {
+		time.Sleep(service)
+	}
+	if stall {
+		f.faults.Add(1)
+		time.Sleep(3 * time.Second)
+		fault = false // then answers
 	}
 	if fault {
 		f.faults.Add(1)

@@ -35,6 +35,10 @@ type options struct {
 	headers  string // on, off or all
 	retryAft string // on, off or all
 	strats   string // comma-separated, or all
+	// latency runs the rows of a slow server instead: answers that take latency (fixed,
+	// then long-tailed), a small quota, a skewed server clock and stalls among the faults.
+	latency time.Duration
+	skew    time.Duration
 }
 
 func pick(filter, v string) bool { return filter == "all" || filter == v }
@@ -53,6 +57,8 @@ func main() {
 	flag.StringVar(&o.headers, "headers", "all", "rate-limit headers: on, off or all")
 	flag.StringVar(&o.retryAft, "retry-after", "all", "Retry-After on 429: on, off or all")
 	flag.StringVar(&o.strats, "strategies", "all", "comma-separated: geoflow, immediate, exponential, full-jitter, or all")
+	flag.DurationVar(&o.latency, "latency", 0, "run the slow-server rows: answers of this median latency (fixed and long-tailed), -quota small")
+	flag.DurationVar(&o.skew, "skew", 1500*time.Millisecond, "with -latency: the server's clock runs this far ahead (Date, Reset)")
 	flag.Parse()
 	for _, s := range strings.Split(workers, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
@@ -110,6 +116,9 @@ func run(ctx context.Context, w io.Writer, o options) error {
 			scenario{bucket, false, false, []string{"geoflow"}},
 		)
 	}
+	if o.latency > 0 {
+		return runLatency(ctx, w, o)
+	}
 	fmt.Fprintf(w, "quota %.0f req/s (halved after %d successes), %d logical requests, %.0f%% transient faults\n\n",
 		o.quota, o.requests/2, o.requests, o.faults*100)
 	fmt.Fprintln(w, "| server | headers | Retry-After | workers | strategy | goodput (units/s) | quota used | 429 share | amplification | p99 latency | units lost |")
@@ -137,6 +146,43 @@ func run(ctx context.Context, w io.Writer, o options) error {
 				}
 				results = append(results, r)
 				fmt.Fprintln(w, r.row())
+			}
+		}
+	}
+	fmt.Fprintln(w)
+	summarise(w, results)
+	return nil
+}
+
+// runLatency runs the rows of a slow server: fixed one-second windows reset at whole
+// epoch seconds of a clock running o.skew ahead, answers taking o.latency (fixed, then
+// long-tailed), and a third of the faults a 3 s stall.
+func runLatency(ctx context.Context, w io.Writer, o options) error {
+	fmt.Fprintf(w, "slow server: quota %.0f req/s in fixed 1 s windows (halved after %d successes), answers in %s (fixed, then log-normal with that median, cut at 5 s), server clock %s ahead, %.0f%% faults (503, cut-off body, 3 s stall), %d logical requests\n\n",
+		o.quota, o.requests/2, o.latency, o.skew, o.faults*100, o.requests)
+	fmt.Fprintln(w, "| latency | headers | workers | strategy | goodput (units/s) | quota used | 429 share | amplification | p99 latency | units lost |")
+	fmt.Fprintln(w, "|---|---|---:|---|---:|---:|---:|---:|---:|---:|")
+	var results []result
+	for _, tail := range []bool{false, true} {
+		for _, headers := range []bool{true, false} {
+			if !pick(o.headers, map[bool]string{true: "on", false: "off"}[headers]) {
+				continue
+			}
+			for _, n := range o.workers {
+				cfg := fixtureConfig{Headers: headers, RetryAfter: true, Quota: o.quota, FaultRate: o.faults,
+					HalveAfter: int64(o.requests / 2), Service: o.latency, Tail: tail, Stall: true, Skew: o.skew, Seed: uint64(o.seed)}
+				r, err := runOne(ctx, cfg, n, "geoflow", o)
+				if err != nil {
+					return err
+				}
+				results = append(results, r)
+				lat := "fixed"
+				if tail {
+					lat = "long tail"
+				}
+				fmt.Fprintf(w, "| %s %s | %s | %d | geoflow | %.1f | %.0f%% | %.1f%% | %.2f | %s | %d |\n", lat, o.latency,
+					map[bool]string{true: "on", false: "off"}[headers], n, r.goodput, r.utilised*100, r.share429*100, r.amplify,
+					r.p99.Round(time.Millisecond), r.lost)
 			}
 		}
 	}
@@ -248,12 +294,12 @@ func runOne(ctx context.Context, cfg fixtureConfig, workers int, name string, o 
 	close(jobs)
 	wg.Wait()
 	elapsed := time.Since(start)
-	fx.start = start
+	fx.start = start.Add(cfg.Skew) // the server's clock
 
 	r := result{fixture: cfg, workers: workers, strategy: name, elapsed: elapsed,
 		ok: int(okN.Load()), lost: int(lostN.Load()),
 		attempts: fx.attempts.Load(), throttled: fx.throttled.Load(), admitted: fx.admitted.Load(),
-		capacity: fx.capacity(start.Add(elapsed))}
+		capacity: fx.capacity(start.Add(elapsed).Add(cfg.Skew))}
 	slices.Sort(lat)
 	if len(lat) > 0 {
 		r.p99 = lat[min(len(lat)-1, int(math.Ceil(0.99*float64(len(lat))))-1)]
