@@ -222,10 +222,12 @@ func (r *runner) execute(ctx, work context.Context, t *Task) (state store.State,
 
 // workers is how many of t's units run at once: one for each request the task may have in
 // flight (the rate-limit handler holds a host to rate_limit.concurrency whatever the
-// workers), and a quarter more, so that while some units write their output into the
-// store the host still has every request slot busy.
+// workers; without it, to as many as a slow server's quota needs, up to
+// retry.MaxAdaptiveConcurrency), and a quarter more, so that while some units write their
+// output into the store the host still has every request slot busy. Workers waiting for a
+// slot hold nothing.
 func workers(t *Task) int {
-	c := cmp.Or(t.RateLimit.Concurrency, retry.DefaultConcurrency)
+	c := cmp.Or(t.RateLimit.Concurrency, retry.MaxAdaptiveConcurrency)
 	return c + (c+3)/4
 }
 

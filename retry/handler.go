@@ -1,11 +1,11 @@
 package retry
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net/http"
 	"net/url"
 	"strings"
@@ -141,7 +141,7 @@ type Request struct {
 // policies the Handler composes for it, each guarded by mu.
 type host struct {
 	key string
-	sem chan struct{} // one slot per request in flight (RateLimit.Concurrency)
+	sem *slots // one slot per request in flight (RateLimit.Concurrency, or adaptive)
 
 	mu      sync.Mutex
 	pacer   pacer       // fixed rate, quota headers, adaptive rate
@@ -188,7 +188,7 @@ func (h *Handler) host(key string, rl RateLimit) *host {
 	}
 	hs := &host{
 		key:     key,
-		sem:     make(chan struct{}, cmp.Or(max(rl.Concurrency, 0), DefaultConcurrency)),
+		sem:     newSlots(max(rl.Concurrency, 0)),
 		pacer:   newPacer(rl),
 		budget:  newRetryBudget(h.budget),
 		breaker: newBreaker(h.breaker),
@@ -394,18 +394,17 @@ func (h *Handler) attempt(ctx context.Context, hs *host, req *http.Request, r Re
 		}
 	}()
 
-	select {
-	case hs.sem <- struct{}{}:
-	case <-ctx.Done():
-		return outcome{err: ctx.Err(), canceled: true}
+	if err := hs.sem.acquire(ctx); err != nil {
+		return outcome{err: err, canceled: true}
 	}
-	defer func() { <-hs.sem }()
+	defer hs.sem.release()
 
 	seq, err := h.pace(ctx, hs, p)
 	if err != nil {
 		return outcome{err: err, canceled: true}
 	}
 
+	sent := h.clock.Now()
 	o, hn := h.send(ctx, hs, req, r, read, secrets)
 
 	now = h.clock.Now()
@@ -419,9 +418,20 @@ func (h *Handler) attempt(ctx context.Context, hs *host, req *http.Request, r Re
 		verdict = hs.breaker.verdict(now, n, o.hostFault, probe)
 	}
 	pace := hs.pacer.current(now)
+	quotaPace := hs.pacer.quota.pace(now)
+	remaining := -1.0
+	if hs.pacer.quota.have {
+		remaining = math.Max(hs.pacer.quota.est, 0)
+	}
 	state = hs.breaker.state
 	justOpened := hs.breaker.opened > opened
 	hs.mu.Unlock()
+	if !o.canceled {
+		hs.sem.answered(now.Sub(sent), quotaPace, o.class == dlq.ClassRateLimited)
+	}
+	_, limit := hs.sem.current()
+	h.m.inflight.WithLabelValues(hs.key).Set(float64(limit))
+	h.m.remaining.WithLabelValues(hs.key).Set(remaining)
 	h.m.pace.WithLabelValues(hs.key).Set(pace)
 	h.m.breaker.WithLabelValues(hs.key).Set(float64(state))
 	if justOpened {

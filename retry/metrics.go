@@ -17,6 +17,8 @@ type metrics struct {
 	opened    *prometheus.CounterVec   // host
 	budget    *prometheus.GaugeVec     // host
 	throttled *prometheus.CounterVec   // host, source
+	inflight  *prometheus.GaugeVec     // host
+	remaining *prometheus.GaugeVec     // host
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -59,6 +61,16 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "Requests held back before sending, by what held them (rate, quota, adaptive, retry_after).",
 		}, []string{"host", "source"}),
 	}
+	m.inflight = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "geoflow_http_concurrency_limit",
+		Help: "Requests the host may have in flight: rate_limit.concurrency, or the adaptive limit a slow server's quota needs.",
+	}, []string{"host"})
+	m.remaining = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "geoflow_http_quota_remaining",
+		Help: "Requests the host's quota has left by geoflow's estimate (the server's last word minus what went since); -1 unknown.",
+	}, []string{"host"})
+	m.inflight = register(reg, m.inflight)
+	m.remaining = register(reg, m.remaining)
 	m.requests = register(reg, m.requests)
 	m.retries = register(reg, m.retries)
 	m.backoff = register(reg, m.backoff)

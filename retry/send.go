@@ -123,11 +123,11 @@ func (h *Handler) send(ctx context.Context, hs *host, req *http.Request, r Reque
 	recv := h.clock.Now()
 	hs.mu.Lock()
 	hs.clock.observe(resp.Header, sent, recv)
-	off := hs.clock.offset()
+	off, late := hs.clock.offset(), hs.clock.late()
 	hs.mu.Unlock()
 	hn := parseHints(resp.Header, recv.Add(off))
 	if !hn.quota.reset.IsZero() {
-		hn.quota.reset = hn.quota.reset.Add(-off)
+		hn.quota.reset = hn.quota.reset.Add(late - off)
 	}
 	for _, f := range hn.forms {
 		h.m.headers.WithLabelValues(hs.key, f).Inc()

@@ -46,3 +46,13 @@ func (c *serverClock) offset() time.Duration {
 	}
 	return (c.lo + c.hi) / 2
 }
+
+// late is how much later than at offset a time on the server's clock may fall on ours:
+// half the bounds' width. A reset is taken that much later, so that the first requests
+// of a new window never reach the server before its window has rolled.
+func (c *serverClock) late() time.Duration {
+	if !c.have {
+		return 0
+	}
+	return (c.hi - c.lo) / 2
+}
