@@ -51,9 +51,10 @@ bench-tiles:
 	$(POSTGIS) run --env GEOFLOW_DATABASE_URL -- $(GO) run ./bench/tiles
 	$(POSTGIS) run --env GEOFLOW_DATABASE_URL -- $(GO) run ./bench/tiles -latency 5ms
 
-## bench-ratelimit: goodput of the rate-limit handler vs naive retry strategies
+## bench-ratelimit: goodput of the rate-limit handler vs naive retry strategies, then against a slow server
 bench-ratelimit:
 	$(GO) run ./bench/ratelimit
+	$(GO) run ./bench/ratelimit -latency 300ms -quota 10 -requests 400 -timeout 300s
 
 ## bench-limits: peak heap of the feature readers fed hostile responses, with the default limits
 .PHONY: bench-limits
