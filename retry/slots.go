@@ -106,7 +106,7 @@ func (s *slots) answered(took time.Duration, pace float64, throttled bool) {
 	s.wake()
 }
 
-// inFlight and current report the slots in use and the limit, for metrics and tests.
+// current reports the slots in use and the limit, for metrics and tests.
 func (s *slots) current() (used, limit int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
