@@ -148,6 +148,9 @@ type rateLimitSpec struct {
 	RequestsPerSecond *float64 `yaml:"requests_per_second"`
 	Burst             *int     `yaml:"burst"`
 	Concurrency       *int     `yaml:"concurrency"`
+	// Shared false keeps the host's pacing to this process, when the store would share
+	// it with other processes (PostgreSQL).
+	Shared *bool `yaml:"shared"`
 }
 
 // common holds the keys every task has, whatever its type.
@@ -466,6 +469,11 @@ func mergeRateLimit(def, own rateLimitSpec) retry.RateLimit {
 		r.Concurrency = *own.Concurrency
 	} else if def.Concurrency != nil {
 		r.Concurrency = *def.Concurrency
+	}
+	if own.Shared != nil {
+		r.Local = !*own.Shared
+	} else if def.Shared != nil {
+		r.Local = !*def.Shared
 	}
 	return r
 }

@@ -41,6 +41,11 @@ type Options struct {
 	Budget Budget
 	// Breaker is the per-host circuit breaker.
 	Breaker Breaker
+	// Shared, when set, paces each host together with the other processes using the
+	// same store: one send schedule per host at the quota the server's headers (or a
+	// configured rate) allow, and a 429's pause held by all of them. Hosts whose
+	// RateLimit says Local keep to this process's pacing.
+	Shared Shared
 }
 
 // Handler sends HTTP requests for geoflow's tasks: paced per host, retried
@@ -55,6 +60,7 @@ type Handler struct {
 	breaker Breaker
 	m       *metrics
 	jitter  *jitter
+	shared  Shared
 
 	mu    sync.Mutex
 	hosts map[string]*host
@@ -104,6 +110,7 @@ func New(opts *Options) *Handler {
 		breaker: o.Breaker.withDefaults(),
 		m:       newMetrics(o.Registerer),
 		jitter:  newJitter(o.Seed),
+		shared:  o.Shared,
 		hosts:   map[string]*host{},
 	}
 }
@@ -142,6 +149,10 @@ type Request struct {
 type host struct {
 	key string
 	sem *slots // one slot per request in flight (RateLimit.Concurrency, or adaptive)
+	// shared is the host's part of the schedule shared with other processes, when the
+	// Handler has one and the host's RateLimit allows it.
+	shared   sharedSlots
+	isShared bool
 
 	mu      sync.Mutex
 	pacer   pacer       // fixed rate, quota headers, adaptive rate
@@ -149,6 +160,7 @@ type host struct {
 	budget  retryBudget // what retries may still cost
 	breaker breaker     // holds every request while the host is down
 	clock   serverClock // the host's clock against ours, from Date headers
+	phase   windowPhase // its fixed windows' ends on our clock, from send times
 	stats   HostStats   // what was asked of the host, for Hosts
 }
 
@@ -187,11 +199,12 @@ func (h *Handler) host(key string, rl RateLimit) *host {
 		return hs
 	}
 	hs := &host{
-		key:     key,
-		sem:     newSlots(max(rl.Concurrency, 0)),
-		pacer:   newPacer(rl),
-		budget:  newRetryBudget(h.budget),
-		breaker: newBreaker(h.breaker),
+		key:      key,
+		sem:      newSlots(max(rl.Concurrency, 0)),
+		pacer:    newPacer(rl),
+		budget:   newRetryBudget(h.budget),
+		breaker:  newBreaker(h.breaker),
+		isShared: h.shared != nil && !rl.Local,
 	}
 	h.hosts[key] = hs
 	h.m.budget.WithLabelValues(key).Set(float64(hs.budget.tokens))
@@ -412,6 +425,7 @@ func (h *Handler) attempt(ctx context.Context, hs *host, req *http.Request, r Re
 	hs.stats.Attempts++
 	hs.pacer.observe(now, o.class, o.status != 0 && !o.canceled, hn, seq)
 	hs.serverDelay(now, &o, hn, p, h.jitter.float64)
+	sharePause := hs.isShared && o.class == dlq.ClassRateLimited && o.hasHint && o.hint > 0
 	opened := hs.breaker.opened
 	// Neither the caller's cancellation nor a sink's fault says anything about the host.
 	if !o.canceled && !o.class.Sink() {
@@ -426,6 +440,9 @@ func (h *Handler) attempt(ctx context.Context, hs *host, req *http.Request, r Re
 	state = hs.breaker.state
 	justOpened := hs.breaker.opened > opened
 	hs.mu.Unlock()
+	if sharePause {
+		h.sharePause(ctx, hs, o.hint)
+	}
 	if !o.canceled {
 		hs.sem.answered(now.Sub(sent), quotaPace, o.class == dlq.ClassRateLimited)
 	}

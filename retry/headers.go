@@ -104,6 +104,18 @@ func parseReset(v string, now time.Time) (time.Time, bool) {
 	return now.Add(secondsToDuration(f)), true
 }
 
+// absoluteReset tells whether a reset value parseReset accepts names an instant
+// (epoch seconds or milliseconds, an HTTP-date) rather than a time to go.
+func absoluteReset(v string) bool {
+	v = strings.TrimSpace(v)
+	if !isDecimal(v) {
+		_, err := http.ParseTime(v)
+		return err == nil
+	}
+	f, err := strconv.ParseFloat(v, 64)
+	return err == nil && f >= epochSecondsMin && f < absurdNumber
+}
+
 // parseDelta reads seconds to go (decimals allowed) or a Go duration, the
 // forms of X-RateLimit-Reset-After, RateLimit-Reset and the IETF t and w
 // parameters.
@@ -361,6 +373,12 @@ type quotaObs struct {
 	remaining int           // requests left in the window
 	reset     time.Time     // when the window resets; zero unknown
 	window    time.Duration // window length; 0 unknown
+	// early is the earliest instant on our clock the window may end, when reset is
+	// placed at the latest; zero when they are one.
+	early time.Time
+	// absolute says reset was sent as an instant (epoch seconds or milliseconds, an
+	// HTTP-date), on the server's clock, rather than as seconds to go.
+	absolute bool
 }
 
 // Header forms, as counted by the rate-limit-headers metric.
@@ -440,7 +458,7 @@ func parseTriple(h http.Header, prefix string, now time.Time) (quotaObs, bool) {
 				q.reset = now.Add(d)
 			}
 		} else if t, ok := parseReset(v, now); ok {
-			q.reset = t
+			q.reset, q.absolute = t, absoluteReset(v)
 		}
 	}
 	if q.limit > 0 && q.remaining > q.limit {

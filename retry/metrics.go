@@ -19,6 +19,7 @@ type metrics struct {
 	throttled *prometheus.CounterVec   // host, source
 	inflight  *prometheus.GaugeVec     // host
 	remaining *prometheus.GaugeVec     // host
+	shared    *prometheus.CounterVec   // host
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -58,7 +59,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}, []string{"host"}),
 		throttled: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "geoflow_http_throttle_waits_total",
-			Help: "Requests held back before sending, by what held them (rate, quota, adaptive, retry_after).",
+			Help: "Requests held back before sending, by what held them (rate, quota, adaptive, retry_after, shared).",
 		}, []string{"host", "source"}),
 	}
 	m.inflight = prometheus.NewGaugeVec(prometheus.GaugeOpts{
@@ -69,6 +70,11 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		Name: "geoflow_http_quota_remaining",
 		Help: "Requests the host's quota has left by geoflow's estimate (the server's last word minus what went since); -1 unknown.",
 	}, []string{"host"})
+	m.shared = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "geoflow_http_shared_bookings_total",
+		Help: "Bookings of send slots in the pacing shared with other processes (one statement to the store each), by host.",
+	}, []string{"host"})
+	m.shared = register(reg, m.shared)
 	m.inflight = register(reg, m.inflight)
 	m.remaining = register(reg, m.remaining)
 	m.requests = register(reg, m.requests)

@@ -21,6 +21,9 @@ type RateLimit struct {
 	RequestsPerSecond float64
 	Burst             int
 	Concurrency       int
+	// Local keeps the host's pacing to this process even when the Handler shares
+	// pacing with other processes (Options.Shared).
+	Local bool
 }
 
 // Defaults of RateLimit.
@@ -54,7 +57,11 @@ func newPacer(rl RateLimit) pacer {
 // what holds it back ("rate", "quota" or "adaptive"; "" when nothing does)
 // and the fixed rate's reservation, to cancel if the request never goes.
 // rnd returns a value in [0,1).
-func (pc *pacer) reserve(now time.Time, rnd func() float64) (time.Duration, string, *rate.Reservation) {
+//
+// With shared (the host is paced with other processes, and the shared schedule knows its
+// quota) the quota's local estimate is left out: it counts only this process's requests,
+// and the shared schedule spaces everyone's.
+func (pc *pacer) reserve(now time.Time, rnd func() float64, shared bool) (time.Duration, string, *rate.Reservation) {
 	var res *rate.Reservation
 	wait := time.Duration(0)
 	source := ""
@@ -64,8 +71,10 @@ func (pc *pacer) reserve(now time.Time, rnd func() float64) (time.Duration, stri
 			wait, source = d, "rate"
 		}
 	}
-	if d := pc.quota.grant(now, rnd).Sub(now); d > wait {
-		wait, source = d, "quota"
+	if !shared {
+		if d := pc.quota.grant(now, rnd).Sub(now); d > wait {
+			wait, source = d, "quota"
+		}
 	}
 	if d := pc.adaptive.grant(now).Sub(now); d > wait {
 		wait, source = d, "adaptive"
@@ -73,10 +82,10 @@ func (pc *pacer) reserve(now time.Time, rnd func() float64) (time.Duration, stri
 	return wait, source, res
 }
 
-// sent records that a reserved request went out (ok) or was abandoned, and
+// sent records that a reserved request went out at now (ok) or was abandoned, and
 // returns the send sequence number of the last request that went out.
-func (pc *pacer) sent(ok bool) uint64 {
-	pc.quota.sent()
+func (pc *pacer) sent(now time.Time, ok bool) uint64 {
+	pc.quota.sent(now, ok)
 	if ok {
 		pc.seq++
 	}
@@ -127,9 +136,20 @@ func (h *Handler) pace(ctx context.Context, hs *host, p Policy) (uint64, error) 
 	if err := h.waitGate(ctx, hs, p); err != nil {
 		return 0, err
 	}
+	var sharedWait time.Duration
+	shared := false
+	if hs.isShared {
+		sharedWait = h.sharedWait(ctx, hs)
+		hs.shared.mu.Lock()
+		shared = hs.shared.interval > 0 && !hs.shared.failed
+		hs.shared.mu.Unlock()
+	}
 	now := h.clock.Now()
 	hs.mu.Lock()
-	wait, source, res := hs.pacer.reserve(now, h.jitter.float64)
+	wait, source, res := hs.pacer.reserve(now, h.jitter.float64, shared)
+	if sharedWait > wait {
+		wait, source = sharedWait, "shared"
+	}
 	hs.mu.Unlock()
 	if wait > p.MaxServerDelay {
 		h.log.WarnContext(ctx, "pacing asked for a longer wait than allowed; capped", "host", hs.key, "asked", wait, "cap", p.MaxServerDelay)
@@ -140,7 +160,7 @@ func (h *Handler) pace(ctx context.Context, hs *host, p Policy) (uint64, error) 
 	}
 	err := sleep(ctx, h.clock, wait)
 	hs.mu.Lock()
-	seq := hs.pacer.sent(err == nil)
+	seq := hs.pacer.sent(h.clock.Now(), err == nil)
 	hs.mu.Unlock()
 	if err != nil {
 		if res != nil {
@@ -156,11 +176,18 @@ func (h *Handler) pace(ctx context.Context, hs *host, p Policy) (uint64, error) 
 // the server's last word minus what was sent since that word was given and
 // what has been granted but not yet sent. Callers hold the host's lock.
 type quotaPacer struct {
-	have   bool
-	limit  float64
-	est    float64 // requests left in the current window, after grants
-	reset  time.Time
+	have  bool
+	limit float64
+	est   float64 // requests left in the current window, after grants
+	reset time.Time
+	// early is the earliest the window may end on our clock (reset is the latest): a
+	// request sent between them may count against either window.
+	early  time.Time
+	carry  int // requests sent since early
 	window time.Duration
+	// lastReset is the reset of the last answer taken, which a window's roll does not
+	// clear: answers of earlier windows are told by it, and a window's length inferred.
+	lastReset time.Time
 	// windowInferred says window was guessed from two resets, not sent.
 	windowInferred bool
 	obsSeq         uint64 // send sequence number of the observation in force
@@ -174,7 +201,10 @@ func (q *quotaPacer) roll(now time.Time) {
 		return
 	}
 	if q.limit > 0 {
-		q.est = q.limit - float64(q.pending)
+		// What was sent since the window's earliest end may have reached the server
+		// after it: it counts against the new window as well as the old.
+		q.est = q.limit - float64(q.pending) - float64(q.carry)
+		q.carry = 0
 	} else {
 		q.have = false
 		return
@@ -182,8 +212,9 @@ func (q *quotaPacer) roll(now time.Time) {
 	if q.window > 0 {
 		n := now.Sub(q.reset)/q.window + 1
 		q.reset = q.reset.Add(n * q.window)
+		q.early = q.early.Add(n * q.window)
 	} else {
-		q.reset = time.Time{}
+		q.reset, q.early = time.Time{}, time.Time{}
 	}
 }
 
@@ -254,10 +285,13 @@ func (q *quotaPacer) grant(now time.Time, rnd func() float64) time.Time {
 	return slot
 }
 
-// sent records that a granted request went out (or was abandoned).
-func (q *quotaPacer) sent() {
+// sent records that a granted request went out at now (ok) or was abandoned.
+func (q *quotaPacer) sent(now time.Time, ok bool) {
 	if q.pending > 0 {
 		q.pending--
+	}
+	if ok && q.have && !q.early.IsZero() && !now.Before(q.early) {
+		q.carry++
 	}
 }
 
@@ -277,23 +311,41 @@ func (q *quotaPacer) observe(now time.Time, o quotaObs, seq uint64, sentSince ui
 		q.window, q.windowInferred = o.window, false
 	}
 	if !o.reset.IsZero() {
-		if !o.reset.After(now) {
-			o.reset = time.Time{}
-		} else if o.window == 0 && !q.reset.IsZero() && !now.Before(q.reset) {
-			// A fixed window rolled over: its length is the distance
-			// between the two resets.
-			// Observations can skip a window, so keep the shortest
-			// distance seen.
-			if w := o.reset.Sub(q.reset); w >= 100*time.Millisecond && w <= 24*time.Hour &&
+		if !o.reset.After(now) || (!q.lastReset.IsZero() && o.reset.Before(q.lastReset.Add(-q.staleSlack()))) {
+			// The answer describes a window that has ended (its request was admitted
+			// before the window in force began, and answered after): it says nothing of
+			// what remains now. Taken, it would put back a passed reset, and with no
+			// reset known every worker would probe.
+			return
+		}
+		if o.window == 0 && !q.lastReset.IsZero() && !now.Before(q.lastReset) {
+			// A fixed window rolled over: its length is the distance between the two
+			// resets. Observations can skip a window, so keep the shortest distance seen.
+			if w := o.reset.Sub(q.lastReset); w >= 100*time.Millisecond && w <= 24*time.Hour &&
 				(q.window == 0 || q.windowInferred && w < q.window*9/10) {
 				q.window, q.windowInferred = w, true
 			}
 		}
+		q.lastReset = o.reset
+	}
+	if !o.reset.Equal(q.reset) && (q.reset.IsZero() || o.reset.After(q.reset.Add(q.staleSlack()))) {
+		q.carry = 0 // a later window: nothing was sent past its end yet
 	}
 	q.have = true
 	q.obsSeq = seq
 	q.reset = o.reset
+	q.early = cmp.Or(o.early, o.reset)
 	q.est = float64(o.remaining) - float64(sentSince) - float64(q.pending)
+}
+
+// staleSlack is how much earlier than the reset in force an answer's reset may fall and
+// still name the same window: estimates of one reset differ by the uncertainty of the
+// clocks, far less than a window.
+func (q *quotaPacer) staleSlack() time.Duration {
+	if q.window > 0 {
+		return q.window / 2
+	}
+	return 500 * time.Millisecond
 }
 
 // retryHint is how long a throttled request should wait for the quota, when

@@ -124,11 +124,21 @@ func (h *Handler) send(ctx context.Context, hs *host, req *http.Request, r Reque
 	hs.mu.Lock()
 	hs.clock.observe(resp.Header, sent, recv)
 	off, late := hs.clock.offset(), hs.clock.late()
-	hs.mu.Unlock()
 	hn := parseHints(resp.Header, recv.Add(off))
-	if !hn.quota.reset.IsZero() {
-		hn.quota.reset = hn.quota.reset.Add(late - off)
+	if r := hn.quota.reset; !r.IsZero() {
+		// An absolute reset of fixed windows is placed by the send times of the answers
+		// that named it; failing that (a time to go, or the window's length not known
+		// yet), by the Date header, at the late end of what it allows.
+		hn.quota.reset, hn.quota.early = r.Add(late-off), r.Add(-late-off)
+		if hn.quota.absolute {
+			hs.phase.observe(sent, r, hn.quota.window)
+			if early, end, ok := hs.phase.bounds(r); ok {
+				hn.quota.reset, hn.quota.early = end, early
+				hn.quota.window = hs.phase.length()
+			}
+		}
 	}
+	hs.mu.Unlock()
 	for _, f := range hn.forms {
 		h.m.headers.WithLabelValues(hs.key, f).Inc()
 	}

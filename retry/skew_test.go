@@ -37,3 +37,39 @@ func TestServerClock(t *testing.T) {
 		t.Errorf("offset %s for a server on our clock", z.offset())
 	}
 }
+
+// TestWindowPhase: a server 1.5 s ahead, with fixed one-second windows reset at whole
+// seconds of its clock and answers that arrive 300 ms to 3 s late, has its windows'
+// ends placed on our clock within a few milliseconds, from the send times alone; the
+// length is inferred from the resets, and a server whose clock is set starts afresh.
+func TestWindowPhase(t *testing.T) {
+	ours := time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)
+	const skew = 1500 * time.Millisecond
+	const delay = 2 * time.Millisecond // from our send to the server's admission
+	reset := func(sent time.Time) time.Time {
+		return sent.Add(delay + skew).Truncate(time.Second).Add(time.Second)
+	}
+	var p windowPhase
+	if _, _, ok := p.bounds(ours); ok {
+		t.Fatal("bounds before any answer")
+	}
+	for i := range 60 {
+		sent := ours.Add(time.Duration(i) * 97 * time.Millisecond)
+		p.observe(sent, reset(sent), 0)
+	}
+	if p.length() != time.Second {
+		t.Fatalf("window length %s, want 1s inferred from the resets", p.length())
+	}
+	r := reset(ours.Add(3 * time.Second))
+	early, end, ok := p.bounds(r)
+	truth := r.Add(-skew - delay) // the last send time that still reaches the old window
+	if !ok || end.Before(truth) || end.Sub(truth) > 60*time.Millisecond || truth.Sub(early) > 60*time.Millisecond || early.After(truth) {
+		t.Errorf("window end placed in [%s, %s], the truth is %s", early.Sub(ours), end.Sub(ours), truth.Sub(ours))
+	}
+	// The server's clock is set back 10 s: the next answers contradict the bounds.
+	sent := ours.Add(time.Minute)
+	p.observe(sent, reset(sent).Add(-10*time.Second), 0)
+	if _, end, _ := p.bounds(reset(sent).Add(-10 * time.Second)); end.Before(sent) || end.After(sent.Add(time.Second+phaseMargin)) {
+		t.Errorf("after the clock was set: end %s for a request sent at %s", end.Sub(ours), sent.Sub(ours))
+	}
+}

@@ -52,6 +52,8 @@ type fixture struct {
 	last   time.Time
 
 	start     time.Time
+	trace     map[int64][2]int // window -> admitted, throttled (only with -trace)
+	arrivals  map[int64][]string
 	attempts  atomic.Int64
 	throttled atomic.Int64
 	admitted  atomic.Int64
@@ -115,6 +117,19 @@ func (f *fixture) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		remaining = max(limit-f.count, 0)
 		resetIn = time.Unix(f.window+1, 0).Sub(now)
 		retryIn = resetIn
+	}
+	if f.trace != nil {
+		c := f.trace[now.Unix()]
+		if admitted {
+			c[0]++
+		} else {
+			c[1]++
+		}
+		f.trace[now.Unix()] = c
+		if f.arrivals == nil {
+			f.arrivals = map[int64][]string{}
+		}
+		f.arrivals[now.Unix()] = append(f.arrivals[now.Unix()], fmt.Sprintf("%d%s", now.Nanosecond()/1e6, map[bool]string{true: "", false: "X"}[admitted]))
 	}
 	fault := admitted && f.rnd.Float64() < f.cfg.FaultRate
 	kind := 0 // 503

@@ -11,6 +11,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"net"
 	"net/http"
@@ -39,6 +40,7 @@ type options struct {
 	// then long-tailed), a small quota, a skewed server clock and stalls among the faults.
 	latency time.Duration
 	skew    time.Duration
+	trace   bool // print each server window's admitted and throttled requests to stderr
 }
 
 func pick(filter, v string) bool { return filter == "all" || filter == v }
@@ -59,6 +61,7 @@ func main() {
 	flag.StringVar(&o.strats, "strategies", "all", "comma-separated: geoflow, immediate, exponential, full-jitter, or all")
 	flag.DurationVar(&o.latency, "latency", 0, "run the slow-server rows: answers of this median latency (fixed and long-tailed), -quota small")
 	flag.DurationVar(&o.skew, "skew", 1500*time.Millisecond, "with -latency: the server's clock runs this far ahead (Date, Reset)")
+	flag.BoolVar(&o.trace, "trace", false, "print each server window's admitted/throttled counts to stderr")
 	flag.Parse()
 	for _, s := range strings.Split(workers, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
@@ -240,6 +243,24 @@ func summarise(w io.Writer, rs []result) {
 
 func runOne(ctx context.Context, cfg fixtureConfig, workers int, name string, o options) (result, error) {
 	fx := newFixture(cfg)
+	if o.trace {
+		fx.trace = map[int64][2]int{}
+		defer func() {
+			keys := slices.Sorted(maps.Keys(fx.trace))
+			fmt.Fprintf(os.Stderr, "trace %d workers, headers %v, tail %v:", workers, cfg.Headers, cfg.Tail)
+			for _, k := range keys {
+				c := fx.trace[k]
+				fmt.Fprintf(os.Stderr, " %d/%d", c[0], c[1])
+			}
+			fmt.Fprintln(os.Stderr)
+			for _, k := range keys {
+				if fx.trace[k][1] > 0 || os.Getenv("TRACE_ALL") != "" {
+					fmt.Fprintln(os.Stderr, "  ", k, fx.arrivals[k-1], fx.arrivals[k])
+				}
+			}
+			fmt.Fprintln(os.Stderr)
+		}()
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return result{}, fmt.Errorf("listening on loopback: %w", err)

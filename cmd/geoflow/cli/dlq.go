@@ -408,7 +408,7 @@ func replayDLQ(cmd *cobra.Command, g *globals, args []string, ff filterFlags, al
 	}
 	res, err := flows.Replay(ctx, entries, flows.ReplayOptions{
 		Store:    st,
-		HTTP:     retry.New(&retry.Options{Logger: log}),
+		HTTP:     retry.New(&retry.Options{Logger: log, Shared: sharedPacing(st)}),
 		Registry: registry(),
 		Secrets:  g.secrets,
 		Logger:   log,

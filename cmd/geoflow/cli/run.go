@@ -111,7 +111,7 @@ func runFlow(ctx context.Context, g *globals, path string, rf runFlags) error {
 	}
 	defer st.Close()
 
-	handler := retry.New(&retry.Options{Logger: log})
+	handler := retry.New(&retry.Options{Logger: log, Shared: sharedPacing(st)})
 	progress := &flows.Progress{}
 	stopDisplay := startDisplay(g.stderr, rf.progress, progress, log)
 	res, err := flows.Run(ctx, f, flows.RunOptions{

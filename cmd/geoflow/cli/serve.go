@@ -97,7 +97,7 @@ func runServe(ctx context.Context, g *globals, sf serveFlags) error {
 		Metrics:  metrics,
 		Instance: sf.instance,
 		RunOptions: flows.RunOptions{
-			HTTP:   retry.New(&retry.Options{Logger: log, Registerer: reg}),
+			HTTP:   retry.New(&retry.Options{Logger: log, Registerer: reg, Shared: sharedPacing(st)}),
 			Logger: log,
 			// Half of --grace to finish normally (Drain), 40% for units in flight to
 			// stop, the rest for the bookkeeping after.

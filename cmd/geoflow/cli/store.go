@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/geoflow/geoflow/retry"
 	"github.com/geoflow/geoflow/store"
 	"github.com/geoflow/geoflow/store/gpkg"
 	"github.com/geoflow/geoflow/store/postgis"
@@ -48,6 +49,17 @@ func openServerStore(ctx context.Context, g *globals) (store.Store, func(), erro
 		}
 	}
 	return st, release, nil
+}
+
+// sharedPacing is the pacing st shares between processes: PostgreSQL's, which every
+// process on the database agrees on, so that several runs and servers harvesting one host
+// keep together within its quota. A GeoPackage has one writer process at a time and
+// shares none: its process paces alone.
+func sharedPacing(st store.Store) retry.Shared {
+	if sh, ok := st.(retry.Shared); ok {
+		return sh
+	}
+	return nil
 }
 
 func open(ctx context.Context, g *globals) (store.Store, error) {

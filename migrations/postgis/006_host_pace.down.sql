@@ -1,0 +1,1 @@
+DROP TABLE geoflow_host_pace;
