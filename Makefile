@@ -51,10 +51,12 @@ bench-tiles:
 	$(POSTGIS) run --env GEOFLOW_DATABASE_URL -- $(GO) run ./bench/tiles
 	$(POSTGIS) run --env GEOFLOW_DATABASE_URL -- $(GO) run ./bench/tiles -latency 5ms
 
-## bench-ratelimit: goodput of the rate-limit handler vs naive retry strategies, then against a slow server
-bench-ratelimit:
+## bench-ratelimit: goodput of the rate-limit handler vs naive retry strategies, against a slow server, then three geoflow processes on one quota
+bench-ratelimit: build
 	$(GO) run ./bench/ratelimit
 	$(GO) run ./bench/ratelimit -latency 300ms -quota 10 -requests 400 -timeout 300s
+	$(POSTGIS) run --env GEOFLOW_DATABASE_URL -- $(GO) run ./bench/sharedquota -geoflow bin/geoflow -features 100000 -quota 5
+	$(POSTGIS) run --env GEOFLOW_DATABASE_URL -- $(GO) run ./bench/sharedquota -geoflow bin/geoflow -features 100000 -quota 5 -kill 12s -modes shared
 
 ## bench-limits: peak heap of the feature readers fed hostile responses, with the default limits
 .PHONY: bench-limits

@@ -423,7 +423,7 @@ func (h *Handler) attempt(ctx context.Context, hs *host, req *http.Request, r Re
 	now = h.clock.Now()
 	hs.mu.Lock()
 	hs.stats.Attempts++
-	hs.pacer.observe(now, o.class, o.status != 0 && !o.canceled, hn, seq)
+	hs.pacer.observe(now, sent, o.class, o.status != 0 && !o.canceled, hn, seq)
 	hs.serverDelay(now, &o, hn, p, h.jitter.float64)
 	sharePause := hs.isShared && o.class == dlq.ClassRateLimited && o.hasHint && o.hint > 0
 	opened := hs.breaker.opened

@@ -97,7 +97,11 @@ func (pc *pacer) sent(now time.Time, ok bool) uint64 {
 // (class rate_limited) or took it (answered is true when it answered at all).
 // With quota headers the pacer has the server's own numbers; the adaptive
 // rate is for servers that say nothing.
-func (pc *pacer) observe(now time.Time, class dlq.Class, answered bool, hn hints, seq uint64) {
+//
+// The adaptive rate counts a request the server took at its send time, when the server
+// decided to take it: counted as answers arrive, a slow server's answers bunch, and the
+// rate the server took looks higher than its quota.
+func (pc *pacer) observe(now, sent time.Time, class dlq.Class, answered bool, hn hints, seq uint64) {
 	if hn.hasQuota {
 		pc.quota.observe(now, hn.quota, seq, pc.seq-seq)
 	}
@@ -106,7 +110,7 @@ func (pc *pacer) observe(now time.Time, class dlq.Class, answered bool, hn hints
 			pc.adaptive.throttled(now)
 		}
 	} else if answered {
-		pc.adaptive.accepted(now)
+		pc.adaptive.accepted(now, sent)
 	}
 }
 
@@ -389,18 +393,25 @@ type adaptiveRate struct {
 }
 
 const (
-	cubicC       = 0.4
+	cubicC       = 0.064
 	cubicBeta    = 0.9 // the cut keeps 90% of what the server accepted
 	minRate      = 0.5 // requests per second
 	cutCooldown  = 500 * time.Millisecond
-	acceptWindow = time.Second
+	acceptWindow = 2 * time.Second
 	acceptMemory = 5 * time.Second
 )
 
-// accepted records a request the server answered without throttling.
-func (a *adaptiveRate) accepted(now time.Time) {
+// accepted records a request sent at sent that the server answered, at now, without
+// throttling. The send times are kept in order.
+func (a *adaptiveRate) accepted(now, sent time.Time) {
 	a.trim(now)
-	a.acceptTimes = append(a.acceptTimes, now)
+	if sent.IsZero() || sent.After(now) {
+		sent = now
+	}
+	a.acceptTimes = append(a.acceptTimes, sent)
+	for i := len(a.acceptTimes) - 1; i > 0 && a.acceptTimes[i].Before(a.acceptTimes[i-1]); i-- {
+		a.acceptTimes[i], a.acceptTimes[i-1] = a.acceptTimes[i-1], a.acceptTimes[i]
+	}
 	a.streak = 0
 	if a.rate == 0 {
 		return
