@@ -26,10 +26,12 @@ type Shared interface {
 
 // Shared pacing's settings.
 const (
-	// sharedSpan is how much sending one booking covers: a busy host costs the store
-	// about one statement per span per process, however many requests go.
+	// sharedSpan is how much sending one booking covers: a busy host costs the store one
+	// statement per span per process, or one per batch (see sharedMaxBatch) when more
+	// requests than a batch go in a span.
 	sharedSpan = 250 * time.Millisecond
-	// sharedMaxBatch caps a booking, so that a process that dies strands little.
+	// sharedMaxBatch caps a booking (as does the host's concurrency limit), so that a process
+	// that dies, or has no request ready, wastes little.
 	sharedMaxBatch = 64
 	// sharedUse is the share of a known quota the processes are paced to together:
 	// even spacing at the quota's own rate puts one request too many in a fixed window
