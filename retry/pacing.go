@@ -143,10 +143,7 @@ func (h *Handler) pace(ctx context.Context, hs *host, p Policy) (uint64, error) 
 	var sharedWait time.Duration
 	shared := false
 	if hs.isShared {
-		sharedWait = h.sharedWait(ctx, hs)
-		hs.shared.mu.Lock()
-		shared = hs.shared.interval > 0 && !hs.shared.failed
-		hs.shared.mu.Unlock()
+		sharedWait, shared = h.sharedWait(ctx, hs)
 	}
 	now := h.clock.Now()
 	hs.mu.Lock()

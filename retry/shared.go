@@ -89,9 +89,10 @@ func (pc *pacer) sharedInterval(now time.Time) (time.Duration, int) {
 }
 
 // sharedWait takes this request's slot of the host's shared schedule, booking more when
-// the last booking is spent, and returns how long to wait for it. When the store fails,
-// it logs once and returns 0: the local pacing goes on alone.
-func (h *Handler) sharedWait(ctx context.Context, hs *host) time.Duration {
+// the last booking is spent, and returns how long to wait for it and whether the slot
+// paces the host (an interval is known and the store answered). When the store fails, it
+// logs once and returns 0, false: the local pacing goes on alone.
+func (h *Handler) sharedWait(ctx context.Context, hs *host) (time.Duration, bool) {
 	hs.mu.Lock()
 	interval, burst := hs.pacer.sharedInterval(h.clock.Now())
 	limit := hs.sem.max
@@ -109,11 +110,11 @@ func (h *Handler) sharedWait(ctx context.Context, hs *host) time.Duration {
 		if now.Sub(s.checked) >= sharedSpan {
 			d, err := h.shared.ReservePace(ctx, hs.key, 0, 0, 0)
 			if h.sharedFailed(ctx, hs, s, err) {
-				return 0
+				return 0, false
 			}
 			s.checked, s.paused = now, now.Add(d)
 		}
-		return max(s.paused.Sub(now), 0)
+		return max(s.paused.Sub(now), 0), false
 	}
 	// Slots of the booking that passed unused are gone: sent now, they would bunch with
 	// the slots the other processes hold.
@@ -126,7 +127,7 @@ func (h *Handler) sharedWait(ctx context.Context, hs *host) time.Duration {
 		n = min(max(n, 1), sharedMaxBatch, max(limit, 1))
 		d, err := h.shared.ReservePace(ctx, hs.key, n, interval, burst)
 		if h.sharedFailed(ctx, hs, s, err) {
-			return 0
+			return 0, false
 		}
 		now = h.clock.Now()
 		s.next, s.left = now.Add(max(d, 0)), n
@@ -135,7 +136,7 @@ func (h *Handler) sharedWait(ctx context.Context, hs *host) time.Duration {
 	slot := s.next
 	s.next = s.next.Add(interval)
 	s.left--
-	return max(slot.Sub(now), 0)
+	return max(slot.Sub(now), 0), true
 }
 
 // sharedFailed reports whether err ended a call to the store, logging the first failure

@@ -52,8 +52,8 @@ type fixture struct {
 	last   time.Time
 
 	start     time.Time
-	trace     map[int64][2]int // window -> admitted, throttled (only with -trace)
-	arrivals  map[int64][]string
+	trace     map[int64][2]int   // window -> admitted, throttled (only with -trace)
+	arrivals  map[int64][]string // window -> arrival ms, X when throttled (only with -trace)
 	attempts  atomic.Int64
 	throttled atomic.Int64
 	admitted  atomic.Int64
@@ -126,9 +126,6 @@ func (f *fixture) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			c[1]++
 		}
 		f.trace[now.Unix()] = c
-		if f.arrivals == nil {
-			f.arrivals = map[int64][]string{}
-		}
 		f.arrivals[now.Unix()] = append(f.arrivals[now.Unix()], fmt.Sprintf("%d%s", now.Nanosecond()/1e6, map[bool]string{true: "", false: "X"}[admitted]))
 	}
 	fault := admitted && f.rnd.Float64() < f.cfg.FaultRate

@@ -244,7 +244,7 @@ func summarise(w io.Writer, rs []result) {
 func runOne(ctx context.Context, cfg fixtureConfig, workers int, name string, o options) (result, error) {
 	fx := newFixture(cfg)
 	if o.trace {
-		fx.trace = map[int64][2]int{}
+		fx.trace, fx.arrivals = map[int64][2]int{}, map[int64][]string{}
 		defer func() {
 			keys := slices.Sorted(maps.Keys(fx.trace))
 			fmt.Fprintf(os.Stderr, "trace %d workers, headers %v, tail %v:", workers, cfg.Headers, cfg.Tail)
@@ -254,7 +254,7 @@ func runOne(ctx context.Context, cfg fixtureConfig, workers int, name string, o 
 			}
 			fmt.Fprintln(os.Stderr)
 			for _, k := range keys {
-				if fx.trace[k][1] > 0 || os.Getenv("TRACE_ALL") != "" {
+				if fx.trace[k][1] > 0 { // the windows with 429s, beside the window before
 					fmt.Fprintln(os.Stderr, "  ", k, fx.arrivals[k-1], fx.arrivals[k])
 				}
 			}
