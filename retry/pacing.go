@@ -88,6 +88,7 @@ func (pc *pacer) sent(now time.Time, ok bool) uint64 {
 	pc.quota.sent(now, ok)
 	if ok {
 		pc.seq++
+		pc.adaptive.sent(now, pc.seq)
 	}
 	return pc.seq
 }
@@ -98,7 +99,7 @@ func (pc *pacer) sent(now time.Time, ok bool) uint64 {
 // With quota headers the pacer has the server's own numbers; the adaptive
 // rate is for servers that say nothing.
 //
-// The adaptive rate counts a request the server took at its send time, when the server
+// The adaptive rate counts what the server admitted by send time, when the server
 // decided to take it: counted as answers arrive, a slow server's answers bunch, and the
 // rate the server took looks higher than its quota.
 func (pc *pacer) observe(now, sent time.Time, class dlq.Class, answered bool, hn hints, seq uint64) {
@@ -107,10 +108,10 @@ func (pc *pacer) observe(now, sent time.Time, class dlq.Class, answered bool, hn
 	}
 	if class == dlq.ClassRateLimited {
 		if !hn.hasQuota {
-			pc.adaptive.throttled(now)
+			pc.adaptive.throttled(now, sent, seq)
 		}
 	} else if answered {
-		pc.adaptive.accepted(now, sent)
+		pc.adaptive.accepted(now)
 	}
 }
 
@@ -375,46 +376,83 @@ func (q *quotaPacer) pace(now time.Time) float64 {
 
 // adaptiveRate is a client-side send rate that is cut when the server
 // throttles and regrows along the cubic curve of the AWS SDK's adaptive
-// retry mode: rate(t) = C*(t-K)^3 + lastMax with K = cbrt(lastMax*(1-beta)/C).
-// Unlike the SDK, the cut is taken from the rate the server accepted over
-// the last second rather than the rate sent, so one throttled burst does not
-// collapse the rate to its floor. Callers hold the host's lock.
+// retry mode: rate(t) = C*(t-K)^3 + lastMax with K = cbrt((lastMax-beta*base)/C),
+// where lastMax is the plateau, cubicPlateau of the base the cut was taken from.
+// Unlike the SDK, the cut is taken from what the server admitted in the second
+// before the throttled request was sent (every request sent then that was not
+// itself throttled, answered or still in flight) rather than the rate sent, so
+// one throttled burst does not collapse the rate to its floor, and a quota that
+// shrank mid-run is found in one or two cuts. Callers hold the host's lock.
 type adaptiveRate struct {
-	rate        float64 // requests per second; 0 = not throttled yet, unlimited
-	lastMax     float64
-	lastCut     time.Time
-	k           float64 // seconds from lastCut back to lastMax
-	streak      int     // 429s in a row
-	next        time.Time
-	acceptTimes []time.Time // successes in the last acceptMemory, oldest first
+	rate    float64 // requests per second; 0 = not throttled yet, unlimited
+	lastMax float64
+	lastCut time.Time
+	k       float64 // seconds from lastCut back to lastMax
+	c       float64 // the cubic's C in force: cubicC, halved per stable cut
+	// lastBase is the rate the last cut was taken from; stable counts the cuts in
+	// a row at about the same rate (at most 3).
+	lastBase float64
+	stable   int
+	streak   int // 429s in a row
+	next     time.Time
+	// sends are the requests sent in the last sendMemory, oldest first, by
+	// send sequence number: sends[i] is request firstSeq+i.
+	sends    []sendRec
+	firstSeq uint64
+}
+
+// sendRec is one request the adaptive rate remembers.
+type sendRec struct {
+	at        time.Time
+	throttled bool
 }
 
 const (
-	cubicC       = 0.064
-	cubicBeta    = 0.9 // the cut keeps 90% of what the server accepted
+	cubicC    = 0.064
+	cubicBeta = 0.9 // the cut keeps 90% of what the server admitted
+	// cubicPlateau is where the regrowth flattens, a little below what the server
+	// admitted: at the admitted rate itself, the jitter of a slow server's answers
+	// puts one request too many in a window now and then.
+	cubicPlateau = 0.95
 	minRate      = 0.5 // requests per second
-	cutCooldown  = 500 * time.Millisecond
-	acceptWindow = 2 * time.Second
-	acceptMemory = 5 * time.Second
+	cutCooldown  = 250 * time.Millisecond
+	admitWindow  = time.Second
+	sendMemory   = 3 * time.Second
+	maxSendRecs  = 100_000
+	// sureAdmitted is how many requests admitted since the last cut make the
+	// rate they show trusted whole; with fewer a cut keeps at least half the rate.
+	sureAdmitted = 8
 )
 
-// accepted records a request sent at sent that the server answered, at now, without
-// throttling. The send times are kept in order.
-func (a *adaptiveRate) accepted(now, sent time.Time) {
-	a.trim(now)
-	if sent.IsZero() || sent.After(now) {
-		sent = now
+// sent records that request seq went out at now.
+func (a *adaptiveRate) sent(now time.Time, seq uint64) {
+	if len(a.sends) == 0 {
+		a.firstSeq = seq
 	}
-	a.acceptTimes = append(a.acceptTimes, sent)
-	for i := len(a.acceptTimes) - 1; i > 0 && a.acceptTimes[i].Before(a.acceptTimes[i-1]); i-- {
-		a.acceptTimes[i], a.acceptTimes[i-1] = a.acceptTimes[i-1], a.acceptTimes[i]
+	if seq != a.firstSeq+uint64(len(a.sends)) {
+		// Not the next number (cannot happen with one pacer per host): start over.
+		a.sends, a.firstSeq = a.sends[:0], seq
 	}
+	a.sends = append(a.sends, sendRec{at: now})
+	cut := 0
+	for cut < len(a.sends) && (now.Sub(a.sends[cut].at) > sendMemory || len(a.sends)-cut > maxSendRecs) {
+		cut++
+	}
+	if cut > 0 {
+		a.sends = append(a.sends[:0], a.sends[cut:]...)
+		a.firstSeq += uint64(cut)
+	}
+}
+
+// accepted records an answer at now that was not a throttle: a success ends a
+// streak of 429s and lets the rate regrow.
+func (a *adaptiveRate) accepted(now time.Time) {
 	a.streak = 0
 	if a.rate == 0 {
 		return
 	}
 	t := now.Sub(a.lastCut).Seconds()
-	r := cubicC*math.Pow(t-a.k, 3) + a.lastMax
+	r := a.c*math.Pow(t-a.k, 3) + a.lastMax
 	if r > a.rate {
 		a.rate = r
 	}
@@ -425,59 +463,76 @@ func (a *adaptiveRate) accepted(now, sent time.Time) {
 	}
 }
 
-// peakAccepted is the most successes the server gave in any one second of
-// the recent past, the best estimate of its quota: a cut taken from the
-// last second alone collapses after a pause the server asked for.
-func (a *adaptiveRate) peakAccepted(now time.Time) float64 {
-	if len(a.acceptTimes) == 0 {
-		return 0
+// admitted is the rate the server admitted before the request sent at sent: the
+// requests sent in a span before it that were not throttled, over the span. The
+// span is the time since the last cut, so that a quota that shrank is found at
+// once, unless the server admitted nothing since (the rest of a spent fixed
+// window: no news of its rate); then it is the admitWindow before sent. Spans
+// are cut to the first request remembered, and are at least 100ms. Requests still
+// in flight count as admitted: a window's quota is spent in order of arrival, and
+// the throttled request came after them.
+func (a *adaptiveRate) admitted(sent time.Time) (float64, bool) {
+	if len(a.sends) == 0 {
+		return 0, false
 	}
-	if span := now.Sub(a.acceptTimes[0]); span < acceptWindow {
-		// Less than a second of history: a rate over what there is.
-		return float64(len(a.acceptTimes)) / max(span, 100*time.Millisecond).Seconds()
-	}
-	best, j := 0, 0
-	for i := range a.acceptTimes {
-		for a.acceptTimes[i].Sub(a.acceptTimes[j]) > acceptWindow {
-			j++
+	rate := func(from time.Time) (float64, int) {
+		if a.sends[0].at.After(from) {
+			from = a.sends[0].at
 		}
-		best = max(best, i-j+1)
+		n := 0
+		for _, r := range a.sends {
+			if !r.at.Before(from) && r.at.Before(sent) && !r.throttled {
+				n++
+			}
+		}
+		return float64(n) / max(sent.Sub(from), 100*time.Millisecond).Seconds(), n
 	}
-	return float64(best) / acceptWindow.Seconds()
+	if a.rate > 0 && sent.Sub(a.lastCut) < admitWindow {
+		if r, n := rate(a.lastCut); n > 0 {
+			return r, n >= sureAdmitted
+		}
+	}
+	r, _ := rate(sent.Add(-admitWindow))
+	return r, false
 }
 
-func (a *adaptiveRate) trim(now time.Time) {
-	cut := 0
-	for cut < len(a.acceptTimes) && now.Sub(a.acceptTimes[cut]) > acceptMemory {
-		cut++
+// throttled cuts the rate after a 429 at now to the request seq, sent at sent.
+// A request sent before the last cut was sent at the old rate and is no news;
+// cuts closer together than cutCooldown count once.
+func (a *adaptiveRate) throttled(now, sent time.Time, seq uint64) {
+	if seq >= a.firstSeq && seq-a.firstSeq < uint64(len(a.sends)) {
+		a.sends[seq-a.firstSeq].throttled = true
 	}
-	if cut > 0 {
-		a.acceptTimes = append(a.acceptTimes[:0], a.acceptTimes[cut:]...)
-	}
-	if len(a.acceptTimes) > 100_000 {
-		a.acceptTimes = a.acceptTimes[len(a.acceptTimes)-100_000:]
-	}
-}
-
-// throttled cuts the rate after a 429. Cuts closer together than
-// cutCooldown count once, like one loss per round trip in TCP.
-func (a *adaptiveRate) throttled(now time.Time) {
-	if !a.lastCut.IsZero() && now.Sub(a.lastCut) < cutCooldown && a.rate > 0 {
+	if !a.lastCut.IsZero() && a.rate > 0 && (sent.Before(a.lastCut) || now.Sub(a.lastCut) < cutCooldown) {
 		return
 	}
-	a.trim(now)
-	acc := a.peakAccepted(now)
+	if sent.IsZero() || sent.After(now) {
+		sent = now
+	}
+	acc, sure := a.admitted(sent)
 	cur := a.rate
 	if cur == 0 {
 		cur = math.Inf(1)
 	}
 	base := math.Min(cur, math.Max(acc, cur/2))
+	if sure {
+		base = math.Min(cur, acc)
+	}
 	if math.IsInf(base, 1) {
 		base = math.Max(acc, 1) // throttled before any success: start low
 	}
-	a.lastMax = base
+	// A cut at about the rate of the one before says the quota holds still:
+	// probe above it less often each time, so its 429s become rarer.
+	if a.lastBase > 0 && math.Abs(base-a.lastBase) <= 0.15*a.lastBase {
+		a.stable = min(a.stable+1, 3)
+	} else {
+		a.stable = 0
+	}
+	a.lastBase = base
+	a.c = cubicC / float64(int(1)<<a.stable)
 	a.rate = math.Max(base*cubicBeta, minRate)
-	a.k = math.Cbrt(a.lastMax * (1 - cubicBeta) / cubicC)
+	a.lastMax = math.Max(base*cubicPlateau, a.rate)
+	a.k = math.Cbrt((a.lastMax - a.rate) / a.c)
 	a.lastCut = now
 }
 

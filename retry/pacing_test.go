@@ -54,3 +54,89 @@ func TestQuotaPacerCarry(t *testing.T) {
 		t.Errorf("next window [%s, %s], want both a second later", q.early.Sub(t0), q.reset.Sub(t0))
 	}
 }
+
+// simulateAdaptive drives an adaptive rate against server (which says whether a request
+// arriving at t is admitted, and answers at once) from t0 for d, the client able to send
+// one request a millisecond, resting after a 429 as the handler's gate does. It returns
+// the requests sent and throttled from the instant since on.
+func simulateAdaptive(a *adaptiveRate, t0 time.Time, d time.Duration, since time.Duration, server func(t time.Time) bool) (sent, throttled int) {
+	now, seq := t0, uint64(0)
+	for now.Before(t0.Add(d)) {
+		t := a.grant(now)
+		seq++
+		a.sent(t, seq)
+		ok := server(t)
+		if t.Sub(t0) >= since {
+			sent++
+			if !ok {
+				throttled++
+			}
+		}
+		now = t.Add(time.Millisecond)
+		if ok {
+			a.accepted(t)
+		} else {
+			a.throttled(t, t, seq)
+			now = now.Add(a.pause(500*time.Millisecond, 0.5))
+		}
+	}
+	return sent, throttled
+}
+
+// TestAdaptiveRateQuotaHalved: a token bucket whose rate halves mid-run (another client
+// took half the quota). The cut is taken from what the server admitted since the last
+// cut, so the new rate is found within a second; a cut from the peak of the last seconds
+// kept the old rate and drew a 429 every few requests for as long as it remembered.
+func TestAdaptiveRateQuotaHalved(t *testing.T) {
+	t0 := time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)
+	tokens, rate, last := 200.0, 200.0, t0
+	bucket := func(t time.Time) bool {
+		if t.Sub(t0) >= 1500*time.Millisecond && rate == 200 {
+			rate, tokens = 100, min(tokens, 100)
+		}
+		tokens = min(rate, tokens+t.Sub(last).Seconds()*rate)
+		last = t
+		if tokens >= 1 {
+			tokens--
+			return true
+		}
+		return false
+	}
+	var a adaptiveRate
+	sent, throttled := simulateAdaptive(&a, t0, 6*time.Second, 1500*time.Millisecond, bucket)
+	t.Logf("rate %.1f/s; after the halving %d of %d throttled", a.rate, throttled, sent)
+	if a.rate < 70 || a.rate > 105 {
+		t.Errorf("rate in force %.1f/s, want near the halved quota of 100/s", a.rate)
+	}
+	if throttled > 5 {
+		t.Errorf("from the halving on: %d of %d requests throttled, want at most 5 (a cut from the last second alone drew 8)", throttled, sent)
+	}
+}
+
+// TestAdaptiveRateFixedWindows: fixed one-second windows of 100. After a cut, the rest of
+// a spent window admits nothing; a cut taken there must not read that as a rate of zero
+// (and halve the pace each window), and as the cuts repeat at one rate the probing above
+// it becomes rarer.
+func TestAdaptiveRateFixedWindows(t *testing.T) {
+	t0 := time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)
+	count, window := 0, int64(-1)
+	fixed := func(t time.Time) bool {
+		if w := int64(t.Sub(t0) / time.Second); w != window {
+			window, count = w, 0
+		}
+		count++
+		return count <= 100
+	}
+	var a adaptiveRate
+	sent, throttled := simulateAdaptive(&a, t0, 30*time.Second, 5*time.Second, fixed)
+	if share := float64(throttled) / float64(sent); share > 0.02 {
+		t.Errorf("after the first 5 s: %d of %d requests throttled (%.1f%%), want at most 2%%", throttled, sent, 100*share)
+	}
+	if used := float64(sent-throttled) / 25 / 100; used < 0.85 {
+		t.Errorf("after the first 5 s: %.0f%% of the quota used, want at least 85%%", 100*used)
+	}
+	t.Logf("rate %.1f/s; %d of %d throttled; stable %d", a.rate, throttled, sent, a.stable)
+	if a.stable == 0 {
+		t.Error("repeated cuts at one rate not seen as a stable quota")
+	}
+}

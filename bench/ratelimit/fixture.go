@@ -59,6 +59,7 @@ type fixture struct {
 	admitted  atomic.Int64
 	successes atomic.Int64
 	faults    atomic.Int64
+	busy      atomic.Int64 // nanoseconds requests spent in the server, summed
 }
 
 func newFixture(cfg fixtureConfig) *fixture {
@@ -86,6 +87,8 @@ func (f *fixture) capacity(end time.Time) float64 {
 
 func (f *fixture) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	f.attempts.Add(1)
+	began := time.Now()
+	defer func() { f.busy.Add(int64(time.Since(began))) }()
 	now := time.Now().Add(f.cfg.Skew) // the server's clock
 	f.mu.Lock()
 	if f.cfg.HalveAfter > 0 && f.halvedAt.IsZero() && f.successes.Load() >= f.cfg.HalveAfter {

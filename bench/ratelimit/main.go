@@ -49,7 +49,7 @@ func main() {
 	var o options
 	var workers string
 	flag.BoolVar(&o.quick, "quick", false, "quick mode: 4 workers, 200 requests, fewer strategies")
-	flag.IntVar(&o.requests, "requests", 500, "logical requests per run")
+	flag.IntVar(&o.requests, "requests", 2000, "logical requests per run (a run of a few seconds is dominated by its end: one retry backoff of the last unit idles the quota)")
 	flag.Float64Var(&o.quota, "quota", 200, "server quota, requests per second (halved mid-run)")
 	flag.StringVar(&workers, "workers", "4,16,64", "comma-separated worker counts")
 	flag.Float64Var(&o.faults, "faults", 0.05, "share of admitted requests that fail transiently (503 or truncated body)")
@@ -96,6 +96,9 @@ type result struct {
 	utilised  float64
 	share429  float64
 	amplify   float64
+	// busy is the share of the workers' time spent with a request in the server: near
+	// 100%, the workers, not the pacing, held the rate back.
+	busy float64
 }
 
 func run(ctx context.Context, w io.Writer, o options) error {
@@ -163,10 +166,13 @@ func run(ctx context.Context, w io.Writer, o options) error {
 func runLatency(ctx context.Context, w io.Writer, o options) error {
 	fmt.Fprintf(w, "slow server: quota %.0f req/s in fixed 1 s windows (halved after %d successes), answers in %s (fixed, then log-normal with that median, cut at 5 s), server clock %s ahead, %.0f%% faults (503, cut-off body, 3 s stall), %d logical requests\n\n",
 		o.quota, o.requests/2, o.latency, o.skew, o.faults*100, o.requests)
-	fmt.Fprintln(w, "| latency | headers | workers | strategy | goodput (units/s) | quota used | 429 share | amplification | p99 latency | units lost |")
-	fmt.Fprintln(w, "|---|---|---:|---|---:|---:|---:|---:|---:|---:|")
+	fmt.Fprintln(w, "| latency | headers | workers | strategy | goodput (units/s) | quota used | 429 share | amplification | p99 latency | units lost | workers busy |")
+	fmt.Fprintln(w, "|---|---|---:|---|---:|---:|---:|---:|---:|---:|---:|")
 	var results []result
 	for _, tail := range []bool{false, true} {
+		if (tail && os.Getenv("BENCH_TAIL") == "off") || (!tail && os.Getenv("BENCH_TAIL") == "only") {
+			continue
+		}
 		for _, headers := range []bool{true, false} {
 			if !pick(o.headers, map[bool]string{true: "on", false: "off"}[headers]) {
 				continue
@@ -183,9 +189,9 @@ func runLatency(ctx context.Context, w io.Writer, o options) error {
 				if tail {
 					lat = "long tail"
 				}
-				fmt.Fprintf(w, "| %s %s | %s | %d | geoflow | %.1f | %.0f%% | %.1f%% | %.2f | %s | %d |\n", lat, o.latency,
+				fmt.Fprintf(w, "| %s %s | %s | %d | geoflow | %.1f | %.0f%% | %.1f%% | %.2f | %s | %d | %.0f%% |\n", lat, o.latency,
 					map[bool]string{true: "on", false: "off"}[headers], n, r.goodput, r.utilised*100, r.share429*100, r.amplify,
-					r.p99.Round(time.Millisecond), r.lost)
+					r.p99.Round(time.Millisecond), r.lost, r.busy*100)
 			}
 		}
 	}
@@ -254,7 +260,7 @@ func runOne(ctx context.Context, cfg fixtureConfig, workers int, name string, o 
 			}
 			fmt.Fprintln(os.Stderr)
 			for _, k := range keys {
-				if fx.trace[k][1] > 0 { // the windows with 429s, beside the window before
+				if fx.trace[k][1] > 0 || os.Getenv("TRACE_ALL") != "" { // the windows with 429s, beside the window before
 					fmt.Fprintln(os.Stderr, "  ", k, fx.arrivals[k-1], fx.arrivals[k])
 				}
 			}
@@ -331,5 +337,6 @@ func runOne(ctx context.Context, cfg fixtureConfig, workers int, name string, o 
 		r.share429 = float64(r.throttled) / float64(r.attempts)
 	}
 	r.amplify = float64(r.attempts) / float64(o.requests)
+	r.busy = float64(fx.busy.Load()) / (float64(workers) * float64(elapsed))
 	return r, nil
 }
