@@ -60,6 +60,10 @@ type fixture struct {
 	successes atomic.Int64
 	faults    atomic.Int64
 	busy      atomic.Int64 // nanoseconds requests spent in the server, summed
+	// busyBefore and admittedBefore are busy and admitted for the requests that
+	// arrived before the quota was halved.
+	busyBefore     atomic.Int64
+	admittedBefore atomic.Int64
 }
 
 func newFixture(cfg fixtureConfig) *fixture {
@@ -88,7 +92,13 @@ func (f *fixture) capacity(end time.Time) float64 {
 func (f *fixture) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	f.attempts.Add(1)
 	began := time.Now()
-	defer func() { f.busy.Add(int64(time.Since(began))) }()
+	before := false
+	defer func() {
+		f.busy.Add(int64(time.Since(began)))
+		if before {
+			f.busyBefore.Add(int64(time.Since(began)))
+		}
+	}()
 	now := time.Now().Add(f.cfg.Skew) // the server's clock
 	f.mu.Lock()
 	if f.cfg.HalveAfter > 0 && f.halvedAt.IsZero() && f.successes.Load() >= f.cfg.HalveAfter {
@@ -97,6 +107,7 @@ func (f *fixture) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		f.tokens = math.Min(f.tokens, f.quota)
 	}
 	limit := int(f.quota)
+	before = f.halvedAt.IsZero()
 	var admitted bool
 	var remaining int
 	var resetIn time.Duration // until the window resets / the bucket is full
@@ -170,6 +181,9 @@ func (f *fixture) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	f.admitted.Add(1)
+	if before {
+		f.admittedBefore.Add(1)
+	}
 	if service > 0 {
 		time.Sleep(service)
 	}

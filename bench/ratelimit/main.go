@@ -99,6 +99,9 @@ type result struct {
 	// busy is the share of the workers' time spent with a request in the server: near
 	// 100%, the workers, not the pacing, held the rate back.
 	busy float64
+	// usedBefore and busyBefore are quota used and workers busy before the quota was
+	// halved (where the quota is highest, and the workers most likely the ceiling).
+	usedBefore, busyBefore float64
 }
 
 func run(ctx context.Context, w io.Writer, o options) error {
@@ -166,8 +169,8 @@ func run(ctx context.Context, w io.Writer, o options) error {
 func runLatency(ctx context.Context, w io.Writer, o options) error {
 	fmt.Fprintf(w, "slow server: quota %.0f req/s in fixed 1 s windows (halved after %d successes), answers in %s (fixed, then log-normal with that median, cut at 5 s), server clock %s ahead, %.0f%% faults (503, cut-off body, 3 s stall), %d logical requests\n\n",
 		o.quota, o.requests/2, o.latency, o.skew, o.faults*100, o.requests)
-	fmt.Fprintln(w, "| latency | headers | workers | strategy | goodput (units/s) | quota used | 429 share | amplification | p99 latency | units lost | workers busy |")
-	fmt.Fprintln(w, "|---|---|---:|---|---:|---:|---:|---:|---:|---:|---:|")
+	fmt.Fprintln(w, "| latency | headers | workers | strategy | goodput (units/s) | quota used | 429 share | amplification | p99 latency | units lost | workers busy | before the halving: quota used, workers busy |")
+	fmt.Fprintln(w, "|---|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|")
 	var results []result
 	for _, tail := range []bool{false, true} {
 		if (tail && os.Getenv("BENCH_TAIL") == "off") || (!tail && os.Getenv("BENCH_TAIL") == "only") {
@@ -189,9 +192,9 @@ func runLatency(ctx context.Context, w io.Writer, o options) error {
 				if tail {
 					lat = "long tail"
 				}
-				fmt.Fprintf(w, "| %s %s | %s | %d | geoflow | %.1f | %.0f%% | %.1f%% | %.2f | %s | %d | %.0f%% |\n", lat, o.latency,
+				fmt.Fprintf(w, "| %s %s | %s | %d | geoflow | %.1f | %.0f%% | %.1f%% | %.2f | %s | %d | %.0f%% | %.0f%%, %.0f%% |\n", lat, o.latency,
 					map[bool]string{true: "on", false: "off"}[headers], n, r.goodput, r.utilised*100, r.share429*100, r.amplify,
-					r.p99.Round(time.Millisecond), r.lost, r.busy*100)
+					r.p99.Round(time.Millisecond), r.lost, r.busy*100, r.usedBefore*100, r.busyBefore*100)
 			}
 		}
 	}
@@ -338,5 +341,9 @@ func runOne(ctx context.Context, cfg fixtureConfig, workers int, name string, o 
 	}
 	r.amplify = float64(r.attempts) / float64(o.requests)
 	r.busy = float64(fx.busy.Load()) / (float64(workers) * float64(elapsed))
+	if h := fx.halvedAt.Sub(fx.start); !fx.halvedAt.IsZero() && h > 0 {
+		r.usedBefore = math.Min(float64(fx.admittedBefore.Load())/(cfg.Quota*h.Seconds()), 1)
+		r.busyBefore = float64(fx.busyBefore.Load()) / (float64(workers) * float64(h))
+	}
 	return r, nil
 }
