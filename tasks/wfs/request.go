@@ -4,12 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"math"
 	"net/http"
 	"strconv"
 	"strings"
-	"sync/atomic"
 
 	"github.com/paulmach/orb"
 
@@ -18,10 +15,9 @@ import (
 	"github.com/geoflow/geoflow/internal/redact"
 	"github.com/geoflow/geoflow/retry"
 	"github.com/geoflow/geoflow/spatial"
-	"github.com/geoflow/geoflow/spatial/geojson"
-	"github.com/geoflow/geoflow/spatial/gml"
 	"github.com/geoflow/geoflow/store"
 	"github.com/geoflow/geoflow/tasks"
+	"github.com/geoflow/geoflow/tasks/internal/harvest"
 )
 
 // prepare negotiates with the server once: version and formats from GetCapabilities,
@@ -77,7 +73,7 @@ func (t *Task) prepare(ctx context.Context, env *tasks.Env) (*prepared, error) {
 		}
 	case ft.WGS84 != nil:
 		p.area = *ft.WGS84
-		env.Logger.Info("no bbox given: harvesting the feature type's advertised extent", "bbox", fmtBound(p.area))
+		env.Logger.Info("no bbox given: harvesting the feature type's advertised extent", "bbox", harvest.FormatBound(p.area))
 	default:
 		return nil, fmt.Errorf("no bbox given and the server advertises no extent for %q: set bbox", ft.Name)
 	}
@@ -125,7 +121,12 @@ func (t *Task) prepare(ctx context.Context, env *tasks.Env) (*prepared, error) {
 	if t.cfg.PageSize > 0 && (caps.CountDefault == 0 || int64(t.cfg.PageSize) < ps) {
 		ps = int64(t.cfg.PageSize)
 	}
-	t.pageSize.Store(ps)
+	p.eng = harvest.New(harvest.Config{
+		Protocol: &protocol{t: t, p: p},
+		Caps: harvest.Caps{Counts: caps.Hits, MatchedInResponse: p.version == "2.0.0",
+			Sorts: caps.ImplementsSorting && p.sortBy != "", Pages: true},
+		Table: p.table, Area: p.area, PageSize: ps, Geographic: p.latLonCRS, SplitBudget: splitBudget,
+	})
 	env.Logger.Info("wfs negotiated", "version", p.version, "typename", p.typeName, "format", firstNonEmpty(p.format, "GML (server default)"),
 		"page_size", ps, "hits", caps.Hits, "sorting", caps.ImplementsSorting, "table", p.table.Schema+"."+p.table.Name, "srid", p.srid)
 	t.p = p
@@ -368,162 +369,3 @@ func wrapAccept(next func(context.Context) (*http.Request, error), accept string
 		return req, err
 	}
 }
-
-// featureSource decodes a response for the sink: it fixes the axis order where the
-// server wrote latitude first against its own declaration, and skips features the
-// decoder refuses (curves), logging each one.
-type featureSource struct {
-	next    func() (*spatial.Feature, error)
-	metaFn  func() spatial.Meta
-	env     *tasks.Env
-	unit    string
-	bbox    orb.Bound
-	check   bool // geographic: compare the first coordinates with the box
-	decided bool
-	swap    bool
-	refused tasks.RejectedError
-	index   int // features read, refused ones included
-	// limit, when above zero, makes the first Next fail with *shortPage as soon as the
-	// response says it matched more features than one page holds: a tile fetched on an
-	// estimate that needs splitting is abandoned before its page is downloaded.
-	limit   int64
-	started bool
-	err     error        // the decoder's final error, if any
-	warned  *atomic.Bool // shared by the task: the swap is logged once
-}
-
-func (t *Task) source(env *tasks.Env, p *prepared, unit string, body io.Reader, bbox orb.Bound) *featureSource {
-	s := &featureSource{env: env, unit: unit, bbox: bbox, check: p.latLonCRS, warned: &t.warnedSwap}
-	if p.geoJSON {
-		r := geojson.NewReader(body, geojson.Options{Limits: t.cfg.Limits.Spatial()})
-		s.next, s.metaFn = r.Next, r.Meta
-	} else {
-		r := gml.NewReader(body, gml.Options{WFSVersion: p.version, DefaultSRS: p.srsParam, TypeName: p.typeName, Limits: t.cfg.Limits.Spatial()})
-		s.next, s.metaFn = r.Next, r.Meta
-	}
-	return s
-}
-
-func (s *featureSource) meta() spatial.Meta { return s.metaFn() }
-
-// Next implements store.FeatureSource.
-func (s *featureSource) Next() (*spatial.Feature, error) {
-	for {
-		f, err := s.next()
-		if !s.started && err == nil && s.limit > 0 {
-			s.started = true
-			if m := s.metaFn().NumberMatched; m > s.limit {
-				s.err = &shortPage{got: 0, matched: m}
-				return nil, s.err
-			}
-		}
-		var fe *spatial.FeatureError
-		if err == nil || errors.As(err, &fe) {
-			s.index++
-		}
-		if fe != nil {
-			s.refused.Add(tasks.Reject{ID: fe.ID, Index: fe.Index, Reason: fe.Err.Error()})
-			s.env.Logger.Error("feature refused", "unit", s.unit, "feature", fe.ID, "err", fe.Err)
-			continue
-		}
-		if err != nil {
-			if errors.Is(err, spatial.ErrTooLarge) {
-				// The same request gets the same feature: not worth another attempt.
-				err = retry.Permanent(dlq.ClassTooLarge, err)
-			}
-			if err != io.EOF {
-				s.err = err
-			}
-			return nil, err
-		}
-		if s.check && f.Geometry != nil {
-			if !s.decided {
-				if swapped, ok := spatial.LooksSwapped(f.Geometry, s.bbox); ok {
-					s.decided, s.swap = true, swapped
-					if swapped && s.warned.CompareAndSwap(false, true) {
-						s.env.Logger.Warn("the server writes latitude/longitude against its own axis order; swapping x/y (logged once)", "unit", s.unit)
-					}
-				}
-			}
-			if s.swap {
-				f.Geometry = spatial.SwapXY(f.Geometry)
-			}
-		}
-		if f.Geometry != nil {
-			if why := outsideDomain(f.Geometry, s.check); why != "" {
-				// POINT(1e308 1e308) in EPSG:4326 is no place on Earth: storing it would
-				// poison the table's extent, its index and every map of it.
-				s.refused.Add(tasks.Reject{ID: f.ID, Index: s.index - 1, Reason: why})
-				s.env.Logger.Error("feature refused", "unit", s.unit, "feature", f.ID, "err", why)
-				continue
-			}
-		}
-		return f, nil
-	}
-}
-
-// outsideDomain says why g's coordinates cannot be stored, or "": infinite or not a
-// number in any CRS, and beyond longitude -180..180, latitude -90..90 in a geographic
-// one.
-func outsideDomain(g orb.Geometry, geographic bool) string {
-	if !finite(g) {
-		return "coordinates that are not finite numbers"
-	}
-	if b := g.Bound(); geographic && (!lonLatDomain.Contains(b.Min) || !lonLatDomain.Contains(b.Max)) {
-		return "coordinates outside longitude -180..180, latitude -90..90: " + fmtBound(b)
-	}
-	return ""
-}
-
-// finite tells whether every coordinate of g is a finite number (a bound skips NaN).
-func finite(g orb.Geometry) bool {
-	ok := func(ps []orb.Point) bool {
-		for _, p := range ps {
-			if math.IsInf(p[0], 0) || math.IsNaN(p[0]) || math.IsInf(p[1], 0) || math.IsNaN(p[1]) {
-				return false
-			}
-		}
-		return true
-	}
-	switch g := g.(type) {
-	case orb.Point:
-		return ok([]orb.Point{g})
-	case orb.MultiPoint:
-		return ok(g)
-	case orb.LineString:
-		return ok(g)
-	case orb.Ring:
-		return ok(g)
-	case orb.MultiLineString:
-		for _, l := range g {
-			if !ok(l) {
-				return false
-			}
-		}
-	case orb.Polygon:
-		for _, r := range g {
-			if !ok(r) {
-				return false
-			}
-		}
-	case orb.MultiPolygon:
-		for _, p := range g {
-			if !finite(p) {
-				return false
-			}
-		}
-	case orb.Collection:
-		for _, c := range g {
-			if !finite(c) {
-				return false
-			}
-		}
-	case orb.Bound:
-		return ok([]orb.Point{g.Min, g.Max})
-	}
-	return true
-}
-
-// lonLatDomain is where a geographic CRS's coordinates can be, with a margin for the
-// rounding of servers that write 180.0000001.
-var lonLatDomain = orb.Bound{Min: orb.Point{-180.001, -90.001}, Max: orb.Point{180.001, 90.001}}

@@ -1,4 +1,4 @@
-package wfs
+package harvest
 
 import (
 	"bytes"

@@ -1,0 +1,275 @@
+// Package harvest is the engine every feature source's task shares (WFS, OGC API -
+// Features): it harvests one layer over an area completely by tiling instead of trusting
+// a server's paging. The area's features are counted, tiles are split by bbox until each
+// fits one response, a tile that cannot be split (features stacked on one spot) is paged,
+// sorted where the server sorts, and the distinct features stored are compared with the
+// server's count at the end. A Protocol says how to count, ask for and decode features;
+// the engine decides what to ask for.
+package harvest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"sync/atomic"
+
+	"github.com/paulmach/orb"
+
+	"github.com/geoflow/geoflow/retry"
+	"github.com/geoflow/geoflow/spatial"
+	"github.com/geoflow/geoflow/store"
+	"github.com/geoflow/geoflow/tasks"
+)
+
+// Protocol is how one kind of feature service is counted, asked and decoded. Its methods
+// are called concurrently by the units of a task.
+type Protocol interface {
+	// Count returns how many features box holds, -1 when the server cannot say.
+	Count(ctx context.Context, env *tasks.Env, unit string, box orb.Bound) (int64, error)
+	// Request is the request for one response of features: those in q.Box, from
+	// q.Start, at most q.Count.
+	Request(env *tasks.Env, unit string, q Query) retry.Request
+	// CheckResponse refuses a response that is not features (an HTML error page)
+	// before its body is read, with an error for the retry handler.
+	CheckResponse(resp *http.Response) error
+	// Decode reads a response's features as they arrive.
+	Decode(env *tasks.Env, body io.Reader) Decoder
+	// Classify marks an error decoding the head of a response for the retry handler
+	// (retry.Permanent or retry.Transient with a dlq class).
+	Classify(err error) error
+}
+
+// Query is one response asked for.
+type Query struct {
+	Box          orb.Bound // lon/lat
+	Start, Count int64
+	// Sorted asks for a stable order, where the protocol can ask for one: the pages of a
+	// tile that cannot be split must neither overlap nor leave gaps.
+	Sorted bool
+}
+
+// Decoder yields the features of one response; Meta is complete once Next returned
+// io.EOF (the counts may come after the features).
+type Decoder interface {
+	Next() (*spatial.Feature, error)
+	Meta() spatial.Meta
+}
+
+// Caps is what the server can do, as far as the harvest cares.
+type Caps struct {
+	// Counts says Protocol.Count works.
+	Counts bool
+	// MatchedInResponse says a response's numberMatched counts the whole query (WFS 2.0,
+	// OGC API - Features), so a tile can be fetched on an estimate and a response that
+	// holds less than its tile is told by its head.
+	MatchedInResponse bool
+	// Sorts says Query.Sorted gives a stable order; without it, paging a tile may
+	// overlap or miss features (logged).
+	Sorts bool
+	// Pages says Query.Start is honoured. Without it a tile that cannot be split and
+	// holds more than a page fails, saying so.
+	Pages bool
+}
+
+// Config is what a task gives the engine once it has negotiated with the server.
+type Config struct {
+	Protocol Protocol
+	Caps     Caps
+	Table    *store.FeatureTable
+	// Area is the task's own area, lon/lat.
+	Area orb.Bound
+	// PageSize is the features per response asked for; lowered when the server turns out
+	// to answer fewer.
+	PageSize int64
+	// Geographic says the stored CRS is lon/lat: the first coordinates of a response are
+	// checked against its box (servers that write latitude first against their own
+	// declaration are caught), and coordinates outside -180..180, -90..90 refused.
+	Geographic bool
+	// SplitBudget bounds the tiles the task may plan by splitting, given the area's count
+	// and the page size. Defaults to DefaultSplitBudget.
+	SplitBudget func(expected, pageSize int64) int64
+}
+
+// DefaultSplitBudget is the backstop on the tiles one task may plan by splitting: 64 for
+// every page of the area's count, and at least 100,000, far more than real data needs (a
+// harvest plans about one and a half tiles a page). A server whose counts keep tiles
+// looking overfull however small they get would otherwise have the task split without
+// end; past the budget the task pages what is left instead, and says so.
+func DefaultSplitBudget(expected, pageSize int64) int64 {
+	return max(100_000, 64*expected/max(pageSize, 1))
+}
+
+// Defaults of the harvest.
+const (
+	// maxDepth bounds the quadtree: 2^-24 of the root box is far below a parcel.
+	maxDepth = 24
+	// minTileDeg is the smallest tile side worth splitting further.
+	minTileDeg = 1e-7
+	// fill is the share of a page a tile is cut to hold, leaving room for uneven density
+	// so that tiles estimated from their parent's count can be fetched without counting
+	// first.
+	fill = 0.7
+	// inflatedProofs is how many tiles must have proved the server's count high (the rest
+	// asked for, none came) before the task stops asking for the rest of short tiles.
+	inflatedProofs = 3
+)
+
+// Engine harvests one layer for one task. Make one with New once the task has
+// negotiated; its methods are safe for concurrent use by the task's units.
+type Engine struct {
+	cfg Config
+
+	pageSize   atomic.Int64 // lowered when the server turns out to cap pages below the size asked
+	expected   atomic.Int64 // numberMatched of the whole area, -1 unknown
+	warnedOrd  atomic.Bool
+	warnedSwap atomic.Bool
+	warnedPage atomic.Bool
+	// optimistic counts tiles fetched on an estimated count, overflows those that held
+	// more than a page after all: uneven data makes estimates wrong.
+	optimistic, overflows atomic.Int64
+	// miscounted is how many features the server counted beyond what it returned in
+	// tiles that came back short of a full page; inflated counts the tiles where asking
+	// for the rest proved the count high.
+	miscounted, inflated atomic.Int64
+	warnedCount          atomic.Bool
+	// split counts the tiles planned by splitting, against the split budget.
+	splitTiles  atomic.Int64
+	warnedSplit atomic.Bool
+}
+
+// New returns the engine of a task configured with cfg.
+func New(cfg Config) *Engine {
+	if cfg.SplitBudget == nil {
+		cfg.SplitBudget = DefaultSplitBudget
+	}
+	e := &Engine{cfg: cfg}
+	e.pageSize.Store(max(cfg.PageSize, 1))
+	e.expected.Store(-1)
+	return e
+}
+
+// PageSize is the features per response the engine asks for now.
+func (e *Engine) PageSize() int64 { return e.pageSize.Load() }
+
+// spec is what a unit carries besides its key and bbox.
+type spec struct {
+	Depth int   `json:"d"`
+	Page  bool  `json:"p,omitempty"`
+	Start int64 `json:"s,omitempty"`
+	// Size and Total are a page's size and its tile's count, fixed when the tile was
+	// paged: a page is fetched at the size it was planned with, whatever the task has
+	// learnt since, so that pages neither overlap nor leave gaps.
+	Size  int64 `json:"z,omitempty"`
+	Total int64 `json:"t,omitempty"`
+	// Count is the features the tile holds: the server's count when Exact, else an
+	// estimate from its parent's count (0 without Exact: unknown).
+	Count int64 `json:"n,omitempty"`
+	Exact bool  `json:"x,omitempty"`
+	// Split says the tile turned out to hold more than one response: it is cut into
+	// smaller tiles (Count is then what the server matched, 0 when unknown).
+	Split bool `json:"sp,omitempty"`
+	// Probe marks a page asking for the rest of a tile whose response was short of
+	// the server's count without being full: nothing back proves the count high.
+	Probe bool `json:"pr,omitempty"`
+}
+
+// Plan returns the task's one root tile over its area (cut to the run's --bbox), counted
+// where the server counts; tiles split as they learn how many features they hold.
+func (e *Engine) Plan(ctx context.Context, env *tasks.Env) ([]store.Unit, error) {
+	area := e.cfg.Area
+	if env.Area != nil {
+		if !area.Intersects(*env.Area) {
+			return nil, &tasks.OutsideArea{Area: area}
+		}
+		area = Intersect(area, *env.Area)
+	}
+	e.expected.Store(-1)
+	if e.cfg.Caps.Counts {
+		n, err := e.cfg.Protocol.Count(ctx, env, "plan", area)
+		switch {
+		case err != nil:
+			env.Logger.Warn("could not count the area's features; completeness will not be checked", "err", err)
+		case n >= 0:
+			e.expected.Store(n)
+			env.Logger.Info("server count for the area", "number_matched", n, "bbox", FormatBound(area))
+		}
+	}
+	root := spec{}
+	if n := e.expected.Load(); n >= 0 {
+		root = spec{Count: n, Exact: true} // the root tile need not be counted twice
+	}
+	sp, _ := json.Marshal(root)
+	return []store.Unit{{Key: "q", BBox: &area, Spec: sp}}, nil
+}
+
+// Finish builds the indexes deferred while a new table was first filled, then compares
+// the server's count for the area with the distinct features stored there. A shortfall
+// is an error, which the runner logs loudly.
+func (e *Engine) Finish(ctx context.Context, env *tasks.Env) error {
+	want := e.expected.Load()
+	table := e.cfg.Table
+	if err := env.Store.FinishFeatureTable(ctx, table); err != nil {
+		return err
+	}
+	if want < 0 {
+		return nil
+	}
+	area := e.cfg.Area
+	if env.Area != nil {
+		area = Intersect(area, *env.Area)
+	}
+	got, err := env.Store.CountFeatures(ctx, table, area)
+	if errors.Is(err, store.ErrNoTransform) {
+		env.Logger.Warn("completeness not checked: this store cannot bring the area into the table's CRS; request EPSG:4326 or use PostGIS to have it checked",
+			"number_matched", want, "srid", table.SRID)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	merged, err := env.Store.MergedFeatures(ctx, env.RunID, env.TaskID)
+	if err != nil {
+		return err
+	}
+	if merged > 0 {
+		// Append mode keys a row on the payload (geometry and properties): features
+		// the server lists under distinct ids with one payload are one row.
+		env.Logger.Warn("distinct features with equal payloads (geometry and properties) are stored once: append mode keys rows on the payload",
+			"features", merged)
+		got += merged
+	}
+	if n := e.miscounted.Load(); n > 0 {
+		env.Logger.Warn("the server counted more features than it returned in some tiles; its totals are checked against what is stored",
+			"counted_beyond_returned", n, "tiles_proven_high", e.inflated.Load())
+	}
+	if got < want && e.miscounted.Load() > 0 {
+		// The server's own counts ran high in this harvest: its total is not proof
+		// of anything missing.
+		env.Logger.Warn("the server matched more features than are stored, but its counts ran high in this harvest: not taken as missing",
+			"number_matched", want, "stored_distinct", got, "counted_beyond_returned", e.miscounted.Load())
+		return nil
+	}
+	if got < want {
+		return fmt.Errorf("INCOMPLETE: the server matched %d features in %s but %d distinct features are stored there (%d missing)",
+			want, FormatBound(area), got, want-got)
+	}
+	env.Logger.Info("complete: every feature the server matched is stored", "number_matched", want, "stored_distinct", got)
+	return nil
+}
+
+// FormatBound writes a box as minx,miny,maxx,maxy.
+func FormatBound(b orb.Bound) string {
+	return fmt.Sprintf("%g,%g,%g,%g", b.Min[0], b.Min[1], b.Max[0], b.Max[1])
+}
+
+// Intersect is the box common to a and b.
+func Intersect(a, b orb.Bound) orb.Bound {
+	return orb.Bound{
+		Min: orb.Point{math.Max(a.Min[0], b.Min[0]), math.Max(a.Min[1], b.Min[1])},
+		Max: orb.Point{math.Min(a.Max[0], b.Max[0]), math.Min(a.Max[1], b.Max[1])},
+	}
+}
