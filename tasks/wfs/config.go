@@ -53,13 +53,7 @@ type Config struct {
 }
 
 // Target says where features land.
-type Target struct {
-	// Table is [schema.]table, created when missing.
-	Table string `yaml:"table"`
-	// Mode is append (payload-hash key, default) or upsert (with Key).
-	Mode store.Mode `yaml:"mode" enum:"append,upsert"`
-	Key  []string   `yaml:"key"`
-}
+type Target = tasks.FeatureTarget
 
 // NewConfig returns a Config with its defaults.
 func NewConfig() *Config {
@@ -96,22 +90,7 @@ func (c *Config) Check(p tasks.Problems) {
 		p.At("page_size", "must not be negative")
 	}
 	c.Limits.Check(p)
-	if c.Target.Table == "" {
-		p.At("", "target.table is required")
-	} else if _, _, err := store.SplitTable(c.Target.Table); err != nil {
-		p.At("target.table", "%v", err)
-	}
-	if c.Target.Mode == store.ModeUpsert && len(c.Target.Key) == 0 {
-		p.At("target.key", "upsert mode needs target.key (the properties that identify a feature)")
-	}
-	if c.Target.Mode != store.ModeUpsert && len(c.Target.Key) > 0 {
-		p.At("target.key", "only used with mode: upsert")
-	}
-	for _, k := range c.Target.Key {
-		if launder(k) != k {
-			p.At("target.key", "%q: name key columns as they are stored (lowercase, e.g. %q)", k, launder(k))
-		}
-	}
+	c.Target.Check(p)
 }
 
 // New implements tasks.Config.

@@ -91,14 +91,8 @@ func (t *Task) prepare(ctx context.Context, env *tasks.Env) (*prepared, error) {
 	}
 	p.table = &store.FeatureTable{Schema: t.schema, Name: t.table, SRID: p.srid, Mode: t.cfg.Target.Mode, Key: t.cfg.Target.Key}
 	p.table.Columns = columns(schema.Properties)
-	for _, k := range t.cfg.Target.Key {
-		found := false
-		for _, c := range p.table.Columns {
-			found = found || c.Name == k
-		}
-		if !found {
-			return nil, fmt.Errorf("target.key %q is not a property of %s (its columns: %s)", k, ft.Name, columnNames(p.table.Columns))
-		}
+	if err := tasks.CheckKey(p.table, ft.Name); err != nil {
+		return nil, err
 	}
 	p.sortBy = t.cfg.SortBy
 	if p.sortBy == "" && len(t.cfg.Target.Key) > 0 {

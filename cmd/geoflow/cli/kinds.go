@@ -5,6 +5,7 @@ import (
 
 	"github.com/geoflow/geoflow/tasks"
 	"github.com/geoflow/geoflow/tasks/imagery"
+	"github.com/geoflow/geoflow/tasks/ogcapi"
 	"github.com/geoflow/geoflow/tasks/tiles"
 	"github.com/geoflow/geoflow/tasks/wfs"
 )
@@ -12,6 +13,7 @@ import (
 // registerKinds registers every task kind. Each kind's package is named here, once.
 func registerKinds(r *tasks.Registry) {
 	r.Register(wfs.Kind())
+	r.Register(ogcapi.Kind())
 	r.Register(tiles.Kind())
 	r.Register(imagery.Kind())
 }

@@ -152,7 +152,11 @@ func (s *Server) serveGetFeature(w http.ResponseWriter, r *http.Request, q *quer
 		fw.truncateAt = int(v * float64(len(ids)+1))
 		fw.truncate = true
 	}
-	fw.next, fw.previous = s.pageLinks(r, q, total, len(ids))
+	if q.ogcapi {
+		fw.next = s.ogcapiNext(r, q, total, len(ids))
+	} else {
+		fw.next, fw.previous = s.pageLinks(r, q, total, len(ids))
+	}
 	fw.write(w)
 }
 

@@ -67,6 +67,9 @@ type query struct {
 	format     outFormat
 	ids        []int
 	hasIDs     bool
+	// ogcapi marks an OGC API - Features items request; ogcapiItems is its URL.
+	ogcapi      bool
+	ogcapiItems string
 }
 
 func (q *query) get(k string) string { return q.params[k] }

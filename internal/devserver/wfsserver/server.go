@@ -331,6 +331,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			code: "NoApplicableCode", text: "java.lang.RuntimeException: Unable to obtain connection: Cannot create PoolableConnectionFactory (FATAL: the database system is in recovery mode)"}, false)
 		return
 	}
+	if i := strings.Index(r.URL.Path, "/ogcapi"); i >= 0 && (len(r.URL.Path) == i+7 || r.URL.Path[i+7] == '/') {
+		s.serveOGCAPI(w, r, r.URL.Path[:i+7], r.URL.Path[i+7:], fs)
+		return
+	}
 	q, err := s.parseRequest(r)
 	if err != nil {
 		s.other.Add(1)

@@ -1,0 +1,108 @@
+package tasks
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/geoflow/geoflow/store"
+)
+
+// FeatureTarget is the `target:` of a feature task (wfs, ogcapi_features): where its
+// features land and how rows are keyed. The zero Mode means append.
+type FeatureTarget struct {
+	// Table is [schema.]table, created when missing.
+	Table string `yaml:"table"`
+	// Mode is append (payload-hash key, default) or upsert (with Key).
+	Mode store.Mode `yaml:"mode" enum:"append,upsert"`
+	Key  []string   `yaml:"key"`
+}
+
+// Check reports the target's problems through p, at keys below "target".
+func (t *FeatureTarget) Check(p Problems) {
+	if t.Table == "" {
+		p.At("", "target.table is required")
+	} else if _, _, err := store.SplitTable(t.Table); err != nil {
+		p.At("target.table", "%v", err)
+	}
+	if t.Mode == store.ModeUpsert && len(t.Key) == 0 {
+		p.At("target.key", "upsert mode needs target.key (the properties that identify a feature)")
+	}
+	if t.Mode != store.ModeUpsert && len(t.Key) > 0 {
+		p.At("target.key", "only used with mode: upsert")
+	}
+	for _, k := range t.Key {
+		if Launder(k) != k {
+			p.At("target.key", "%q: name key columns as they are stored (lowercase, e.g. %q)", k, Launder(k))
+		}
+	}
+}
+
+// Property is a feature property a server declares, with the column type it maps to.
+type Property struct {
+	Name string
+	Type store.ColumnType
+}
+
+// Launder turns a property name into a column name the way ogr2ogr's PostgreSQL driver
+// does with LAUNDER=YES: lower case, and characters other than letters, digits and _
+// replaced by _, cut to PostgreSQL's 63 bytes.
+func Launder(name string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(name) {
+		switch {
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9', r == '_', r > 127:
+			b.WriteRune(r)
+		default:
+			b.WriteByte('_')
+		}
+	}
+	s := b.String()
+	if len(s) > 63 {
+		s = s[:63]
+	}
+	return s
+}
+
+// reservedColumns are the columns every feature table has: a property with one of their
+// names gets a suffix.
+var reservedColumns = [...]string{"geom", "gf_feature_id", "gf_payload_hash", "gf_run_id", "gf_fetched_at"}
+
+// Columns lays out one column per property, laundered and made unique.
+func Columns(props []Property) []store.Column {
+	used := map[string]bool{}
+	for _, k := range reservedColumns {
+		used[k] = true
+	}
+	out := make([]store.Column, 0, len(props))
+	for _, p := range props {
+		name := Launder(p.Name)
+		if name == "" {
+			name = "field"
+		}
+		base := name
+		for i := 1; used[name]; i++ {
+			name = fmt.Sprintf("%s_%d", base, i)
+		}
+		used[name] = true
+		out = append(out, store.Column{Name: name, Property: p.Name, Type: p.Type})
+	}
+	return out
+}
+
+// CheckKey makes sure every key column of table is one of its columns.
+func CheckKey(table *store.FeatureTable, layer string) error {
+	for _, k := range table.Key {
+		found := false
+		for _, c := range table.Columns {
+			found = found || c.Name == k
+		}
+		if !found {
+			names := make([]string, len(table.Columns))
+			for i, c := range table.Columns {
+				names[i] = c.Name
+			}
+			return fmt.Errorf("target.key %q is not a property of %s (its columns: %s)", k, layer, strings.Join(names, ", "))
+		}
+	}
+	return nil
+}
