@@ -464,13 +464,14 @@ func (a *adaptiveRate) accepted(now time.Time) {
 }
 
 // admitted is the rate the server admitted before the request sent at sent: the
-// requests sent in a span before it that were not throttled, over the span. The
-// span is the time since the last cut, so that a quota that shrank is found at
-// once, unless the server admitted nothing since (the rest of a spent fixed
-// window: no news of its rate); then it is the admitWindow before sent. Spans
-// are cut to the first request remembered, and are at least 100ms. Requests still
-// in flight count as admitted: a window's quota is spent in order of arrival, and
-// the throttled request came after them.
+// requests sent in a span before it that were not throttled, over the span. The span is
+// the time since the last cut, so that a quota that shrank is found at once, unless the
+// server admitted nothing since (the rest of a spent fixed window: no news of its rate);
+// then it is the least rate over the one, two and four seconds before sent. Spans are
+// cut to the first request remembered, and are at least 100ms. Requests still in flight
+// count as admitted: a window's quota is spent in order of arrival, and the throttled
+// request came after them. sure says the since-cut span held enough admissions to be
+// trusted whole.
 func (a *adaptiveRate) admitted(sent time.Time) (float64, bool) {
 	if len(a.sends) == 0 {
 		return 0, false
@@ -492,8 +493,19 @@ func (a *adaptiveRate) admitted(sent time.Time) (float64, bool) {
 			return r, n >= sureAdmitted
 		}
 	}
-	r, _ := rate(sent.Add(-admitWindow))
-	return r, false
+	// The least rate over the last one, two and four seconds: a one-second span that
+	// straddles two fixed windows counts up to both windows' quotas, and longer spans
+	// dilute that.
+	best := math.Inf(1)
+	for _, span := range [...]time.Duration{admitWindow, 2 * admitWindow, 4 * admitWindow} {
+		if r, _ := rate(sent.Add(-span)); r < best {
+			best = r
+		}
+		if !a.sends[0].at.Before(sent.Add(-span)) {
+			break // no history beyond this span
+		}
+	}
+	return best, false
 }
 
 // throttled cuts the rate after a 429 at now to the request seq, sent at sent.
