@@ -94,7 +94,7 @@ func newDevTilesCmd(g *globals) *cobra.Command {
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			srv := tileserver.New(tileserver.Options{Coverage: munich, MaxZoom: maxZoom, Format: format, Size: size, Latency: latency})
-			return serveDev(cmd.Context(), g, listen, "/", srv, fmt.Sprintf("sample tiles: http://{addr}/{z}/{x}/{y}.%s (zoom 0-%d, Munich)", format, maxZoom), func() string {
+			return serveDev(cmd.Context(), g, listen, []string{"/"}, srv, fmt.Sprintf("sample tiles: http://{addr}/{z}/{x}/{y}.%s (zoom 0-%d, Munich)", format, maxZoom), func() string {
 				st := srv.Stats()
 				return fmt.Sprintf("served %d requests: %d tiles, %d not modified, %d not found", st.Requests, st.OK, st.NotModified, st.NotFound)
 			})
@@ -121,7 +121,7 @@ func newDevWMSCmd(g *globals) *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			srv := wmsserver.New(wmsserver.Options{GeoTIFF: geotiff})
-			return serveDev(cmd.Context(), g, listen, "/wms", srv, "sample WMS: http://{addr}/wms (layer ortho)", func() string {
+			return serveDev(cmd.Context(), g, listen, []string{"/wms"}, srv, "sample WMS: http://{addr}/wms (layer ortho)", func() string {
 				st := srv.Stats()
 				return fmt.Sprintf("served %d capabilities, %d maps, %d exceptions", st.Capabilities, len(st.GetMaps), st.Exceptions)
 			})
@@ -146,7 +146,7 @@ func newDevSTACCmd(g *globals) *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			srv := stacserver.New(stacserver.Options{Items: items})
-			return serveDev(cmd.Context(), g, listen, "/", srv, fmt.Sprintf("sample STAC API: http://{addr} (collection aerial, %d scenes)", items), func() string {
+			return serveDev(cmd.Context(), g, listen, []string{"/"}, srv, fmt.Sprintf("sample STAC API: http://{addr} (collection aerial, %d scenes)", items), func() string {
 				st := srv.Stats()
 				return fmt.Sprintf("served %d searches, %d asset requests, %d asset bytes", st.Searches, st.AssetRequests, st.AssetBytes)
 			})
@@ -161,15 +161,17 @@ func newDevSTACCmd(g *globals) *cobra.Command {
 // munich is where the sample services have data, as the sample flows ask.
 var munich = orb.Bound{Min: orb.Point{11.3, 47.9}, Max: orb.Point{11.8, 48.3}}
 
-// serveDev serves h at path on listen until ctx ends, printing banner (with {addr} for
-// the address) first and the summary last.
-func serveDev(ctx context.Context, g *globals, listen, path string, h http.Handler, banner string, summary func() string) error {
+// serveDev serves h at each of paths on listen until ctx ends, printing banner (with
+// {addr} for the address) first and the summary last.
+func serveDev(ctx context.Context, g *globals, listen string, paths []string, h http.Handler, banner string, summary func() string) error {
 	ln, err := net.Listen("tcp", listen)
 	if err != nil {
 		return fmt.Errorf("listening on %s: %w", listen, err)
 	}
 	mux := http.NewServeMux()
-	mux.Handle(path, h)
+	for _, p := range paths {
+		mux.Handle(p, h)
+	}
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
 	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	fmt.Fprintln(g.stdout, strings.ReplaceAll(banner, "{addr}", ln.Addr().String()))
@@ -201,7 +203,8 @@ func failOneURLIn(n int) func(*http.Request) bool {
 			}
 			return ""
 		}
-		if !strings.EqualFold(get("REQUEST"), "GetFeature") || strings.EqualFold(get("RESULTTYPE"), "hits") {
+		items := strings.HasSuffix(r.URL.Path, "/items") && get("limit") != "1" // OGC API - Features; limit=1 counts
+		if !items && (!strings.EqualFold(get("REQUEST"), "GetFeature") || strings.EqualFold(get("RESULTTYPE"), "hits")) {
 			return false
 		}
 		h := fnv.New32a()
@@ -212,8 +215,9 @@ func failOneURLIn(n int) func(*http.Request) bool {
 
 func serveDevWFS(ctx context.Context, g *globals, listen string, opts wfsserver.Options) error {
 	srv := wfsserver.New(opts)
-	banner := fmt.Sprintf("sample WFS: http://{addr}/wfs (%d parcels, type %s)", srv.Len(), srv.TypeName())
-	return serveDev(ctx, g, listen, "/wfs", srv, banner, func() string {
+	banner := fmt.Sprintf("sample WFS: http://{addr}/wfs (%d parcels, type %s); OGC API - Features: http://{addr}/ogcapi (collection %s)",
+		srv.Len(), srv.TypeName(), srv.TypeName()[strings.Index(srv.TypeName(), ":")+1:])
+	return serveDev(ctx, g, listen, []string{"/wfs", "/ogcapi", "/ogcapi/"}, srv, banner, func() string {
 		st := srv.Stats()
 		return fmt.Sprintf("served %d requests (%d GetFeature, %d hits, %d answered 429, %d faults injected), %d features",
 			st.Requests, st.GetFeature, st.Hits, st.TooManyRequests, st.Faults, st.FeaturesServed)
