@@ -68,6 +68,11 @@ bench-limits:
 bench-mapserver: build
 	bash bench/mapserver/pgrestart.sh $(BIN)
 
+## bench-ogcapi: a real MapServer 8 OGC API - Features over PostGIS, harvested by geoflow and by ogr2ogr
+.PHONY: bench-ogcapi
+bench-ogcapi: build
+	bash bench/mapserver/ogcapi.sh $(BIN)
+
 ## fuzz: run every fuzz target for FUZZTIME each (default 30s)
 FUZZTIME ?= 30s
 fuzz:

@@ -85,6 +85,7 @@ func run(listen, mapserv, config, accessLog string) error {
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/mapserv", h)
+	mux.Handle("/mapserv/", h) // OGC API: /mapserv/{map alias}/ogcapi/...
 	fmt.Println(ln.Addr().String())
 	return http.Serve(ln, mux)
 }
@@ -124,6 +125,17 @@ func what(r *http.Request) string {
 	q := map[string]string{}
 	for k, v := range r.URL.Query() {
 		q[strings.ToUpper(k)] = strings.Join(v, ",")
+	}
+	if i := strings.Index(r.URL.Path, "/ogcapi"); i >= 0 {
+		// OGC API - Features: the resource, and whether it asked for a count or a page.
+		s := "ogcapi" + r.URL.Path[i+len("/ogcapi"):]
+		switch {
+		case q["LIMIT"] == "1":
+			s += "/count"
+		case q["OFFSET"] != "":
+			s += "/paged"
+		}
+		return s
 	}
 	s := q["REQUEST"]
 	if strings.EqualFold(q["RESULTTYPE"], "hits") {
