@@ -40,7 +40,8 @@ type options struct {
 	// then long-tailed), a small quota, a skewed server clock and stalls among the faults.
 	latency time.Duration
 	skew    time.Duration
-	trace   bool // print each server window's admitted and throttled requests to stderr
+	trace   bool   // print each server window's admitted and throttled requests to stderr
+	tail    string // the slow rows' latency: on (long-tailed), off (fixed) or all
 }
 
 func pick(filter, v string) bool { return filter == "all" || filter == v }
@@ -62,6 +63,7 @@ func main() {
 	flag.DurationVar(&o.latency, "latency", 0, "run the slow-server rows: answers of this median latency (fixed and long-tailed), -quota small")
 	flag.DurationVar(&o.skew, "skew", 1500*time.Millisecond, "with -latency: the server's clock runs this far ahead (Date, Reset)")
 	flag.BoolVar(&o.trace, "trace", false, "print each server window's admitted/throttled counts to stderr")
+	flag.StringVar(&o.tail, "tail", "all", "with -latency: long-tailed latency rows on, fixed-latency rows off, or all")
 	flag.Parse()
 	for _, s := range strings.Split(workers, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
@@ -173,7 +175,7 @@ func runLatency(ctx context.Context, w io.Writer, o options) error {
 	fmt.Fprintln(w, "|---|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|")
 	var results []result
 	for _, tail := range []bool{false, true} {
-		if (tail && os.Getenv("BENCH_TAIL") == "off") || (!tail && os.Getenv("BENCH_TAIL") == "only") {
+		if !pick(o.tail, map[bool]string{true: "on", false: "off"}[tail]) {
 			continue
 		}
 		for _, headers := range []bool{true, false} {
@@ -263,7 +265,7 @@ func runOne(ctx context.Context, cfg fixtureConfig, workers int, name string, o 
 			}
 			fmt.Fprintln(os.Stderr)
 			for _, k := range keys {
-				if fx.trace[k][1] > 0 || os.Getenv("TRACE_ALL") != "" { // the windows with 429s, beside the window before
+				if fx.trace[k][1] > 0 { // the windows with 429s, beside the window before
 					fmt.Fprintln(os.Stderr, "  ", k, fx.arrivals[k-1], fx.arrivals[k])
 				}
 			}

@@ -5,8 +5,8 @@
 #                                         set to a PostGIS URL; stop what was started afterwards
 #   postgis.sh start                       start a throwaway cluster; print "URL DIR"
 #   postgis.sh stop DIR                    stop and remove a cluster started by start
-#   postgis.sh gdal                        install gdal-bin when missing (root); print
-#                                         GEOFLOW_REQUIRE_GDAL=1 when ogrinfo is there
+#   postgis.sh gdal                        install gdal-bin and cgi-mapserver when missing (root); print
+#                                         GEOFLOW_REQUIRE_GDAL=1 GEOFLOW_REQUIRE_MAPSERVER=1
 #
 # Order of preference: VAR already set -> use it; a Docker engine answers -> docker compose
 # with docker-compose.yml; else a throwaway cluster from Debian's postgresql-15-postgis-3
@@ -105,21 +105,21 @@ stop_cluster() {
   rm -rf "$dir"
 }
 
-# ensure_gdal installs Debian's gdal-bin when it is missing and we may, so the tests that
-# check the sample WFS against ogr2ogr run instead of skipping; it prints the variable to
-# export when GDAL is there.
+# ensure_gdal installs Debian's gdal-bin and cgi-mapserver when they are missing and we may,
+# so that the tests that check geoflow against ogr2ogr and a real MapServer run instead of
+# skipping; it prints the variables to export for what is there.
 ensure_gdal() {
-  if ! command -v ogrinfo >/dev/null; then
-    local sudo=""
+  local sudo=""
+  if ! command -v ogrinfo >/dev/null || [ ! -x /usr/lib/cgi-bin/mapserv ]; then
     [ "$(id -u)" = 0 ] || { command -v sudo >/dev/null && sudo -n true 2>/dev/null && sudo="sudo -n"; } || {
-      log "gdal-bin is not installed and I am not root: the GDAL tests (ogr2ogr, ogrinfo, validate_gpkg.py) will fail; install gdal-bin"; return 0; }
-    log "installing gdal-bin from Debian's packages (for the ogr2ogr interoperability tests)"
-    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends gdal-bin >>/tmp/geoflow-apt.log 2>&1 ||
+      log "gdal-bin or cgi-mapserver is not installed and I am not root: the GDAL and MapServer tests will fail; install them"; return 0; }
+    log "installing gdal-bin and cgi-mapserver from Debian's packages (for the ogr2ogr and MapServer interoperability tests)"
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends gdal-bin cgi-mapserver >>/tmp/geoflow-apt.log 2>&1 ||
       { $sudo apt-get update -qq >>/tmp/geoflow-apt.log 2>&1 || true
-        DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends gdal-bin >>/tmp/geoflow-apt.log 2>&1; } ||
-      { log "installing gdal-bin failed (see /tmp/geoflow-apt.log)"; return 1; }
+        DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends gdal-bin cgi-mapserver >>/tmp/geoflow-apt.log 2>&1; } ||
+      { log "installing gdal-bin and cgi-mapserver failed (see /tmp/geoflow-apt.log)"; return 1; }
   fi
-  echo "GEOFLOW_REQUIRE_GDAL=1"
+  echo "GEOFLOW_REQUIRE_GDAL=1 GEOFLOW_REQUIRE_MAPSERVER=1"
 }
 
 docker_ok() { command -v docker >/dev/null && timeout 5 docker info >/dev/null 2>&1; }
