@@ -4,6 +4,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/geoflow/geoflow/tasks"
+	"github.com/geoflow/geoflow/tasks/arcgis"
 	"github.com/geoflow/geoflow/tasks/imagery"
 	"github.com/geoflow/geoflow/tasks/ogcapi"
 	"github.com/geoflow/geoflow/tasks/tiles"
@@ -14,6 +15,7 @@ import (
 func registerKinds(r *tasks.Registry) {
 	r.Register(wfs.Kind())
 	r.Register(ogcapi.Kind())
+	r.Register(arcgis.Kind())
 	r.Register(tiles.Kind())
 	r.Register(imagery.Kind())
 }

@@ -1,0 +1,184 @@
+package arcgis_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/geoflow/geoflow/flows"
+	"github.com/geoflow/geoflow/internal/devserver/arcgisserver"
+	"github.com/geoflow/geoflow/internal/testdb"
+	"github.com/geoflow/geoflow/retry"
+	"github.com/geoflow/geoflow/store"
+	"github.com/geoflow/geoflow/store/postgis"
+	"github.com/geoflow/geoflow/tasks"
+	"github.com/geoflow/geoflow/tasks/arcgis"
+)
+
+func TestMain(m *testing.M) { testdb.Main(m) }
+
+type harness struct {
+	t     *testing.T
+	fx    *arcgisserver.Server
+	url   string
+	dbURL string
+	db    *postgis.Store
+	logs  *bytes.Buffer
+}
+
+func newHarness(t *testing.T, opts arcgisserver.Options) *harness {
+	t.Helper()
+	fx := arcgisserver.New(opts)
+	srv := httptest.NewServer(fx)
+	t.Cleanup(srv.Close)
+	dbURL := testdb.URL(t)
+	db, err := postgis.Open(context.Background(), dbURL, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(db.Close)
+	return &harness{t: t, fx: fx, url: srv.URL + "/arcgis/rest/services/Parcels/FeatureServer/0", dbURL: dbURL, db: db, logs: &bytes.Buffer{}}
+}
+
+func (h *harness) run(taskYAML string, opts flows.RunOptions) *flows.Result {
+	h.t.Helper()
+	src := fmt.Sprintf(`
+name: test
+defaults:
+  retry: {base_delay: 1ms, max_delay: 20ms}
+  rate_limit: {requests_per_second: 1000, burst: 100, concurrency: 4}
+tasks:
+  parcels:
+    type: arcgis_features
+    url: %s
+%s`, h.url, indent(taskYAML))
+	r := &tasks.Registry{}
+	r.Register(arcgis.Kind())
+	f, err := flows.Parse("test.yaml", []byte(src), flows.Options{Registry: r})
+	if err != nil {
+		h.t.Fatalf("flow: %v\n%s", err, src)
+	}
+	log := slog.New(slog.NewTextHandler(h.logs, nil))
+	opts.Store, opts.Logger = h.db, log
+	if opts.HTTP == nil {
+		opts.HTTP = retry.New(&retry.Options{Logger: log, Seed: 1})
+	}
+	res, err := flows.Run(context.Background(), f, opts)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return res
+}
+
+func indent(s string) string {
+	var b strings.Builder
+	for _, l := range strings.Split(strings.TrimSpace(s), "\n") {
+		b.WriteString("    " + strings.TrimSpace(l) + "\n")
+	}
+	return b.String()
+}
+
+func tail(s string) string {
+	if len(s) > 4000 {
+		return s[len(s)-4000:]
+	}
+	return s
+}
+
+// checkEqual asserts the table holds every parcel once, geometry equal to the source
+// (polygons with holes and multipart polygons included) and attributes as served, dates
+// made timestamps.
+func (h *harness) checkEqual(table string) {
+	h.t.Helper()
+	n := h.fx.Len()
+	rows := testdb.Int64(h.t, h.dbURL, "SELECT count(*) FROM "+table)
+	distinct := testdb.Int64(h.t, h.dbURL, "SELECT count(DISTINCT objectid) FROM "+table)
+	if rows != int64(n) || distinct != rows {
+		h.t.Fatalf("%s: %d rows, %d distinct object ids; the server has %d\n%s", table, rows, distinct, n, tail(h.logs.String()))
+	}
+	// The source, in one statement: a table of what the server holds.
+	var b strings.Builder
+	b.WriteString("CREATE TABLE src_" + table + " AS SELECT * FROM (VALUES ")
+	for i := range n {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		a := h.fx.Attributes(i)
+		fmt.Fprintf(&b, "(%d, ST_GeomFromText('%s', 4326), '%s', %v::bigint)", i+1, wktOf(h.fx.Parcel(i).Geometry), a["parcel_id"], a["updated_at"])
+	}
+	b.WriteString(") AS v(objectid, geom, parcel_id, updated_ms)")
+	testdb.Rows(h.t, h.dbURL, b.String())
+	r := testdb.Rows(h.t, h.dbURL, `SELECT
+		count(*) FILTER (WHERE ST_HausdorffDistance(g.geom, s.geom) > 1e-9),
+		count(*) FILTER (WHERE g.parcel_id IS DISTINCT FROM s.parcel_id OR (extract(epoch FROM g.updated_at) * 1000)::bigint IS DISTINCT FROM s.updated_ms),
+		count(*) FILTER (WHERE ST_NumInteriorRings(ST_GeometryN(s.geom, 1)) > 0),
+		count(*) FILTER (WHERE ST_NumGeometries(s.geom) > 1),
+		count(*)
+		FROM `+table+` g JOIN src_`+table+` s USING (objectid)`)[0]
+	geomDiff, attrDiff, holes, multi, joined := r[0].(int64), r[1].(int64), r[2].(int64), r[3].(int64), r[4].(int64)
+	h.t.Logf("%d parcels compared: %d with holes, %d multipart; %d geometries and %d attribute rows differ", joined, holes, multi, geomDiff, attrDiff)
+	if joined != int64(n) || geomDiff != 0 || attrDiff != 0 {
+		h.t.Errorf("%d of %d parcels compared; %d geometries (Hausdorff > 1e-9) and %d attribute rows differ from the source", joined, n, geomDiff, attrDiff)
+	}
+	if holes == 0 || multi == 0 {
+		h.t.Errorf("the sample held %d polygons with holes and %d multipart ones: the ring grouping is not exercised", holes, multi)
+	}
+}
+
+func TestHarvest(t *testing.T) {
+	tests := []struct {
+		name string
+		opts arcgisserver.Options
+		keys string
+	}{
+		{name: "defaults", opts: arcgisserver.Options{Features: 1500, MaxRecordCount: 200}},
+		{name: "id list capped, faults, errors with 200", opts: arcgisserver.Options{Features: 3000, MaxRecordCount: 1000, MaxIDs: 500,
+			Faults: arcgisserver.Faults{Rate5xx: 0.02, RateError200: 0.02, RateTruncate: 0.01}}},
+		{name: "batch below maxRecordCount", opts: arcgisserver.Options{Features: 800, MaxRecordCount: 1000}, keys: "batch_size: 150"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t, tt.opts)
+			keys := "target: {table: parcels}\n" + tt.keys
+			res := h.run(keys, flows.RunOptions{})
+			if res.Status != store.Done || res.DeadLetters() != 0 {
+				t.Fatalf("run %s, %d dead: %v\n%s", res.Status, res.DeadLetters(), res.FailedTasks, tail(h.logs.String()))
+			}
+			h.checkEqual("parcels")
+			if !strings.Contains(h.logs.String(), "complete: every feature the server counted is stored") {
+				t.Errorf("no completeness report:\n%s", tail(h.logs.String()))
+			}
+			st := h.fx.Stats()
+			t.Logf("%+v", st)
+			if tt.opts.MaxIDs > 0 && st.IDQueries < 4 {
+				t.Errorf("%d id queries: the capped list was not split", st.IDQueries)
+			}
+		})
+	}
+}
+
+// TestToken: the token goes in a header; a wrong one fails the task at once with the
+// server's words, and neither it nor the right one reaches the logs.
+func TestToken(t *testing.T) {
+	h := newHarness(t, arcgisserver.Options{Features: 300, Token: "s3cret-tok3n"})
+	t.Setenv("GF_TEST_TOKEN", "wrong-tok3n")
+	res := h.run("token_env: GF_TEST_TOKEN\ntarget: {table: parcels}", flows.RunOptions{})
+	if res.Status != store.Failed || !strings.Contains(res.FailedTasks["parcels"], "Invalid Token") {
+		t.Fatalf("run %s: %v", res.Status, res.FailedTasks)
+	}
+	if st := h.fx.Stats(); st.TokenErrors != 1 {
+		t.Errorf("%d requests refused for the token; a 498 must not be retried", st.TokenErrors)
+	}
+	t.Setenv("GF_TEST_TOKEN", "s3cret-tok3n")
+	res = h.run("token_env: GF_TEST_TOKEN\ntarget: {table: parcels}", flows.RunOptions{})
+	if res.Status != store.Done {
+		t.Fatalf("run %s: %v\n%s", res.Status, res.FailedTasks, tail(h.logs.String()))
+	}
+	if strings.Contains(h.logs.String(), "tok3n") {
+		t.Errorf("a token reached the logs:\n%s", tail(h.logs.String()))
+	}
+}

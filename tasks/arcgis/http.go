@@ -1,0 +1,120 @@
+package arcgis
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/geoflow/geoflow/dlq"
+	"github.com/geoflow/geoflow/retry"
+	"github.com/geoflow/geoflow/spatial"
+	"github.com/geoflow/geoflow/spatial/esrijson"
+	"github.com/geoflow/geoflow/tasks"
+)
+
+// request is a GET (form in the query) or a POST (form in the body) of u. A query is a
+// read, so a POST is retried like a GET. The token goes in X-Esri-Authorization, which the
+// handler redacts like every credential header.
+func (t *Task) request(env *tasks.Env, unit, method, u string, form url.Values) retry.Request {
+	return retry.Request{
+		Unit: unit, Policy: env.Retry, RateLimit: env.RateLimit, Redirects: env.Redirects, Idempotent: true,
+		New: func(ctx context.Context) (*http.Request, error) {
+			var req *http.Request
+			var err error
+			if method == http.MethodGet {
+				target := u
+				if len(form) > 0 {
+					sep := "?"
+					if strings.Contains(u, "?") {
+						sep = "&"
+					}
+					target += sep + form.Encode()
+				}
+				req, err = http.NewRequestWithContext(ctx, http.MethodGet, target, nil)
+			} else {
+				req, err = http.NewRequestWithContext(ctx, http.MethodPost, u, strings.NewReader(form.Encode()))
+				if err == nil {
+					req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+				}
+			}
+			if err != nil {
+				return nil, err
+			}
+			for k, v := range t.cfg.Headers {
+				req.Header.Set(k, v)
+			}
+			req.Header.Set("User-Agent", "geoflow")
+			if t.token != "" {
+				req.Header.Set("X-Esri-Authorization", "Bearer "+t.token)
+			}
+			return req, nil
+		},
+	}
+}
+
+// serviceError classifies an {"error":{...}} body, which ArcGIS answers with HTTP 200.
+func serviceError(body []byte) error {
+	trimmed := strings.TrimSpace(string(body[:min(len(body), 64)]))
+	if !strings.HasPrefix(trimmed, "{") || !strings.Contains(trimmed, `"error"`) {
+		return nil
+	}
+	var e struct {
+		Error *struct {
+			Code    json.Number `json:"code"`
+			Message string      `json:"message"`
+			Details []any       `json:"details"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(body, &e) != nil || e.Error == nil {
+		return nil
+	}
+	se := &esrijson.ServiceError{Message: e.Error.Message}
+	fmt.Sscan(e.Error.Code.String(), &se.Code)
+	for _, d := range e.Error.Details {
+		se.Details = append(se.Details, fmt.Sprint(d))
+	}
+	return classify(se)
+}
+
+// classify marks an error reading an answer for the retry handler. The error codes of
+// ArcGIS bodies decide: 498 (invalid or expired token) and 499 (token required) cannot
+// succeed by asking again, nor can 400, 403 or 404; 500 and the like are the server's own
+// failures, retried.
+func classify(err error) error {
+	var se *esrijson.ServiceError
+	var nf *spatial.NotFeaturesError
+	switch {
+	case errors.As(err, &se):
+		switch {
+		case se.Code == 498 || se.Code == 499:
+			return retry.Permanent(dlq.ClassHTTP4xx, fmt.Errorf("the server refused the token (set token_env to a valid token): %w", se))
+		case se.Code >= 500 || se.Code == 0:
+			return retry.Transient(dlq.ClassHTTP5xx, se)
+		}
+		return retry.Permanent(dlq.ClassHTTP4xx, se)
+	case errors.Is(err, spatial.ErrTooLarge):
+		return retry.Permanent(dlq.ClassTooLarge, err)
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return retry.Transient(dlq.ClassTruncated, err)
+	case errors.As(err, &nf) && nf.Kind == "html":
+		return retry.Transient(dlq.ClassParse, fmt.Errorf("the server answered an HTML page instead of features: %w", err))
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return err
+	}
+	return retry.Permanent(dlq.ClassParse, err)
+}
+
+// checkHTML refuses an HTML page answered in place of JSON (a proxy's error page, or f
+// ignored): the server behind may recover.
+func checkHTML(resp *http.Response) error {
+	if strings.HasPrefix(strings.ToLower(resp.Header.Get("Content-Type")), "text/html") {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		return retry.Transient(dlq.ClassParse, &spatial.NotFeaturesError{Kind: "html", Snippet: spatial.Snippet(b, 200)})
+	}
+	return nil
+}
