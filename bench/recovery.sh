@@ -2,6 +2,8 @@
 # bench/recovery.sh: what resume, bbox reruns and dead-letter replay cost, in requests.
 #
 #   bash internal/testdb/postgis.sh run --env GEOFLOW_DATABASE_URL -- bash bench/recovery.sh bin/geoflow
+#   SOURCE=ogcapi ... bash bench/recovery.sh bin/geoflow     (the same parcels as OGC API - Features)
+#   SOURCE=arcgis ... bash bench/recovery.sh bin/geoflow     (as an ArcGIS feature service layer)
 #
 # Against the sample WFS (restarted between phases, so its request counter starts at zero;
 # the same seed serves the same parcels): a full run; a --bbox rerun after deleting an
@@ -14,10 +16,20 @@ db=${GEOFLOW_DATABASE_URL:?run under postgis.sh}
 out=$(mktemp -d)
 sql() { psql -X -qtA "$db" -c "$1"; }
 free_port() { for _ in $(seq 1 50); do p=$(( 20000 + RANDOM % 20000 )); (exec 3<>/dev/tcp/127.0.0.1/$p) 2>/dev/null || { echo $p; return; }; done; return 1; }
+source=${SOURCE:-wfs}
 port=$(free_port)
-url="http://127.0.0.1:$port/wfs"
+case "$source" in
+  wfs) url="http://127.0.0.1:$port/wfs"; dev=wfs; task="type: wfs
+    typename: gf:parcels" ;;
+  ogcapi) url="http://127.0.0.1:$port/ogcapi"; dev=wfs; task="type: ogcapi_features
+    collection: parcels" ;;
+  arcgis) url="http://127.0.0.1:$port/arcgis/rest/services/Parcels/FeatureServer/0"; dev=arcgis; task="type: arcgis_features" ;;
+  *) echo "SOURCE must be wfs, ogcapi or arcgis" >&2; exit 2 ;;
+esac
+echo "source: $source at $url"
 wfs_pid=""
-start_wfs() { "$bin" dev wfs --listen 127.0.0.1:$port --features "$features" --latency 2ms "$@" >"$out/wfs.log" 2>&1 & wfs_pid=$!
+start_wfs() { local extra=(); [ "$dev" = wfs ] && extra=(--latency 2ms)
+  "$bin" dev "$dev" --listen 127.0.0.1:$port --features "$features" "${extra[@]}" "$@" >"$out/wfs.log" 2>&1 & wfs_pid=$!
   for _ in $(seq 1 100); do (exec 3<>/dev/tcp/127.0.0.1/$port) 2>/dev/null && return; sleep 0.1; done; cat "$out/wfs.log" >&2; exit 1; }
 stop_wfs() { # sets served to the number of requests the server answered
   kill -INT "$wfs_pid" 2>/dev/null || true; wait "$wfs_pid" 2>/dev/null || true
@@ -27,9 +39,8 @@ flow() { cat >"$out/$1.yaml" <<YAML
 name: $1
 tasks:
   parcels:
-    type: wfs
+    $task
     url: $url
-    typename: gf:parcels
     bbox: [11.45, 48.05, 11.55, 48.15]
     target: {table: $1}
 YAML

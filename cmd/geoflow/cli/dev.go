@@ -22,7 +22,7 @@ import (
 func newDevCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "dev",
-		Short: "Local services for trying geoflow out: the sample WFS of make demo, a tile server, a WMS and a STAC API",
+		Short: "Local services for trying geoflow out: the sample WFS (and OGC API - Features) of make demo, an ArcGIS feature service, a tile server, a WMS and a STAC API",
 	}
 	var (
 		listen              string
@@ -75,7 +75,7 @@ func newDevCmd(g *globals) *cobra.Command {
 	f.Float64Var(&exc200, "fault-exception-200", 0, "share answered an exception report with HTTP 200")
 	f.Float64Var(&html200, "fault-html-200", 0, "share answered a proxy HTML page with HTTP 200")
 	f.IntVar(&failOneIn, "fail-one-in", 0, "answer 500 forever to one GetFeature URL in N (by a hash of the URL; counts spared); restart without it to heal")
-	cmd.AddCommand(wfs, newDevTilesCmd(g), newDevWMSCmd(g), newDevSTACCmd(g))
+	cmd.AddCommand(wfs, newDevArcGISCmd(g), newDevTilesCmd(g), newDevWMSCmd(g), newDevSTACCmd(g))
 	return cmd
 }
 

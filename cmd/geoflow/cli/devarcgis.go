@@ -1,0 +1,57 @@
+package cli
+
+import (
+	"fmt"
+	"hash/fnv"
+	"strconv"
+
+	"github.com/spf13/cobra"
+
+	"github.com/geoflow/geoflow/internal/devserver/arcgisserver"
+)
+
+// newDevArcGISCmd serves the sample ArcGIS feature service layer.
+func newDevArcGISCmd(g *globals) *cobra.Command {
+	var (
+		listen    string
+		opts      arcgisserver.Options
+		failOneIn int
+	)
+	cmd := &cobra.Command{
+		Use:   "arcgis",
+		Short: "Serve a sample ArcGIS REST feature service layer over the sample parcels until interrupted",
+		Long: "Serve .../FeatureServer/0 (the layer document) and .../FeatureServer/0/query (where=1=1, objectIds,\n" +
+			"an envelope, returnIdsOnly, returnCountOnly, resultOffset, f=json/geojson) over the parcels of geoflow dev wfs,\n" +
+			"answering errors with HTTP 200 and {\"error\":...} as ArcGIS does, with switches for caps and faults.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if failOneIn > 0 {
+				opts.Faults.FailIDs = func(id int) bool {
+					h := fnv.New32a()
+					h.Write([]byte(strconv.Itoa(id)))
+					return h.Sum32()%uint32(failOneIn*1000) == 0
+				}
+			}
+			srv := arcgisserver.New(opts)
+			banner := fmt.Sprintf("sample ArcGIS layer: http://{addr}/arcgis/rest/services/Parcels/FeatureServer/0 (%d parcels, maxRecordCount %d)", srv.Len(), max(opts.MaxRecordCount, 1000))
+			return serveDev(cmd.Context(), g, listen, []string{"/arcgis/"}, srv, banner, func() string {
+				st := srv.Stats()
+				return fmt.Sprintf("served %d requests (%d id lists, %d counts, %d feature queries, %d faults injected), %d features",
+					st.Requests, st.IDQueries, st.CountQueries, st.FeatureQueries, st.Faults, st.FeaturesServed)
+			})
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&listen, "listen", "127.0.0.1:8092", "address to listen on (loopback only by default)")
+	f.IntVar(&opts.Features, "features", 10000, "number of parcels")
+	f.Int64Var(&opts.Seed, "seed", 1, "generation seed: equal seeds serve equal data")
+	f.IntVar(&opts.MaxRecordCount, "max-record-count", 1000, "features per query at most")
+	f.IntVar(&opts.MaxIDs, "max-ids", 0, "cap returnIdsOnly lists at this many (0: no cap, as Esri documents)")
+	f.StringVar(&opts.Token, "token", "", "require this token (X-Esri-Authorization: Bearer, or the token parameter)")
+	f.BoolVar(&opts.NoGeoJSON, "no-geojson", false, "refuse f=geojson")
+	f.Float64Var(&opts.Faults.Rate5xx, "fault-5xx", 0, "share of queries answered 503 with an HTML page")
+	f.Float64Var(&opts.Faults.RateError200, "fault-error-200", 0, "share of queries answered HTTP 200 {\"error\":{\"code\":500}}")
+	f.Float64Var(&opts.Faults.RateTruncate, "fault-truncate", 0, "share of query bodies cut off mid-stream")
+	f.IntVar(&failOneIn, "fail-one-in", 0, "fail forever every query holding one of about one object id in N*1000 (restart without it to heal)")
+	return cmd
+}
