@@ -73,6 +73,11 @@ bench-mapserver: build
 bench-ogcapi: build
 	bash bench/mapserver/ogcapi.sh $(BIN)
 
+## bench-arcgis: 100,000 parcels from the sample ArcGIS layer (maxRecordCount 1000, id lists capped, 5% faults) against the source
+.PHONY: bench-arcgis
+bench-arcgis: build
+	$(POSTGIS) run --env GEOFLOW_DATABASE_URL -- bash bench/arcgis.sh $(BIN)
+
 ## fuzz: run every fuzz target for FUZZTIME each (default 30s)
 FUZZTIME ?= 30s
 fuzz:
