@@ -34,9 +34,11 @@ demo: build
 bench: build
 	$(POSTGIS) run --env GEOFLOW_DATABASE_URL -- bash bench/wfs.sh $(BIN)
 
-## bench-recovery: requests spent by a bbox rerun, a resume after SIGKILL, and dead-letter replay
+## bench-recovery: requests spent by a bbox rerun, a resume after SIGKILL, and dead-letter replay (WFS, OGC API, ArcGIS)
 bench-recovery: build
 	$(POSTGIS) run --env GEOFLOW_DATABASE_URL -- bash bench/recovery.sh $(BIN)
+	SOURCE=ogcapi $(POSTGIS) run --env GEOFLOW_DATABASE_URL -- bash bench/recovery.sh $(BIN)
+	SOURCE=arcgis $(POSTGIS) run --env GEOFLOW_DATABASE_URL -- bash bench/recovery.sh $(BIN)
 
 ## bench-pgrestart: PostgreSQL restarted (pg_ctl restart -m fast) in the middle of a 100,000-feature harvest
 bench-pgrestart: build
