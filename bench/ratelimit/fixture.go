@@ -64,6 +64,7 @@ type fixture struct {
 	// arrived before the quota was halved.
 	busyBefore     atomic.Int64
 	admittedBefore atomic.Int64
+	attemptsBefore atomic.Int64
 }
 
 func newFixture(cfg fixtureConfig) *fixture {
@@ -108,6 +109,9 @@ func (f *fixture) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	limit := int(f.quota)
 	before = f.halvedAt.IsZero()
+	if before {
+		f.attemptsBefore.Add(1)
+	}
 	var admitted bool
 	var remaining int
 	var resetIn time.Duration // until the window resets / the bucket is full

@@ -104,6 +104,10 @@ type result struct {
 	// usedBefore and busyBefore are quota used and workers busy before the quota was
 	// halved (where the quota is highest, and the workers most likely the ceiling).
 	usedBefore, busyBefore float64
+	// reachable is admitted requests over what the quota allowed or the workers could
+	// send, whichever is less, phase by phase: a worker holds one request at a time, so n
+	// workers send at most n per mean time a request spends in the server (Little's law).
+	reachable float64
 }
 
 func run(ctx context.Context, w io.Writer, o options) error {
@@ -171,8 +175,8 @@ func run(ctx context.Context, w io.Writer, o options) error {
 func runLatency(ctx context.Context, w io.Writer, o options) error {
 	fmt.Fprintf(w, "slow server: quota %.0f req/s in fixed 1 s windows (halved after %d successes), answers in %s (fixed, then log-normal with that median, cut at 5 s), server clock %s ahead, %.0f%% faults (503, cut-off body, 3 s stall), %d logical requests\n\n",
 		o.quota, o.requests/2, o.latency, o.skew, o.faults*100, o.requests)
-	fmt.Fprintln(w, "| latency | headers | workers | strategy | goodput (units/s) | quota used | 429 share | amplification | p99 latency | units lost | workers busy | before the halving: quota used, workers busy |")
-	fmt.Fprintln(w, "|---|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+	fmt.Fprintln(w, "| latency | headers | workers | strategy | goodput (units/s) | quota used | 429 share | amplification | p99 latency | units lost | workers busy | before the halving: quota used, workers busy | of what the quota and the workers allow |")
+	fmt.Fprintln(w, "|---|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 	var results []result
 	for _, tail := range []bool{false, true} {
 		if !pick(o.tail, map[bool]string{true: "on", false: "off"}[tail]) {
@@ -194,9 +198,9 @@ func runLatency(ctx context.Context, w io.Writer, o options) error {
 				if tail {
 					lat = "long tail"
 				}
-				fmt.Fprintf(w, "| %s %s | %s | %d | geoflow | %.1f | %.0f%% | %.1f%% | %.2f | %s | %d | %.0f%% | %.0f%%, %.0f%% |\n", lat, o.latency,
+				fmt.Fprintf(w, "| %s %s | %s | %d | geoflow | %.1f | %.0f%% | %.1f%% | %.2f | %s | %d | %.0f%% | %.0f%%, %.0f%% | %.0f%% |\n", lat, o.latency,
 					map[bool]string{true: "on", false: "off"}[headers], n, r.goodput, r.utilised*100, r.share429*100, r.amplify,
-					r.p99.Round(time.Millisecond), r.lost, r.busy*100, r.usedBefore*100, r.busyBefore*100)
+					r.p99.Round(time.Millisecond), r.lost, r.busy*100, r.usedBefore*100, r.busyBefore*100, r.reachable*100)
 			}
 		}
 	}
@@ -346,6 +350,19 @@ func runOne(ctx context.Context, cfg fixtureConfig, workers int, name string, o 
 	if h := fx.halvedAt.Sub(fx.start); !fx.halvedAt.IsZero() && h > 0 {
 		r.usedBefore = math.Min(float64(fx.admittedBefore.Load())/(cfg.Quota*h.Seconds()), 1)
 		r.busyBefore = float64(fx.busyBefore.Load()) / (float64(workers) * float64(h))
+		// Phase by phase, the least of the quota and the workers' ceiling.
+		ceiling := func(busy, attempts int64, d time.Duration, quota float64) float64 {
+			byQuota := quota * d.Seconds()
+			if attempts == 0 || busy == 0 {
+				return byQuota
+			}
+			mean := float64(busy) / float64(attempts) // ns a request spends in the server
+			return math.Min(byQuota, float64(workers)*float64(d)/mean)
+		}
+		end := start.Add(elapsed).Add(cfg.Skew)
+		c1 := ceiling(fx.busyBefore.Load(), fx.attemptsBefore.Load(), h, cfg.Quota)
+		c2 := ceiling(fx.busy.Load()-fx.busyBefore.Load(), fx.attempts.Load()-fx.attemptsBefore.Load(), end.Sub(fx.halvedAt), cfg.Quota/2)
+		r.reachable = math.Min(float64(r.admitted)/(c1+c2), 1)
 	}
 	return r, nil
 }

@@ -150,20 +150,32 @@ func (r *Reader) next() (*spatial.Feature, error) {
 		key, _ := tok.(string)
 		switch key {
 		case "error":
-			var e struct {
-				Code    json.Number `json:"code"`
-				Message string      `json:"message"`
-				Details []any       `json:"details"`
-			}
+			// Read leniently (a code written as a string, a message as null): an error
+			// answer must be an error whatever its members hold.
+			var e any
 			if err := r.decodeValue(&e); err != nil {
 				return nil, err
 			}
-			se := &ServiceError{Message: e.Message}
-			if c, err := strconv.Atoi(e.Code.String()); err == nil {
-				se.Code = c
-			}
-			for _, d := range e.Details {
-				se.Details = append(se.Details, fmt.Sprint(d))
+			se := &ServiceError{Message: "(no message)"}
+			if m, ok := e.(map[string]any); ok {
+				if msg, ok := m["message"].(string); ok {
+					se.Message = msg
+				}
+				switch c := m["code"].(type) {
+				case json.Number:
+					if n, err := strconv.Atoi(c.String()); err == nil {
+						se.Code = n
+					}
+				case string:
+					if n, err := strconv.Atoi(c); err == nil {
+						se.Code = n
+					}
+				}
+				if d, ok := m["details"].([]any); ok {
+					for _, x := range d {
+						se.Details = append(se.Details, fmt.Sprint(x))
+					}
+				}
 			}
 			return nil, se
 		case "features":

@@ -63,20 +63,31 @@ func serviceError(body []byte) error {
 	if !strings.HasPrefix(trimmed, "{") || !strings.Contains(trimmed, `"error"`) {
 		return nil
 	}
+	// Only the presence of the error object is trusted; its members are read leniently
+	// (a code written as a string, a message as null): an error answer must never be
+	// taken for an empty result.
 	var e struct {
-		Error *struct {
-			Code    json.Number `json:"code"`
-			Message string      `json:"message"`
-			Details []any       `json:"details"`
-		} `json:"error"`
+		Error json.RawMessage `json:"error"`
 	}
-	if json.Unmarshal(body, &e) != nil || e.Error == nil {
+	if json.Unmarshal(body, &e) != nil || len(e.Error) == 0 || string(e.Error) == "null" {
 		return nil
 	}
-	se := &esrijson.ServiceError{Message: e.Error.Message}
-	fmt.Sscan(e.Error.Code.String(), &se.Code)
-	for _, d := range e.Error.Details {
-		se.Details = append(se.Details, fmt.Sprint(d))
+	var m map[string]any
+	_ = json.Unmarshal(e.Error, &m)
+	se := &esrijson.ServiceError{Message: fmt.Sprint(m["message"])}
+	if m["message"] == nil {
+		se.Message = spatial.Snippet(e.Error, 200)
+	}
+	switch c := m["code"].(type) {
+	case float64:
+		se.Code = int(c)
+	case string:
+		fmt.Sscan(c, &se.Code)
+	}
+	if d, ok := m["details"].([]any); ok {
+		for _, x := range d {
+			se.Details = append(se.Details, fmt.Sprint(x))
+		}
 	}
 	return classify(se)
 }

@@ -123,6 +123,9 @@ END
 	if bad != 0 {
 		t.Errorf("%d parcels differ from the source", bad)
 	}
+	if !strings.Contains(h.logs.String(), "the server ignores offset") {
+		t.Errorf("Debian's MapServer 8.0.0 ignores offset on PostGIS, and the task did not notice:\n%s", tail(h.logs.String()))
+	}
 	if !strings.Contains(h.logs.String(), "complete: every feature the server matched is stored") {
 		t.Errorf("no completeness report:\n%s", tail(h.logs.String()))
 	}

@@ -288,3 +288,33 @@ func TestRefusesWhatTheServerCannotDo(t *testing.T) {
 		})
 	}
 }
+
+// TestServerQuirks: Part 2 asked for EPSG:4326 (latitude first, swapped back to x =
+// longitude), and a server that ignores offset (MapServer 8.0.0 on PostGIS), which the
+// task detects and stops paging on.
+func TestServerQuirks(t *testing.T) {
+	t.Run("crs EPSG:4326 latitude first", func(t *testing.T) {
+		h := newHarness(t, wfsserver.Options{Features: 1500, CountDefault: 400, OGCAPICRS: true})
+		res := h.run("collection: parcels\nbbox: [11.45, 48.05, 11.55, 48.15]\ncrs: http://www.opengis.net/def/crs/EPSG/0/4326\ntarget: {table: parcels}", flows.RunOptions{})
+		if res.Status != store.Done {
+			t.Fatalf("run %s: %v\n%s", res.Status, res.FailedTasks, tail(h.logs.String()))
+		}
+		h.checkComplete("public.parcels", extent)
+	})
+	t.Run("offset ignored", func(t *testing.T) {
+		h := newHarness(t, wfsserver.Options{Features: 1500, CountDefault: 400, OGCAPIIgnoreOffset: true})
+		res := h.run("collection: parcels\nbbox: [11.45, 48.05, 11.55, 48.15]\ntarget: {table: parcels}", flows.RunOptions{})
+		if res.Status != store.Done {
+			t.Fatalf("run %s: %v\n%s", res.Status, res.FailedTasks, tail(h.logs.String()))
+		}
+		h.checkComplete("public.parcels", extent)
+		if !strings.Contains(h.logs.String(), "the server ignores offset") || !strings.Contains(h.logs.String(), "paging=none") {
+			t.Errorf("the ignored offset was not detected:\n%s", tail(h.logs.String()))
+		}
+		got, distinct := walkNextLinks(t, h.url+"/collections/parcels/items?f=json&limit=400")
+		t.Logf("walking next links: %d received, %d distinct", got, distinct)
+		if distinct != 400 {
+			t.Errorf("the fixture does not repeat its first page: %d distinct", distinct)
+		}
+	})
+}

@@ -177,6 +177,9 @@ func (t *Task) prepare(ctx context.Context, env *tasks.Env) (*prepared, error) {
 	if n := sample.Next; n != "" {
 		p.offsetParam = pagingParam(n)
 	}
+	if p.offsetParam != "" {
+		t.checkOffsets(ctx, env, p, sampleArea)
+	}
 	p.eng = harvest.New(harvest.Config{
 		Protocol:   &protocol{t: t, p: p},
 		Caps:       harvest.Caps{Counts: counts, MatchedInResponse: counts, Pages: p.offsetParam != ""},
@@ -330,6 +333,62 @@ func (t *Task) properties(ctx context.Context, env *tasks.Env, p *prepared, coll
 		}
 	}
 	return props, meta, nil
+}
+
+// checkOffsets asks for the second feature of the area twice, as the second of a page of
+// two and as the first of a page of one at offset 1. A server that answers the first
+// feature to the second question ignores offsets (MapServer 8.0.0 on a PostGIS layer):
+// paging is then not used at all, and a tile that cannot be split fails saying so. A
+// server that answers a third feature pages without a stable order: paging may overlap or
+// miss, which the log says.
+func (t *Task) checkOffsets(ctx context.Context, env *tasks.Env, p *prepared, area orb.Bound) {
+	ids := func(q harvest.Query, off int64) ([]string, error) {
+		u := t.itemsURL(p, q)
+		if off > 0 {
+			pu, _ := url.Parse(u)
+			v := pu.Query()
+			v.Set(p.offsetParam, strconv.FormatInt(off, 10))
+			pu.RawQuery = v.Encode()
+			u = pu.String()
+		}
+		var out []string
+		err := env.HTTP.Do(ctx, t.request(env, "paging", u, acceptFeatures), func(resp *http.Response) error {
+			out = out[:0]
+			if err := checkContentType(resp); err != nil {
+				return err
+			}
+			r := geojson.NewReader(resp.Body, geojson.Options{Limits: t.cfg.Limits.Spatial()})
+			for {
+				f, err := r.Next()
+				if err == io.EOF {
+					return nil
+				}
+				if err != nil {
+					return classify(err)
+				}
+				out = append(out, f.ID)
+			}
+		})
+		return out, err
+	}
+	two, err := ids(harvest.Query{Box: area, Count: 2}, 0)
+	if err != nil || len(two) < 2 {
+		return
+	}
+	second, err := ids(harvest.Query{Box: area, Count: 1}, 1)
+	if err != nil || len(second) != 1 {
+		return
+	}
+	switch second[0] {
+	case two[1]:
+	case two[0]:
+		env.Logger.Warn("the server ignores offset: a page at offset 1 starts with the first feature again, and its next links would repeat one page to the end; paging is off, tiles are split until each fits one page",
+			"collection", t.cfg.Collection, "parameter", p.offsetParam)
+		p.offsetParam = ""
+	default:
+		env.Logger.Warn("the server pages without a stable order (offset 1 did not give the second feature): pages of a tile that cannot be split may overlap or miss features",
+			"collection", t.cfg.Collection)
+	}
 }
 
 // wanted says whether property name is harvested (properties: restricts them).

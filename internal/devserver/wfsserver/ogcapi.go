@@ -23,6 +23,8 @@ const (
 	confGeoJSON = "http://www.opengis.net/spec/ogcapi-features-1/1.0/conf/geojson"
 	confOAS30   = "http://www.opengis.net/spec/ogcapi-features-1/1.0/conf/oas30"
 	crs84       = "http://www.opengis.net/def/crs/OGC/1.3/CRS84"
+	confCRS     = "http://www.opengis.net/spec/ogcapi-features-2/1.0/conf/crs"
+	epsg4326    = "http://www.opengis.net/def/crs/EPSG/0/4326"
 	// ogcapiDefaultLimit is the page when limit is not given, as in MapServer.
 	ogcapiDefaultLimit = 10
 )
@@ -50,7 +52,11 @@ func (s *Server) serveOGCAPI(w http.ResponseWriter, r *http.Request, root, rest 
 		})
 	case "/conformance":
 		s.other.Add(1)
-		writeJSONDoc(w, "application/json", map[string]any{"conformsTo": []string{confCore, confGeoJSON, confOAS30}})
+		conf := []string{confCore, confGeoJSON, confOAS30}
+		if s.opts.OGCAPICRS {
+			conf = append(conf, confCRS)
+		}
+		writeJSONDoc(w, "application/json", map[string]any{"conformsTo": conf})
 	case "/api":
 		s.other.Add(1)
 		limit := map[string]any{"name": "limit", "in": "query", "required": false,
@@ -95,6 +101,14 @@ func (s *Server) ogcapiBase(r *http.Request, root string) string {
 	return scheme + "://" + r.Host + root
 }
 
+// ogcapiCRSList is the collection's crs list: CRS84, and EPSG:4326 with Part 2.
+func (s *Server) ogcapiCRSList() []string {
+	if s.opts.OGCAPICRS {
+		return []string{crs84, epsg4326}
+	}
+	return []string{crs84}
+}
+
 func (s *Server) ogcapiCollection(base string) map[string]any {
 	e := s.opts.Extent
 	href := base + "/collections/" + s.local
@@ -106,7 +120,7 @@ func (s *Server) ogcapiCollection(base string) map[string]any {
 			"bbox": [][4]float64{{e.Min[0], e.Min[1], e.Max[0], e.Max[1]}},
 			"crs":  crs84,
 		}},
-		"crs":        []string{crs84},
+		"crs":        s.ogcapiCRSList(),
 		"storageCrs": crs84,
 		"links": []map[string]string{
 			{"rel": "self", "type": "application/json", "href": href + "?f=json"},
@@ -124,6 +138,15 @@ func (s *Server) serveOGCAPIItems(w http.ResponseWriter, r *http.Request, base s
 	for k, x := range v {
 		switch k {
 		case "bbox", "limit", "offset", "f", "datetime", "bbox-crs":
+		case "crs":
+			if !s.opts.OGCAPICRS || (x[0] != crs84 && x[0] != epsg4326) {
+				s.other.Add(1)
+				s.ogcapiError(w, http.StatusBadRequest, "InvalidParameterValue", "crs "+x[0]+" is not supported")
+				return
+			}
+			// EPSG:4326 is latitude first; the response says which CRS it is in.
+			q.ogcapiLatLon = x[0] == epsg4326
+			w.Header().Set("Content-Crs", "<"+x[0]+">")
 		default:
 			// The standard says unknown parameters are an error (400): a filter the server
 			// cannot evaluate must not be ignored.
@@ -172,6 +195,10 @@ func (s *Server) serveOGCAPIItems(w http.ResponseWriter, r *http.Request, base s
 		}
 	}
 	q.startGiven = v.Has("offset")
+	if s.opts.OGCAPIIgnoreOffset {
+		q.startIndex = 0
+		q.ignoredOffset, _ = strconv.Atoi(v.Get("offset"))
+	}
 	q.count = min(q.count, s.opts.CountDefault)
 	q.ogcapiItems = base + "/collections/" + s.local + "/items"
 	s.serveGetFeature(w, r, q, fs)
@@ -180,14 +207,15 @@ func (s *Server) serveOGCAPIItems(w http.ResponseWriter, r *http.Request, base s
 // ogcapiNext is the next page's link of an items response: the same query at the next
 // offset.
 func (s *Server) ogcapiNext(r *http.Request, q *query, total, returned int) string {
-	if returned == 0 || q.startIndex+returned >= total {
+	at := q.startIndex + q.ignoredOffset // where the client thinks it is
+	if returned == 0 || at+returned >= total {
 		return ""
 	}
 	v := url.Values{}
 	for k, x := range r.URL.Query() {
 		v[k] = x
 	}
-	v.Set("offset", strconv.Itoa(q.startIndex+returned))
+	v.Set("offset", strconv.Itoa(at+returned))
 	v.Set("limit", strconv.Itoa(q.count))
 	return q.ogcapiItems + "?" + v.Encode()
 }

@@ -70,6 +70,10 @@ type query struct {
 	// ogcapi marks an OGC API - Features items request; ogcapiItems is its URL.
 	ogcapi      bool
 	ogcapiItems string
+	// ogcapiLatLon: the items were asked for in EPSG:4326 (Part 2), latitude first.
+	ogcapiLatLon bool
+	// ignoredOffset is the offset an OGCAPIIgnoreOffset server was asked for.
+	ignoredOffset int
 }
 
 func (q *query) get(k string) string { return q.params[k] }

@@ -62,6 +62,12 @@ type Options struct {
 	// SkipNumberMatched writes numberMatched="unknown" on GetFeature results
 	// (hits still count), like a GeoServer layer with "Skip numberMatched" on.
 	SkipNumberMatched bool
+	// OGCAPICRS declares OGC API - Features Part 2 (CRS): items may be asked for in
+	// EPSG:4326 (crs=http://www.opengis.net/def/crs/EPSG/0/4326), written latitude first.
+	OGCAPICRS bool
+	// OGCAPIIgnoreOffset makes items ignore offset, as MapServer 8.0.0 does on a PostGIS
+	// layer: every page is the first rows again, and the next links look right.
+	OGCAPIIgnoreOffset bool
 	// Flavor selects one server's quirks: "geoserver" (default),
 	// "mapserver", "deegree" or "qgis". See the package comment.
 	Flavor string

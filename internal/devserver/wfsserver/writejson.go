@@ -7,7 +7,7 @@ func (fw *featureWriter) writeJSON() {
 	s, q := fw.s, fw.q
 	// GeoServer answers a URN srsName with lat/lon GeoJSON; everyone else
 	// keeps RFC 7946 lon/lat.
-	latLon := q.srsGiven && q.srs.latLon && s.fl.geojsonFollowsSRS
+	latLon := q.srsGiven && q.srs.latLon && s.fl.geojsonFollowsSRS || q.ogcapiLatLon
 	fw.q.srs.latLon = latLon
 	b := append(fw.b, `{"type":"FeatureCollection"`...)
 	counts := func(b []byte) []byte {
@@ -67,7 +67,7 @@ func (fw *featureWriter) writeJSON() {
 		}
 		b = append(b, ']')
 	}
-	if latLon {
+	if latLon && !q.ogcapi {
 		b = append(b, `,"crs":{"type":"name","properties":{"name":`...)
 		b = appendJSONString(b, q.srs.name)
 		b = append(b, "}}"...)
