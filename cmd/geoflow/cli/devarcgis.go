@@ -4,18 +4,25 @@ import (
 	"fmt"
 	"hash/fnv"
 	"strconv"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/geoflow/geoflow/internal/devserver/arcgisserver"
+	"github.com/geoflow/geoflow/internal/devserver/wfsserver"
 )
 
 // newDevArcGISCmd serves the sample ArcGIS feature service layer.
 func newDevArcGISCmd(g *globals) *cobra.Command {
 	var (
-		listen    string
-		opts      arcgisserver.Options
-		failOneIn int
+		listen     string
+		opts       arcgisserver.Options
+		failOneIn  int
+		quota      int
+		window     time.Duration
+		headers    string
+		retryAfter bool
+		bucket     bool
 	)
 	cmd := &cobra.Command{
 		Use:   "arcgis",
@@ -25,6 +32,9 @@ func newDevArcGISCmd(g *globals) *cobra.Command {
 			"answering errors with HTTP 200 and {\"error\":...} as ArcGIS does, with switches for caps and faults.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if quota > 0 {
+				opts.Quota = &wfsserver.Quota{Limit: quota, Window: window, Headers: headers, RetryAfter: retryAfter, TokenBucket: bucket}
+			}
 			if failOneIn > 0 {
 				opts.Faults.FailIDs = func(id int) bool {
 					h := fnv.New32a()
@@ -36,8 +46,8 @@ func newDevArcGISCmd(g *globals) *cobra.Command {
 			banner := fmt.Sprintf("sample ArcGIS layer: http://{addr}/arcgis/rest/services/Parcels/FeatureServer/0 (%d parcels, maxRecordCount %d)", srv.Len(), max(opts.MaxRecordCount, 1000))
 			return serveDev(cmd.Context(), g, listen, []string{"/arcgis/"}, srv, banner, func() string {
 				st := srv.Stats()
-				return fmt.Sprintf("served %d requests (%d id lists, %d counts, %d feature queries, %d faults injected), %d features",
-					st.Requests, st.IDQueries, st.CountQueries, st.FeatureQueries, st.Faults, st.FeaturesServed)
+				return fmt.Sprintf("served %d requests (%d id lists, %d counts, %d feature queries, %d answered 429, %d faults injected), %d features",
+					st.Requests, st.IDQueries, st.CountQueries, st.FeatureQueries, st.TooManyRequests, st.Faults, st.FeaturesServed)
 			})
 		},
 	}
@@ -53,5 +63,10 @@ func newDevArcGISCmd(g *globals) *cobra.Command {
 	f.Float64Var(&opts.Faults.RateError200, "fault-error-200", 0, "share of queries answered HTTP 200 {\"error\":{\"code\":500}}")
 	f.Float64Var(&opts.Faults.RateTruncate, "fault-truncate", 0, "share of query bodies cut off mid-stream")
 	f.IntVar(&failOneIn, "fail-one-in", 0, "fail forever every query holding one of about one object id in N*1000 (restart without it to heal)")
+	f.IntVar(&quota, "quota", 0, "allow this many requests per --quota-window (0: no limit)")
+	f.DurationVar(&window, "quota-window", time.Second, "quota window")
+	f.BoolVar(&bucket, "token-bucket", false, "refill the quota continuously instead of per fixed window")
+	f.StringVar(&headers, "quota-headers", "x-ratelimit", "rate-limit headers: x-ratelimit, ietf or none")
+	f.BoolVar(&retryAfter, "retry-after", true, "send Retry-After with 429")
 	return cmd
 }

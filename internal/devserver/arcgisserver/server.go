@@ -46,6 +46,9 @@ type Options struct {
 	NoGeoJSON bool
 	// Faults are failure rates of query requests, each in [0,1].
 	Faults Faults
+	// Quota enables rate limiting, as for the sample WFS (HTTP 429 with the headers the
+	// quota names); nil means none.
+	Quota *wfsserver.Quota
 	// Now is the clock. Defaults to time.Now.
 	Now func() time.Time
 }
@@ -62,8 +65,8 @@ type Faults struct {
 
 // Stats counts what a Server has seen.
 type Stats struct {
-	Requests, Layer, Queries, IDQueries, CountQueries, FeatureQueries, Faults, TokenErrors int64
-	FeaturesServed                                                                         int64
+	Requests, Layer, Queries, IDQueries, CountQueries, FeatureQueries, Faults, TokenErrors, TooManyRequests int64
+	FeaturesServed                                                                                          int64
 }
 
 // Server is the sample layer. It serves any path ending in /FeatureServer/0 or
@@ -75,7 +78,8 @@ type Server struct {
 	rnd     *rand.Rand
 	seq     atomic.Uint64
 
-	requests, layer, queries, idQueries, countQueries, featureQueries, faults, tokenErrors, served atomic.Int64
+	requests, layer, queries, idQueries, countQueries, featureQueries, faults, tokenErrors, served, tooMany atomic.Int64
+	quota                                                                                                   *wfsserver.QuotaLimiter
 }
 
 // New returns a Server for opts.
@@ -85,8 +89,12 @@ func New(opts Options) *Server {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	return &Server{opts: opts, parcels: wfsserver.New(wfsserver.Options{Features: opts.Features, Seed: opts.Seed}),
+	s := &Server{opts: opts, parcels: wfsserver.New(wfsserver.Options{Features: opts.Features, Seed: opts.Seed}),
 		rnd: rand.New(rand.NewPCG(uint64(opts.Seed), 11))}
+	if opts.Quota != nil {
+		s.quota = wfsserver.NewQuotaLimiter(*opts.Quota)
+	}
+	return s
 }
 
 // Len is the number of parcels.
@@ -108,7 +116,7 @@ func (s *Server) ObjectIDsIn(b orb.Bound) []int {
 func (s *Server) Stats() Stats {
 	return Stats{Requests: s.requests.Load(), Layer: s.layer.Load(), Queries: s.queries.Load(), IDQueries: s.idQueries.Load(),
 		CountQueries: s.countQueries.Load(), FeatureQueries: s.featureQueries.Load(), Faults: s.faults.Load(),
-		TokenErrors: s.tokenErrors.Load(), FeaturesServed: s.served.Load()}
+		TokenErrors: s.tokenErrors.Load(), FeaturesServed: s.served.Load(), TooManyRequests: s.tooMany.Load()}
 }
 
 // field is one attribute of the layer.
@@ -165,6 +173,13 @@ func (s *Server) Attributes(i int) map[string]any {
 
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.requests.Add(1)
+	if s.quota != nil && !s.quota.Admit(w.Header(), s.opts.Now()) {
+		s.tooMany.Add(1)
+		w.Header().Set("Content-Type", "application/json; charset=utf-8")
+		w.WriteHeader(http.StatusTooManyRequests)
+		io.WriteString(w, `{"error":{"code":429,"message":"Too many requests.","details":[]}}`)
+		return
+	}
 	path := strings.TrimSuffix(r.URL.Path, "/")
 	if err := r.ParseForm(); err != nil {
 		s.fail(w, 400, "Unable to parse the request: "+err.Error())

@@ -219,3 +219,14 @@ func (qs *quotaState) admit(h http.Header, now time.Time) bool {
 	}
 	return ok
 }
+
+// QuotaLimiter enforces a Quota on another sample server (the ArcGIS layer uses it), with
+// the same headers and Retry-After as the WFS. It is safe for concurrent use.
+type QuotaLimiter struct{ qs *quotaState }
+
+// NewQuotaLimiter returns a limiter for q.
+func NewQuotaLimiter(q Quota) *QuotaLimiter { return &QuotaLimiter{qs: newQuotaState(q)} }
+
+// Admit spends one request at now and sets the rate-limit headers on h; false means the
+// request must be answered 429.
+func (l *QuotaLimiter) Admit(h http.Header, now time.Time) bool { return l.qs.admit(h, now) }
