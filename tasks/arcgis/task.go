@@ -49,10 +49,7 @@ type Task struct {
 	p    *prepared
 
 	expected atomic.Int64 // the server's count of the area, -1 unknown
-	// claimed are the object ids given to a batch in this process: a feature that
-	// crosses two id tiles is listed by both, and fetched once.
-	claimed sync.Map
-	missing atomic.Int64 // ids listed but absent from their batch's answer (deleted since)
+	missing  atomic.Int64 // ids listed but absent from their batch's answer (deleted since)
 }
 
 // prepared is what the task learned from the layer; read-only once set.
@@ -319,13 +316,10 @@ func (t *Task) list(ctx context.Context, env *tasks.Env, p *prepared, u store.Un
 		env.Logger.Debug("the server capped the id list; splitting the tile", "unit", u.Key, "ids", len(ids.ObjectIDs))
 		return &tasks.Output{Children: children}, nil
 	}
-	var mine []int
-	for _, id := range ids.ObjectIDs {
-		if _, dup := t.claimed.LoadOrStore(id, true); !dup {
-			mine = append(mine, id)
-		}
-	}
-	slices.Sort(mine)
+	// A feature crossing two tiles is listed by both and fetched twice, once per tile: its
+	// payload is one row. (Deduplicating across units would need state that a unit executed
+	// again after a store fault must not see.)
+	mine := slices.Compact(slices.Sorted(slices.Values(ids.ObjectIDs)))
 	var children []store.Unit
 	for start := 0; start < len(mine); start += p.batch {
 		batch := mine[start:min(start+p.batch, len(mine))]
