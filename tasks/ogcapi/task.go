@@ -44,6 +44,8 @@ type Task struct {
 
 	once sync.Mutex
 	p    *prepared // nil until prepare succeeds
+	// unknown are the properties met that have no column, each logged once.
+	unknown sync.Map
 }
 
 // prepared is what the task learned from the server; read-only once set.
@@ -55,6 +57,7 @@ type prepared struct {
 	latFirst    bool   // the CRS's axis order is latitude first: coordinates are swapped
 	offsetParam string // the paging parameter the server's next links use, "" unknown
 	table       *store.FeatureTable
+	columns     map[string]bool // the properties that have a column
 	eng         *harvest.Engine
 }
 
@@ -164,6 +167,10 @@ func (t *Task) prepare(ctx context.Context, env *tasks.Env) (*prepared, error) {
 	}
 	p.table = &store.FeatureTable{Schema: t.schema, Name: t.table, SRID: p.srid, Mode: t.cfg.Target.Mode, Key: t.cfg.Target.Key}
 	p.table.Columns = tasks.Columns(props)
+	p.columns = map[string]bool{}
+	for _, c := range p.table.Columns {
+		p.columns[c.Property] = true
+	}
 	if err := tasks.CheckKey(p.table, t.cfg.Collection); err != nil {
 		return nil, err
 	}
@@ -554,7 +561,33 @@ func (w *protocol) CheckResponse(resp *http.Response) error { return checkConten
 // Decode implements harvest.Protocol: GeoJSON, swapped to x/y where the CRS asked for is
 // latitude first.
 func (w *protocol) Decode(env *tasks.Env, body io.Reader) harvest.Decoder {
-	return geojson.NewReader(body, geojson.Options{SwapXY: w.p.latFirst, Limits: w.t.cfg.Limits.Spatial()})
+	return &unknownProps{Reader: geojson.NewReader(body, geojson.Options{SwapXY: w.p.latFirst, Limits: w.t.cfg.Limits.Spatial()}), p: w.p, t: w.t, env: env}
+}
+
+// unknownProps watches for properties that have no column: laid out from a sample, the
+// table may miss a property the sample's features did not carry. Such a property is not
+// stored; the first of each name is logged, so that the user can name it in properties:
+// or recreate the table.
+type unknownProps struct {
+	*geojson.Reader
+	p   *prepared
+	t   *Task
+	env *tasks.Env
+}
+
+func (u *unknownProps) Next() (*spatial.Feature, error) {
+	f, err := u.Reader.Next()
+	if err == nil {
+		for k := range f.Properties {
+			if !u.p.columns[k] && u.t.wanted(k) {
+				if _, seen := u.t.unknown.LoadOrStore(k, true); !seen {
+					u.env.Logger.Warn("a property the table has no column for is not stored (it was absent from the sample the columns were laid out from)",
+						"property", k, "feature", f.ID, "table", u.p.table.Schema+"."+u.p.table.Name)
+				}
+			}
+		}
+	}
+	return f, err
 }
 
 // Classify implements harvest.Protocol.
