@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/paulmach/orb"
 	"github.com/paulmach/orb/planar"
@@ -149,14 +150,17 @@ func polyline(paths [][][]float64) (orb.Geometry, error) {
 }
 
 // polygon groups the flat ring list into polygons: a clockwise ring is an exterior, a
-// counter-clockwise ring a hole of the smallest exterior that contains it. Servers that
-// wind rings the other way round (or all one way) are read by containment: a ring that no
-// exterior contains is an exterior itself. Rings are written as GeoJSON winds them:
-// exteriors counter-clockwise, holes clockwise.
+// counter-clockwise ring a hole of the smallest exterior that contains it. When the
+// winding cannot be right (no clockwise ring, an exterior inside another, a hole inside
+// none), nesting
+// decides instead: a ring inside an even number of rings is an exterior, in an odd number
+// a hole. A hole inside no exterior is an exterior. Rings are written as GeoJSON winds
+// them: exteriors counter-clockwise, holes clockwise.
 func polygon(rings [][][]float64) (orb.Geometry, error) {
 	type ring struct {
 		r    orb.Ring
 		area float64 // signed, y up: negative is clockwise
+		b    orb.Bound
 	}
 	var rs []ring
 	for i, rc := range rings {
@@ -177,13 +181,24 @@ func polygon(rings [][][]float64) (orb.Geometry, error) {
 		if len(r) < 4 {
 			return nil, fmt.Errorf("ring %d has %d points, fewer than a closed ring needs", i, len(r))
 		}
-		rs = append(rs, ring{r: r, area: planar.Area(r)}) // a ring's area is signed
+		rs = append(rs, ring{r: r, area: planar.Area(r), b: r.Bound()}) // a ring's area is signed
 	}
 	if len(rs) == 0 {
 		return nil, nil
 	}
-	var outers []int
-	var holes []int
+	// in tells whether ring a lies in ring b, the boxes first: a multipolygon of
+	// thousands of rings must not cost a point test for every pair.
+	in := func(a, b int) bool {
+		ba, bb := rs[a].b, rs[b].b
+		if ba.Min[0] < bb.Min[0] || ba.Min[1] < bb.Min[1] || ba.Max[0] > bb.Max[0] || ba.Max[1] > bb.Max[1] {
+			return false
+		}
+		return inside(rs[a].r, rs[b].r)
+	}
+	// By orientation: clockwise rings are exteriors. Servers that wind rings backwards (or
+	// all one way) give exteriors inside exteriors, or none: then nesting decides, a ring
+	// inside an odd number of others being a hole.
+	var outers, holes []int
 	for i, r := range rs {
 		if r.area < 0 {
 			outers = append(outers, i)
@@ -191,8 +206,34 @@ func polygon(rings [][][]float64) (orb.Geometry, error) {
 			holes = append(holes, i)
 		}
 	}
-	if len(outers) == 0 { // every ring counter-clockwise: the server wound them backwards
-		outers, holes = holes, nil
+	consistent := len(outers) > 0
+	for _, a := range outers {
+		for _, b := range outers {
+			if consistent && a != b && in(a, b) {
+				consistent = false
+			}
+		}
+	}
+	for _, h := range holes {
+		if consistent && !slices.ContainsFunc(outers, func(o int) bool { return in(h, o) }) {
+			consistent = false // a hole in no exterior
+		}
+	}
+	if !consistent {
+		outers, holes = outers[:0], holes[:0]
+		for i := range rs {
+			depth := 0
+			for j := range rs {
+				if i != j && in(i, j) {
+					depth++
+				}
+			}
+			if depth%2 == 0 {
+				outers = append(outers, i)
+			} else {
+				holes = append(holes, i)
+			}
+		}
 	}
 	polys := make([]orb.Polygon, len(outers))
 	for k, i := range outers {
@@ -201,11 +242,11 @@ func polygon(rings [][][]float64) (orb.Geometry, error) {
 	for _, h := range holes {
 		best, bestArea := -1, math.Inf(1)
 		for k, i := range outers {
-			if a := math.Abs(rs[i].area); a < bestArea && inside(rs[h].r, rs[i].r) {
+			if a := math.Abs(rs[i].area); a < bestArea && in(h, i) {
 				best, bestArea = k, a
 			}
 		}
-		if best < 0 { // a counter-clockwise ring inside no exterior: an exterior itself
+		if best < 0 { // a hole inside no exterior: an exterior itself
 			polys = append(polys, orb.Polygon{wind(rs[h].r, true)})
 			continue
 		}

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/geoflow/geoflow/flows"
 	"github.com/geoflow/geoflow/internal/devserver/arcgisserver"
@@ -180,5 +181,33 @@ func TestToken(t *testing.T) {
 	}
 	if strings.Contains(h.logs.String(), "tok3n") {
 		t.Errorf("a token reached the logs:\n%s", tail(h.logs.String()))
+	}
+}
+
+// TestVanishedIDs: ids listed but never answered (deleted since the listing), by a server
+// that flags every answer exceededTransferLimit: the batch asks once more for the rest,
+// then stops, and the run ends with the rest stored.
+func TestVanishedIDs(t *testing.T) {
+	gone := func(id int) bool { return id%97 == 0 }
+	h := newHarness(t, arcgisserver.Options{Features: 1000, MaxRecordCount: 200, Vanished: gone, AlwaysExceeded: true})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	done := make(chan *flows.Result, 1)
+	go func() { done <- h.run("target: {table: parcels}", flows.RunOptions{}) }()
+	var res *flows.Result
+	select {
+	case res = <-done:
+	case <-ctx.Done():
+		t.Fatalf("the run did not end: a batch keeps planning itself\n%s", tail(h.logs.String()))
+	}
+	want := int64(1000 - 1000/97)
+	if rows := testdb.Int64(t, h.dbURL, "SELECT count(*) FROM parcels"); rows != want {
+		t.Errorf("%d rows, want %d", rows, want)
+	}
+	if res.DeadLetters() != 0 || !strings.Contains(h.logs.String(), "not answered") {
+		t.Errorf("run %s, %d dead; the ids not answered are not reported\n%s", res.Status, res.DeadLetters(), tail(h.logs.String()))
+	}
+	if st := h.fx.Stats(); st.FeatureQueries > 15 {
+		t.Errorf("%d feature queries for 5 batches: the rest was asked for more than once", st.FeatureQueries)
 	}
 }

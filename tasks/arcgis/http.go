@@ -102,6 +102,8 @@ func classify(err error) error {
 	switch {
 	case errors.As(err, &se):
 		switch {
+		case se.Code == 429:
+			return retry.Transient(dlq.ClassRateLimited, se)
 		case se.Code == 498 || se.Code == 499:
 			return retry.Permanent(dlq.ClassHTTP4xx, fmt.Errorf("the server refused the token (set token_env to a valid token): %w", se))
 		case se.Code >= 500 || se.Code == 0:

@@ -90,13 +90,18 @@ type layer struct {
 		Name string `json:"name"`
 		Type string `json:"type"`
 	} `json:"fields"`
-	Extent *struct {
-		XMin, YMin, XMax, YMax float64
-		SpatialReference       struct {
-			WKID       int `json:"wkid"`
-			LatestWKID int `json:"latestWkid"`
-		} `json:"spatialReference"`
-	} `json:"extent"`
+	// Extent is read apart, leniently: an empty layer may state "NaN" coordinates, which
+	// must not make the whole document unreadable when bbox is set.
+	Extent json.RawMessage `json:"extent"`
+}
+
+// extent is a layer's extent.
+type extent struct {
+	XMin, YMin, XMax, YMax float64
+	SpatialReference       struct {
+		WKID       int `json:"wkid"`
+		LatestWKID int `json:"latestWkid"`
+	} `json:"spatialReference"`
 }
 
 // columnType maps an Esri field type to a column type; ok is false for what is no
@@ -174,8 +179,11 @@ func (t *Task) prepare(ctx context.Context, env *tasks.Env) (*prepared, error) {
 	case t.cfg.BBox != nil:
 		b := *t.cfg.BBox
 		p.area = orb.Bound{Min: orb.Point{b[0], b[1]}, Max: orb.Point{b[2], b[3]}}
-	case l.Extent != nil:
-		e := l.Extent
+	case len(l.Extent) > 0 && string(l.Extent) != "null":
+		var e extent
+		if err := json.Unmarshal(l.Extent, &e); err != nil {
+			return nil, fmt.Errorf("no bbox given and the layer's extent cannot be read (%v): set bbox", err)
+		}
 		b := orb.Bound{Min: orb.Point{e.XMin, e.YMin}, Max: orb.Point{e.XMax, e.YMax}}
 		switch wkid := max(e.SpatialReference.LatestWKID, e.SpatialReference.WKID); wkid {
 		case 4326:
@@ -401,12 +409,15 @@ func (t *Task) fetch(ctx context.Context, env *tasks.Env, p *prepared, u store.U
 		switch {
 		case len(rest) == 0:
 			return nil, nil
-		case last.r.Exceeded() || last.count > 0:
+		case last.count > 0:
 			// The server held back part of the batch (its own cap, below what it
-			// advertises): ask for the rest. An answer with none of them ends it.
+			// advertises, with exceededTransferLimit or without): ask for the rest. An
+			// answer with none of them ends it, whatever its flag says, so that ids
+			// deleted since the listing cannot make a batch plan itself forever. The
+			// rest's key extends the batch's, so it can never be the batch's own.
 			cs, _ := json.Marshal(spec{Depth: sp.Depth, IDs: rest})
 			b := *u.BBox
-			return &tasks.Verdict{Children: []store.Unit{{Key: fmt.Sprintf("%s/o%d", strings.SplitN(u.Key, "/o", 2)[0], rest[0]), BBox: &b, Spec: cs}}}, nil
+			return &tasks.Verdict{Children: []store.Unit{{Key: fmt.Sprintf("%s/r%d", u.Key, rest[0]), BBox: &b, Spec: cs}}}, nil
 		}
 		t.missing.Add(int64(len(rest)))
 		env.Logger.Warn("object ids listed but not answered (deleted since the listing?)", "unit", u.Key, "ids", len(rest))

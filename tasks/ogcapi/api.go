@@ -203,7 +203,7 @@ func classifyProblem(status int, body []byte) error {
 	}
 	err := fmt.Errorf("HTTP %d: %s", status, spatial.Snippet([]byte(text), 300))
 	switch {
-	case status == http.StatusTooManyRequests, status >= 500:
+	case status == http.StatusTooManyRequests, status == http.StatusRequestTimeout, status == http.StatusTooEarly, status >= 500:
 		return nil // the handler's own classes and backoff
 	case status >= 400:
 		return retry.Permanent(dlq.ClassHTTP4xx, err)

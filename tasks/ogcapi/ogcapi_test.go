@@ -301,6 +301,25 @@ func TestServerQuirks(t *testing.T) {
 		}
 		h.checkComplete("public.parcels", extent)
 	})
+	for _, tc := range []struct {
+		name string
+		opts wfsserver.Options
+	}{
+		// A page capped below the limit asked for, unannounced, on a server that cannot
+		// page: a tile short of its count is split, not probed at an offset.
+		{name: "pages capped, offset ignored", opts: wfsserver.Options{Features: 1500, CountDefault: 400, PageCap: 150, OGCAPIIgnoreOffset: true}},
+		// The same cap without numberMatched: the short page's next link says it.
+		{name: "pages capped, no numberMatched", opts: wfsserver.Options{Features: 1500, CountDefault: 400, PageCap: 150, SkipNumberMatched: true}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, tc.opts)
+			res := h.run("collection: parcels\nbbox: [11.45, 48.05, 11.55, 48.15]\ntarget: {table: parcels}", flows.RunOptions{})
+			if res.Status != store.Done {
+				t.Fatalf("run %s: %v\n%s", res.Status, res.FailedTasks, tail(h.logs.String()))
+			}
+			h.checkComplete("public.parcels", extent)
+		})
+	}
 	t.Run("offset ignored", func(t *testing.T) {
 		h := newHarness(t, wfsserver.Options{Features: 1500, CountDefault: 400, OGCAPIIgnoreOffset: true})
 		res := h.run("collection: parcels\nbbox: [11.45, 48.05, 11.55, 48.15]\ntarget: {table: parcels}", flows.RunOptions{})
@@ -317,4 +336,30 @@ func TestServerQuirks(t *testing.T) {
 			t.Errorf("the fixture does not repeat its first page: %d distinct", distinct)
 		}
 	})
+}
+
+// TestAPIKeyInURL: a key in the landing page's URL reaches every request, though the links
+// in the server's documents carry none.
+func TestAPIKeyInURL(t *testing.T) {
+	h := newHarness(t, wfsserver.Options{Features: 800, CountDefault: 300})
+	keyed := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Get("key") != "k3y" {
+			http.Error(w, `{"code":"Unauthorized","description":"missing API key"}`, http.StatusUnauthorized)
+			return
+		}
+		q := r.URL.Query() // a gateway in front of the server checks the key and drops it
+		q.Del("key")
+		r.URL.RawQuery = q.Encode()
+		h.fx.ServeHTTP(w, r)
+	}))
+	t.Cleanup(keyed.Close)
+	h.url = keyed.URL + "/ogcapi?key=k3y"
+	res := h.run("collection: parcels\nbbox: [11.45, 48.05, 11.55, 48.15]\ntarget: {table: parcels}", flows.RunOptions{})
+	if res.Status != store.Done {
+		t.Fatalf("run %s: %v\n%s", res.Status, res.FailedTasks, tail(h.logs.String()))
+	}
+	h.checkComplete("public.parcels", extent)
+	if strings.Contains(h.logs.String(), "k3y") {
+		t.Errorf("the key reached the logs")
+	}
 }

@@ -116,7 +116,7 @@ func (t *Task) prepare(ctx context.Context, env *tasks.Env) (*prepared, error) {
 	if err := t.getJSON(ctx, env, "landing", withF(base), "landing page", &land); err != nil {
 		return nil, err
 	}
-	confURL := cmp.Or(find(land.Links, "conformance", base), find(land.Links, "http://www.opengis.net/def/rel/ogc/1.0/conformance", base), join(base, "conformance"))
+	confURL := t.keepQuery(cmp.Or(find(land.Links, "conformance", base), find(land.Links, "http://www.opengis.net/def/rel/ogc/1.0/conformance", base), join(base, "conformance")))
 	var conf struct {
 		ConformsTo []string `json:"conformsTo"`
 	}
@@ -124,13 +124,13 @@ func (t *Task) prepare(ctx context.Context, env *tasks.Env) (*prepared, error) {
 		return nil, err
 	}
 	p.conformance = conf.ConformsTo
-	data := cmp.Or(find(land.Links, "data", base), find(land.Links, "http://www.opengis.net/def/rel/ogc/1.0/data", base), join(base, "collections"))
+	data := t.keepQuery(cmp.Or(find(land.Links, "data", base), find(land.Links, "http://www.opengis.net/def/rel/ogc/1.0/data", base), join(base, "collections")))
 	collURL := join(data, t.cfg.Collection)
 	var coll collection
 	if err := t.getJSON(ctx, env, "collection", withF(collURL), "collection "+strconv.Quote(t.cfg.Collection), &coll); err != nil {
 		return nil, err
 	}
-	p.items = cmp.Or(find(coll.Links, "items", collURL), join(collURL, "items"))
+	p.items = t.keepQuery(cmp.Or(find(coll.Links, "items", collURL), join(collURL, "items")))
 
 	if t.cfg.Filter != "" && (!t.conforms(p, confFilter) || !t.conforms(p, confCQL2Text)) {
 		return nil, fmt.Errorf("filter: the server does not declare the Features Part 3 filter and CQL2 text conformance classes (%s, %s), so it cannot be trusted to apply the filter; remove filter: or use another server",
@@ -147,7 +147,7 @@ func (t *Task) prepare(ctx context.Context, env *tasks.Env) (*prepared, error) {
 	if t.cfg.PageSize > 0 {
 		ps = int64(t.cfg.PageSize)
 	}
-	if desc := find(land.Links, "service-desc", base); desc != "" {
+	if desc := t.keepQuery(find(land.Links, "service-desc", base)); desc != "" {
 		var doc openAPI
 		if err := t.getJSON(ctx, env, "openapi", desc, "OpenAPI document", &doc); err != nil {
 			env.Logger.Warn("could not read the OpenAPI document for limit's maximum; the page size is learnt from the answers", "err", err)
@@ -193,7 +193,7 @@ func (t *Task) prepare(ctx context.Context, env *tasks.Env) (*prepared, error) {
 		Table:      p.table,
 		Area:       area,
 		PageSize:   ps,
-		Geographic: p.srid == 4326 && !p.latFirst,
+		Geographic: p.srid == 4326, // the box is CRS84: a wrong swap is caught and undone
 	})
 	env.Logger.Info("ogcapi_features negotiated", "collection", t.cfg.Collection, "items", redact.URL(p.items), "page_size", ps,
 		"number_matched", counts, "paging", cmp.Or(p.offsetParam, "none"), "crs", cmp.Or(p.crsParam, "CRS84"),
@@ -270,9 +270,10 @@ func (t *Task) area(env *tasks.Env, coll *collection) (orb.Bound, error) {
 func (t *Task) properties(ctx context.Context, env *tasks.Env, p *prepared, coll *collection, area orb.Bound) ([]tasks.Property, spatial.Meta, error) {
 	var props []tasks.Property
 	seen := map[string]int{} // property -> index in props
+	declared := map[string]bool{} // typed by the queryables: the sample does not retype them
 	add := func(name string, typ store.ColumnType) {
 		if i, ok := seen[name]; ok {
-			if props[i].Type != typ && typ != "" {
+			if props[i].Type != typ && typ != "" && !declared[name] {
 				props[i].Type = widen(props[i].Type, typ)
 			}
 			return
@@ -280,7 +281,7 @@ func (t *Task) properties(ctx context.Context, env *tasks.Env, p *prepared, coll
 		seen[name] = len(props)
 		props = append(props, tasks.Property{Name: name, Type: typ})
 	}
-	if q := find(coll.Links, relQueryables, p.items); q != "" {
+	if q := t.keepQuery(find(coll.Links, relQueryables, p.items)); q != "" {
 		var qs queryables
 		if err := t.getJSON(ctx, env, "queryables", withF(q), "queryables", &qs); err != nil {
 			env.Logger.Warn("could not read the queryables; the columns are laid out from a sample", "err", err)
@@ -293,14 +294,20 @@ func (t *Task) properties(ctx context.Context, env *tasks.Env, p *prepared, coll
 			for _, n := range names {
 				if typ, ok := schemaType(qs.Properties[n].Type, qs.Properties[n].Format); ok && t.wanted(n) {
 					add(n, typ)
+					declared[n] = true
 				}
 			}
 		}
 	}
 	meta := spatial.UnknownMeta()
 	q := harvest.Query{Box: area, Count: sampleSize}
+	fromQueryables := slices.Clone(props)
 	err := env.HTTP.Do(ctx, t.request(env, "sample", t.itemsURL(p, q), acceptFeatures), func(resp *http.Response) error {
-		props, seen = props[:0:0], map[string]int{}
+		// An earlier attempt's sample is forgotten; the queryables' columns are kept.
+		props, seen = slices.Clone(fromQueryables), map[string]int{}
+		for i, pr := range props {
+			seen[pr.Name] = i
+		}
 		if err := checkContentType(resp); err != nil {
 			return err
 		}
@@ -602,6 +609,31 @@ func withF(u string) string {
 	}
 	v := p.Query()
 	v.Set("f", "json")
+	p.RawQuery = v.Encode()
+	return p.String()
+}
+
+// keepQuery adds to u the query parameters of the configured URL that u lacks: an API
+// key in the landing page's URL must reach every request, and the links a server writes
+// into its documents carry no key of the caller's.
+func (t *Task) keepQuery(u string) string {
+	if u == "" {
+		return ""
+	}
+	base, err := url.Parse(t.cfg.URL)
+	if err != nil || base.RawQuery == "" {
+		return u
+	}
+	p, err := url.Parse(u)
+	if err != nil {
+		return u
+	}
+	v := p.Query()
+	for k, x := range base.Query() {
+		if !v.Has(k) {
+			v[k] = x
+		}
+	}
 	p.RawQuery = v.Encode()
 	return p.String()
 }

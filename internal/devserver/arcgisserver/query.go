@@ -123,8 +123,11 @@ func (s *Server) serveQuery(w http.ResponseWriter, r *http.Request) {
 	if n, err := strconv.Atoi(q.Get("resultRecordCount")); err == nil && n > 0 {
 		limit = min(limit, n)
 	}
-	exceeded := len(ids) > limit
+	exceeded := len(ids) > limit || s.opts.AlwaysExceeded
 	ids = ids[:min(limit, len(ids))]
+	if v := s.opts.Vanished; v != nil {
+		ids = slices.DeleteFunc(slices.Clone(ids), v)
+	}
 	out := strings.Split(q.Get("outFields"), ",")
 	withGeom := q.Get("returnGeometry") != "false"
 	s.write(w, f == "geojson", ids, out, withGeom, exceeded, fault == faultTruncate)

@@ -46,6 +46,12 @@ type Options struct {
 	NoGeoJSON bool
 	// Faults are failure rates of query requests, each in [0,1].
 	Faults Faults
+	// Vanished, if set, names object ids that id lists and counts include but feature
+	// answers leave out, as features deleted between the listing and the fetch.
+	Vanished func(objectID int) bool
+	// AlwaysExceeded sets exceededTransferLimit on every feature answer, as some servers
+	// do on short pages.
+	AlwaysExceeded bool
 	// Quota enables rate limiting, as for the sample WFS (HTTP 429 with the headers the
 	// quota names); nil means none.
 	Quota *wfsserver.Quota

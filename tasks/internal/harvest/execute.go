@@ -145,6 +145,9 @@ func (e *Engine) split(env *tasks.Env, u store.Unit, sp spec, bbox orb.Bound, n 
 	if n < 0 {
 		return nil, retry.Permanent(dlq.ClassParse, fmt.Errorf("tile %s cannot be split further and the server cannot count it", u.Key))
 	}
+	if !e.cfg.Caps.Pages {
+		return nil, retry.Permanent(dlq.ClassParse, fmt.Errorf("tile %s cannot be split further and holds %d features, more than one response (%d), and this server cannot be asked for the rest of a response", u.Key, n, ps))
+	}
 	pages := (n + ps - 1) / ps
 	if budget := e.cfg.SplitBudget(e.expected.Load(), ps); e.splitTiles.Add(pages) > budget {
 		// A count no real tile has (a server counting wrong by orders of magnitude):
@@ -152,9 +155,6 @@ func (e *Engine) split(env *tasks.Env, u store.Unit, sp spec, bbox orb.Bound, n 
 		e.splitTiles.Add(-pages)
 		return nil, retry.Permanent(dlq.ClassParse, fmt.Errorf("the server counts %d features in tile %s: paging it would take %d requests, past the task's budget of %d units (its counts may be wrong)",
 			n, u.Key, pages, budget))
-	}
-	if !e.cfg.Caps.Pages {
-		return nil, retry.Permanent(dlq.ClassParse, fmt.Errorf("tile %s cannot be split further and holds %d features, more than one response (%d), and this server cannot be asked for the rest of a response", u.Key, n, ps))
 	}
 	if !e.cfg.Caps.Sorts && e.warnedOrd.CompareAndSwap(false, true) {
 		env.Logger.Warn("paging a tile that cannot be split, on a server without sorting: pages may overlap or miss features", "unit", u.Key)
@@ -290,6 +290,12 @@ func (e *Engine) fetch(ctx context.Context, env *tasks.Env, u store.Unit, sp spe
 		// and ask once for the rest: nothing back confirms an inflated count (and after
 		// a few confirmations the task stops asking); features back are a capped page,
 		// paged on from there.
+		if mayShort && matched > got && matched <= count && got < count && !e.cfg.Caps.Pages {
+			// The rest cannot be asked for on this server: smaller tiles can. (Nothing is
+			// learnt of its page size from one short answer: its count may be high.)
+			redo, _ := json.Marshal(spec{Depth: sp.Depth, Split: true, Count: matched})
+			return &tasks.Verdict{Redo: redo}, nil
+		}
 		if mayShort && matched > got && matched <= count && got < count {
 			e.miscounted.Add(matched - got)
 			if got == 0 || e.inflated.Load() >= inflatedProofs {
@@ -314,7 +320,17 @@ func (e *Engine) fetch(ctx context.Context, env *tasks.Env, u store.Unit, sp spe
 			return nil, nil
 		}
 		// A full page that is not the whole tile: the tile needs splitting.
-		if mayShort && (matched > got || (matched < 0 && expected < 0 && got >= count)) {
+		// Without a count, a full page, or a next link (a server capping its pages below
+		// the size asked, unannounced), says the tile holds more.
+		// A next link is taken once per task: some servers write one on every last page,
+		// and taking each would split and shrink the page without end.
+		capped := got > 0 && got < count && last.meta().Next != "" && e.takeNext(u.Key)
+		if capped {
+			env.Logger.Warn("a response short of the page asked for has a next link and no count: the server caps its pages; smaller pages from now on",
+				"unit", u.Key, "asked", count, "got", got)
+		}
+		more := matched < 0 && expected < 0 && (got >= count || capped)
+		if mayShort && (matched > got || more) {
 			n := e.learn(env, &shortPage{got: got, matched: matched, optimistic: optimistic}, count, expected)
 			redo, _ := json.Marshal(spec{Depth: sp.Depth, Split: true, Count: max(n, 0)})
 			return &tasks.Verdict{Redo: redo}, nil
@@ -347,4 +363,16 @@ func (e *Engine) reportMiscount(env *tasks.Env, tile string, matched, got int64)
 func cutOff(body io.Reader) bool {
 	_, err := io.Copy(io.Discard, io.LimitReader(body, 4<<20))
 	return err != nil
+}
+
+// takeNext tells whether unit key is the one unit of the task whose short page with a next
+// link is taken as a capped page: the first to ask, and the same unit when its output is
+// judged again (after a store fault).
+func (e *Engine) takeNext(key string) bool {
+	e.nextMu.Lock()
+	defer e.nextMu.Unlock()
+	if e.nextUnit == "" {
+		e.nextUnit = key
+	}
+	return e.nextUnit == key
 }

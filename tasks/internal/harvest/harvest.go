@@ -15,6 +15,7 @@ import (
 	"io"
 	"math"
 	"net/http"
+	"sync"
 	"sync/atomic"
 
 	"github.com/paulmach/orb"
@@ -128,6 +129,10 @@ type Engine struct {
 	warnedOrd  atomic.Bool
 	warnedSwap atomic.Bool
 	warnedPage atomic.Bool
+	// nextUnit is the unit whose short page with a next link (and no count) was taken as
+	// a page the server caps; one per task.
+	nextMu   sync.Mutex
+	nextUnit string
 	// optimistic counts tiles fetched on an estimated count, overflows those that held
 	// more than a page after all: uneven data makes estimates wrong.
 	optimistic, overflows atomic.Int64
