@@ -269,7 +269,7 @@ func (t *Task) area(env *tasks.Env, coll *collection) (orb.Bound, error) {
 // tells whether the server counts (numberMatched) and how its next links page.
 func (t *Task) properties(ctx context.Context, env *tasks.Env, p *prepared, coll *collection, area orb.Bound) ([]tasks.Property, spatial.Meta, error) {
 	var props []tasks.Property
-	seen := map[string]int{} // property -> index in props
+	seen := map[string]int{}      // property -> index in props
 	declared := map[string]bool{} // typed by the queryables: the sample does not retype them
 	add := func(name string, typ store.ColumnType) {
 		if i, ok := seen[name]; ok {
