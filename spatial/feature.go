@@ -169,3 +169,27 @@ func Snippet(b []byte, max int) string {
 	}
 	return sb.String()
 }
+
+// Walk reads r to its end, calling fn (when not nil) with each feature. Features the
+// reader refuses (*FeatureError) are skipped; any other error ends the walk and is
+// returned, as is an error of fn. The end of the features is a nil error.
+func Walk(r Reader, fn func(*Feature) error) error {
+	for {
+		f, err := r.Next()
+		if err == io.EOF {
+			return nil
+		}
+		var fe *FeatureError
+		if errors.As(err, &fe) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if fn != nil {
+			if err := fn(f); err != nil {
+				return err
+			}
+		}
+	}
+}

@@ -45,6 +45,34 @@ func (e *ServiceError) Error() string {
 	return s
 }
 
+// ServiceErrorOf makes a ServiceError of the decoded value of an answer's "error" member.
+// It reads leniently (a code written as a string, a message as null, numbers decoded as
+// json.Number or float64): an error answer must be an error whatever its members hold.
+func ServiceErrorOf(v any) *ServiceError {
+	se := &ServiceError{Message: "(no message)"}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return se
+	}
+	if msg, ok := m["message"].(string); ok {
+		se.Message = msg
+	}
+	switch c := m["code"].(type) {
+	case json.Number:
+		se.Code, _ = strconv.Atoi(c.String())
+	case float64:
+		se.Code = int(c)
+	case string:
+		se.Code, _ = strconv.Atoi(strings.TrimSpace(c))
+	}
+	if d, ok := m["details"].([]any); ok {
+		for _, x := range d {
+			se.Details = append(se.Details, fmt.Sprint(x))
+		}
+	}
+	return se
+}
+
 // Reader decodes a feature set. It is not safe for concurrent use.
 type Reader struct {
 	opts     Options
@@ -150,34 +178,11 @@ func (r *Reader) next() (*spatial.Feature, error) {
 		key, _ := tok.(string)
 		switch key {
 		case "error":
-			// Read leniently (a code written as a string, a message as null): an error
-			// answer must be an error whatever its members hold.
 			var e any
 			if err := r.decodeValue(&e); err != nil {
 				return nil, err
 			}
-			se := &ServiceError{Message: "(no message)"}
-			if m, ok := e.(map[string]any); ok {
-				if msg, ok := m["message"].(string); ok {
-					se.Message = msg
-				}
-				switch c := m["code"].(type) {
-				case json.Number:
-					if n, err := strconv.Atoi(c.String()); err == nil {
-						se.Code = n
-					}
-				case string:
-					if n, err := strconv.Atoi(c); err == nil {
-						se.Code = n
-					}
-				}
-				if d, ok := m["details"].([]any); ok {
-					for _, x := range d {
-						se.Details = append(se.Details, fmt.Sprint(x))
-					}
-				}
-			}
-			return nil, se
+			return nil, ServiceErrorOf(e)
 		case "features":
 			tok, err := r.dec.Token()
 			if err != nil {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"log/slog"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -13,10 +12,9 @@ import (
 	"github.com/geoflow/geoflow/flows"
 	"github.com/geoflow/geoflow/internal/devserver/arcgisserver"
 	"github.com/geoflow/geoflow/internal/testdb"
-	"github.com/geoflow/geoflow/retry"
+	"github.com/geoflow/geoflow/internal/testflow"
 	"github.com/geoflow/geoflow/store"
 	"github.com/geoflow/geoflow/store/postgis"
-	"github.com/geoflow/geoflow/tasks"
 	"github.com/geoflow/geoflow/tasks/arcgis"
 )
 
@@ -47,48 +45,10 @@ func newHarness(t *testing.T, opts arcgisserver.Options) *harness {
 
 func (h *harness) run(taskYAML string, opts flows.RunOptions) *flows.Result {
 	h.t.Helper()
-	src := fmt.Sprintf(`
-name: test
-defaults:
-  retry: {base_delay: 1ms, max_delay: 20ms}
-  rate_limit: {requests_per_second: 1000, burst: 100, concurrency: 4}
-tasks:
-  parcels:
-    type: arcgis_features
-    url: %s
-%s`, h.url, indent(taskYAML))
-	r := &tasks.Registry{}
-	r.Register(arcgis.Kind())
-	f, err := flows.Parse("test.yaml", []byte(src), flows.Options{Registry: r})
-	if err != nil {
-		h.t.Fatalf("flow: %v\n%s", err, src)
-	}
-	log := slog.New(slog.NewTextHandler(h.logs, nil))
-	opts.Store, opts.Logger = h.db, log
-	if opts.HTTP == nil {
-		opts.HTTP = retry.New(&retry.Options{Logger: log, Seed: 1})
-	}
-	res, err := flows.Run(context.Background(), f, opts)
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	return res
+	return testflow.Run(h.t, arcgis.Kind(), h.url, taskYAML, h.db, h.logs, opts)
 }
 
-func indent(s string) string {
-	var b strings.Builder
-	for _, l := range strings.Split(strings.TrimSpace(s), "\n") {
-		b.WriteString("    " + strings.TrimSpace(l) + "\n")
-	}
-	return b.String()
-}
-
-func tail(s string) string {
-	if len(s) > 4000 {
-		return s[len(s)-4000:]
-	}
-	return s
-}
+func tail(s string) string { return testflow.Tail(s) }
 
 // checkEqual asserts the table holds every parcel once, geometry equal to the source
 // (polygons with holes and multipart polygons included) and attributes as served, dates

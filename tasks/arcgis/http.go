@@ -63,32 +63,17 @@ func serviceError(body []byte) error {
 	if !strings.HasPrefix(trimmed, "{") || !strings.Contains(trimmed, `"error"`) {
 		return nil
 	}
-	// Only the presence of the error object is trusted; its members are read leniently
-	// (a code written as a string, a message as null): an error answer must never be
-	// taken for an empty result.
+	// Only the presence of the error object is trusted; its members are read leniently:
+	// an error answer must never be taken for an empty result.
 	var e struct {
 		Error json.RawMessage `json:"error"`
 	}
 	if json.Unmarshal(body, &e) != nil || len(e.Error) == 0 || string(e.Error) == "null" {
 		return nil
 	}
-	var m map[string]any
-	_ = json.Unmarshal(e.Error, &m)
-	se := &esrijson.ServiceError{Message: fmt.Sprint(m["message"])}
-	if m["message"] == nil {
-		se.Message = spatial.Snippet(e.Error, 200)
-	}
-	switch c := m["code"].(type) {
-	case float64:
-		se.Code = int(c)
-	case string:
-		fmt.Sscan(c, &se.Code)
-	}
-	if d, ok := m["details"].([]any); ok {
-		for _, x := range d {
-			se.Details = append(se.Details, fmt.Sprint(x))
-		}
-	}
+	var v any
+	_ = json.Unmarshal(e.Error, &v)
+	se := esrijson.ServiceErrorOf(v)
 	return classify(se)
 }
 
@@ -120,14 +105,4 @@ func classify(err error) error {
 		return err
 	}
 	return retry.Permanent(dlq.ClassParse, err)
-}
-
-// checkHTML refuses an HTML page answered in place of JSON (a proxy's error page, or f
-// ignored): the server behind may recover.
-func checkHTML(resp *http.Response) error {
-	if strings.HasPrefix(strings.ToLower(resp.Header.Get("Content-Type")), "text/html") {
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-		return retry.Transient(dlq.ClassParse, &spatial.NotFeaturesError{Kind: "html", Snippet: spatial.Snippet(b, 200)})
-	}
-	return nil
 }

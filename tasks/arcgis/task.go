@@ -257,7 +257,7 @@ func (t *Task) boxQuery(b orb.Bound, more url.Values) url.Values {
 // query POSTs a query whose answer is one small JSON object into v.
 func (t *Task) query(ctx context.Context, env *tasks.Env, unit string, form url.Values, v any) error {
 	return env.HTTP.Do(ctx, t.request(env, unit, http.MethodPost, t.cfg.URL+"/query", form), func(resp *http.Response) error {
-		if err := checkHTML(resp); err != nil {
+		if err := tasks.RefuseHTML(resp); err != nil {
 			return err
 		}
 		body, err := io.ReadAll(io.LimitReader(resp.Body, 256<<20))
@@ -355,7 +355,7 @@ func (t *Task) fetch(ctx context.Context, env *tasks.Env, p *prepared, u store.U
 	err := env.HTTP.Do(ctx, t.request(env, u.Key, http.MethodPost, t.cfg.URL+"/query", form), func(resp *http.Response) error {
 		body.Close()
 		body = tasks.NewSpool()
-		if err := checkHTML(resp); err != nil {
+		if err := tasks.RefuseHTML(resp); err != nil {
 			return err
 		}
 		// The head is decoded as it arrives: an error object answered with 200 shows before

@@ -144,7 +144,7 @@ type queryables struct {
 // getJSON reads the JSON document at u into v.
 func (t *Task) getJSON(ctx context.Context, env *tasks.Env, unit, u, what string, v any) error {
 	err := env.HTTP.Do(ctx, t.request(env, unit, u, "application/json"), func(resp *http.Response) error {
-		if err := checkContentType(resp); err != nil {
+		if err := tasks.RefuseHTML(resp); err != nil {
 			return err
 		}
 		dec := json.NewDecoder(io.LimitReader(resp.Body, maxDocBytes))
@@ -207,17 +207,6 @@ func classifyProblem(status int, body []byte) error {
 		return nil // the handler's own classes and backoff
 	case status >= 400:
 		return retry.Permanent(dlq.ClassHTTP4xx, err)
-	}
-	return nil
-}
-
-// checkContentType refuses an HTML page answered in place of JSON (a proxy's error page,
-// or a server that ignored the Accept header): the server behind may recover.
-func checkContentType(resp *http.Response) error {
-	ct := strings.ToLower(resp.Header.Get("Content-Type"))
-	if strings.HasPrefix(ct, "text/html") {
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-		return retry.Transient(dlq.ClassParse, &spatial.NotFeaturesError{Kind: "html", Snippet: spatial.Snippet(b, 200)})
 	}
 	return nil
 }

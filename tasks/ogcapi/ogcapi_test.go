@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"math"
 	"net/http"
 	"net/http/httptest"
@@ -17,10 +16,9 @@ import (
 	"github.com/geoflow/geoflow/flows"
 	"github.com/geoflow/geoflow/internal/devserver/wfsserver"
 	"github.com/geoflow/geoflow/internal/testdb"
-	"github.com/geoflow/geoflow/retry"
+	"github.com/geoflow/geoflow/internal/testflow"
 	"github.com/geoflow/geoflow/store"
 	"github.com/geoflow/geoflow/store/postgis"
-	"github.com/geoflow/geoflow/tasks"
 	"github.com/geoflow/geoflow/tasks/ogcapi"
 )
 
@@ -55,48 +53,10 @@ func newHarness(t *testing.T, opts wfsserver.Options) *harness {
 
 func (h *harness) run(taskYAML string, opts flows.RunOptions) *flows.Result {
 	h.t.Helper()
-	src := fmt.Sprintf(`
-name: test
-defaults:
-  retry: {base_delay: 1ms, max_delay: 20ms}
-  rate_limit: {requests_per_second: 1000, burst: 100, concurrency: 4}
-tasks:
-  parcels:
-    type: ogcapi_features
-    url: %s
-%s`, h.url, indent(taskYAML))
-	r := &tasks.Registry{}
-	r.Register(ogcapi.Kind())
-	f, err := flows.Parse("test.yaml", []byte(src), flows.Options{Registry: r})
-	if err != nil {
-		h.t.Fatalf("flow: %v\n%s", err, src)
-	}
-	log := slog.New(slog.NewTextHandler(h.logs, nil))
-	opts.Store, opts.Logger = h.db, log
-	if opts.HTTP == nil {
-		opts.HTTP = retry.New(&retry.Options{Logger: log, Seed: 1})
-	}
-	res, err := flows.Run(context.Background(), f, opts)
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	return res
+	return testflow.Run(h.t, ogcapi.Kind(), h.url, taskYAML, h.db, h.logs, opts)
 }
 
-func indent(s string) string {
-	var b strings.Builder
-	for _, l := range strings.Split(strings.TrimSpace(s), "\n") {
-		b.WriteString("    " + strings.TrimSpace(l) + "\n")
-	}
-	return b.String()
-}
-
-func tail(s string) string {
-	if len(s) > 4000 {
-		return s[len(s)-4000:]
-	}
-	return s
-}
+func tail(s string) string { return testflow.Tail(s) }
 
 // checkComplete asserts the table holds exactly the fixture's features in b, once each,
 // with their properties and x = longitude.

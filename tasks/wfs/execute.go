@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"strings"
 
 	"github.com/geoflow/geoflow/dlq"
@@ -91,13 +90,4 @@ func transientException(ex *spatial.ExceptionReport) bool {
 	return strings.Contains(low, "timeout") || strings.Contains(low, "timed out") ||
 		strings.Contains(low, "too many") || strings.Contains(low, "temporar") || strings.Contains(low, "unavailable") ||
 		strings.Contains(low, "connection")
-}
-
-func checkContentType(resp *http.Response) error {
-	ct := strings.ToLower(resp.Header.Get("Content-Type"))
-	if strings.HasPrefix(ct, "text/html") {
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-		return retry.Transient(dlq.ClassParse, &spatial.NotFeaturesError{Kind: "html", Snippet: spatial.Snippet(b, 200)})
-	}
-	return nil
 }

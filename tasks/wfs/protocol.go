@@ -34,7 +34,7 @@ func (w *protocol) Request(env *tasks.Env, unit string, q harvest.Query) retry.R
 }
 
 // CheckResponse implements harvest.Protocol.
-func (w *protocol) CheckResponse(resp *http.Response) error { return checkContentType(resp) }
+func (w *protocol) CheckResponse(resp *http.Response) error { return tasks.RefuseHTML(resp) }
 
 // Decode implements harvest.Protocol: GeoJSON or GML, as negotiated.
 func (w *protocol) Decode(env *tasks.Env, body io.Reader) harvest.Decoder {

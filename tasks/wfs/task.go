@@ -2,9 +2,7 @@ package wfs
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"sync"
 
@@ -72,22 +70,12 @@ func (t *Task) hits(ctx context.Context, env *tasks.Env, p *prepared, unit strin
 	q := t.getFeature(p, bbox, 0, 0, true, false)
 	n := int64(-1)
 	err := env.HTTP.Do(ctx, t.request(env, p, unit, q), func(resp *http.Response) error {
-		if err := checkContentType(resp); err != nil {
+		if err := tasks.RefuseHTML(resp); err != nil {
 			return err
 		}
 		r := gml.NewReader(resp.Body, gml.Options{WFSVersion: p.version, TypeName: p.typeName})
-		for {
-			_, err := r.Next()
-			if err == io.EOF {
-				break
-			}
-			var fe *spatial.FeatureError
-			if errors.As(err, &fe) {
-				continue
-			}
-			if err != nil {
-				return classify(err)
-			}
+		if err := spatial.Walk(r, nil); err != nil {
+			return classify(err)
 		}
 		m := r.Meta()
 		n = m.NumberMatched

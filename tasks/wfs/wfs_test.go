@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"log/slog"
 	"math"
 	"net/http"
 	"net/http/httptest"
@@ -18,7 +17,7 @@ import (
 	"github.com/geoflow/geoflow/flows"
 	"github.com/geoflow/geoflow/internal/devserver/wfsserver"
 	"github.com/geoflow/geoflow/internal/testdb"
-	"github.com/geoflow/geoflow/retry"
+	"github.com/geoflow/geoflow/internal/testflow"
 	"github.com/geoflow/geoflow/store"
 	"github.com/geoflow/geoflow/store/postgis"
 	"github.com/geoflow/geoflow/tasks"
@@ -60,38 +59,7 @@ func registry() *tasks.Registry {
 // run runs a one-task flow whose task keys are given as YAML lines.
 func (h *harness) run(taskYAML string, opts flows.RunOptions) *flows.Result {
 	h.t.Helper()
-	src := fmt.Sprintf(`
-name: test
-defaults:
-  retry: {base_delay: 1ms, max_delay: 20ms}
-  rate_limit: {requests_per_second: 1000, burst: 100, concurrency: 4}
-tasks:
-  parcels:
-    type: wfs
-    url: %s/wfs
-%s`, h.srv.URL, indent(taskYAML))
-	f, err := flows.Parse("test.yaml", []byte(src), flows.Options{Registry: registry()})
-	if err != nil {
-		h.t.Fatalf("flow: %v\n%s", err, src)
-	}
-	log := slog.New(slog.NewTextHandler(h.logs, nil))
-	opts.Store, opts.Logger = h.db, log
-	if opts.HTTP == nil {
-		opts.HTTP = retry.New(&retry.Options{Logger: log, Seed: 1})
-	}
-	res, err := flows.Run(context.Background(), f, opts)
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	return res
-}
-
-func indent(s string) string {
-	var b strings.Builder
-	for _, l := range strings.Split(strings.TrimSpace(s), "\n") {
-		b.WriteString("    " + strings.TrimSpace(l) + "\n")
-	}
-	return b.String()
+	return testflow.Run(h.t, wfs.Kind(), h.srv.URL+"/wfs", taskYAML, h.db, h.logs, opts)
 }
 
 var extent = orb.Bound{Min: orb.Point{11.45, 48.05}, Max: orb.Point{11.55, 48.15}}
@@ -176,12 +144,7 @@ func countPoints(g orb.Geometry) int {
 	return n
 }
 
-func tail(s string) string {
-	if len(s) > 4000 {
-		return s[len(s)-4000:]
-	}
-	return s
-}
+func tail(s string) string { return testflow.Tail(s) }
 
 func TestHarvestComplete(t *testing.T) {
 	tests := []struct {
