@@ -12,6 +12,7 @@ import (
 
 	"github.com/paulmach/orb"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/geoflow/geoflow/internal/devserver/stacserver"
 	"github.com/geoflow/geoflow/internal/devserver/tileserver"
@@ -40,7 +41,7 @@ func newDevCmd(g *globals) *cobra.Command {
 		Short: "Serve a sample WFS 2.0/1.1/1.0 over generated parcels until interrupted",
 		Long: "Serve a real WFS (GetCapabilities, DescribeFeatureType, GetFeature in GML 3.2, 3.1.1, 2 and GeoJSON,\n" +
 			"paging, BBOX, hits) over deterministically generated parcels, with switches for rate limiting and faults.\n" +
-			"ogr2ogr reads it: ogrinfo WFS:http://127.0.0.1:8090/wfs",
+			"ogr2ogr reads it: ogrinfo WFS:http://127.0.0.1:8090/wfs\n\n" + devRevisionHelp,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if quota > 0 {
@@ -50,12 +51,15 @@ func newDevCmd(g *globals) *cobra.Command {
 			if failOneIn > 0 {
 				opts.Faults.FailForever = failOneURLIn(failOneIn)
 			}
+			if err := checkDevRevision(opts.Revision, opts.Changes, opts.Features); err != nil {
+				return err
+			}
 			return serveDevWFS(cmd.Context(), g, listen, opts)
 		},
 	}
 	f := wfs.Flags()
 	f.StringVar(&listen, "listen", "127.0.0.1:8090", "address to listen on (loopback only by default)")
-	f.IntVar(&opts.Features, "features", 10000, "number of parcels")
+	f.IntVar(&opts.Features, "features", 10000, "number of parcels, --added ones included")
 	f.Int64Var(&opts.Seed, "seed", 1, "generation seed: equal seeds serve equal data")
 	f.StringVar(&opts.Flavor, "flavor", "geoserver", "server quirks: geoserver, mapserver, deegree or qgis")
 	f.IntVar(&opts.CountDefault, "count-default", 1000, "the server's maximum page size")
@@ -75,6 +79,7 @@ func newDevCmd(g *globals) *cobra.Command {
 	f.Float64Var(&exc200, "fault-exception-200", 0, "share answered an exception report with HTTP 200")
 	f.Float64Var(&html200, "fault-html-200", 0, "share answered a proxy HTML page with HTTP 200")
 	f.IntVar(&failOneIn, "fail-one-in", 0, "answer 500 forever to one GetFeature URL in N (by a hash of the URL; counts spared); restart without it to heal")
+	devRevisionFlags(f, &opts.Revision, &opts.Changes, &opts.Empty)
 	cmd.AddCommand(wfs, newDevArcGISCmd(g), newDevTilesCmd(g), newDevWMSCmd(g), newDevSTACCmd(g))
 	return cmd
 }
@@ -216,10 +221,52 @@ func failOneURLIn(n int) func(*http.Request) bool {
 func serveDevWFS(ctx context.Context, g *globals, listen string, opts wfsserver.Options) error {
 	srv := wfsserver.New(opts)
 	banner := fmt.Sprintf("sample WFS: http://{addr}/wfs (%d parcels, type %s); OGC API - Features: http://{addr}/ogcapi (collection %s)",
-		srv.Len(), srv.TypeName(), srv.TypeName()[strings.Index(srv.TypeName(), ":")+1:])
-	return serveDev(ctx, g, listen, []string{"/wfs", "/ogcapi", "/ogcapi/"}, srv, banner, func() string {
+		srv.Count(), srv.TypeName(), srv.TypeName()[strings.Index(srv.TypeName(), ":")+1:]) + devControlBanner
+	return serveDev(ctx, g, listen, []string{"/wfs", "/ogcapi", "/ogcapi/", "/_dev/"}, withDevControl(srv, srv), banner, func() string {
 		st := srv.Stats()
 		return fmt.Sprintf("served %d requests (%d GetFeature, %d hits, %d answered 429, %d faults injected), %d features",
 			st.Requests, st.GetFeature, st.Hits, st.TooManyRequests, st.Faults, st.FeaturesServed)
 	})
+}
+
+// devRevisionHelp documents the revision flags and the control endpoints of geoflow dev wfs
+// and geoflow dev arcgis.
+const devRevisionHelp = "The data can change between two harvests, as an edited source does: revision 0 serves the parcels\n" +
+	"but the last --added ones; revision 1 and later serve them all but --deleted ones, spread over the extent,\n" +
+	"and --edited ones (also spread) with a new assessed_value and updated_at, half of them reshaped a little,\n" +
+	"their ids kept; each later revision edits them again. --empty answers every query with no features.\n" +
+	"Switch a running server without a restart:\n" +
+	"  curl -X POST 'http://ADDR/_dev/revision?rev=1'   (also edited=, deleted=, added=; counts not given stay)\n" +
+	"  curl -X POST 'http://ADDR/_dev/empty?on=1'       (on=0 switches it off)\n" +
+	"  curl http://ADDR/_dev/state"
+
+// devControlBanner is the banner's second line for the servers with control endpoints.
+const devControlBanner = "\ndata control: POST http://{addr}/_dev/revision?rev=N, POST http://{addr}/_dev/empty?on=1, GET http://{addr}/_dev/state"
+
+// devRevisionFlags declares --revision, --edited, --deleted, --added and --empty.
+func devRevisionFlags(f *pflag.FlagSet, rev *int, c *wfsserver.Changes, empty *bool) {
+	f.IntVar(rev, "revision", 0, "data revision served first (0: without --added parcels; 1 and later: without --deleted ones, --edited ones changed)")
+	f.IntVar(&c.Edited, "edited", 0, "parcels whose attributes (and for half of them geometry) change from revision 1 on, ids kept")
+	f.IntVar(&c.Deleted, "deleted", 0, "parcels served at revision 0 only")
+	f.IntVar(&c.Added, "added", 0, "parcels (the last of --features) served from revision 1 on only")
+	f.BoolVar(empty, "empty", false, "answer every query with no features and a count of 0 (POST /_dev/empty?on=0 heals it)")
+}
+
+// checkDevRevision refuses revision flags the parcels cannot hold.
+func checkDevRevision(rev int, c wfsserver.Changes, features int) error {
+	if rev < 0 {
+		return fmt.Errorf("--revision must not be negative, not %d", rev)
+	}
+	if err := c.Validate(features); err != nil {
+		return fmt.Errorf("--edited, --deleted, --added with --features %d: %w", features, err)
+	}
+	return nil
+}
+
+// withDevControl serves the control endpoints of sw under /_dev/ and h elsewhere.
+func withDevControl(sw wfsserver.Switcher, h http.Handler) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/_dev/", wfsserver.ControlHandler(sw))
+	mux.Handle("/", h)
+	return mux
 }

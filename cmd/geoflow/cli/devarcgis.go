@@ -29,7 +29,8 @@ func newDevArcGISCmd(g *globals) *cobra.Command {
 		Short: "Serve a sample ArcGIS REST feature service layer over the sample parcels until interrupted",
 		Long: "Serve .../FeatureServer/0 (the layer document) and .../FeatureServer/0/query (where=1=1, objectIds,\n" +
 			"an envelope, returnIdsOnly, returnCountOnly, resultOffset, f=json/geojson) over the parcels of geoflow dev wfs,\n" +
-			"answering errors with HTTP 200 and {\"error\":...} as ArcGIS does, with switches for caps and faults.",
+			"answering errors with HTTP 200 and {\"error\":...} as ArcGIS does, with switches for caps and faults.\n\n" +
+			devRevisionHelp,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if quota > 0 {
@@ -42,9 +43,12 @@ func newDevArcGISCmd(g *globals) *cobra.Command {
 					return h.Sum32()%uint32(failOneIn*1000) == 0
 				}
 			}
+			if err := checkDevRevision(opts.Revision, opts.Changes, opts.Features); err != nil {
+				return err
+			}
 			srv := arcgisserver.New(opts)
-			banner := fmt.Sprintf("sample ArcGIS layer: http://{addr}/arcgis/rest/services/Parcels/FeatureServer/0 (%d parcels, maxRecordCount %d)", srv.Len(), max(opts.MaxRecordCount, 1000))
-			return serveDev(cmd.Context(), g, listen, []string{"/arcgis/"}, srv, banner, func() string {
+			banner := fmt.Sprintf("sample ArcGIS layer: http://{addr}/arcgis/rest/services/Parcels/FeatureServer/0 (%d parcels, maxRecordCount %d)", srv.Count(), max(opts.MaxRecordCount, 1000)) + devControlBanner
+			return serveDev(cmd.Context(), g, listen, []string{"/arcgis/", "/_dev/"}, withDevControl(srv, srv), banner, func() string {
 				st := srv.Stats()
 				return fmt.Sprintf("served %d requests (%d id lists, %d counts, %d feature queries, %d answered 429, %d faults injected), %d features",
 					st.Requests, st.IDQueries, st.CountQueries, st.FeatureQueries, st.TooManyRequests, st.Faults, st.FeaturesServed)
@@ -53,7 +57,7 @@ func newDevArcGISCmd(g *globals) *cobra.Command {
 	}
 	f := cmd.Flags()
 	f.StringVar(&listen, "listen", "127.0.0.1:8092", "address to listen on (loopback only by default)")
-	f.IntVar(&opts.Features, "features", 10000, "number of parcels")
+	f.IntVar(&opts.Features, "features", 10000, "number of parcels, --added ones included")
 	f.Int64Var(&opts.Seed, "seed", 1, "generation seed: equal seeds serve equal data")
 	f.IntVar(&opts.MaxRecordCount, "max-record-count", 1000, "features per query at most")
 	f.IntVar(&opts.MaxIDs, "max-ids", 0, "cap returnIdsOnly lists at this many (0: no cap, as Esri documents)")
@@ -68,5 +72,6 @@ func newDevArcGISCmd(g *globals) *cobra.Command {
 	f.BoolVar(&bucket, "token-bucket", false, "refill the quota continuously instead of per fixed window")
 	f.StringVar(&headers, "quota-headers", "x-ratelimit", "rate-limit headers: x-ratelimit, ietf or none")
 	f.BoolVar(&retryAfter, "retry-after", true, "send Retry-After with 429")
+	devRevisionFlags(f, &opts.Revision, &opts.Changes, &opts.Empty)
 	return cmd
 }

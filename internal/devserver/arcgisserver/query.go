@@ -39,6 +39,8 @@ func (s *Server) serveQuery(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var ids []int
+	// A revision switched during the query may show in its answer: the sample does not
+	// hold one snapshot from the id list to the last feature.
 	if g := strings.TrimSpace(q.Get("geometry")); g != "" {
 		if t := q.Get("geometryType"); t != "" && t != "esriGeometryEnvelope" {
 			s.fail(w, 400, "Invalid or missing input parameters: geometryType "+t)
@@ -51,10 +53,10 @@ func (s *Server) serveQuery(w http.ResponseWriter, r *http.Request) {
 		}
 		ids = s.ObjectIDsIn(b)
 	} else {
-		ids = make([]int, s.Len())
-		for i := range ids {
-			ids[i] = i + 1
-		}
+		ids = s.ObjectIDs()
+	}
+	if s.Empty() {
+		ids = []int{}
 	}
 	if list := strings.TrimSpace(q.Get("objectIds")); list != "" {
 		want := map[int]bool{}

@@ -6,7 +6,8 @@
 // HTTP 200 and an {"error":{...}} body (498 invalid token, 499 token required, 400 bad
 // parameters, 500 for its own failures), a query returns at most maxRecordCount features
 // and says exceededTransferLimit, an id list can be capped (MaxIDs), and offset paging
-// without orderByFields follows no stable order.
+// without orderByFields follows no stable order. Its parcels go through the revisions and
+// the empty mode of wfsserver (Options.Changes, Server.SetRevision, Server.SetEmpty).
 package arcgisserver
 
 import (
@@ -57,6 +58,14 @@ type Options struct {
 	Quota *wfsserver.Quota
 	// Now is the clock. Defaults to time.Now.
 	Now func() time.Time
+	// Changes is the change set of the parcels between revision 0 and 1, as
+	// wfsserver.Options.Changes; object id i+1 is parcel i. New panics if the parcels
+	// cannot hold it.
+	Changes wfsserver.Changes
+	// Revision is the revision served first; SetRevision switches it.
+	Revision int
+	// Empty starts the server in empty mode (see SetEmpty).
+	Empty bool
 }
 
 // Faults are the failures a query can meet.
@@ -95,7 +104,9 @@ func New(opts Options) *Server {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	s := &Server{opts: opts, parcels: wfsserver.New(wfsserver.Options{Features: opts.Features, Seed: opts.Seed}),
+	parcels := wfsserver.New(wfsserver.Options{Features: opts.Features, Seed: opts.Seed,
+		Changes: opts.Changes, Revision: opts.Revision, Empty: opts.Empty})
+	s := &Server{opts: opts, parcels: parcels,
 		rnd: rand.New(rand.NewPCG(uint64(opts.Seed), 11))}
 	if opts.Quota != nil {
 		s.quota = wfsserver.NewQuotaLimiter(*opts.Quota)
@@ -103,13 +114,48 @@ func New(opts Options) *Server {
 	return s
 }
 
-// Len is the number of parcels.
+// Len is the number of parcels, served or not at the current revision (see Count).
 func (s *Server) Len() int { return s.parcels.Len() }
 
-// Parcel returns parcel i (object id i+1) as wfsserver describes it.
+// Count is the number of parcels served at the current revision.
+func (s *Server) Count() int { return s.parcels.Count() }
+
+// ObjectIDs returns, in order, the object ids served at the current revision.
+func (s *Server) ObjectIDs() []int {
+	ids := make([]int, 0, s.parcels.Count())
+	for i := range s.parcels.Indexes() {
+		ids = append(ids, i+1)
+	}
+	return ids
+}
+
+// Parcel returns parcel i (object id i+1) as wfsserver describes it at the current
+// revision.
 func (s *Server) Parcel(i int) wfsserver.Feature { return s.parcels.Feature(i) }
 
-// ObjectIDsIn returns the object ids of the parcels whose geometry intersects b.
+// SetRevision switches the parcels to revision rev of change set c, as
+// wfsserver.Server.SetRevision does. Safe for concurrent use.
+func (s *Server) SetRevision(rev int, c wfsserver.Changes) error {
+	return s.parcels.SetRevision(rev, c)
+}
+
+// Revision returns the current revision and change set.
+func (s *Server) Revision() (int, wfsserver.Changes) { return s.parcels.Revision() }
+
+// SetEmpty switches the empty mode: on, every query answers no ids, a count of 0 and no
+// features, while the layer document stays as it is. Safe for concurrent use.
+func (s *Server) SetEmpty(on bool) { s.parcels.SetEmpty(on) }
+
+// Empty reports whether the empty mode is on.
+func (s *Server) Empty() bool { return s.parcels.Empty() }
+
+// Exists reports whether object id objectID is served at the current revision.
+func (s *Server) Exists(objectID int) bool { return s.parcels.Exists(objectID - 1) }
+
+var _ wfsserver.Switcher = (*Server)(nil)
+
+// ObjectIDsIn returns the object ids of the parcels served at the current revision whose
+// geometry intersects b (whatever the empty mode).
 func (s *Server) ObjectIDsIn(b orb.Bound) []int {
 	idx := s.parcels.FeaturesIn(b)
 	for k := range idx {

@@ -44,6 +44,16 @@ var epochDay = time.Date(1990, 1, 1, 0, 0, 0, 0, time.UTC).Unix() / 86400
 
 const updatedBase = 1577836800 // 2020-01-01T00:00:00Z
 
+// editedBase is updated_at of an edit at revision 1, later than any revision-0 value.
+const editedBase = 1735689600 // 2025-01-01T00:00:00Z
+
+// The assessed value of an edited parcel rises by editedRaise cents per revision, from
+// editedValue where it had none.
+const (
+	editedRaise = 100_000
+	editedValue = 5_000_000
+)
+
 // attrs are one parcel's attribute values; negative means nil.
 type attrs struct {
 	i          int
@@ -58,7 +68,7 @@ type attrs struct {
 	updated    int64 // unix seconds
 }
 
-func (l *layout) attrs(i int, sh *shape) attrs {
+func (l *layout) attrs(i int, e edit, sh *shape) attrs {
 	h := l.hash(i, 3)
 	g := l.hash(i, 4)
 	mLat := 110540.0
@@ -92,6 +102,13 @@ func (l *layout) attrs(i int, sh *shape) attrs {
 	}
 	if g%37 == 0 {
 		a.surveyed = -1
+	}
+	if e.rev > 0 {
+		if a.valueCents < 0 {
+			a.valueCents = editedValue
+		}
+		a.valueCents += int64(e.rev) * editedRaise
+		a.updated = editedBase + int64(e.rev-1)*86400
 	}
 	return a
 }

@@ -51,4 +51,11 @@
 // about 1.5% without SORTBY), Quota (429, Retry-After, X-RateLimit-* or IETF
 // RateLimit headers), Faults (5xx, truncated bodies, exception reports and
 // proxy HTML pages with 200, URLs that fail forever) and Latency.
+//
+// The data can change between two harvests: Options.Changes names how many
+// parcels are edited, deleted and added between revision 0 and 1, and
+// Server.SetRevision switches revisions while the server runs (see Changes for
+// which parcels). Server.SetEmpty makes every query answer an empty collection,
+// as a misconfigured server does. ControlHandler offers both over HTTP for
+// `geoflow dev`.
 package wfsserver

@@ -106,17 +106,21 @@ func (s *Server) serveGetFeature(w http.ResponseWriter, r *http.Request, q *quer
 	if s.serveFault(w, q.version, kind, v) {
 		return
 	}
+	rev := s.state()
 	var sel *selection
 	if q.bbox != nil {
-		sel = s.grid.selectBound(*q.bbox)
+		sel = s.grid.selectBound(*q.bbox, rev)
 	} else {
-		sel = s.grid.selectAll()
+		sel = s.grid.selectAll(rev)
 	}
 	if q.hasIDs {
 		sel.restrict(q.ids)
 	}
-	total := sel.count()
-	reported := total + s.opts.CountExtra
+	total, reported := 0, 0
+	if !rev.empty {
+		total = sel.count()
+		reported = total + s.opts.CountExtra
+	}
 	o := &order{desc: q.sorted && q.sortDesc, n: total}
 	if s.opts.UnstableOrder && !q.sorted {
 		o.unstable = true
@@ -141,7 +145,7 @@ func (s *Server) serveGetFeature(w http.ResponseWriter, r *http.Request, q *quer
 			return
 		}
 	}
-	fw := &featureWriter{s: s, q: q, total: reported, ids: ids, baseURL: s.baseURL(r), ctx: r.Context()}
+	fw := &featureWriter{s: s, v: rev, q: q, total: reported, ids: ids, baseURL: s.baseURL(r), ctx: r.Context()}
 	if ec := s.opts.EncodeCost; ec > 0 {
 		fw.encodeCost = ec
 		if q.format != fmtJSON {
@@ -204,6 +208,7 @@ func (s *Server) pageLinks(r *http.Request, q *query, total, returned int) (next
 // featureWriter streams one GetFeature response.
 type featureWriter struct {
 	s          *Server
+	v          *revision // the revision the whole response is written at
 	q          *query
 	total      int
 	ids        []int

@@ -66,6 +66,9 @@ type shape struct {
 	bound  orb.Bound
 	buf    [64]orb.Point
 	used   int
+	// An edited shape is scaled by sc about the cell's centre and shifted by (mx, my),
+	// in cell units; sc is 0 for an unedited one.
+	sc, mx, my float64
 }
 
 func (sh *shape) hasHole() bool { return !sh.multi && sh.nrings > 1 }
@@ -73,11 +76,17 @@ func (sh *shape) hasHole() bool { return !sh.multi && sh.nrings > 1 }
 // shape computes parcel i. About 8% of parcels are shifted towards a cell
 // edge and cross it by up to 0.08 cell, into the neighbour's empty margin, so
 // tiling a bbox along cell edges meets them twice; about 9% have a hole and
-// about 4% are two-part multipolygons.
-func (l *layout) shape(i int, sh *shape) {
+// about 4% are two-part multipolygons. An edit that moves the parcel shrinks and
+// shifts it within its reach (see Changes.Edited).
+func (l *layout) shape(i int, e edit, sh *shape) {
 	h := l.hash(i, 1)
 	row, col := i/l.cols, i%l.cols
 	sh.multi, sh.nrings, sh.used = false, 0, 0
+	sh.sc, sh.mx, sh.my = 0, 0, 0
+	if e.moved {
+		s, c := math.Sincos(2 * math.Pi * unit(l.hash(i, 20+uint64(e.rev))))
+		sh.sc, sh.mx, sh.my = editShrink, editShift*c, editShift*s
+	}
 	sh.bound = orb.Bound{Min: orb.Point{math.Inf(1), math.Inf(1)}, Max: orb.Point{math.Inf(-1), math.Inf(-1)}}
 	cx, cy := 0.5, 0.5
 	if h%12 == 0 {
@@ -121,9 +130,13 @@ func (l *layout) ring(sh *shape, i, row, col int, cx, cy, r float64, nv int, ccw
 		}
 		rk := r * (0.8 + 0.2*unit(mix(hk)))
 		s, c := math.Sincos(th)
+		u, v := cx+rk*c, cy+rk*s
+		if sh.sc != 0 {
+			u, v = 0.5+sh.sc*(u-0.5)+sh.mx, 0.5+sh.sc*(v-0.5)+sh.my
+		}
 		p := orb.Point{
-			round7(l.ext.Min[0] + (float64(col)+cx+rk*c)*l.dx),
-			round7(l.ext.Min[1] + (float64(row)+cy+rk*s)*l.dy),
+			round7(l.ext.Min[0] + (float64(col)+u)*l.dx),
+			round7(l.ext.Min[1] + (float64(row)+v)*l.dy),
 		}
 		sh.buf[sh.used] = p
 		sh.used++
@@ -239,9 +252,12 @@ func ringContains(r []orb.Point, p orb.Point) bool {
 // selection is the set of parcels a query matches, in index order (which is
 // also parcel_id order). Without a bbox it is every parcel; with one, rows of
 // the candidate cell range are walked, interior cells match without a test
-// and only edge cells are tested exactly.
+// and only edge cells are tested exactly. Only parcels the revision serves
+// match: those at or above its limit are cut off the last rows, the deleted
+// ones are counted out of interior runs by binary search.
 type selection struct {
 	l      *layout
+	v      *revision
 	all    bool
 	ids    []int // explicit RESOURCEID list, sorted; nil if none
 	b      orb.Bound
@@ -252,7 +268,7 @@ type selection struct {
 	sh     shape
 }
 
-func (l *layout) selectAll() *selection { return &selection{l: l, all: true} }
+func (l *layout) selectAll(v *revision) *selection { return &selection{l: l, v: v, all: true} }
 
 func clampInt(v float64, lo, hi int) int {
 	switch {
@@ -264,8 +280,8 @@ func clampInt(v float64, lo, hi int) int {
 	return int(v)
 }
 
-func (l *layout) selectBound(b orb.Bound) *selection {
-	s := &selection{l: l, b: b}
+func (l *layout) selectBound(b orb.Bound, v *revision) *selection {
+	s := &selection{l: l, v: v, b: b}
 	u0 := (b.Min[0] - l.ext.Min[0]) / l.dx
 	u1 := (b.Max[0] - l.ext.Min[0]) / l.dx
 	v0 := (b.Min[1] - l.ext.Min[1]) / l.dy
@@ -286,15 +302,18 @@ func (l *layout) selectBound(b orb.Bound) *selection {
 func (s *selection) restrict(ids []int) { s.ids = ids }
 
 func (s *selection) match(i int) bool {
+	if !s.v.present(i) {
+		return false
+	}
 	if s.all {
 		return true
 	}
-	s.l.shape(i, &s.sh)
+	s.l.shape(i, s.v.edit(i), &s.sh)
 	return s.sh.intersects(s.b)
 }
 
 func (s *selection) rowCols(r int) (lo, hi int) {
-	last := min(s.l.cols, s.l.n-r*s.l.cols) - 1
+	last := min(s.l.cols, s.v.limit-r*s.l.cols) - 1
 	return s.c0, min(s.c1, last)
 }
 
@@ -307,8 +326,9 @@ func (s *selection) rowCount(r int) int {
 	inner := r >= s.j0 && r <= s.j1
 	for c := lo; c <= hi; c++ {
 		if inner && c >= s.i0 && c <= s.i1 {
-			n += min(hi, s.i1) - c + 1
-			c = min(hi, s.i1)
+			end := min(hi, s.i1)
+			n += end - c + 1 - s.v.deletedIn(r*s.l.cols+c, r*s.l.cols+end)
+			c = end
 			continue
 		}
 		if s.match(r*s.l.cols + c) {
@@ -330,7 +350,7 @@ func (s *selection) count() int {
 		return n
 	}
 	if s.all {
-		return s.l.n
+		return s.v.count()
 	}
 	n := 0
 	for r := s.r0; r <= s.r1; r++ {
@@ -358,8 +378,11 @@ func (s *selection) appendRange(dst []int, lo, hi int) []int {
 		return dst
 	}
 	if s.all {
-		for i := lo; i < hi; i++ {
+		for i := range s.v.all(lo) {
 			dst = append(dst, i)
+			if lo++; lo == hi {
+				break
+			}
 		}
 		return dst
 	}
@@ -373,7 +396,7 @@ func (s *selection) appendRange(dst []int, lo, hi int) []int {
 		inner := r >= s.j0 && r <= s.j1
 		for c := clo; c <= chi && pos < hi; c++ {
 			i := r*s.l.cols + c
-			if (inner && c >= s.i0 && c <= s.i1) || s.match(i) {
+			if (inner && c >= s.i0 && c <= s.i1 && s.v.present(i)) || s.match(i) {
 				if pos >= lo {
 					dst = append(dst, i)
 				}

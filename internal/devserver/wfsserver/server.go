@@ -24,7 +24,8 @@ const (
 // Options configures a Server. The zero value serves 1,000 parcels the way a
 // default GeoServer would.
 type Options struct {
-	// Features is the number of parcels. Defaults to 1000.
+	// Features is the number of parcels, grid cells, indexes 0..Features-1. Defaults
+	// to 1000. Revision 0 serves Features-Changes.Added of them.
 	Features int
 	// Seed makes generation deterministic: equal options serve equal data.
 	Seed int64
@@ -95,6 +96,13 @@ type Options struct {
 	BaseURL string
 	// Now is the clock for quotas and timestamps. Defaults to time.Now.
 	Now func() time.Time
+	// Changes is the change set between revision 0 and 1; the zero value changes
+	// nothing. New panics if the parcels cannot hold it (see Server.SetRevision).
+	Changes Changes
+	// Revision is the revision served first (see Changes); SetRevision switches it.
+	Revision int
+	// Empty starts the server in empty mode (see Server.SetEmpty).
+	Empty bool
 }
 
 // Quota is a request budget per window, enforced on every request.
@@ -175,6 +183,8 @@ type Server struct {
 	quota  *quotaState
 	faults atomic.Pointer[faultState]
 	seq    atomic.Uint64
+	rev    atomic.Pointer[revision]
+	revMu  sync.Mutex // serialises the writers of rev
 
 	requests, getCaps, describe, getFeature, hits, other      atomic.Int64
 	tooMany, exceptions, faultsAll, f5xx, fTrunc, fExc, fHTML atomic.Int64
@@ -184,7 +194,8 @@ type Server struct {
 }
 
 // New returns a Server for opts, with defaults filled in. It panics on an
-// unknown Flavor or a Features count below zero, which are programming errors.
+// unknown Flavor, a Features count below zero or Changes and Revision that
+// SetRevision refuses, which are programming errors.
 func New(opts Options) *Server {
 	opts.Features = cmp.Or(opts.Features, 1000)
 	if opts.Sleep == nil {
@@ -217,6 +228,11 @@ func New(opts Options) *Server {
 	}
 	s.ns = fl.namespace
 	s.grid = newLayout(opts.Features, opts.Extent, opts.Seed)
+	v, err := newRevision(opts.Revision, opts.Changes, opts.Empty, s.grid.n, s.grid.seed)
+	if err != nil {
+		panic(err)
+	}
+	s.rev.Store(v)
 	if opts.Quota != nil {
 		s.quota = newQuotaState(*opts.Quota)
 	}
@@ -234,7 +250,8 @@ func (s *Server) Namespace() string { return s.ns }
 // The geometry property is named "geom".
 func (s *Server) Schema() []Attribute { return slices.Clone(schemaAttrs[:]) }
 
-// Len returns the number of parcels.
+// Len returns the number of parcels, Options.Features: the indexes Feature accepts,
+// served or not at the current revision (see Count and Exists).
 func (s *Server) Len() int { return s.grid.n }
 
 // Stats returns a snapshot of the counters.
@@ -292,21 +309,24 @@ type Feature struct {
 	Properties map[string]any
 }
 
-// Feature returns parcel i. It panics if i is out of range.
+// Feature returns parcel i as the current revision has it, edits included, whether
+// or not the revision serves it (see Exists). It panics if i is out of range.
 func (s *Server) Feature(i int) Feature {
 	if i < 0 || i >= s.grid.n {
 		panic("wfsfixture: feature index out of range")
 	}
 	var sh shape
-	s.grid.shape(i, &sh)
-	a := s.grid.attrs(i, &sh)
+	e := s.state().edit(i)
+	s.grid.shape(i, e, &sh)
+	a := s.grid.attrs(i, e, &sh)
 	return Feature{Index: i, ID: s.local + "." + itoa(i), Geometry: sh.geometry(), Properties: a.properties()}
 }
 
-// FeaturesIn returns, in index order, the parcels whose geometry intersects
-// the lon/lat bound b (the BBOX operator's semantics).
+// FeaturesIn returns, in index order, the parcels served at the current revision
+// whose geometry intersects the lon/lat bound b (the BBOX operator's semantics).
+// The empty mode does not change it: it is what the data holds.
 func (s *Server) FeaturesIn(b orb.Bound) []int {
-	sel := s.grid.selectBound(b)
+	sel := s.grid.selectBound(b, s.state())
 	return sel.appendRange(nil, 0, s.grid.n)
 }
 

@@ -163,8 +163,9 @@ func (fw *featureWriter) srsAttr(b []byte) []byte {
 func (fw *featureWriter) gmlFeature(i int, member bool) {
 	s := fw.s
 	g := &s.grid
-	g.shape(i, &fw.sh)
-	a := g.attrs(i, &fw.sh)
+	e := fw.v.edit(i)
+	g.shape(i, e, &fw.sh)
+	a := g.attrs(i, e, &fw.sh)
 	fw.gid = appendInt(append(append(fw.gid[:0], s.local...), '.'), i)
 	b := fw.b
 	if member {

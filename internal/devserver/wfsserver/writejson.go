@@ -92,8 +92,9 @@ func (fw *featureWriter) jsonRing(b []byte, ring int) []byte {
 func (fw *featureWriter) jsonFeature(i int) {
 	s := fw.s
 	g := &s.grid
-	g.shape(i, &fw.sh)
-	a := g.attrs(i, &fw.sh)
+	e := fw.v.edit(i)
+	g.shape(i, e, &fw.sh)
+	a := g.attrs(i, e, &fw.sh)
 	sh := &fw.sh
 	b := append(fw.b, `{"type":"Feature","id":"`...)
 	b = append(b, s.local...)
