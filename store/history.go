@@ -24,9 +24,12 @@ type RunRecord struct {
 	FeaturesUpdated  int64      `json:"features_updated"`
 	// FeaturesRejected were refused (their units are dead letters of class rejected);
 	// FeaturesMerged were skipped as equal in payload to a stored feature of another id.
-	FeaturesRejected int64  `json:"features_rejected"`
-	FeaturesMerged   int64  `json:"features_merged"`
-	Error            string `json:"error,omitempty"`
+	FeaturesRejected int64 `json:"features_rejected"`
+	FeaturesMerged   int64 `json:"features_merged"`
+	// FeaturesDeleted were deleted from mirror tables (with history, their versions
+	// closed), summed over the run's tasks.
+	FeaturesDeleted int64  `json:"features_deleted"`
+	Error           string `json:"error,omitempty"`
 	// Tasks is filled by GetRun only.
 	Tasks []TaskRecord `json:"tasks,omitempty"`
 }
@@ -43,9 +46,19 @@ type TaskRecord struct {
 	UnitsDead        int64      `json:"units_dead"`
 	FeaturesInserted int64      `json:"features_inserted"`
 	FeaturesSkipped  int64      `json:"features_skipped"`
+	FeaturesUpdated  int64      `json:"features_updated"`
 	FeaturesRejected int64      `json:"features_rejected"`
 	FeaturesMerged   int64      `json:"features_merged"`
-	Error            string     `json:"error,omitempty"`
+	// FeaturesDeleted were deleted from a mirror table; VersionsClosed, with history,
+	// are the versions the task closed (updates and deletions); MirrorNote says what the
+	// task decided about deletions, and why when it withheld them.
+	FeaturesDeleted int64 `json:"features_deleted"`
+	VersionsClosed  int64 `json:"versions_closed"`
+	// FeaturesUnchanged, for a mirror, are the distinct features the run saw as they
+	// were (FeaturesSkipped counts a feature each time a tile delivers it); nil otherwise.
+	FeaturesUnchanged *int64 `json:"features_unchanged,omitempty"`
+	MirrorNote        string `json:"mirror_note,omitempty"`
+	Error             string `json:"error,omitempty"`
 }
 
 // RunFilter selects runs for ListRuns. The zero value selects the latest 100 runs.

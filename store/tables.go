@@ -1,6 +1,7 @@
 package store
 
 import (
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"regexp"
@@ -49,6 +50,9 @@ type Mode string
 const (
 	ModeAppend Mode = "append" // key on the payload hash: a feature already stored is skipped
 	ModeUpsert Mode = "upsert" // key on Key: a changed feature is updated in place
+	// ModeMirror keys rows on the feature (its id, or Key): a changed feature replaces
+	// its row, and a feature absent from a complete harvest is deleted (DeleteUnseen).
+	ModeMirror Mode = "mirror"
 )
 
 // FeatureTable describes a target table for features.
@@ -57,8 +61,54 @@ type FeatureTable struct {
 	Name    string   // table name
 	SRID    int      // SRID of the geom column; 0 means unknown (geometry without SRID)
 	Columns []Column // property columns in order
-	Mode    Mode     // ModeAppend (default) or ModeUpsert
-	Key     []string // column names of the upsert key
+	Mode    Mode     // ModeAppend (default), ModeUpsert or ModeMirror
+	Key     []string // column names of the upsert key; of the mirror key, when not the feature id
+	// History keeps every version of a feature: a changed or deleted feature's row is
+	// closed (gf_valid_to, gf_closed_run) instead of updated or deleted, and a new
+	// version inserted. Rows are then keyed as in mirror mode (gf_key).
+	History bool
+}
+
+// Keyed says rows of t carry gf_key, the feature's identity (mirror mode, or history):
+// its Key columns' values, else its feature id, else its payload hash.
+func (t *FeatureTable) Keyed() bool { return t.Mode == ModeMirror || t.History }
+
+// FeatureKey is the identity of f in a keyed table (see Keyed): the values of t.Key's
+// columns (one value as text, several as a JSON array of texts and nulls), else f's id,
+// else "#" and the hex payload hash, so that features without ids are still one row per
+// payload. hash is f's payload hash.
+func FeatureKey(f *spatial.Feature, t *FeatureTable, hash [32]byte) (string, error) {
+	if len(t.Key) == 0 {
+		if f.ID != "" {
+			return f.ID, nil
+		}
+		return "#" + hex.EncodeToString(hash[:]), nil
+	}
+	vals := make([]*string, len(t.Key))
+	for i, k := range t.Key {
+		for _, c := range t.Columns {
+			if c.Name != k {
+				continue
+			}
+			v, ok := f.Properties[c.Property]
+			if !ok || v == nil {
+				break
+			}
+			s, err := ColumnText(v, c.Type)
+			if err != nil {
+				return "", &PropertyError{FeatureID: f.ID, Property: c.Property, Type: c.Type, Value: fmt.Sprint(v)}
+			}
+			vals[i] = &s
+		}
+	}
+	if len(vals) == 1 {
+		if vals[0] == nil {
+			return "", nil
+		}
+		return *vals[0], nil
+	}
+	b, err := json.Marshal(vals)
+	return string(b), err
 }
 
 // PropertyError is a feature property whose value does not fit its column (a word in an

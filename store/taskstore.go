@@ -13,6 +13,10 @@ type TaskStore interface {
 	FeatureTables
 	TileStore
 	AssetStore
+	Mirrors
+	// Unit returns a recorded unit of a run and its state, or fails wrapping
+	// ErrNotFound (what a replay's task reads of how its run was planned).
+	Unit(ctx context.Context, ref UnitRef) (Unit, State, error)
 	// MergedFeatures is how many features the units of a run's task skipped as equal in
 	// payload to a stored feature of another id (Counts.Merged), for completeness checks.
 	MergedFeatures(ctx context.Context, runID int64, task string) (int64, error)

@@ -3,6 +3,7 @@ package gpkg
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -51,25 +52,67 @@ var featureColumns = map[string]string{
 	"gf_run_id": "INTEGER", "gf_fetched_at": "DATETIME",
 }
 
+// keyedColumns are the further bookkeeping columns of a keyed table (mirror mode, or
+// history: store.FeatureTable.Keyed): the feature's identity. historyColumns are those of
+// a table with history: gf_run_id is the run that opened a version, gf_closed_run the one
+// that closed it at gf_valid_to.
+var (
+	keyedColumns   = map[string]string{"gf_key": "TEXT"}
+	historyColumns = map[string]string{"gf_valid_from": "DATETIME", "gf_valid_to": "DATETIME", "gf_closed_run": "INTEGER"}
+)
+
+// isBookkeeping tells geoflow's own columns from a feature's properties.
+func isBookkeeping(col string) bool {
+	_, a := featureColumns[col]
+	_, b := keyedColumns[col]
+	_, c := historyColumns[col]
+	return a || b || c
+}
+
+// wantColumns are the columns t needs and their declared types.
+func wantColumns(t *store.FeatureTable) map[string]string {
+	want := map[string]string{}
+	for k, v := range featureColumns {
+		want[k] = v
+	}
+	if t.Keyed() {
+		for k, v := range keyedColumns {
+			want[k] = v
+		}
+	}
+	if t.History {
+		for k, v := range historyColumns {
+			want[k] = v
+		}
+	}
+	for _, c := range t.Columns {
+		want[c.Name] = sqlType(c.Type)
+	}
+	return want
+}
+
 // EnsureFeatureTable implements store.FeatureTables: a GeoPackage feature table (fid,
 // geom, the properties, geoflow's columns), registered in gpkg_contents and
 // gpkg_geometry_columns with its SRS. The R-tree of a new table waits for
 // FinishFeatureTable; an existing table gets it now if it has none.
 func (s *Store) EnsureFeatureTable(ctx context.Context, t *store.FeatureTable) error {
 	name := tableName(t.Schema, t.Name)
-	want := map[string]string{}
-	for k, v := range featureColumns {
-		want[k] = v
-	}
-	for _, c := range t.Columns {
-		want[c.Name] = sqlType(c.Type)
-	}
+	want := wantColumns(t)
 	have, err := s.columns(ctx, name)
 	if err != nil {
 		return err
 	}
 	if len(have) > 0 {
-		if problems := store.ColumnProblems(want, have); len(problems) > 0 {
+		problems := store.ColumnProblems(want, have)
+		// A keyed table written otherwise would fail on gf_key (NOT NULL) or, with
+		// history, take the updates of a feature for new features.
+		if _, ok := have["gf_key"]; ok && !t.Keyed() {
+			problems = append(problems, `column "gf_key" keys the table on its features: write it in mirror mode or with history`)
+		}
+		if _, ok := have["gf_valid_to"]; ok && !t.History {
+			problems = append(problems, `column "gf_valid_to" keeps the table's history: write it with history`)
+		}
+		if len(problems) > 0 {
 			return &store.IncompatibleTableError{Table: name, Problems: problems}
 		}
 		if err := s.ensureKeys(ctx, t, name); err != nil {
@@ -88,6 +131,12 @@ func (s *Store) EnsureFeatureTable(ctx context.Context, t *store.FeatureTable) e
 	}
 	defs = append(defs, `"gf_feature_id" TEXT`, `"gf_payload_hash" BLOB NOT NULL`, `"gf_run_id" INTEGER`,
 		`"gf_fetched_at" DATETIME NOT NULL`)
+	if t.Keyed() {
+		defs = append(defs, `"gf_key" TEXT NOT NULL`)
+	}
+	if t.History {
+		defs = append(defs, `"gf_valid_from" DATETIME NOT NULL`, `"gf_valid_to" DATETIME`, `"gf_closed_run" INTEGER`)
+	}
 	err = s.writeTx(ctx, func(tx *sql.Tx) error {
 		if err := s.ensureSRS(ctx, tx, ref); err != nil {
 			return err
@@ -127,27 +176,78 @@ func (s *Store) columns(ctx context.Context, name string) (map[string]string, er
 	return have, translate(fmt.Sprintf("inspecting table %s", name), rows.Err())
 }
 
-// ensureKeys creates the key indexes, which must exist before the first write: the
-// payload hash, unique in append mode; the upsert key, unique in upsert mode.
+// ensureKeys creates the key indexes, which must exist before the first write: with
+// history, one current version per gf_key and every version findable by key; in mirror
+// mode, gf_key unique; the upsert key, unique in upsert mode; else the payload hash,
+// unique. A table with history also gets its view of the current versions (currentView).
 func (s *Store) ensureKeys(ctx context.Context, t *store.FeatureTable, name string) error {
+	idx := func(suffix string) string { return quote(name + "_" + suffix) }
 	var stmts []string
-	if t.Mode == store.ModeUpsert {
+	switch {
+	case t.History:
+		stmts = append(stmts,
+			fmt.Sprintf("CREATE UNIQUE INDEX IF NOT EXISTS %s ON %s (gf_key) WHERE gf_valid_to IS NULL", idx("gf_key_current"), quote(name)),
+			fmt.Sprintf("CREATE INDEX IF NOT EXISTS %s ON %s (gf_key, gf_valid_from)", idx("gf_key_versions"), quote(name)))
+	case t.Keyed():
+		stmts = append(stmts, fmt.Sprintf("CREATE UNIQUE INDEX IF NOT EXISTS %s ON %s (gf_key)", idx("gf_key"), quote(name)))
+	case t.Mode == store.ModeUpsert:
 		keys := make([]string, len(t.Key))
 		for i, k := range t.Key {
 			keys[i] = quote(k)
 		}
 		stmts = append(stmts,
-			fmt.Sprintf("CREATE UNIQUE INDEX IF NOT EXISTS %s ON %s (%s)", quote(name+"_gf_key"), quote(name), strings.Join(keys, ", ")),
-			fmt.Sprintf("CREATE INDEX IF NOT EXISTS %s ON %s (gf_payload_hash)", quote(name+"_gf_payload_hash_idx"), quote(name)))
-	} else {
-		stmts = append(stmts, fmt.Sprintf("CREATE UNIQUE INDEX IF NOT EXISTS %s ON %s (gf_payload_hash)", quote(name+"_gf_payload_hash_key"), quote(name)))
+			fmt.Sprintf("CREATE UNIQUE INDEX IF NOT EXISTS %s ON %s (%s)", idx("gf_key"), quote(name), strings.Join(keys, ", ")),
+			fmt.Sprintf("CREATE INDEX IF NOT EXISTS %s ON %s (gf_payload_hash)", idx("gf_payload_hash_idx"), quote(name)))
+	default:
+		stmts = append(stmts, fmt.Sprintf("CREATE UNIQUE INDEX IF NOT EXISTS %s ON %s (gf_payload_hash)", idx("gf_payload_hash_key"), quote(name)))
 	}
-	for _, st := range stmts {
-		if _, err := s.w.ExecContext(ctx, st); err != nil {
-			return translate(fmt.Sprintf("indexing table %s", name), err)
+	err := s.writeTx(ctx, func(tx *sql.Tx) error {
+		for _, st := range stmts {
+			if _, err := tx.ExecContext(ctx, st); err != nil {
+				return err
+			}
 		}
+		if t.History {
+			return ensureCurrentView(ctx, tx, name)
+		}
+		return nil
+	})
+	return translate(fmt.Sprintf("indexing table %s", name), err)
+}
+
+// currentView is the name of the view of a history table's current versions.
+func currentView(name string) string { return name + "_current" }
+
+// ensureCurrentView creates the view of table name's current versions and registers it
+// as a features layer with the table's geometry column and SRS, so that GDAL and QGIS
+// list it beside the table (GDAL reads views registered so, taking fid for their ids).
+// Its extent is the table's (FinishFeatureTable).
+func ensureCurrentView(ctx context.Context, tx *sql.Tx, name string) error {
+	view := currentView(name)
+	var typ string
+	err := tx.QueryRowContext(ctx, `SELECT type FROM sqlite_master WHERE name = ? COLLATE NOCASE`, view).Scan(&typ)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		if _, err := tx.ExecContext(ctx, fmt.Sprintf(`CREATE VIEW %s AS SELECT * FROM %s WHERE gf_valid_to IS NULL`,
+			quote(view), quote(name))); err != nil {
+			return err
+		}
+	case err != nil:
+		return err
+	case typ != "view":
+		return fmt.Errorf("a %s named %s is in the way of the view of the current versions of %s", typ, view, name)
 	}
-	return nil
+	if _, err := tx.ExecContext(ctx, `INSERT INTO gpkg_contents (table_name, data_type, identifier, description, last_change,
+			min_x, min_y, max_x, max_y, srs_id)
+		SELECT ?1, 'features', ?1, 'the current versions of ' || ?2 || ', by geoflow', `+now+`, min_x, min_y, max_x, max_y, srs_id
+		FROM gpkg_contents WHERE table_name = ?2
+		ON CONFLICT DO NOTHING`, view, name); err != nil {
+		return err
+	}
+	_, err = tx.ExecContext(ctx, `INSERT INTO gpkg_geometry_columns (table_name, column_name, geometry_type_name, srs_id, z, m)
+		SELECT ?1, column_name, geometry_type_name, srs_id, z, m FROM gpkg_geometry_columns WHERE table_name = ?2
+		ON CONFLICT DO NOTHING`, view, name)
+	return err
 }
 
 // FinishFeatureTable implements store.FeatureTables: it builds the R-tree of a table that
@@ -157,7 +257,14 @@ func (s *Store) ensureKeys(ctx context.Context, t *store.FeatureTable, name stri
 // the tree is built, the R-tree's afterwards (single-precision boxes rounded outward, so
 // it may be wider than the data by a float32 step, never narrower).
 func (s *Store) FinishFeatureTable(ctx context.Context, t *store.FeatureTable) error {
-	return s.finishSpatial(ctx, tableName(t.Schema, t.Name), "geom")
+	name := tableName(t.Schema, t.Name)
+	if err := s.finishSpatial(ctx, name, "geom"); err != nil || !t.History {
+		return err
+	}
+	_, err := s.w.ExecContext(ctx, `UPDATE gpkg_contents SET (last_change, min_x, min_y, max_x, max_y) =
+		(SELECT last_change, min_x, min_y, max_x, max_y FROM gpkg_contents WHERE table_name = ?1)
+		WHERE table_name = ?2`, name, currentView(name))
+	return translate(fmt.Sprintf("recording the extent of %s", currentView(name)), err)
 }
 
 func (s *Store) finishSpatial(ctx context.Context, name, col string) error {
@@ -227,27 +334,61 @@ func rtreeDDL(name, col string) []string {
 }
 
 // CountFeatures implements store.FeatureTables: distinct feature ids (or payloads) whose
-// geometry's box overlaps bbox, found through the R-tree.
+// geometry's box overlaps bbox, found through the R-tree; of a table with history, among
+// the current versions only.
 func (s *Store) CountFeatures(ctx context.Context, t *store.FeatureTable, bbox orb.Bound) (int64, error) {
 	name := tableName(t.Schema, t.Name)
-	switch t.SRID {
+	what := fmt.Sprintf("counting features in %s", name)
+	bbox, err := areaIn(t.SRID, bbox)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", what, err)
+	}
+	match, args, err := overlaps(ctx, s.r, name, "", bbox)
+	if err != nil {
+		return 0, translate(what, err)
+	}
+	if t.History {
+		match += " AND gf_valid_to IS NULL"
+	}
+	var n int64
+	err = s.r.QueryRowContext(ctx, fmt.Sprintf(`SELECT count(DISTINCT coalesce(gf_feature_id, hex(gf_payload_hash))) FROM %s WHERE %s`,
+		quote(name), match), args...).Scan(&n)
+	return n, translate(what, err)
+}
+
+// areaIn brings a lon/lat area into the CRS of a table of EPSG code srid: the same for
+// 4326 and for 0 (unknown, taken as lon/lat), projected for Web Mercator. Other CRSs
+// would need a projection library: an error wrapping store.ErrNoTransform.
+func areaIn(srid int, b orb.Bound) (orb.Bound, error) {
+	switch srid {
 	case 0, 4326:
+		return b, nil
 	case 3857, 900913:
-		bbox = orb.Bound{Min: project.WGS84.ToMercator(bbox.Min), Max: project.WGS84.ToMercator(bbox.Max)}
-	default:
-		return 0, fmt.Errorf("counting features in %s (EPSG:%d): %w", name, t.SRID, store.ErrNoTransform)
+		return orb.Bound{Min: project.WGS84.ToMercator(b.Min), Max: project.WGS84.ToMercator(b.Max)}, nil
 	}
-	var n, indexed int64
+	return b, fmt.Errorf("EPSG:%d: %w", srid, store.ErrNoTransform)
+}
+
+// queryRower is what the readers, the writer and a transaction offer.
+type queryRower interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// overlaps returns the condition that the geometry of a row of table name (under alias,
+// when not "") has a box overlapping b, in the table's CRS, and its arguments: through
+// the table's R-tree, or row by row for a table FinishFeatureTable has not indexed yet.
+func overlaps(ctx context.Context, q queryRower, name, alias string, b orb.Bound) (string, []any, error) {
+	var indexed int64
 	rtree := "rtree_" + name + "_geom"
-	if err := s.r.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_master WHERE name = ?", rtree).Scan(&indexed); err != nil {
-		return 0, translate(fmt.Sprintf("counting features in %s", name), err)
+	if err := q.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_master WHERE name = ?", rtree).Scan(&indexed); err != nil {
+		return "", nil, err
 	}
-	// A table FinishFeatureTable has not indexed yet is counted row by row.
-	match := fmt.Sprintf("fid IN (SELECT id FROM %s WHERE minx <= ? AND maxx >= ? AND miny <= ? AND maxy >= ?)", quote(rtree))
+	if alias != "" {
+		alias += "."
+	}
+	match := fmt.Sprintf("%sfid IN (SELECT id FROM %s WHERE minx <= ? AND maxx >= ? AND miny <= ? AND maxy >= ?)", alias, quote(rtree))
 	if indexed == 0 {
-		match = "ST_MinX(geom) <= ? AND ST_MaxX(geom) >= ? AND ST_MinY(geom) <= ? AND ST_MaxY(geom) >= ?"
+		match = fmt.Sprintf("ST_MinX(%[1]sgeom) <= ? AND ST_MaxX(%[1]sgeom) >= ? AND ST_MinY(%[1]sgeom) <= ? AND ST_MaxY(%[1]sgeom) >= ?", alias)
 	}
-	err := s.r.QueryRowContext(ctx, fmt.Sprintf(`SELECT count(DISTINCT coalesce(gf_feature_id, hex(gf_payload_hash))) FROM %s WHERE %s`,
-		quote(name), match), bbox.Max[0], bbox.Min[0], bbox.Max[1], bbox.Min[1]).Scan(&n)
-	return n, translate(fmt.Sprintf("counting features in %s", name), err)
+	return match, []any{b.Max[0], b.Min[0], b.Max[1], b.Min[1]}, nil
 }

@@ -12,7 +12,8 @@ import (
 const runSelect = `SELECT r.id, r.flow, r.status, r.trigger, r.scheduled_for, r.started_at, r.finished_at,
 	coalesce(c.total, r.units_total), coalesce(c.done, r.units_done), coalesce(c.dead, r.units_dead),
 	coalesce(c.ins, r.features_inserted), coalesce(c.skip, r.features_skipped), coalesce(c.upd, r.features_updated),
-	coalesce(c.rej, r.features_rejected), coalesce(c.merged, r.features_merged), coalesce(r.error, '')
+	coalesce(c.rej, r.features_rejected), coalesce(c.merged, r.features_merged),
+	(SELECT coalesce(sum(features_deleted), 0) FROM geoflow_run_tasks d WHERE d.run_id = r.id), coalesce(r.error, '')
 FROM geoflow_runs r
 LEFT JOIN (
 	SELECT u.run_id, count(*) AS total,
@@ -30,7 +31,7 @@ func scanRun(rows *sql.Rows) (store.RunRecord, error) {
 	var r store.RunRecord
 	err := rows.Scan(&r.ID, &r.Flow, &r.Status, &r.Trigger, nullTime{&r.ScheduledFor}, reqTime{&r.StartedAt}, nullTime{&r.FinishedAt},
 		&r.UnitsTotal, &r.UnitsDone, &r.UnitsDead, &r.FeaturesInserted, &r.FeaturesSkipped, &r.FeaturesUpdated,
-		&r.FeaturesRejected, &r.FeaturesMerged, &r.Error)
+		&r.FeaturesRejected, &r.FeaturesMerged, &r.FeaturesDeleted, &r.Error)
 	return r, err
 }
 
@@ -108,8 +109,9 @@ func (s *Store) GetRun(ctx context.Context, id int64) (store.RunRecord, error) {
 	}
 	rows, err = s.r.QueryContext(ctx, `SELECT t.task, t.type, t.state, t.started_at, t.finished_at,
 			coalesce(c.total, t.units_total), coalesce(c.done, t.units_done), coalesce(c.dead, t.units_dead),
-			coalesce(c.ins, t.features_inserted), coalesce(c.skip, t.features_skipped),
-			coalesce(c.rej, t.features_rejected), coalesce(c.merged, t.features_merged), coalesce(t.error, '')
+			coalesce(c.ins, t.features_inserted), coalesce(c.skip, t.features_skipped), coalesce(c.upd, t.features_updated),
+			coalesce(c.rej, t.features_rejected), coalesce(c.merged, t.features_merged),
+			t.features_deleted, t.versions_closed, t.features_unchanged, coalesce(t.mirror_note, ''), coalesce(t.error, '')
 		FROM geoflow_run_tasks t
 		LEFT JOIN (
 			SELECT u.task, count(*) AS total,
@@ -117,6 +119,7 @@ func (s *Store) GetRun(ctx context.Context, id int64) (store.RunRecord, error) {
 			       count(*) FILTER (WHERE u.state = 'failed') AS dead,
 			       coalesce(sum(u.features_inserted), 0) AS ins,
 			       coalesce(sum(u.features_skipped), 0) AS skip,
+			       coalesce(sum(u.features_updated), 0) AS upd,
 			       coalesce(sum(u.features_rejected), 0) AS rej,
 			       coalesce(sum(u.features_merged), 0) AS merged
 			FROM geoflow_units u WHERE u.run_id = ?1 GROUP BY u.task) c ON c.task = t.task AND t.state = 'running'
@@ -128,8 +131,8 @@ func (s *Store) GetRun(ctx context.Context, id int64) (store.RunRecord, error) {
 	for rows.Next() {
 		var t store.TaskRecord
 		if err := rows.Scan(&t.Task, &t.Type, &t.State, nullTime{&t.StartedAt}, nullTime{&t.FinishedAt},
-			&t.UnitsTotal, &t.UnitsDone, &t.UnitsDead, &t.FeaturesInserted, &t.FeaturesSkipped,
-			&t.FeaturesRejected, &t.FeaturesMerged, &t.Error); err != nil {
+			&t.UnitsTotal, &t.UnitsDone, &t.UnitsDead, &t.FeaturesInserted, &t.FeaturesSkipped, &t.FeaturesUpdated,
+			&t.FeaturesRejected, &t.FeaturesMerged, &t.FeaturesDeleted, &t.VersionsClosed, &t.FeaturesUnchanged, &t.MirrorNote, &t.Error); err != nil {
 			return run, translate(what, err)
 		}
 		run.Tasks = append(run.Tasks, t)

@@ -127,6 +127,9 @@ func (u *unitTx) WriteFeatures(ctx context.Context, t *store.FeatureTable, src s
 	for _, c := range t.Columns {
 		cols = append(cols, quote(c.Name))
 	}
+	if t.Keyed() {
+		return u.writeKeyed(ctx, t, name, cols, rows)
+	}
 	if t.Mode == store.ModeUpsert {
 		return u.upsert(ctx, t, name, cols, rows)
 	}
@@ -256,10 +259,22 @@ func (u *unitTx) upsert(ctx context.Context, t *store.FeatureTable, name string,
 }
 
 // encodeFeature turns a feature into its row: geometry, id, payload hash, run, time, then
-// the properties typed for their columns.
+// the properties typed for their columns, and for a keyed table the feature's key
+// (store.FeatureKey).
 func encodeFeature(f *spatial.Feature, t *store.FeatureTable, srs int32, runID int64, fetched string) (featureRow, error) {
 	hash := spatial.PayloadHash(f)
-	row := make(featureRow, 5+len(t.Columns))
+	n := 5 + len(t.Columns)
+	if t.Keyed() {
+		n++
+	}
+	row := make(featureRow, n)
+	if t.Keyed() {
+		key, err := store.FeatureKey(f, t, hash)
+		if err != nil {
+			return nil, err
+		}
+		row[n-1] = key
+	}
 	if f.Geometry != nil {
 		g, err := encodeGeometry(f.Geometry, srs)
 		if err != nil {

@@ -14,7 +14,8 @@ import (
 var runSelect = `SELECT r.id, r.flow, ` + runStatus + `, r.trigger, r.scheduled_for, r.started_at, r.finished_at,
 	coalesce(c.total, r.units_total), coalesce(c.done, r.units_done), coalesce(c.dead, r.units_dead),
 	coalesce(c.ins, r.features_inserted), coalesce(c.skip, r.features_skipped), coalesce(c.upd, r.features_updated),
-	coalesce(c.rej, r.features_rejected), coalesce(c.merged, r.features_merged), coalesce(r.error, '')
+	coalesce(c.rej, r.features_rejected), coalesce(c.merged, r.features_merged),
+	(SELECT coalesce(sum(features_deleted), 0) FROM geoflow_run_tasks d WHERE d.run_id = r.id), coalesce(r.error, '')
 FROM geoflow_runs r
 LEFT JOIN LATERAL (
 	SELECT count(*) AS total,
@@ -41,7 +42,7 @@ func scanRun(row pgx.CollectableRow) (store.RunRecord, error) {
 	var r store.RunRecord
 	err := row.Scan(&r.ID, &r.Flow, &r.Status, &r.Trigger, &r.ScheduledFor, &r.StartedAt, &r.FinishedAt,
 		&r.UnitsTotal, &r.UnitsDone, &r.UnitsDead, &r.FeaturesInserted, &r.FeaturesSkipped, &r.FeaturesUpdated,
-		&r.FeaturesRejected, &r.FeaturesMerged, &r.Error)
+		&r.FeaturesRejected, &r.FeaturesMerged, &r.FeaturesDeleted, &r.Error)
 	return r, err
 }
 
@@ -78,8 +79,9 @@ func (s *Store) GetRun(ctx context.Context, id int64) (store.RunRecord, error) {
 	}
 	rows, err = s.pool.Query(ctx, `SELECT t.task, t.type, t.state, t.started_at, t.finished_at,
 			coalesce(c.total, t.units_total), coalesce(c.done, t.units_done), coalesce(c.dead, t.units_dead),
-			coalesce(c.ins, t.features_inserted), coalesce(c.skip, t.features_skipped),
-			coalesce(c.rej, t.features_rejected), coalesce(c.merged, t.features_merged), coalesce(t.error, '')
+			coalesce(c.ins, t.features_inserted), coalesce(c.skip, t.features_skipped), coalesce(c.upd, t.features_updated),
+			coalesce(c.rej, t.features_rejected), coalesce(c.merged, t.features_merged),
+			t.features_deleted, t.versions_closed, t.features_unchanged, coalesce(t.mirror_note, ''), coalesce(t.error, '')
 		FROM geoflow_run_tasks t
 		LEFT JOIN LATERAL (
 			SELECT count(*) AS total,
@@ -87,6 +89,7 @@ func (s *Store) GetRun(ctx context.Context, id int64) (store.RunRecord, error) {
 			       count(*) FILTER (WHERE u.state = 'failed') AS dead,
 			       coalesce(sum(u.features_inserted), 0) AS ins,
 			       coalesce(sum(u.features_skipped), 0) AS skip,
+			       coalesce(sum(u.features_updated), 0) AS upd,
 			       coalesce(sum(u.features_rejected), 0) AS rej,
 			       coalesce(sum(u.features_merged), 0) AS merged
 			FROM geoflow_units u WHERE u.run_id = t.run_id AND u.task = t.task AND t.state = 'running') c ON t.state = 'running'
@@ -97,8 +100,8 @@ func (s *Store) GetRun(ctx context.Context, id int64) (store.RunRecord, error) {
 	run.Tasks, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.TaskRecord, error) {
 		var t store.TaskRecord
 		err := row.Scan(&t.Task, &t.Type, &t.State, &t.StartedAt, &t.FinishedAt,
-			&t.UnitsTotal, &t.UnitsDone, &t.UnitsDead, &t.FeaturesInserted, &t.FeaturesSkipped,
-			&t.FeaturesRejected, &t.FeaturesMerged, &t.Error)
+			&t.UnitsTotal, &t.UnitsDone, &t.UnitsDead, &t.FeaturesInserted, &t.FeaturesSkipped, &t.FeaturesUpdated,
+			&t.FeaturesRejected, &t.FeaturesMerged, &t.FeaturesDeleted, &t.VersionsClosed, &t.FeaturesUnchanged, &t.MirrorNote, &t.Error)
 		return t, err
 	})
 	return run, translate(what, err)

@@ -109,6 +109,10 @@ func (u *unitTx) WriteFeatures(ctx context.Context, t *store.FeatureTable, src s
 		fmt.Fprintf(&cols, ", c%d text", i)
 		names = append(names, fmt.Sprintf("c%d", i))
 	}
+	if t.Keyed() {
+		cols.WriteString(", gf_key text")
+		names = append(names, "gf_key")
+	}
 	// ON COMMIT DELETE ROWS empties the table at every commit and keeps it for the
 	// connection's next unit; rows of a rolled-back unit vanish with the rollback. So the
 	// table is always empty here, without a TRUNCATE (which would cost a new file).
@@ -137,6 +141,11 @@ func (u *unitTx) WriteFeatures(ctx context.Context, t *store.FeatureTable, src s
 		selects = append(selects, castSQL(fmt.Sprintf("c%d", i), c.Type))
 	}
 	res := store.Counts{}
+	if t.Keyed() {
+		res, err := u.writeKeyed(ctx, t, stage, insertCols, selects)
+		res.Skipped = staged - res.Inserted - res.Updated
+		return res, err
+	}
 	if t.Mode == store.ModeUpsert {
 		keys := make([]string, len(t.Key))
 		keyStage := make([]string, len(t.Key))
@@ -248,7 +257,18 @@ func (c *copySource) Err() error             { return c.err }
 
 func featureRow(f *spatial.Feature, t *store.FeatureTable) ([]any, error) {
 	hash := spatial.PayloadHash(f)
-	row := make([]any, 3+len(t.Columns))
+	n := 3 + len(t.Columns)
+	if t.Keyed() {
+		n++
+	}
+	row := make([]any, n)
+	if t.Keyed() {
+		key, err := store.FeatureKey(f, t, hash)
+		if err != nil {
+			return nil, err
+		}
+		row[n-1] = key
+	}
 	if f.ID != "" {
 		row[0] = f.ID
 	}
@@ -292,6 +312,12 @@ func (s *Store) ensureFeatureTable(ctx context.Context, t *store.FeatureTable) e
 	for _, c := range t.Columns {
 		want[c.Name] = pgTypeName(c.Type)
 	}
+	if t.Keyed() {
+		want["gf_key"] = "text"
+	}
+	if t.History {
+		want["gf_valid_from"], want["gf_valid_to"], want["gf_closed_run"] = "timestamp with time zone", "timestamp with time zone", "bigint"
+	}
 	rows, err := s.pool.Query(ctx, `
 		SELECT a.attname, format_type(a.atttypid, NULL)
 		FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid JOIN pg_namespace n ON n.oid = c.relnamespace
@@ -322,6 +348,13 @@ func (s *Store) ensureFeatureTable(ctx context.Context, t *store.FeatureTable) e
 	}
 	defs = append(defs, "geom "+geomType,
 		"gf_feature_id text", "gf_payload_hash bytea NOT NULL", "gf_run_id bigint", "gf_fetched_at timestamptz NOT NULL DEFAULT now()")
+	if t.Keyed() {
+		defs = append(defs, "gf_key text NOT NULL")
+	}
+	if t.History {
+		// gf_run_id is the run that opened a version, gf_closed_run the one that closed it.
+		defs = append(defs, "gf_valid_from timestamptz NOT NULL DEFAULT now()", "gf_valid_to timestamptz", "gf_closed_run bigint")
+	}
 	if _, err := s.pool.Exec(ctx, fmt.Sprintf("CREATE SCHEMA IF NOT EXISTS %s", pgx.Identifier{schema}.Sanitize())); err != nil {
 		return translate(fmt.Sprintf("creating schema %q", schema), err)
 	}
@@ -354,7 +387,17 @@ func (s *Store) ensureIndexes(ctx context.Context, t *store.FeatureTable, spatia
 	if spatialIndex {
 		stmts = append(stmts, fmt.Sprintf("CREATE INDEX IF NOT EXISTS %s ON %s USING gist (geom)", idx("geom_idx"), target))
 	}
-	if t.Mode == store.ModeUpsert {
+	switch {
+	case t.History:
+		// One current version per feature; every version findable by key (a feature's
+		// history) and by the run that closed it; the current ones in a view.
+		stmts = append(stmts,
+			fmt.Sprintf("CREATE UNIQUE INDEX IF NOT EXISTS %s ON %s (gf_key) WHERE gf_valid_to IS NULL", idx("gf_key_current"), target),
+			fmt.Sprintf("CREATE INDEX IF NOT EXISTS %s ON %s (gf_key, gf_valid_from)", idx("gf_key_versions"), target),
+			fmt.Sprintf("CREATE OR REPLACE VIEW %s AS SELECT * FROM %s WHERE gf_valid_to IS NULL", currentView(t), target))
+	case t.Keyed():
+		stmts = append(stmts, fmt.Sprintf("CREATE UNIQUE INDEX IF NOT EXISTS %s ON %s (gf_key)", idx("gf_key"), target))
+	case t.Mode == store.ModeUpsert:
 		// A feature whose key is NULL must still be one row: NULLS NOT DISTINCT (since
 		// PostgreSQL 15) makes NULL keys conflict like any other value. Older servers
 		// cannot, and are told so.
@@ -376,7 +419,7 @@ func (s *Store) ensureIndexes(ctx context.Context, t *store.FeatureTable, spatia
 		stmts = append(stmts,
 			fmt.Sprintf("CREATE UNIQUE INDEX IF NOT EXISTS %s ON %s (%s)%s", idx("gf_key"), target, strings.Join(keys, ", "), nullsNotDistinct),
 			fmt.Sprintf("CREATE INDEX IF NOT EXISTS %s ON %s (gf_payload_hash)", idx("gf_payload_hash_idx"), target))
-	} else {
+	default:
 		stmts = append(stmts, fmt.Sprintf("CREATE UNIQUE INDEX IF NOT EXISTS %s ON %s (gf_payload_hash)", idx("gf_payload_hash_key"), target))
 	}
 	for _, st := range stmts {
@@ -406,7 +449,11 @@ func (s *Store) CountFeatures(ctx context.Context, t *store.FeatureTable, bbox o
 		env = fmt.Sprintf("ST_Transform(%s, %d)", env, t.SRID)
 	}
 	var n int64
+	current := ""
+	if t.History {
+		current = " AND gf_valid_to IS NULL"
+	}
 	err := s.pool.QueryRow(ctx, fmt.Sprintf(`SELECT count(DISTINCT coalesce(gf_feature_id, encode(gf_payload_hash, 'hex')))
-		FROM %s WHERE geom && %s`, tableIdent(t), env), bbox.Min[0], bbox.Min[1], bbox.Max[0], bbox.Max[1]).Scan(&n)
+		FROM %s WHERE geom && %s%s`, tableIdent(t), env, current), bbox.Min[0], bbox.Min[1], bbox.Max[0], bbox.Max[1]).Scan(&n)
 	return n, translate(fmt.Sprintf("counting features in %s", tableIdent(t)), err)
 }

@@ -1,0 +1,528 @@
+package gpkg
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/paulmach/orb/project"
+
+	"github.com/geoflow/geoflow/store"
+)
+
+var (
+	_ store.Mirrors = (*Store)(nil)
+	_ store.Changes = (*Store)(nil)
+)
+
+// targetName is how the change log names a table: schema.table, as the PostGIS store
+// names it, whatever GeoPackage name the table has (tableName).
+func targetName(t *store.FeatureTable) string {
+	schema := t.Schema
+	if schema == "" {
+		schema = "public"
+	}
+	return schema + "." + t.Name
+}
+
+// changeSQL records what a unit did to a feature; a feature the run changed before keeps
+// its first kind (inserted stays inserted) with the payload written last.
+const changeSQL = `INSERT INTO geoflow_changes (run_id, task, target, gf_key, feature_id, change, payload_hash)
+	VALUES (?, ?, ?, ?, ?, ?, ?)
+	ON CONFLICT (run_id, task, gf_key) DO UPDATE SET payload_hash = excluded.payload_hash, feature_id = excluded.feature_id`
+
+// seenSQL records the keys a unit of a mirror wrote, appended to those it wrote before
+// in its transaction (a unit may write more than once).
+const seenSQL = `INSERT INTO geoflow_seen (run_id, task, unit, keys) VALUES (?, ?, ?, ?)
+	ON CONFLICT (run_id, task, unit) DO UPDATE SET keys = (SELECT json_group_array(value) FROM
+		(SELECT value FROM json_each(geoflow_seen.keys) UNION ALL SELECT value FROM json_each(excluded.keys)))`
+
+// writeKeyed writes rows into a keyed table (mirror mode, or history), keyed on gf_key,
+// the last element of each row: a feature twice in the rows (tile edges) is written once,
+// as it comes last; an unchanged one (same payload hash) costs one lookup and no write; a
+// changed one is updated in place or, with history, its current version closed and a
+// new one inserted, the two stamped with one time so that the versions meet. What
+// changed goes into the change log; a mirror's unit also records the keys it saw.
+// Counts are as the PostGIS store reports them: every row not inserted or updated,
+// repeats included, is skipped.
+func (u *unitTx) writeKeyed(ctx context.Context, t *store.FeatureTable, name string, cols []string, rows []featureRow) (store.Counts, error) {
+	var res store.Counts
+	what := fmt.Sprintf("writing into %s", name)
+	k := len(cols) // gf_key's index in a row
+	last := make(map[string]int, len(rows))
+	var keys []string
+	for i, row := range rows {
+		key := row[k].(string)
+		if _, ok := last[key]; !ok {
+			keys = append(keys, key)
+		}
+		last[key] = i
+	}
+	current := ""
+	cols = append(cols, `"gf_key"`)
+	if t.History {
+		current = " AND gf_valid_to IS NULL"
+		cols = append(cols, `"gf_valid_from"`)
+	}
+	lookSQL := fmt.Sprintf(`SELECT fid, gf_payload_hash FROM %s WHERE gf_key = ?%s`, quote(name), current)
+	insSQL := fmt.Sprintf(`INSERT INTO %s (%s) VALUES (%s)`, quote(name), strings.Join(cols, ", "), placeholders(len(cols)))
+	var updSQL string
+	if t.History {
+		updSQL = fmt.Sprintf(`UPDATE %s SET gf_valid_to = ?, gf_closed_run = ? WHERE fid = ?`, quote(name))
+	} else {
+		sets := make([]string, len(cols))
+		for i, c := range cols {
+			sets[i] = c + " = ?"
+		}
+		updSQL = fmt.Sprintf(`UPDATE %s SET %s WHERE fid = ?`, quote(name), strings.Join(sets, ", "))
+	}
+	queries := []string{lookSQL, insSQL, updSQL, changeSQL}
+	if t.Mode == store.ModeMirror {
+		queries = append(queries, seenSQL)
+	}
+	tx, err := u.begin(ctx, queries...)
+	if err != nil {
+		return res, err
+	}
+	stmts := make([]*sql.Stmt, len(queries))
+	for i, q := range queries {
+		if stmts[i], err = u.s.stmt(ctx, tx, q); err != nil {
+			return res, translate(what, err)
+		}
+	}
+	look, ins, upd, change := stmts[0], stmts[1], stmts[2], stmts[3]
+	stamp := ts(time.Now()) // taken with the writer: versions follow each other in commit order
+	target := targetName(t)
+	for i, row := range rows {
+		key := row[k].(string)
+		if last[key] != i {
+			continue
+		}
+		var fid int64
+		var hash []byte
+		kind := store.ChangeUpdated
+		switch err := look.QueryRowContext(ctx, key).Scan(&fid, &hash); {
+		case errors.Is(err, sql.ErrNoRows):
+			kind = store.ChangeInserted
+		case err != nil:
+			return res, translate(what, err)
+		case bytes.Equal(hash, row[2].([]byte)):
+			continue
+		}
+		switch {
+		case kind == store.ChangeUpdated && !t.History:
+			_, err = upd.ExecContext(ctx, append(append([]any{}, row...), fid)...)
+		case kind == store.ChangeUpdated:
+			if _, err = upd.ExecContext(ctx, stamp, u.ref.RunID, fid); err == nil {
+				_, err = ins.ExecContext(ctx, append(append([]any{}, row...), stamp)...)
+			}
+		case t.History:
+			_, err = ins.ExecContext(ctx, append(append([]any{}, row...), stamp)...)
+		default:
+			_, err = ins.ExecContext(ctx, row...)
+		}
+		if err != nil {
+			return res, translate(what, err)
+		}
+		if kind == store.ChangeInserted {
+			res.Inserted++
+		} else {
+			res.Updated++
+		}
+		if _, err := change.ExecContext(ctx, u.ref.RunID, u.ref.TaskID, target, key, row[1], kind, row[2]); err != nil {
+			return res, translate(fmt.Sprintf("recording the changes of unit %s", u.ref.Key), err)
+		}
+	}
+	res.Skipped = int64(len(rows)) - res.Inserted - res.Updated
+	if t.Mode == store.ModeMirror {
+		b, err := json.Marshal(keys)
+		if err != nil {
+			return res, fmt.Errorf("encoding the features unit %s saw: %w", u.ref.Key, err)
+		}
+		if _, err := stmts[4].ExecContext(ctx, u.ref.RunID, u.ref.TaskID, u.ref.Key, string(b)); err != nil {
+			return res, translate(fmt.Sprintf("recording the features unit %s saw", u.ref.Key), err)
+		}
+	}
+	return res, nil
+}
+
+// SeenFeatures implements store.Mirrors.
+func (s *Store) SeenFeatures(ctx context.Context, t *store.FeatureTable, runID int64, task string) (int64, error) {
+	var n int64
+	err := s.r.QueryRowContext(ctx, `SELECT count(DISTINCT j.value) FROM geoflow_seen s, json_each(s.keys) j
+		WHERE s.run_id = ? AND s.task = ?`, runID, task).Scan(&n)
+	return n, translate(fmt.Sprintf("counting the features task %q saw", task), err)
+}
+
+// DeleteUnseen implements store.Mirrors, in one transaction on the writer. The run's seen
+// keys are gathered into a temporary table with a key, which the deletion probes once
+// per current row. With an area, the candidates are the rows whose geometry's box
+// overlaps it (through the R-tree): the box, not the geometry itself, as PostGIS's
+// ST_Intersects would; the area is brought into the table's CRS as CountFeatures does,
+// and a CRS other than lon/lat and Web Mercator fails wrapping store.ErrNoTransform.
+func (s *Store) DeleteUnseen(ctx context.Context, t *store.FeatureTable, d store.Deletion) (store.DeletionResult, error) {
+	var res store.DeletionResult
+	name := tableName(t.Schema, t.Name)
+	what := fmt.Sprintf("deleting from %s the features run %d did not see", name, d.RunID)
+	area := d.Area
+	if area != nil {
+		b, err := areaIn(t.SRID, *area)
+		if err != nil {
+			return res, fmt.Errorf("%s: %w", what, err)
+		}
+		area = &b
+	}
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return res, translate(what, err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	// Deleting on this run's evidence after a later run wrote could remove features
+	// that run stored.
+	var later sql.NullInt64
+	if err := tx.QueryRowContext(ctx, `SELECT max(t.run_id) FROM geoflow_run_tasks t JOIN geoflow_runs r ON r.id = t.run_id
+		WHERE r.flow = ? AND t.task = ? AND t.run_id > ? AND t.state NOT IN ('pending', 'upstream_failed')`,
+		d.Flow, d.Task, d.RunID).Scan(&later); err != nil {
+		return res, translate(what, err)
+	}
+	if later.Valid {
+		res.SupersededBy = later.Int64
+		if err := dropSeen(ctx, tx, d); err != nil {
+			return res, translate(what, err)
+		}
+		return res, translate(what, tx.Commit())
+	}
+	// The temporary table is part of the transaction: a rollback drops it too.
+	for _, q := range []string{`DROP TABLE IF EXISTS temp.gf_seen_keys`,
+		`CREATE TEMP TABLE gf_seen_keys (k TEXT PRIMARY KEY) WITHOUT ROWID`} {
+		if _, err := tx.ExecContext(ctx, q); err != nil {
+			return res, translate(what, err)
+		}
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO temp.gf_seen_keys SELECT j.value FROM geoflow_seen s, json_each(s.keys) j
+		WHERE s.run_id = ? AND s.task = ?`, d.RunID, d.Task); err != nil {
+		return res, translate(what, err)
+	}
+	current := "TRUE"
+	if t.History {
+		current = "t.gf_valid_to IS NULL"
+	}
+	if err := tx.QueryRowContext(ctx, fmt.Sprintf(`SELECT count(*) FROM %s t WHERE %s`, quote(name), current)).Scan(&res.Current); err != nil {
+		return res, translate(what, err)
+	}
+	cond := current + " AND NOT EXISTS (SELECT 1 FROM temp.gf_seen_keys s WHERE s.k = t.gf_key)"
+	var areaArgs []any
+	if area != nil {
+		match, args, err := overlaps(ctx, tx, name, "t", *area)
+		if err != nil {
+			return res, translate(what, err)
+		}
+		cond += " AND " + match
+		areaArgs = args
+	}
+	if err := tx.QueryRowContext(ctx, fmt.Sprintf(`SELECT count(*) FROM %s t WHERE %s`, quote(name), cond), areaArgs...).Scan(&res.Candidates); err != nil {
+		return res, translate(what, err)
+	}
+	if res.Candidates > 0 && float64(res.Candidates) > d.MaxFraction*float64(res.Current) && !d.AllowMass {
+		res.Stopped = true
+		return res, nil // rolled back: the seen keys stay for a resume that allows it
+	}
+	if res.Candidates > 0 {
+		if res.Deleted, err = s.deleteRows(ctx, tx, t, name, d, cond, areaArgs); err != nil {
+			return res, translate(what, err)
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE geoflow_run_tasks SET features_deleted = features_deleted + ? WHERE run_id = ? AND task = ?`,
+			res.Deleted, d.RunID, d.Task); err != nil {
+			return res, translate(what, err)
+		}
+	}
+	if err := dropSeen(ctx, tx, d); err != nil {
+		return res, translate(what, err)
+	}
+	if _, err := tx.ExecContext(ctx, `DROP TABLE temp.gf_seen_keys`); err != nil {
+		return res, translate(what, err)
+	}
+	return res, translate(what, tx.Commit())
+}
+
+// deleteRows deletes (with history, closes) the rows of table name under alias t that
+// meet cond, logging each in the change log first: without history with its geometry,
+// srs_id and properties, which the table no longer keeps. It returns how many it deleted.
+func (s *Store) deleteRows(ctx context.Context, tx *sql.Tx, t *store.FeatureTable, name string, d store.Deletion, cond string, condArgs []any) (int64, error) {
+	logArgs := append([]any{d.RunID, d.Task, targetName(t)}, condArgs...)
+	var logSQL, delSQL string
+	var delArgs []any
+	if t.History {
+		logSQL = fmt.Sprintf(`INSERT INTO geoflow_changes (run_id, task, target, gf_key, feature_id, change, payload_hash)
+			SELECT ?, ?, ?, t.gf_key, t.gf_feature_id, 'deleted', t.gf_payload_hash FROM %s t WHERE %s
+			ON CONFLICT (run_id, task, gf_key) DO UPDATE SET change = 'deleted', payload_hash = excluded.payload_hash`, quote(name), cond)
+		delSQL = fmt.Sprintf(`UPDATE %s AS t SET gf_valid_to = ?, gf_closed_run = ? WHERE %s`, quote(name), cond)
+		delArgs = append([]any{ts(time.Now()), d.RunID}, condArgs...)
+	} else {
+		cols, err := tableColumns(ctx, tx, name)
+		if err != nil {
+			return 0, err
+		}
+		logSQL = fmt.Sprintf(`INSERT INTO geoflow_changes (run_id, task, target, gf_key, feature_id, change, payload_hash, geom, srs_id, properties)
+			SELECT ?, ?, ?, t.gf_key, t.gf_feature_id, 'deleted', t.gf_payload_hash, t.geom,
+				(SELECT srs_id FROM gpkg_geometry_columns WHERE table_name = %s), %s
+			FROM %s t WHERE %s
+			ON CONFLICT (run_id, task, gf_key) DO UPDATE SET change = 'deleted', payload_hash = excluded.payload_hash,
+				geom = excluded.geom, srs_id = excluded.srs_id, properties = excluded.properties`,
+			sqlString(name), propertiesJSON(cols, "t"), quote(name), cond)
+		delSQL = fmt.Sprintf(`DELETE FROM %s AS t WHERE %s`, quote(name), cond)
+		delArgs = condArgs
+	}
+	if _, err := tx.ExecContext(ctx, logSQL, logArgs...); err != nil {
+		return 0, err
+	}
+	r, err := tx.ExecContext(ctx, delSQL, delArgs...)
+	if err != nil {
+		return 0, err
+	}
+	return r.RowsAffected()
+}
+
+// dropSeen forgets the seen keys of d's run and of the flow's earlier runs of the task,
+// which can no longer delete anything.
+func dropSeen(ctx context.Context, tx *sql.Tx, d store.Deletion) error {
+	_, err := tx.ExecContext(ctx, `DELETE FROM geoflow_seen WHERE task = ?2 AND run_id <= ?1
+		AND run_id IN (SELECT id FROM geoflow_runs WHERE flow = ?3)`, d.RunID, d.Task, d.Flow)
+	return err
+}
+
+// NoteChanges implements store.Mirrors.
+func (s *Store) NoteChanges(ctx context.Context, runID int64, task string, c store.TaskChanges) error {
+	_, err := s.w.ExecContext(ctx, `UPDATE geoflow_run_tasks SET mirror_note = NULLIF(?3, ''),
+		versions_closed = CASE WHEN ?4 THEN features_deleted +
+			(SELECT coalesce(sum(features_updated), 0) FROM geoflow_units WHERE run_id = ?1 AND task = ?2) ELSE 0 END,
+		features_unchanged = CASE WHEN ?5 >= 0 THEN max(?5 - (SELECT coalesce(sum(features_inserted) + sum(features_updated), 0)
+			FROM geoflow_units WHERE run_id = ?1 AND task = ?2), 0) END
+		WHERE run_id = ?1 AND task = ?2`, runID, task, c.Note, c.History, c.Seen)
+	return translate(fmt.Sprintf("recording what task %q changed", task), err)
+}
+
+// ListChanges implements store.Changes: the changes of each table in the order of the
+// tables' names, then by task, kind and key. With f.Features, geometries of Web Mercator
+// tables come back in lon/lat (SRID 4326); those of other CRSs as stored, with their EPSG
+// code (the gpkg srs_id of an SRS that is not EPSG's).
+func (s *Store) ListChanges(ctx context.Context, f store.ChangeFilter, fn func(store.Change) error) error {
+	what := fmt.Sprintf("reading the changes of run %d", f.RunID)
+	rows, err := s.r.QueryContext(ctx, `SELECT DISTINCT target FROM geoflow_changes WHERE run_id = ?1 AND (?2 = '' OR task = ?2) ORDER BY 1`,
+		f.RunID, f.Task)
+	if err != nil {
+		return translate(what, err)
+	}
+	var targets []string
+	for rows.Next() {
+		var tn string
+		if err := rows.Scan(&tn); err != nil {
+			rows.Close()
+			return translate(what, err)
+		}
+		targets = append(targets, tn)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return translate(what, err)
+	}
+	for _, tn := range targets {
+		if err := s.listChanges(ctx, f, tn, fn); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// changeOrder orders a table's changes by task, kind (inserted, updated, deleted), key.
+const changeOrder = ` ORDER BY c.task, CASE c.change WHEN 'inserted' THEN 0 WHEN 'updated' THEN 1 ELSE 2 END, c.gf_key`
+
+func (s *Store) listChanges(ctx context.Context, f store.ChangeFilter, tn string, fn func(store.Change) error) error {
+	what := fmt.Sprintf("reading the changes of run %d to %s", f.RunID, tn)
+	if !f.Features {
+		rows, err := s.r.QueryContext(ctx, `SELECT c.task, c.gf_key, coalesce(c.feature_id, ''), c.change FROM geoflow_changes c
+			WHERE c.run_id = ?1 AND c.target = ?2 AND (?3 = '' OR c.task = ?3)`+changeOrder, f.RunID, tn, f.Task)
+		if err != nil {
+			return translate(what, err)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			ch := store.Change{RunID: f.RunID, Table: tn}
+			if err := rows.Scan(&ch.Task, &ch.Key, &ch.FeatureID, &ch.Kind); err != nil {
+				return translate(what, err)
+			}
+			if err := fn(ch); err != nil {
+				return err
+			}
+		}
+		return translate(what, rows.Err())
+	}
+	schema, table, _ := strings.Cut(tn, ".")
+	name := tableName(schema, table)
+	cols, err := tableColumns(ctx, s.r, name)
+	if err != nil {
+		return translate(what, err)
+	}
+	if len(cols) == 0 {
+		return fmt.Errorf("%s: the table %s no longer exists", what, name)
+	}
+	history := false
+	for _, c := range cols {
+		history = history || c.name == "gf_valid_to"
+	}
+	epsg, err := s.epsgCodes(ctx)
+	if err != nil {
+		return translate(what, err)
+	}
+	tableSRS := sql.NullInt64{}
+	if err := s.r.QueryRowContext(ctx, `SELECT srs_id FROM gpkg_geometry_columns WHERE table_name = ?`, name).Scan(&tableSRS); err != nil &&
+		!errors.Is(err, sql.ErrNoRows) {
+		return translate(what, err)
+	}
+	// The version the run wrote: with history the one it opened (or, deleted, closed);
+	// without, the row as it is if its payload is still the one the run wrote, and a
+	// deleted row's copy from the log (which has properties).
+	join := "t.gf_key = c.gf_key AND t.gf_payload_hash = c.payload_hash AND c.change <> 'deleted'"
+	if history {
+		join = `t.gf_key = c.gf_key AND CASE WHEN c.change = 'deleted' THEN t.gf_closed_run = c.run_id
+			ELSE t.gf_run_id = c.run_id AND t.gf_payload_hash = c.payload_hash END`
+	}
+	rows, err := s.r.QueryContext(ctx, fmt.Sprintf(`SELECT c.task, c.gf_key, coalesce(c.feature_id, ''), c.change,
+			CASE WHEN c.properties IS NOT NULL THEN c.geom ELSE t.geom END,
+			coalesce(c.properties, CASE WHEN t.gf_key IS NOT NULL THEN %s END),
+			t.gf_key IS NULL AND c.properties IS NULL
+		FROM geoflow_changes c LEFT JOIN %s t ON %s
+		WHERE c.run_id = ?1 AND c.target = ?2 AND (?3 = '' OR c.task = ?3)`, propertiesJSON(cols, "t"), quote(name), join)+changeOrder,
+		f.RunID, tn, f.Task)
+	if err != nil {
+		return translate(what, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		ch := store.Change{RunID: f.RunID, Table: tn}
+		var g []byte
+		var props sql.NullString
+		if err := rows.Scan(&ch.Task, &ch.Key, &ch.FeatureID, &ch.Kind, &g, &props, &ch.Superseded); err != nil {
+			return translate(what, err)
+		}
+		srs := tableSRS.Int64
+		if len(g) > 0 {
+			geom, id, err := decodeGeometry(g)
+			if err != nil {
+				return fmt.Errorf("%s: feature %q: decoding its geometry: %w", what, ch.Key, err)
+			}
+			ch.Geometry, srs = geom, int64(id)
+		}
+		ch.SRID = epsg(srs)
+		if ch.SRID == 3857 || ch.SRID == 900913 {
+			if ch.Geometry != nil {
+				ch.Geometry = project.Geometry(ch.Geometry, project.Mercator.ToWGS84)
+			}
+			ch.SRID = 4326
+		}
+		if props.Valid {
+			if err := json.Unmarshal([]byte(props.String), &ch.Properties); err != nil {
+				return fmt.Errorf("%s: feature %q: decoding its properties: %w", what, ch.Key, err)
+			}
+		}
+		if err := fn(ch); err != nil {
+			return err
+		}
+	}
+	return translate(what, rows.Err())
+}
+
+// epsgCodes returns a function giving the EPSG code of a gpkg srs_id: its
+// organization_coordsys_id when its organization is EPSG, else the srs_id itself.
+func (s *Store) epsgCodes(ctx context.Context) (func(srsID int64) int, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT srs_id, organization_coordsys_id FROM gpkg_spatial_ref_sys WHERE upper(organization) = 'EPSG'`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	codes := map[int64]int{}
+	for rows.Next() {
+		var id int64
+		var code int
+		if err := rows.Scan(&id, &code); err != nil {
+			return nil, err
+		}
+		codes[id] = code
+	}
+	return func(id int64) int {
+		if c, ok := codes[id]; ok {
+			return c
+		}
+		return int(id)
+	}, rows.Err()
+}
+
+// column is a column of a table and its declared type, upper case.
+type column struct{ name, typ string }
+
+// querier is what the readers, the writer and a transaction offer.
+type querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+// tableColumns returns the property columns of a feature table in their order (none
+// when the table does not exist): every column but geoflow's (isBookkeeping).
+func tableColumns(ctx context.Context, q querier, name string) ([]column, error) {
+	rows, err := q.QueryContext(ctx, `SELECT name, upper(type) FROM pragma_table_info(?) ORDER BY cid`, name)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []column
+	for rows.Next() {
+		var c column
+		if err := rows.Scan(&c.name, &c.typ); err != nil {
+			return nil, err
+		}
+		out = append(out, c)
+	}
+	return out, rows.Err()
+}
+
+// propertiesJSON is the SQL for a JSON object of the property columns of the row under
+// alias, as the PostGIS store's to_jsonb gives them: booleans as true and false, NULL as
+// null; JSON held as text stays text. SQLite takes at most 1000 arguments to a function,
+// so past 400 properties the object is built in several calls.
+func propertiesJSON(cols []column, alias string) string {
+	var props []column
+	for _, c := range cols {
+		if !isBookkeeping(c.name) {
+			props = append(props, c)
+		}
+	}
+	const chunk = 400
+	expr := "json_object()"
+	for i := 0; i < len(props); i += chunk {
+		var args []string
+		for _, c := range props[i:min(i+chunk, len(props))] {
+			v := alias + "." + quote(c.name)
+			if c.typ == "BOOLEAN" {
+				v = fmt.Sprintf("json(CASE %s WHEN 1 THEN 'true' WHEN 0 THEN 'false' END)", v)
+			}
+			label := sqlString(c.name)
+			if i > 0 {
+				label = sqlString(`$."` + c.name + `"`)
+			}
+			args = append(args, label, v)
+		}
+		if i == 0 {
+			expr = "json_object(" + strings.Join(args, ", ") + ")"
+		} else {
+			expr = "json_insert(" + expr + ", " + strings.Join(args, ", ") + ")"
+		}
+	}
+	return expr
+}
+
+// sqlString quotes s as an SQL string literal.
+func sqlString(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }

@@ -1,0 +1,319 @@
+package postgis
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/paulmach/orb/encoding/wkb"
+
+	"github.com/geoflow/geoflow/store"
+)
+
+// targetName is how the change log names a table: schema.table.
+func targetName(t *store.FeatureTable) string {
+	schema := t.Schema
+	if schema == "" {
+		schema = "public"
+	}
+	return schema + "." + t.Name
+}
+
+// currentView is the view of a history table's current versions: <table>_current.
+func currentView(t *store.FeatureTable) string {
+	schema := t.Schema
+	if schema == "" {
+		schema = "public"
+	}
+	name := t.Name + "_current"
+	if len(name) > 63 {
+		name = name[:63]
+	}
+	return pgx.Identifier{schema, name}.Sanitize()
+}
+
+// bookkeeping are the columns a feature's properties in the change log leave out.
+const bookkeeping = `ARRAY['geom', 'gf_key', 'gf_feature_id', 'gf_payload_hash', 'gf_run_id', 'gf_fetched_at',
+	'gf_valid_from', 'gf_valid_to', 'gf_closed_run']`
+
+// writeKeyed writes the staged features of a keyed table (mirror mode, or history): rows
+// keyed on gf_key, an unchanged feature costing no write, a changed one updated in place
+// or, with history, its version closed and a new one inserted. What changed goes into the
+// change log; a mirror table's unit also records the keys it saw.
+func (u *unitTx) writeKeyed(ctx context.Context, t *store.FeatureTable, stage string, insertCols, selects []string) (store.Counts, error) {
+	target := tableIdent(t)
+	what := fmt.Sprintf("writing into %s", target)
+	var res store.Counts
+	insertCols = append(insertCols, "gf_key")
+	selects = append(selects, "gf_key")
+	// DISTINCT ON and ORDER BY: a feature twice in one page (tile edges) is one row,
+	// and units writing at once lock keys in one global order (no deadlock).
+	rows := fmt.Sprintf(`SELECT DISTINCT ON (gf_key) %s FROM %s ORDER BY gf_key`, strings.Join(selects, ", "), stage)
+	logChanges := `INSERT INTO geoflow_changes (run_id, task, target, gf_key, feature_id, change, payload_hash)
+		SELECT $1, $2, $3, gf_key, gf_feature_id, CASE WHEN inserted THEN 'inserted' ELSE 'updated' END, gf_payload_hash FROM w
+		ON CONFLICT (run_id, task, gf_key) DO UPDATE SET payload_hash = EXCLUDED.payload_hash, feature_id = EXCLUDED.feature_id`
+	var sql string
+	var args []any
+	if t.History {
+		// Close the current versions whose payload changed; then insert a version for
+		// each feature without a current one (new, or just closed).
+		tag, err := u.tx.Query(ctx, fmt.Sprintf(`WITH s AS (SELECT DISTINCT ON (gf_key) gf_key, gf_payload_hash FROM %s ORDER BY gf_key)
+			UPDATE %s t SET gf_valid_to = now(), gf_closed_run = $1
+			FROM s WHERE t.gf_key = s.gf_key AND t.gf_valid_to IS NULL AND t.gf_payload_hash <> s.gf_payload_hash
+			RETURNING t.gf_key`, stage, target), u.ref.RunID)
+		if err != nil {
+			return res, translate(what, err)
+		}
+		closed, err := pgx.CollectRows(tag, pgx.RowTo[string])
+		if err != nil {
+			return res, translate(what, err)
+		}
+		if closed == nil {
+			closed = []string{} // = ANY (NULL) would count a new version as neither
+		}
+		sql = fmt.Sprintf(`WITH w AS (INSERT INTO %s AS t (%s) %s ON CONFLICT (gf_key) WHERE gf_valid_to IS NULL DO NOTHING
+				RETURNING gf_key, gf_feature_id, gf_payload_hash, NOT (gf_key = ANY ($4::text[])) AS inserted),
+			c AS (%s)
+			SELECT count(*) FILTER (WHERE inserted), count(*) FILTER (WHERE NOT inserted) FROM w`,
+			target, strings.Join(insertCols, ", "), rows, logChanges)
+		args = []any{u.ref.RunID, u.ref.TaskID, targetName(t), closed}
+	} else {
+		sets := make([]string, len(insertCols))
+		for i, c := range insertCols {
+			sets[i] = fmt.Sprintf("%s = EXCLUDED.%s", c, c)
+		}
+		sql = fmt.Sprintf(`WITH w AS (INSERT INTO %s AS t (%s) %s
+				ON CONFLICT (gf_key) DO UPDATE SET %s WHERE t.gf_payload_hash IS DISTINCT FROM EXCLUDED.gf_payload_hash
+				RETURNING gf_key, gf_feature_id, gf_payload_hash, (xmax = 0) AS inserted),
+			c AS (%s)
+			SELECT count(*) FILTER (WHERE inserted), count(*) FILTER (WHERE NOT inserted) FROM w`,
+			target, strings.Join(insertCols, ", "), rows, strings.Join(sets, ", "), logChanges)
+		args = []any{u.ref.RunID, u.ref.TaskID, targetName(t)}
+	}
+	if err := u.tx.QueryRow(ctx, sql, args...).Scan(&res.Inserted, &res.Updated); err != nil {
+		return res, translate(what, err)
+	}
+	if t.Mode == store.ModeMirror {
+		// Keys appended: a unit may write more than once in its transaction.
+		_, err := u.tx.Exec(ctx, fmt.Sprintf(`INSERT INTO geoflow_seen (run_id, task, unit, keys)
+			SELECT $1, $2, $3, array_agg(DISTINCT gf_key) FROM %s HAVING count(*) > 0
+			ON CONFLICT (run_id, task, unit) DO UPDATE SET keys = geoflow_seen.keys || EXCLUDED.keys`, stage),
+			u.ref.RunID, u.ref.TaskID, u.ref.Key)
+		if err != nil {
+			return res, translate(fmt.Sprintf("recording the features unit %s saw", u.ref.Key), err)
+		}
+	}
+	return res, nil
+}
+
+// SeenFeatures implements store.Mirrors.
+func (s *Store) SeenFeatures(ctx context.Context, t *store.FeatureTable, runID int64, task string) (int64, error) {
+	var n int64
+	err := s.pool.QueryRow(ctx, `SELECT count(DISTINCT k) FROM geoflow_seen, unnest(keys) k WHERE run_id = $1 AND task = $2`,
+		runID, task).Scan(&n)
+	return n, translate(fmt.Sprintf("counting the features task %q saw", task), err)
+}
+
+// DeleteUnseen implements store.Mirrors.
+func (s *Store) DeleteUnseen(ctx context.Context, t *store.FeatureTable, d store.Deletion) (store.DeletionResult, error) {
+	var res store.DeletionResult
+	target := tableIdent(t)
+	what := fmt.Sprintf("deleting from %s the features run %d did not see", target, d.RunID)
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return res, translate(what, err)
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	// Deleting on this run's evidence after a later run wrote could remove features
+	// that run stored.
+	var later *int64
+	if err := tx.QueryRow(ctx, `SELECT max(t.run_id) FROM geoflow_run_tasks t JOIN geoflow_runs r ON r.id = t.run_id
+		WHERE r.flow = $1 AND t.task = $2 AND t.run_id > $3 AND t.state NOT IN ('pending', 'upstream_failed')`,
+		d.Flow, d.Task, d.RunID).Scan(&later); err != nil {
+		return res, translate(what, err)
+	}
+	if later != nil {
+		res.SupersededBy = *later
+		if err := dropSeen(ctx, tx, d); err != nil {
+			return res, translate(what, err)
+		}
+		return res, translate(what, tx.Commit(ctx))
+	}
+	if _, err := tx.Exec(ctx, `CREATE TEMP TABLE gf_seen_keys ON COMMIT DROP AS
+		SELECT DISTINCT k FROM geoflow_seen, unnest(keys) k WHERE run_id = $1 AND task = $2`, d.RunID, d.Task); err != nil {
+		return res, translate(what, err)
+	}
+	if _, err := tx.Exec(ctx, `ANALYZE gf_seen_keys`); err != nil {
+		return res, translate(what, err)
+	}
+	current := "TRUE"
+	if t.History {
+		current = "t.gf_valid_to IS NULL"
+	}
+	if err := tx.QueryRow(ctx, fmt.Sprintf(`SELECT count(*) FROM %s t WHERE %s`, target, current)).Scan(&res.Current); err != nil {
+		return res, translate(what, err)
+	}
+	cond := current + " AND NOT EXISTS (SELECT 1 FROM gf_seen_keys s WHERE s.k = t.gf_key)"
+	if d.Area != nil {
+		// The area as literals: floats, formatted exactly.
+		num := func(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
+		env := fmt.Sprintf("ST_MakeEnvelope(%s, %s, %s, %s, 4326)", num(d.Area.Min[0]), num(d.Area.Min[1]), num(d.Area.Max[0]), num(d.Area.Max[1]))
+		if t.SRID > 0 && t.SRID != 4326 {
+			env = fmt.Sprintf("ST_Transform(%s, %d)", env, t.SRID)
+		}
+		cond += " AND ST_Intersects(t.geom, " + env + ")"
+	}
+	args := []any{d.RunID, d.Task, targetName(t)}
+	if err := tx.QueryRow(ctx, fmt.Sprintf(`SELECT count(*) FROM %s t WHERE %s`, target, cond)).Scan(&res.Candidates); err != nil {
+		return res, translate(what, err)
+	}
+	if res.Candidates > 0 && float64(res.Candidates) > d.MaxFraction*float64(res.Current) && !d.AllowMass {
+		res.Stopped = true
+		return res, nil // rolled back: the seen keys stay for a resume that allows it
+	}
+	if res.Candidates > 0 {
+		var sql string
+		if t.History {
+			sql = fmt.Sprintf(`WITH d AS (UPDATE %s t SET gf_valid_to = now(), gf_closed_run = $1 WHERE %s
+					RETURNING gf_key, gf_feature_id, gf_payload_hash)
+				INSERT INTO geoflow_changes (run_id, task, target, gf_key, feature_id, change, payload_hash)
+				SELECT $1, $2, $3, gf_key, gf_feature_id, 'deleted', gf_payload_hash FROM d
+				ON CONFLICT (run_id, task, gf_key) DO UPDATE SET change = 'deleted', payload_hash = EXCLUDED.payload_hash`, target, cond)
+		} else {
+			sql = fmt.Sprintf(`WITH d AS (DELETE FROM %s t WHERE %s
+					RETURNING gf_key, gf_feature_id, gf_payload_hash, geom, to_jsonb(t) - %s AS props)
+				INSERT INTO geoflow_changes (run_id, task, target, gf_key, feature_id, change, payload_hash, geom, properties)
+				SELECT $1, $2, $3, gf_key, gf_feature_id, 'deleted', gf_payload_hash, geom, props FROM d
+				ON CONFLICT (run_id, task, gf_key) DO UPDATE SET change = 'deleted', payload_hash = EXCLUDED.payload_hash,
+					geom = EXCLUDED.geom, properties = EXCLUDED.properties`, target, cond, bookkeeping)
+		}
+		tag, err := tx.Exec(ctx, sql, args...)
+		if err != nil {
+			return res, translate(what, err)
+		}
+		res.Deleted = tag.RowsAffected()
+		if _, err := tx.Exec(ctx, `UPDATE geoflow_run_tasks SET features_deleted = features_deleted + $3 WHERE run_id = $1 AND task = $2`,
+			d.RunID, d.Task, res.Deleted); err != nil {
+			return res, translate(what, err)
+		}
+	}
+	if err := dropSeen(ctx, tx, d); err != nil {
+		return res, translate(what, err)
+	}
+	return res, translate(what, tx.Commit(ctx))
+}
+
+// dropSeen forgets the seen keys of d's run and of the flow's earlier runs of the task,
+// which can no longer delete anything.
+func dropSeen(ctx context.Context, tx pgx.Tx, d store.Deletion) error {
+	_, err := tx.Exec(ctx, `DELETE FROM geoflow_seen WHERE task = $2 AND run_id <= $1
+		AND run_id IN (SELECT id FROM geoflow_runs WHERE flow = $3)`, d.RunID, d.Task, d.Flow)
+	return err
+}
+
+// NoteChanges implements store.Mirrors.
+func (s *Store) NoteChanges(ctx context.Context, runID int64, task string, c store.TaskChanges) error {
+	_, err := s.pool.Exec(ctx, `UPDATE geoflow_run_tasks t SET mirror_note = nullif($3, ''),
+		versions_closed = CASE WHEN $4 THEN features_deleted + u.upd ELSE 0 END,
+		features_unchanged = CASE WHEN $5 >= 0 THEN greatest($5 - u.ins - u.upd, 0) END
+		FROM (SELECT coalesce(sum(features_inserted), 0) AS ins, coalesce(sum(features_updated), 0) AS upd
+			FROM geoflow_units WHERE run_id = $1 AND task = $2) u
+		WHERE t.run_id = $1 AND t.task = $2`, runID, task, c.Note, c.History, c.Seen)
+	return translate(fmt.Sprintf("recording what task %q changed", task), err)
+}
+
+// ListChanges implements store.Changes.
+func (s *Store) ListChanges(ctx context.Context, f store.ChangeFilter, fn func(store.Change) error) error {
+	what := fmt.Sprintf("reading the changes of run %d", f.RunID)
+	rows, err := s.pool.Query(ctx, `SELECT DISTINCT target FROM geoflow_changes WHERE run_id = $1 AND ($2 = '' OR task = $2) ORDER BY 1`,
+		f.RunID, f.Task)
+	if err != nil {
+		return translate(what, err)
+	}
+	targets, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return translate(what, err)
+	}
+	for _, tn := range targets {
+		if err := s.listChanges(ctx, f, tn, fn); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *Store) listChanges(ctx context.Context, f store.ChangeFilter, tn string, fn func(store.Change) error) error {
+	what := fmt.Sprintf("reading the changes of run %d to %s", f.RunID, tn)
+	order := ` ORDER BY c.task, CASE c.change WHEN 'inserted' THEN 0 WHEN 'updated' THEN 1 ELSE 2 END, c.gf_key`
+	if !f.Features {
+		rows, err := s.pool.Query(ctx, `SELECT c.task, c.gf_key, coalesce(c.feature_id, ''), c.change FROM geoflow_changes c
+			WHERE c.run_id = $1 AND c.target = $2 AND ($3 = '' OR c.task = $3)`+order, f.RunID, tn, f.Task)
+		if err != nil {
+			return translate(what, err)
+		}
+		ch := store.Change{RunID: f.RunID, Table: tn}
+		_, err = pgx.ForEachRow(rows, []any{&ch.Task, &ch.Key, &ch.FeatureID, &ch.Kind}, func() error { return fn(ch) })
+		return translateKeep(what, err)
+	}
+	schema, name, _ := strings.Cut(tn, ".")
+	ident := pgx.Identifier{schema, name}.Sanitize()
+	var history, exists bool
+	if err := s.pool.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL, EXISTS (SELECT 1 FROM information_schema.columns
+		WHERE table_schema = $2 AND table_name = $3 AND column_name = 'gf_valid_to')`, ident, schema, name).Scan(&exists, &history); err != nil {
+		return translate(what, err)
+	}
+	if !exists {
+		return fmt.Errorf("%s: the table no longer exists", what)
+	}
+	// The version the run wrote: with history the one it opened (or, deleted, closed);
+	// without, the row as it is if its payload is still the one the run wrote, and a
+	// deleted row's copy from the log.
+	join := "t.gf_key = c.gf_key AND t.gf_payload_hash = c.payload_hash AND c.change <> 'deleted'"
+	if history {
+		join = `t.gf_key = c.gf_key AND CASE WHEN c.change = 'deleted' THEN t.gf_closed_run = c.run_id
+			ELSE t.gf_run_id = c.run_id AND t.gf_payload_hash = c.payload_hash END`
+	}
+	geom := "coalesce(c.geom, t.geom)"
+	rows, err := s.pool.Query(ctx, fmt.Sprintf(`SELECT c.task, c.gf_key, coalesce(c.feature_id, ''), c.change,
+			ST_AsBinary(CASE WHEN ST_SRID(%[1]s) > 0 AND ST_SRID(%[1]s) <> 4326 THEN ST_Transform(%[1]s, 4326) ELSE %[1]s END),
+			coalesce(c.properties, to_jsonb(t) - %[2]s), t.gf_key IS NULL AND c.geom IS NULL
+		FROM geoflow_changes c LEFT JOIN %[3]s t ON %[4]s
+		WHERE c.run_id = $1 AND c.target = $2 AND ($3 = '' OR c.task = $3)`, geom, bookkeeping, ident, join)+order, f.RunID, tn, f.Task)
+	if err != nil {
+		return translate(what, err)
+	}
+	var g []byte
+	var props []byte
+	ch := store.Change{RunID: f.RunID, Table: tn}
+	_, err = pgx.ForEachRow(rows, []any{&ch.Task, &ch.Key, &ch.FeatureID, &ch.Kind, &g, &props, &ch.Superseded}, func() error {
+		c := ch
+		c.Geometry, c.Properties, c.SRID = nil, nil, 4326
+		if len(g) > 0 {
+			geom, err := wkb.Unmarshal(g)
+			if err != nil {
+				return fmt.Errorf("feature %q: decoding its geometry: %w", c.Key, err)
+			}
+			c.Geometry = geom
+		}
+		if len(props) > 0 {
+			if err := json.Unmarshal(props, &c.Properties); err != nil {
+				return fmt.Errorf("feature %q: decoding its properties: %w", c.Key, err)
+			}
+		}
+		return fn(c)
+	})
+	return translateKeep(what, err)
+}
+
+// translateKeep translates a database error and passes fn's own errors through.
+func translateKeep(what string, err error) error {
+	var pgErr interface{ SQLState() string }
+	if err == nil || errors.As(err, &pgErr) {
+		return translate(what, err)
+	}
+	return err
+}

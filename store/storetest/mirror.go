@@ -1,0 +1,312 @@
+package storetest
+
+import (
+	"errors"
+	"slices"
+	"testing"
+
+	"github.com/paulmach/orb"
+
+	"github.com/geoflow/geoflow/spatial"
+	"github.com/geoflow/geoflow/store"
+)
+
+// parcel is a feature of the mirror tests: id, a point and a name.
+func parcel(id string, x, y float64, name string) *spatial.Feature {
+	return &spatial.Feature{ID: id, Geometry: orb.Point{x, y}, Properties: map[string]any{"name": name}}
+}
+
+func mirrorTable(name string, history bool) *store.FeatureTable {
+	return &store.FeatureTable{Name: name, SRID: 4326, Mode: store.ModeMirror, History: history,
+		Columns: []store.Column{{Name: "name", Property: "name", Type: store.TypeText}}}
+}
+
+// changes lists a run's changes as "kind key" strings, in the store's order.
+func changes(t *testing.T, s store.Store, f store.ChangeFilter) ([]string, []store.Change) {
+	t.Helper()
+	var out []string
+	var all []store.Change
+	err := s.ListChanges(t.Context(), f, func(c store.Change) error {
+		out = append(out, c.Kind+" "+c.Key)
+		all = append(all, c)
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("ListChanges(%+v): %v", f, err)
+	}
+	return out, all
+}
+
+// mirrorRun is one run of flow "m" writing pages into table as task "a", one unit each.
+func mirrorRun(t *testing.T, s store.Store, table *store.FeatureTable, pages ...[]*spatial.Feature) (*store.Run, []store.Counts) {
+	t.Helper()
+	run := startRun(t, s, store.RunStart{Flow: "m"})
+	addUnits(t, s, run.ID, "a", len(pages))
+	var counts []store.Counts
+	for i, p := range pages {
+		counts = append(counts, writeFeatures(t, s, store.UnitRef{RunID: run.ID, TaskID: "a", Key: unitKey(i)}, table, p...))
+	}
+	return run, counts
+}
+
+// testMirror: a mirror table keyed on the feature id: unchanged features are skipped, a
+// changed one updated, each change logged; the features a run did not see are deleted
+// only past the safety rail when allowed, each logged with what it held.
+func testMirror(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	table := mirrorTable("mirror", false)
+	if err := s.EnsureFeatureTable(ctx, table); err != nil {
+		t.Fatal(err)
+	}
+	a, b, c, d := parcel("p.a", 1, 1, "a"), parcel("p.b", 2, 2, "b"), parcel("p.c", 3, 3, "c"), parcel("p.d", 4, 4, "d")
+	run1, counts := mirrorRun(t, s, table, []*spatial.Feature{a, b, c}, []*spatial.Feature{c, d})
+	if want := []store.Counts{{Inserted: 3}, {Inserted: 1, Skipped: 1}}; !slices.Equal(counts, want) {
+		t.Errorf("run 1 wrote %+v, want %+v (c, on two tiles, once)", counts, want)
+	}
+	if n, err := s.SeenFeatures(ctx, table, run1.ID, "a"); err != nil || n != 4 {
+		t.Errorf("SeenFeatures = %d (%v), want 4", n, err)
+	}
+	got, _ := changes(t, s, store.ChangeFilter{RunID: run1.ID})
+	if want := []string{"inserted p.a", "inserted p.b", "inserted p.c", "inserted p.d"}; !slices.Equal(got, want) {
+		t.Errorf("run 1 changes %q, want %q", got, want)
+	}
+	res, err := s.DeleteUnseen(ctx, table, store.Deletion{RunID: run1.ID, Flow: "m", Task: "a", MaxFraction: 0.1})
+	if err != nil || res.Deleted != 0 || res.Candidates != 0 || res.Current != 4 {
+		t.Errorf("DeleteUnseen after run 1 = %+v (%v), want nothing to delete of 4", res, err)
+	}
+	if _, err := s.FinishRun(ctx, run1.ID, store.Done, ""); err != nil {
+		t.Fatal(err)
+	}
+	run1.Close()
+
+	// Upstream: b edited, c deleted, e added.
+	b2, e := parcel("p.b", 2, 2.5, "b, edited"), parcel("p.e", 5, 5, "e")
+	run2, counts := mirrorRun(t, s, table, []*spatial.Feature{a, b2}, []*spatial.Feature{d, e})
+	if want := []store.Counts{{Skipped: 1, Updated: 1}, {Skipped: 1, Inserted: 1}}; !slices.Equal(counts, want) {
+		t.Errorf("run 2 wrote %+v, want %+v", counts, want)
+	}
+	del := store.Deletion{RunID: run2.ID, Flow: "m", Task: "a", MaxFraction: 0.1}
+	res, err = s.DeleteUnseen(ctx, table, del)
+	if err != nil || !res.Stopped || res.Deleted != 0 || res.Candidates != 1 || res.Current != 5 {
+		t.Fatalf("DeleteUnseen of 1 of 5 past a 10%% rail = %+v (%v), want it stopped with nothing deleted", res, err)
+	}
+	if n, err := s.CountFeatures(ctx, table, world); err != nil || n != 5 {
+		t.Errorf("after the rail held, CountFeatures = %d (%v), want 5", n, err)
+	}
+	if n, err := s.SeenFeatures(ctx, table, run2.ID, "a"); err != nil || n != 4 {
+		t.Errorf("after the rail held, SeenFeatures = %d (%v), want 4 kept for a resume", n, err)
+	}
+	del.AllowMass = true
+	res, err = s.DeleteUnseen(ctx, table, del)
+	if err != nil || res.Stopped || res.Deleted != 1 || res.Candidates != 1 {
+		t.Fatalf("DeleteUnseen allowed = %+v (%v), want c deleted", res, err)
+	}
+	if n, err := s.CountFeatures(ctx, table, world); err != nil || n != 4 {
+		t.Errorf("after the deletion, CountFeatures = %d (%v), want 4", n, err)
+	}
+	if n, err := s.SeenFeatures(ctx, table, run2.ID, "a"); err != nil || n != 0 {
+		t.Errorf("after the deletion, SeenFeatures = %d (%v), want 0: the keys are dropped", n, err)
+	}
+	got, _ = changes(t, s, store.ChangeFilter{RunID: run2.ID})
+	if want := []string{"inserted p.e", "updated p.b", "deleted p.c"}; !slices.Equal(got, want) {
+		t.Errorf("run 2 changes %q, want %q", got, want)
+	}
+	_, all := changes(t, s, store.ChangeFilter{RunID: run2.ID, Task: "a", Features: true})
+	for _, ch := range all {
+		want := map[string]*spatial.Feature{"p.e": e, "p.b": b2, "p.c": c}[ch.Key]
+		if ch.Superseded || ch.Geometry == nil || !orb.Equal(ch.Geometry, want.Geometry) || ch.Properties["name"] != want.Properties["name"] {
+			t.Errorf("%s %s: geometry %v, properties %v, superseded %v; want %v and name %q", ch.Kind, ch.Key,
+				ch.Geometry, ch.Properties, ch.Superseded, want.Geometry, want.Properties["name"])
+		}
+		if ch.FeatureID != ch.Key || ch.Table != "public.mirror" || ch.Task != "a" || ch.RunID != run2.ID {
+			t.Errorf("change %+v: want feature id = key, table public.mirror, task a, run %d", ch, run2.ID)
+		}
+	}
+	if got, _ := changes(t, s, store.ChangeFilter{RunID: run2.ID, Task: "other"}); len(got) != 0 {
+		t.Errorf("changes of another task: %q, want none", got)
+	}
+	if err := s.NoteChanges(ctx, run2.ID, "a", store.TaskChanges{Seen: 4, Note: "complete: 1 deleted"}); err != nil {
+		t.Fatal(err)
+	}
+	rec, err := s.GetRun(ctx, run2.ID)
+	if err != nil || len(rec.Tasks) != 1 {
+		t.Fatalf("GetRun = %+v (%v)", rec, err)
+	}
+	if tk := rec.Tasks[0]; tk.FeaturesDeleted != 1 || tk.MirrorNote != "complete: 1 deleted" || tk.FeaturesUpdated != 1 || tk.VersionsClosed != 0 ||
+		tk.FeaturesUnchanged == nil || *tk.FeaturesUnchanged != 2 {
+		t.Errorf("task record %+v: want 1 deleted, 1 updated, 2 unchanged (a and d, d delivered twice), 0 closed (no history) and the note", tk)
+	}
+	if rec.FeaturesDeleted != 1 {
+		t.Errorf("run record FeaturesDeleted = %d, want 1", rec.FeaturesDeleted)
+	}
+
+	// A later run edits b again: run 2's version of b is gone (no history).
+	run2.Close()
+	b3 := parcel("p.b", 2, 2, "b, edited twice")
+	mirrorRun(t, s, table, []*spatial.Feature{a, b3, d, e})
+	_, all = changes(t, s, store.ChangeFilter{RunID: run2.ID, Features: true})
+	for _, ch := range all {
+		if ch.Key == "p.b" && (!ch.Superseded || ch.Geometry != nil) {
+			t.Errorf("run 2's b after a later edit: superseded %v, geometry %v; want superseded, no geometry", ch.Superseded, ch.Geometry)
+		}
+	}
+}
+
+// testMirrorArea: a --bbox run deletes only unseen features inside its area; a run that
+// a later run of the task superseded deletes nothing.
+func testMirrorArea(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	table := mirrorTable("mirror_area", false)
+	if err := s.EnsureFeatureTable(ctx, table); err != nil {
+		t.Fatal(err)
+	}
+	run1, _ := mirrorRun(t, s, table, []*spatial.Feature{parcel("p.1", 1, 1, ""), parcel("p.2", 5, 5, ""), parcel("p.3", 1.5, 1.5, "")})
+	if _, err := s.FinishRun(ctx, run1.ID, store.Done, ""); err != nil {
+		t.Fatal(err)
+	}
+	run1.Close()
+	run2, _ := mirrorRun(t, s, table, []*spatial.Feature{parcel("p.3", 1.5, 1.5, "")})
+	area := orb.Bound{Min: orb.Point{0, 0}, Max: orb.Point{2, 2}}
+	res, err := s.DeleteUnseen(ctx, table, store.Deletion{RunID: run2.ID, Flow: "m", Task: "a", Area: &area, MaxFraction: 1})
+	if err != nil || res.Deleted != 1 || res.Candidates != 1 {
+		t.Fatalf("DeleteUnseen in %v = %+v (%v), want p.1 deleted, p.2 (outside) kept", area, res, err)
+	}
+	got, _ := changes(t, s, store.ChangeFilter{RunID: run2.ID})
+	if want := []string{"deleted p.1"}; !slices.Equal(got, want) {
+		t.Errorf("changes %q, want %q", got, want)
+	}
+	if _, err := s.FinishRun(ctx, run2.ID, store.Done, ""); err != nil {
+		t.Fatal(err)
+	}
+	run2.Close()
+
+	run3, _ := mirrorRun(t, s, table, []*spatial.Feature{parcel("p.3", 1.5, 1.5, "")})
+	if err := s.SetTaskState(ctx, run3.ID, "a", "fake", store.Failed, "1 unit failed"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.FinishRun(ctx, run3.ID, store.Failed, ""); err != nil {
+		t.Fatal(err)
+	}
+	run3.Close()
+	run4, _ := mirrorRun(t, s, table, []*spatial.Feature{parcel("p.2", 5, 5, ""), parcel("p.3", 1.5, 1.5, "")})
+	_ = run4
+	res, err = s.DeleteUnseen(ctx, table, store.Deletion{RunID: run3.ID, Flow: "m", Task: "a", MaxFraction: 1})
+	if err != nil || res.SupersededBy != run4.ID || res.Deleted != 0 {
+		t.Fatalf("DeleteUnseen of run 3 after run 4 = %+v (%v), want superseded by %d and nothing deleted", res, err, run4.ID)
+	}
+	if n, err := s.CountFeatures(ctx, table, world); err != nil || n != 2 {
+		t.Errorf("CountFeatures = %d (%v), want 2", n, err)
+	}
+}
+
+// testHistory: with history, a changed feature's version is closed and a new one opened,
+// a deletion closes it; the current features count once; in append mode too (keyed on
+// the id).
+func testHistory(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	table := mirrorTable("parcels_history", true)
+	if err := s.EnsureFeatureTable(ctx, table); err != nil {
+		t.Fatal(err)
+	}
+	a, b := parcel("p.a", 1, 1, "a"), parcel("p.b", 2, 2, "b")
+	run1, counts := mirrorRun(t, s, table, []*spatial.Feature{a, b})
+	if want := []store.Counts{{Inserted: 2}}; !slices.Equal(counts, want) {
+		t.Errorf("run 1 wrote %+v, want %+v", counts, want)
+	}
+	if err := s.FinishFeatureTable(ctx, table); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.FinishRun(ctx, run1.ID, store.Done, ""); err != nil {
+		t.Fatal(err)
+	}
+	run1.Close()
+	a2, c := parcel("p.a", 1, 1.5, "a, edited"), parcel("p.c", 3, 3, "c")
+	run2, counts := mirrorRun(t, s, table, []*spatial.Feature{a2, b, c, a2})
+	if want := []store.Counts{{Inserted: 1, Updated: 1, Skipped: 2}}; !slices.Equal(counts, want) {
+		t.Errorf("run 2 wrote %+v, want %+v", counts, want)
+	}
+	if n, err := s.CountFeatures(ctx, table, world); err != nil || n != 3 {
+		t.Errorf("CountFeatures = %d (%v), want 3 current features", n, err)
+	}
+	res, err := s.DeleteUnseen(ctx, table, store.Deletion{RunID: run2.ID, Flow: "m", Task: "a", MaxFraction: 0.1})
+	if err != nil || res.Deleted != 0 || res.Current != 3 {
+		t.Errorf("DeleteUnseen = %+v (%v), want nothing of 3 current", res, err)
+	}
+	if _, err := s.FinishRun(ctx, run2.ID, store.Done, ""); err != nil {
+		t.Fatal(err)
+	}
+	run2.Close()
+	run3, _ := mirrorRun(t, s, table, []*spatial.Feature{a2, c})
+	res, err = s.DeleteUnseen(ctx, table, store.Deletion{RunID: run3.ID, Flow: "m", Task: "a", MaxFraction: 0.5})
+	if err != nil || res.Deleted != 1 || res.Current != 3 {
+		t.Fatalf("DeleteUnseen = %+v (%v), want b's version closed", res, err)
+	}
+	if n, err := s.CountFeatures(ctx, table, world); err != nil || n != 2 {
+		t.Errorf("after b was deleted, CountFeatures = %d (%v), want 2 current", n, err)
+	}
+	// The versions each run wrote or closed are still there to draw.
+	_, all := changes(t, s, store.ChangeFilter{RunID: run2.ID, Features: true})
+	if len(all) != 2 {
+		t.Fatalf("run 2 changes: %+v, want a updated and c inserted", all)
+	}
+	for _, ch := range all {
+		want := map[string]*spatial.Feature{"p.a": a2, "p.c": c}[ch.Key]
+		if want == nil || ch.Superseded || !orb.Equal(ch.Geometry, want.Geometry) || ch.Properties["name"] != want.Properties["name"] {
+			t.Errorf("run 2 %s %s: %v %v, want %v", ch.Kind, ch.Key, ch.Geometry, ch.Properties, want)
+		}
+	}
+	_, all = changes(t, s, store.ChangeFilter{RunID: run3.ID, Features: true})
+	if len(all) != 1 || all[0].Kind != store.ChangeDeleted || !orb.Equal(all[0].Geometry, b.Geometry) || all[0].Properties["name"] != "b" {
+		t.Errorf("run 3 changes %+v, want b deleted, as it was", all)
+	}
+	if err := s.NoteChanges(ctx, run3.ID, "a", store.TaskChanges{History: true, Seen: -1}); err != nil {
+		t.Fatal(err)
+	}
+	if rec, err := s.GetRun(ctx, run3.ID); err != nil || len(rec.Tasks) != 1 || rec.Tasks[0].VersionsClosed != 1 || rec.Tasks[0].FeaturesDeleted != 1 ||
+		rec.Tasks[0].FeaturesUnchanged != nil {
+		t.Errorf("GetRun(run 3) = %+v (%v), want 1 deleted, 1 version closed", rec.Tasks, err)
+	}
+
+	// Append with history keys on the id: an edit closes the old version.
+	app := &store.FeatureTable{Name: "append_history", SRID: 4326, Mode: store.ModeAppend, History: true,
+		Columns: []store.Column{{Name: "name", Property: "name", Type: store.TypeText}}}
+	if err := s.EnsureFeatureTable(ctx, app); err != nil {
+		t.Fatal(err)
+	}
+	run3.Close()
+	_, counts = mirrorRun(t, s, app, []*spatial.Feature{a}, []*spatial.Feature{a2})
+	if want := []store.Counts{{Inserted: 1}, {Updated: 1}}; !slices.Equal(counts, want) {
+		t.Errorf("append with history wrote %+v, want %+v", counts, want)
+	}
+	if n, err := s.CountFeatures(ctx, app, world); err != nil || n != 1 {
+		t.Errorf("append with history: CountFeatures = %d (%v), want 1 current", n, err)
+	}
+}
+
+// testMirrorKeyColumns: a mirror keyed on properties (target.key) identifies features
+// without ids; an existing table without gf_key is refused clearly.
+func testMirrorKeyColumns(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	table := &store.FeatureTable{Name: "roads_mirror", SRID: 4326, Mode: store.ModeMirror, Key: []string{"code", "part"},
+		Columns: []store.Column{{Name: "code", Property: "code", Type: store.TypeText}, {Name: "part", Property: "part", Type: store.TypeBigint},
+			{Name: "name", Property: "name", Type: store.TypeText}}}
+	if err := s.EnsureFeatureTable(ctx, table); err != nil {
+		t.Fatal(err)
+	}
+	road := func(code string, part float64, name string) *spatial.Feature {
+		return &spatial.Feature{Geometry: orb.Point{part, part}, Properties: map[string]any{"code": code, "part": part, "name": name}}
+	}
+	_, counts := mirrorRun(t, s, table, []*spatial.Feature{road("A1", 1, "x"), road("A1", 2, "x")}, []*spatial.Feature{road("A1", 1, "y")})
+	if want := []store.Counts{{Inserted: 2}, {Updated: 1}}; !slices.Equal(counts, want) {
+		t.Errorf("wrote %+v, want %+v", counts, want)
+	}
+	plain := typedTable("plain_append", store.ModeAppend)
+	if err := s.EnsureFeatureTable(ctx, plain); err != nil {
+		t.Fatal(err)
+	}
+	plain.Mode = store.ModeMirror
+	var inc *store.IncompatibleTableError
+	if err := s.EnsureFeatureTable(ctx, plain); !errors.As(err, &inc) {
+		t.Errorf("an append table taken as a mirror: %v, want an IncompatibleTableError naming gf_key", err)
+	}
+}
