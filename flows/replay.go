@@ -170,7 +170,17 @@ func (rp *replayer) run(ctx, work context.Context, runID int64, idx []int) error
 			rp.fail(byTask[id], fmt.Sprintf("flow %q no longer has task %q", f.Name, id))
 			continue
 		}
-		if err := rp.task(ctx, work, r, t, runID, byTask[id]); err != nil {
+		err := rp.task(ctx, work, r, t, runID, byTask[id])
+		var fin *finishError
+		if errors.As(err, &fin) {
+			// The units are done, but the task's finish needs a decision (the mirror's
+			// safety rail): the task stays failed, for a resume that allows it.
+			if err := st.SetTaskState(final, runID, t.ID, t.Type, store.Failed, fin.Error()); err != nil {
+				rp.log.Error("recording the task after the replay", "task", id, "err", err)
+			}
+			continue
+		}
+		if err != nil {
 			rp.fail(byTask[id], err.Error())
 			continue
 		}
@@ -183,6 +193,11 @@ func (rp *replayer) run(ctx, work context.Context, runID int64, idx []int) error
 	}
 	return nil
 }
+
+// finishError is a task's finish that failed it after its units were replayed.
+type finishError struct{ error }
+
+func (e *finishError) Unwrap() error { return e.error }
 
 // flow is the flow a run recorded, parsed again; for runs recorded before flows were
 // kept, the file it named. A file that has changed since the run is reported in the notes.
@@ -292,7 +307,15 @@ func (rp *replayer) task(ctx, work context.Context, r *runner, t *Task, runID in
 		}
 	})
 	if work.Err() == nil {
-		r.finish(final, task, env)
+		open, err := st.OpenUnits(final, runID, t.ID)
+		if err != nil {
+			return err
+		}
+		env.UnitsLeft = int64(len(open))
+		if err := r.finish(final, task, env); err != nil {
+			rp.note(fmt.Sprintf("run %d, task %s: %v", runID, t.ID, err))
+			return &finishError{err}
+		}
 	}
 	return nil
 }

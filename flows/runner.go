@@ -51,6 +51,9 @@ type RunOptions struct {
 	StoreWait time.Duration
 	// Progress, when set, is updated as units finish (for a live display).
 	Progress *Progress
+	// AllowMassDelete lets mirror tasks delete more than their max_delete_fraction
+	// (--allow-mass-delete).
+	AllowMassDelete bool
 }
 
 // Result is the outcome of a run.

@@ -136,7 +136,7 @@ func (r *runner) env(t *Task) *tasks.Env {
 	return &tasks.Env{
 		Flow: r.f.Name, RunID: r.runID, TaskID: t.ID, Logger: r.log.With("task", t.ID),
 		HTTP: r.opts.HTTP, Store: r.opts.Store, Area: r.opts.Area,
-		Retry: t.Retry, RateLimit: t.RateLimit, Redirects: t.Redirects,
+		Retry: t.Retry, RateLimit: t.RateLimit, Redirects: t.Redirects, AllowMassDelete: r.opts.AllowMassDelete,
 	}
 }
 
@@ -210,7 +210,10 @@ func (r *runner) execute(ctx, work context.Context, t *Task) (state store.State,
 	if ctx.Err() != nil || interrupted.Load() > 0 {
 		return store.Interrupted, "", deadUnits.Load()
 	}
-	r.finish(final, task, env)
+	env.UnitsLeft = deadUnits.Load() + unrecorded.Load()
+	if err := r.finish(final, task, env); err != nil {
+		return store.Failed, err.Error(), deadUnits.Load()
+	}
 	switch {
 	case unrecorded.Load() > 0:
 		return store.Failed, fmt.Sprintf("%d units could not be recorded (the store was unavailable); resume the run", unrecorded.Load()), deadUnits.Load()
@@ -231,14 +234,22 @@ func workers(t *Task) int {
 	return c + (c+3)/4
 }
 
-// finish lets a task finish its work (index its table, check completeness). A problem is
-// reported loudly but does not undo work that is stored.
-func (r *runner) finish(ctx context.Context, task tasks.Task, env *tasks.Env) {
+// finish lets a task finish its work (index its table, check completeness, apply a
+// mirror's deletions). A problem is reported loudly but does not undo work that is
+// stored; the error it returns is one that fails the task: a mirror's deletion stopped by
+// the safety rail, which needs a person's decision.
+func (r *runner) finish(ctx context.Context, task tasks.Task, env *tasks.Env) error {
 	fin, ok := task.(tasks.Finisher)
 	if !ok {
-		return
+		return nil
 	}
-	if err := r.persist(ctx, "finishing the task", func(ctx context.Context) error { return fin.Finish(ctx, env) }); err != nil {
+	err := r.persist(ctx, "finishing the task", func(ctx context.Context) error { return fin.Finish(ctx, env) })
+	var mass *store.MassDeleteError
+	if errors.As(err, &mass) {
+		return err
+	}
+	if err != nil {
 		env.Logger.Error("task finished with a problem", "err", err)
 	}
+	return nil
 }

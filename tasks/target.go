@@ -7,14 +7,33 @@ import (
 	"github.com/geoflow/geoflow/store"
 )
 
-// FeatureTarget is the `target:` of a feature task (wfs, ogcapi_features): where its
-// features land and how rows are keyed. The zero Mode means append.
+// FeatureTarget is the `target:` of a feature task (wfs, ogcapi_features,
+// arcgis_features): where its features land and how rows are keyed. The zero Mode means
+// append.
 type FeatureTarget struct {
 	// Table is [schema.]table, created when missing.
 	Table string `yaml:"table"`
-	// Mode is append (payload-hash key, default) or upsert (with Key).
-	Mode store.Mode `yaml:"mode" enum:"append,upsert"`
+	// Mode is append (payload-hash key, default), upsert (with Key) or mirror (keyed on
+	// the feature id, or Key; features gone from a complete harvest are deleted).
+	Mode store.Mode `yaml:"mode" enum:"append,upsert,mirror"`
 	Key  []string   `yaml:"key"`
+	// History keeps every version of each feature (gf_valid_from, gf_valid_to).
+	History bool `yaml:"history"`
+	// MaxDeleteFraction is mirror mode's safety rail: a run that would delete more than
+	// this share of the table deletes nothing and fails, unless --allow-mass-delete.
+	// Nil means DefaultMaxDeleteFraction.
+	MaxDeleteFraction *float64 `yaml:"max_delete_fraction"`
+}
+
+// DefaultMaxDeleteFraction is the share of a mirror table one run may delete unasked.
+const DefaultMaxDeleteFraction = 0.1
+
+// DeleteFraction is the target's safety rail (MaxDeleteFraction or its default).
+func (t *FeatureTarget) DeleteFraction() float64 {
+	if t.MaxDeleteFraction == nil {
+		return DefaultMaxDeleteFraction
+	}
+	return *t.MaxDeleteFraction
 }
 
 // Check reports the target's problems through p, at keys below "target".
@@ -27,12 +46,20 @@ func (t *FeatureTarget) Check(p Problems) {
 	if t.Mode == store.ModeUpsert && len(t.Key) == 0 {
 		p.At("target.key", "upsert mode needs target.key (the properties that identify a feature)")
 	}
-	if t.Mode != store.ModeUpsert && len(t.Key) > 0 {
-		p.At("target.key", "only used with mode: upsert")
+	if t.Mode != store.ModeUpsert && t.Mode != store.ModeMirror && len(t.Key) > 0 {
+		p.At("target.key", "only used with mode: upsert or mirror")
 	}
 	for _, k := range t.Key {
 		if Launder(k) != k {
 			p.At("target.key", "%q: name key columns as they are stored (lowercase, e.g. %q)", k, Launder(k))
+		}
+	}
+	if f := t.MaxDeleteFraction; f != nil {
+		switch {
+		case t.Mode != store.ModeMirror:
+			p.At("target.max_delete_fraction", "only used with mode: mirror (no other mode deletes)")
+		case *f < 0 || *f > 1 || *f != *f:
+			p.At("target.max_delete_fraction", "%g is not a share of the table: use a number from 0 to 1 (0.1 = 10%%)", *f)
 		}
 	}
 }
@@ -65,7 +92,8 @@ func Launder(name string) string {
 
 // reservedColumns are the columns every feature table has: a property with one of their
 // names gets a suffix.
-var reservedColumns = [...]string{"geom", "gf_feature_id", "gf_payload_hash", "gf_run_id", "gf_fetched_at"}
+var reservedColumns = [...]string{"geom", "gf_feature_id", "gf_payload_hash", "gf_run_id", "gf_fetched_at",
+	"gf_key", "gf_valid_from", "gf_valid_to", "gf_closed_run"}
 
 // Columns lays out one column per property, laundered and made unique.
 func Columns(props []Property) []store.Column {

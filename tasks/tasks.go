@@ -157,4 +157,11 @@ type Env struct {
 	// block of tiles) stops starting new ones, returns what it has, and hands the rest
 	// on as units of their own, left pending for a resume. Nil never closes.
 	Stopping <-chan struct{}
+	// AllowMassDelete lets a mirror delete more than its safety rail allows
+	// (geoflow run --allow-mass-delete).
+	AllowMassDelete bool
+	// UnitsLeft is set by the runner before Finish: how many of the task's units in the
+	// run are not done (dead letters, or left for a resume). A mirror deletes nothing
+	// while any is.
+	UnitsLeft int64
 }

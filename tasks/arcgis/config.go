@@ -50,6 +50,10 @@ func NewConfig() *Config {
 	return &Config{Where: "1=1", Target: tasks.FeatureTarget{Mode: "append"}}
 }
 
+// FeatureTarget is where the task's features land (a flow checks that no other task
+// writes into a table a mirror deletes from).
+func (c *Config) FeatureTarget() *tasks.FeatureTarget { return &c.Target }
+
 // Check implements tasks.Config.
 func (c *Config) Check(p tasks.Problems) {
 	if c.URL == "" {

@@ -155,7 +155,7 @@ func (t *Task) prepare(ctx context.Context, env *tasks.Env) (*prepared, error) {
 	if err != nil {
 		return nil, err
 	}
-	p.table = &store.FeatureTable{Schema: t.schema, Name: t.table, SRID: p.srid, Mode: t.cfg.Target.Mode, Key: t.cfg.Target.Key}
+	p.table = &store.FeatureTable{Schema: t.schema, Name: t.table, SRID: p.srid, Mode: t.cfg.Target.Mode, Key: t.cfg.Target.Key, History: t.cfg.Target.History}
 	p.table.Columns = tasks.Columns(props)
 	p.columns = map[string]bool{}
 	for _, c := range p.table.Columns {
@@ -184,6 +184,8 @@ func (t *Task) prepare(ctx context.Context, env *tasks.Env) (*prepared, error) {
 		Area:       area,
 		PageSize:   ps,
 		Geographic: p.srid == 4326, // the box is CRS84: a wrong swap is caught and undone
+
+		MaxDeleteFraction: t.cfg.Target.DeleteFraction(),
 	})
 	env.Logger.Info("ogcapi_features negotiated", "collection", t.cfg.Collection, "items", redact.URL(p.items), "page_size", ps,
 		"number_matched", counts, "paging", cmp.Or(p.offsetParam, "none"), "crs", cmp.Or(p.crsParam, "CRS84"),

@@ -60,6 +60,10 @@ func NewConfig() *Config {
 	return &Config{Version: "auto", SRS: "EPSG:4326", OutputFormat: "auto", BBoxCRS: "EPSG:4326", Target: Target{Mode: store.ModeAppend}}
 }
 
+// FeatureTarget is where the task's features land (a flow checks that no other task
+// writes into a table a mirror deletes from).
+func (c *Config) FeatureTarget() *tasks.FeatureTarget { return &c.Target }
+
 // Check implements tasks.Config.
 func (c *Config) Check(p tasks.Problems) {
 	if c.URL == "" {

@@ -89,7 +89,7 @@ func (t *Task) prepare(ctx context.Context, env *tasks.Env) (*prepared, error) {
 	if err != nil {
 		return nil, err
 	}
-	p.table = &store.FeatureTable{Schema: t.schema, Name: t.table, SRID: p.srid, Mode: t.cfg.Target.Mode, Key: t.cfg.Target.Key}
+	p.table = &store.FeatureTable{Schema: t.schema, Name: t.table, SRID: p.srid, Mode: t.cfg.Target.Mode, Key: t.cfg.Target.Key, History: t.cfg.Target.History}
 	p.table.Columns = columns(schema.Properties)
 	if err := tasks.CheckKey(p.table, ft.Name); err != nil {
 		return nil, err
@@ -120,6 +120,7 @@ func (t *Task) prepare(ctx context.Context, env *tasks.Env) (*prepared, error) {
 		Caps: harvest.Caps{Counts: caps.Hits, MatchedInResponse: p.version == "2.0.0",
 			Sorts: caps.ImplementsSorting && p.sortBy != "", Pages: true},
 		Table: p.table, Area: p.area, PageSize: ps, Geographic: p.latLonCRS, SplitBudget: splitBudget,
+		MaxDeleteFraction: t.cfg.Target.DeleteFraction(),
 	})
 	env.Logger.Info("wfs negotiated", "version", p.version, "typename", p.typeName, "format", firstNonEmpty(p.format, "GML (server default)"),
 		"page_size", ps, "hits", caps.Hits, "sorting", caps.ImplementsSorting, "table", p.table.Schema+"."+p.table.Name, "srid", p.srid)

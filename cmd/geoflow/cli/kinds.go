@@ -27,4 +27,5 @@ func addMoreCommands(root *cobra.Command, g *globals) {
 	root.AddCommand(newServeCmd(g))
 	root.AddCommand(newScheduleCmd(g))
 	root.AddCommand(newRunsCmd(g))
+	root.AddCommand(newChangesCmd(g))
 }

@@ -26,13 +26,15 @@ import (
 type runFlags struct {
 	resume         string // "" (a new run), "latest", or a run id
 	useCurrentFlow bool
-	bbox           string
-	bboxCRS        string
-	only           []string
-	withDownstream bool
-	grace          time.Duration
-	progress       string
-	cpuProfile     string
+	// allowMassDelete lifts mirror tasks' safety rail.
+	allowMassDelete bool
+	bbox            string
+	bboxCRS         string
+	only            []string
+	withDownstream  bool
+	grace           time.Duration
+	progress        string
+	cpuProfile      string
 }
 
 func newRunCmd(g *globals) *cobra.Command {
@@ -57,6 +59,7 @@ func newRunCmd(g *globals) *cobra.Command {
 	f.StringSliceVar(&rf.only, "task", nil, "run only this task (repeatable)")
 	f.BoolVar(&rf.withDownstream, "with-downstream", false, "with --task, also run the tasks that depend on it")
 	f.DurationVar(&rf.grace, "grace", 30*time.Second, "on SIGINT/SIGTERM, how long in-flight units may take to finish")
+	f.BoolVar(&rf.allowMassDelete, "allow-mass-delete", false, "let mirror tasks delete more than their target.max_delete_fraction (default 10%) of a table; with --resume, applies the deletions a run's safety rail stopped")
 	f.StringVar(&rf.progress, "progress", "auto", "progress display: auto (live on a terminal), live, log or off")
 	f.StringVar(&rf.cpuProfile, "cpuprofile", "", "write a CPU profile to this file (for benchmarks)")
 	_ = f.MarkHidden("cpuprofile")
@@ -125,7 +128,8 @@ func runFlow(ctx context.Context, g *globals, path string, rf runFlags) error {
 		Grace:     rf.grace,
 		Progress:  progress,
 
-		UseCurrentFlow: rf.useCurrentFlow,
+		UseCurrentFlow:  rf.useCurrentFlow,
+		AllowMassDelete: rf.allowMassDelete,
 	})
 	stopDisplay()
 	if err != nil {

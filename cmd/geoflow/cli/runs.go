@@ -130,6 +130,9 @@ func printRun(w io.Writer, r store.RunRecord) error {
 	if r.FeaturesRejected > 0 {
 		fmt.Fprintf(tw, "refused\t%d features could not be stored (dead letters of class rejected: geoflow dlq list --run %d --class rejected)\n", r.FeaturesRejected, r.ID)
 	}
+	if r.FeaturesDeleted > 0 {
+		fmt.Fprintf(tw, "deleted\t%d features gone upstream were deleted from mirror tables (geoflow changes %d)\n", r.FeaturesDeleted, r.ID)
+	}
 	if r.FeaturesMerged > 0 {
 		fmt.Fprintf(tw, "equal payloads\t%d features had the payload of a stored feature with another id, and are that row\n", r.FeaturesMerged)
 	}
@@ -144,10 +147,25 @@ func printRun(w io.Writer, r store.RunRecord) error {
 	}
 	fmt.Fprintln(w)
 	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "TASK\tTYPE\tSTATE\tSTARTED\tFINISHED\tUNITS DONE\tDEAD\tINSERTED\tSKIPPED\tREFUSED\tERROR")
+	fmt.Fprintln(tw, "TASK\tTYPE\tSTATE\tSTARTED\tFINISHED\tUNITS DONE\tDEAD\tINSERTED\tUPDATED\tUNCHANGED\tDELETED\tCLOSED\tREFUSED\tERROR")
 	for _, t := range r.Tasks {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d/%d\t%d\t%d\t%d\t%d\t%s\n", t.Task, t.Type, t.State, fmtTime(t.StartedAt), fmtTime(t.FinishedAt),
-			t.UnitsDone, t.UnitsTotal, t.UnitsDead, t.FeaturesInserted, t.FeaturesSkipped, t.FeaturesRejected, dlqOneLine(t.Error, 60))
+		// A mirror knows its distinct unchanged features; other tables count each
+		// delivery of a stored feature (tile edges deliver some twice).
+		unchanged := t.FeaturesSkipped
+		if t.FeaturesUnchanged != nil {
+			unchanged = *t.FeaturesUnchanged
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d/%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\n", t.Task, t.Type, t.State, fmtTime(t.StartedAt), fmtTime(t.FinishedAt),
+			t.UnitsDone, t.UnitsTotal, t.UnitsDead, t.FeaturesInserted, t.FeaturesUpdated, unchanged, t.FeaturesDeleted, t.VersionsClosed,
+			t.FeaturesRejected, dlqOneLine(t.Error, 60))
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, t := range r.Tasks {
+		if t.MirrorNote != "" {
+			fmt.Fprintf(w, "\n%s: %s\n", t.Task, t.MirrorNote)
+		}
+	}
+	return nil
 }

@@ -93,6 +93,8 @@ type Config struct {
 	// SplitBudget bounds the tiles the task may plan by splitting, given the area's count
 	// and the page size. Defaults to DefaultSplitBudget.
 	SplitBudget func(expected, pageSize int64) int64
+	// MaxDeleteFraction is a mirror table's safety rail (tasks.FeatureTarget).
+	MaxDeleteFraction float64
 }
 
 // DefaultSplitBudget is the backstop on the tiles one task may plan by splitting: 64 for
@@ -212,33 +214,75 @@ func (e *Engine) Plan(ctx context.Context, env *tasks.Env) ([]store.Unit, error)
 }
 
 // Finish builds the indexes deferred while a new table was first filled, then compares
-// the server's count for the area with the distinct features stored there. A shortfall
-// is an error, which the runner logs loudly.
+// the server's count for the area with the distinct features stored there (a shortfall is
+// an error, which the runner logs loudly), and ends the changes of a keyed table
+// (tasks.FinishChanges: a mirror's deletions, on evidence of a complete harvest).
 func (e *Engine) Finish(ctx context.Context, env *tasks.Env) error {
 	want := e.expected.Load()
 	table := e.cfg.Table
 	if err := env.Store.FinishFeatureTable(ctx, table); err != nil {
 		return err
 	}
-	if want < 0 {
-		return nil
+	if want < 0 && table.Keyed() {
+		// A replay plans nothing: the count is the one the run planned with.
+		var err error
+		if want, err = e.plannedCount(ctx, env); err != nil {
+			return err
+		}
 	}
 	area := e.cfg.Area
 	if env.Area != nil {
 		area = Intersect(area, *env.Area)
 	}
+	var incomplete error
+	if want >= 0 && table.Mode != store.ModeMirror {
+		// A mirror's rows include those its deletions are about to remove: it
+		// compares the features the run saw instead (tasks.FinishChanges).
+		var err error
+		if incomplete, err = e.checkStored(ctx, env, area, want); err != nil {
+			return err
+		}
+	}
+	if err := tasks.FinishChanges(ctx, env, tasks.Harvest{Table: table, Area: area, Expected: want,
+		MaxDeleteFraction: e.cfg.MaxDeleteFraction}); err != nil {
+		return err
+	}
+	return incomplete
+}
+
+// plannedCount is the server's count the task's root unit was planned with; -1 when the
+// server gave none.
+func (e *Engine) plannedCount(ctx context.Context, env *tasks.Env) (int64, error) {
+	u, _, err := env.Store.Unit(ctx, store.UnitRef{RunID: env.RunID, TaskID: env.TaskID, Key: "q"})
+	if errors.Is(err, store.ErrNotFound) {
+		return -1, nil
+	}
+	if err != nil {
+		return -1, err
+	}
+	var sp spec
+	if json.Unmarshal(u.Spec, &sp) != nil || !sp.Exact {
+		return -1, nil
+	}
+	return sp.Count, nil
+}
+
+// checkStored compares the server's count with the distinct features stored in area: an
+// INCOMPLETE error (not a failure of the check) when fewer are.
+func (e *Engine) checkStored(ctx context.Context, env *tasks.Env, area orb.Bound, want int64) (incomplete, err error) {
+	table := e.cfg.Table
 	got, err := env.Store.CountFeatures(ctx, table, area)
 	if errors.Is(err, store.ErrNoTransform) {
 		env.Logger.Warn("completeness not checked: this store cannot bring the area into the table's CRS; request EPSG:4326 or use PostGIS to have it checked",
 			"number_matched", want, "srid", table.SRID)
-		return nil
+		return nil, nil
 	}
 	if err != nil {
-		return err
+		return nil, err
 	}
 	merged, err := env.Store.MergedFeatures(ctx, env.RunID, env.TaskID)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if merged > 0 {
 		// Append mode keys a row on the payload (geometry and properties): features
@@ -256,14 +300,14 @@ func (e *Engine) Finish(ctx context.Context, env *tasks.Env) error {
 		// of anything missing.
 		env.Logger.Warn("the server matched more features than are stored, but its counts ran high in this harvest: not taken as missing",
 			"number_matched", want, "stored_distinct", got, "counted_beyond_returned", e.miscounted.Load())
-		return nil
+		return nil, nil
 	}
 	if got < want {
 		return fmt.Errorf("INCOMPLETE: the server matched %d features in %s but %d distinct features are stored there (%d missing)",
-			want, FormatBound(area), got, want-got)
+			want, FormatBound(area), got, want-got), nil
 	}
 	env.Logger.Info("complete: every feature the server matched is stored", "number_matched", want, "stored_distinct", got)
-	return nil
+	return nil, nil
 }
 
 // FormatBound writes a box as minx,miny,maxx,maxy.

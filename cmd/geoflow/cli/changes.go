@@ -1,0 +1,135 @@
+package cli
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/geoflow/geoflow/spatial/geojson"
+	"github.com/geoflow/geoflow/store"
+)
+
+func newChangesCmd(g *globals) *cobra.Command {
+	var (
+		task          string
+		asJS, asGeoJS bool
+	)
+	cmd := &cobra.Command{
+		Use:   "changes RUN",
+		Short: "List the features a run inserted, updated or deleted",
+		Long: "List what a run changed in its mirror and history tables (target.mode: mirror, or target.history: true),\n" +
+			"feature by feature: inserted, updated, deleted. Append and upsert tables record counts only (geoflow runs show).\n\n" +
+			"--json prints one JSON object per line (run, task, table, key, feature_id, change); --geojson prints a\n" +
+			"FeatureCollection of the changed features as the run left them (a deleted one as it was), in lon/lat, with\n" +
+			"gf_change, gf_key and gf_task among the properties: pipe it into ogr2ogr or draw it.",
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id, err := strconv.ParseInt(args[0], 10, 64)
+			if err != nil || id < 1 {
+				return fmt.Errorf("run id %q: want a positive whole number", args[0])
+			}
+			if asJS && asGeoJS {
+				return fmt.Errorf("--json and --geojson: choose one")
+			}
+			st, err := openStore(cmd.Context(), g, true)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			if _, err := st.GetRun(cmd.Context(), id); err != nil {
+				return err
+			}
+			f := store.ChangeFilter{RunID: id, Task: task, Features: asGeoJS}
+			w := bufio.NewWriter(g.stdout)
+			defer w.Flush()
+			switch {
+			case asGeoJS:
+				return writeChangesGeoJSON(w, func(fn func(store.Change) error) error { return st.ListChanges(cmd.Context(), f, fn) })
+			case asJS:
+				enc := json.NewEncoder(w)
+				return st.ListChanges(cmd.Context(), f, func(c store.Change) error { return enc.Encode(c) })
+			}
+			return writeChangesTable(w, id, func(fn func(store.Change) error) error { return st.ListChanges(cmd.Context(), f, fn) })
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&task, "task", "", "only the changes of this task")
+	fl.BoolVar(&asJS, "json", false, "print one JSON object per change, for scripts")
+	fl.BoolVar(&asGeoJS, "geojson", false, "print the changed features as a GeoJSON FeatureCollection")
+	return cmd
+}
+
+func writeChangesTable(w io.Writer, run int64, list func(func(store.Change) error) error) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "TASK\tTABLE\tCHANGE\tKEY\tFEATURE ID")
+	n := 0
+	err := list(func(c store.Change) error {
+		n++
+		_, err := fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", c.Task, c.Table, c.Kind, dlqOneLine(c.Key, 60), dlqOneLine(c.FeatureID, 60))
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		_, err := fmt.Fprintf(w, "run %d changed no feature of a mirror or history table\n", run)
+		return err
+	}
+	return tw.Flush()
+}
+
+// writeChangesGeoJSON streams the changes as one FeatureCollection, a feature at a time.
+func writeChangesGeoJSON(w io.Writer, list func(func(store.Change) error) error) error {
+	if _, err := io.WriteString(w, `{"type":"FeatureCollection","features":[`); err != nil {
+		return err
+	}
+	first := true
+	err := list(func(c store.Change) error {
+		props := make(map[string]any, len(c.Properties)+6)
+		for k, v := range c.Properties {
+			props[k] = v
+		}
+		props["gf_change"], props["gf_key"], props["gf_task"], props["gf_table"] = c.Kind, c.Key, c.Task, c.Table
+		if c.Superseded {
+			props["gf_superseded"] = true // changed again by a later run; this version is not kept
+		}
+		if c.Geometry != nil && c.SRID != 4326 && c.SRID != 0 {
+			props["gf_srid"] = c.SRID // the store could not bring it to lon/lat
+		}
+		geom, err := geojson.AppendGeometry(nil, c.Geometry)
+		if err != nil {
+			return fmt.Errorf("feature %q: %w", c.Key, err)
+		}
+		var id any
+		if c.FeatureID != "" {
+			id = c.FeatureID
+		}
+		b, err := json.Marshal(struct {
+			Type       string          `json:"type"`
+			ID         any             `json:"id,omitempty"`
+			Geometry   json.RawMessage `json:"geometry"`
+			Properties map[string]any  `json:"properties"`
+		}{"Feature", id, geom, props})
+		if err != nil {
+			return fmt.Errorf("feature %q: %w", c.Key, err)
+		}
+		if !first {
+			if _, err := io.WriteString(w, ","); err != nil {
+				return err
+			}
+		}
+		first = false
+		_, err = w.Write(append([]byte("\n"), b...))
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	_, err = io.WriteString(w, "\n]}\n")
+	return err
+}
