@@ -80,6 +80,12 @@ bench-ogcapi: build
 bench-arcgis: build
 	$(POSTGIS) run --env GEOFLOW_DATABASE_URL -- bash bench/arcgis.sh $(BIN)
 
+## bench-mirror: a 100,000-parcel mirror run with 1% changed upstream, against a plain append run (PostGIS and GeoPackage)
+.PHONY: bench-mirror
+bench-mirror: build
+	$(POSTGIS) run --env GEOFLOW_DATABASE_URL -- bash bench/mirror.sh $(BIN)
+	GEOFLOW_DATABASE_URL=$$(mktemp -d)/bench-mirror.gpkg bash bench/mirror.sh $(BIN)
+
 ## fuzz: run every fuzz target for FUZZTIME each (default 30s)
 FUZZTIME ?= 30s
 fuzz:
