@@ -64,8 +64,10 @@ type RunSummary struct {
 	Status                            State
 	UnitsTotal, UnitsDone, UnitsDead  int64
 	Inserted, Skipped, Updated, Bytes int64
-	StartedAt                         time.Time
-	FinishedAt                        *time.Time
+	// Deleted were deleted from mirror tables (with history, their versions closed).
+	Deleted    int64
+	StartedAt  time.Time
+	FinishedAt *time.Time
 }
 
 // RunInfo is what a run recorded when it started, as a replay needs it.

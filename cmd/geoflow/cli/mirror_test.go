@@ -163,7 +163,9 @@ func testMirror(t *testing.T, db, kind string) {
 	if err := e.src.SetRevision(1, e.changes); err != nil {
 		t.Fatal(err)
 	}
-	e.geoflow(0, "run", e.mirror, "--progress", "off")
+	if out := e.geoflow(0, "run", e.mirror, "--progress", "off"); !strings.Contains(out, fmt.Sprintf(", %d deleted (gone upstream", m)) {
+		t.Errorf("the run's summary does not say what it deleted:\n%s", tail(out))
+	}
 	got := e.task(2)
 	if got.Inserted != k || got.Updated != n || got.Deleted != m || got.Closed != n+m || got.Skipped == nil || *got.Skipped != int64(first-n-m) {
 		t.Errorf("run 2: %+v; want %d inserted, %d updated, %d deleted, %d closed, %d unchanged", got, k, n, m, n+m, first-n-m)

@@ -193,8 +193,12 @@ func printSummary(g *globals, f *flows.Flow, res *flows.Result, hosts []retry.Ho
 	// "983 of 1000 units done; 17 dead letters (12 http_5xx, 5 parse): geoflow dlq list --run 42"
 	fmt.Fprintf(g.stdout, "run %d of %s %s in %s: %s", res.RunID, f.Name, res.Status,
 		res.Elapsed.Round(10*time.Millisecond), dlq.Summary(s.UnitsDone, s.UnitsTotal, s.UnitsDead, res.RunID, res.DeadByClass))
-	fmt.Fprintf(g.stdout, "\n  features: %d inserted, %d already present, %d updated; %.1f MB read\n",
-		s.Inserted, s.Skipped, s.Updated, float64(s.Bytes)/1e6)
+	deleted := ""
+	if s.Deleted > 0 {
+		deleted = fmt.Sprintf(", %d deleted (gone upstream: geoflow changes %d)", s.Deleted, res.RunID)
+	}
+	fmt.Fprintf(g.stdout, "\n  features: %d inserted, %d already present, %d updated%s; %.1f MB read\n",
+		s.Inserted, s.Skipped, s.Updated, deleted, float64(s.Bytes)/1e6)
 	for _, t := range f.Tasks {
 		if st, ok := res.TaskStates[t.ID]; ok {
 			fmt.Fprintf(g.stdout, "  task %-20s %s\n", t.ID, st)
