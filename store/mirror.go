@@ -20,10 +20,14 @@ const (
 type Deletion struct {
 	RunID      int64
 	Flow, Task string
-	// Area is the lon/lat area the run harvested (its --bbox cut to the task's area):
-	// only features whose geometry intersects it are candidates. Nil means the task's
-	// whole area, so every row of the table is one.
-	Area *orb.Bound
+	// Area is the lon/lat area the run harvested (the task's area, cut to its --bbox):
+	// only features whose geometry intersects it are candidates (the server's BBOX
+	// filter would have returned them), and the safety rail weighs them against the
+	// current features there. A feature stored without a geometry is never deleted.
+	Area orb.Bound
+	// Partial says a --bbox cut the task's area: then only features wholly inside it
+	// are candidates, since one reaching beyond it may have moved out of it upstream.
+	Partial bool
 	// MaxFraction is the safety rail: when the candidates are more than this share of
 	// the table's current features, nothing is deleted (Stopped) unless AllowMass.
 	MaxFraction float64
@@ -33,8 +37,8 @@ type Deletion struct {
 // DeletionResult is what DeleteUnseen did.
 type DeletionResult struct {
 	// Deleted is how many features were deleted (with history, whose versions were
-	// closed); Candidates how many were absent from the run; Current how many
-	// features the table held before.
+	// closed); Candidates how many were absent from the run; Current how many current
+	// features the area held before.
 	Deleted, Candidates, Current int64
 	// Stopped says the safety rail held: Candidates exceeded MaxFraction of Current
 	// and nothing was deleted.
@@ -46,15 +50,16 @@ type DeletionResult struct {
 
 // MassDeleteError is a mirror run's deletion stopped by the safety rail.
 type MassDeleteError struct {
+	RunID               int64
 	Table               string
 	Candidates, Current int64
 	MaxFraction         float64
 }
 
 func (e *MassDeleteError) Error() string {
-	return fmt.Sprintf("safety rail: the harvest would delete %d of the %d features of %s (%.1f%%, more than max_delete_fraction %g); "+
-		"nothing was deleted. If the server really lost them, apply the deletions with: geoflow run FLOW --resume --allow-mass-delete",
-		e.Candidates, e.Current, e.Table, 100*float64(e.Candidates)/float64(max(e.Current, 1)), e.MaxFraction)
+	return fmt.Sprintf("safety rail: the harvest would delete %d of the %d features of %s in the area (%.1f%%, more than max_delete_fraction %g); "+
+		"nothing was deleted. If the server really lost them, apply the deletions with: geoflow run FLOW --resume=%d --allow-mass-delete",
+		e.Candidates, e.Current, e.Table, 100*float64(e.Candidates)/float64(max(e.Current, 1)), e.MaxFraction, e.RunID)
 }
 
 // Mirrors is what mirror mode needs of the store, besides writing units.
@@ -65,8 +70,13 @@ type Mirrors interface {
 	// DeleteUnseen deletes (with history, closes) in one transaction the current rows
 	// of t that d's run did not see, recording each in the change log and the count on
 	// the run's task, unless the safety rail holds or a later run supersedes d's run.
-	// Once deletions are applied, the run's seen keys (and older runs') are dropped.
+	// Only rows written by d's run or earlier are candidates. The keys earlier runs of
+	// the flow's task saw are dropped (this run supersedes them), the run's own too when
+	// a later run superseded it.
 	DeleteUnseen(ctx context.Context, t *FeatureTable, d Deletion) (DeletionResult, error)
+	// ForgetSeen drops the seen keys of the flow's task recorded by runs before run
+	// (their deletions can no longer apply).
+	ForgetSeen(ctx context.Context, flow, task string, before int64) error
 	// NoteChanges records on a run's task what its finish decided (TaskChanges).
 	NoteChanges(ctx context.Context, runID int64, task string, c TaskChanges) error
 }

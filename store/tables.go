@@ -10,6 +10,7 @@ import (
 
 	"github.com/paulmach/orb"
 
+	"github.com/geoflow/geoflow/dlq"
 	"github.com/geoflow/geoflow/spatial"
 )
 
@@ -84,32 +85,44 @@ func FeatureKey(f *spatial.Feature, t *FeatureTable, hash [32]byte) (string, err
 		}
 		return "#" + hex.EncodeToString(hash[:]), nil
 	}
-	vals := make([]*string, len(t.Key))
+	vals := make([]string, len(t.Key))
 	for i, k := range t.Key {
 		for _, c := range t.Columns {
 			if c.Name != k {
 				continue
 			}
 			v, ok := f.Properties[c.Property]
-			if !ok || v == nil {
-				break
+			if !ok || v == nil || v == "" {
+				return "", &KeyError{FeatureID: f.ID, Column: k}
 			}
 			s, err := ColumnText(v, c.Type)
 			if err != nil {
 				return "", &PropertyError{FeatureID: f.ID, Property: c.Property, Type: c.Type, Value: fmt.Sprint(v)}
 			}
-			vals[i] = &s
+			vals[i] = s
 		}
 	}
 	if len(vals) == 1 {
-		if vals[0] == nil {
-			return "", nil
-		}
-		return *vals[0], nil
+		return vals[0], nil
 	}
 	b, err := json.Marshal(vals)
 	return string(b), err
 }
+
+// KeyError is a feature of a keyed table (mirror mode, or history) with no value for a
+// key column: it cannot be told from other features, so its page is refused (a dead
+// letter) rather than merged into another feature's row.
+type KeyError struct {
+	FeatureID, Column string
+}
+
+func (e *KeyError) Error() string {
+	return fmt.Sprintf("feature %q has no value for key column %q, so it cannot be told from other features: key on properties every feature has (target.key), or leave target.key out to key on the feature id",
+		e.FeatureID, e.Column)
+}
+
+// FailureClass implements dlq.Classed: the same response would fail the same way.
+func (e *KeyError) FailureClass() dlq.Class { return dlq.ClassRejected }
 
 // PropertyError is a feature property whose value does not fit its column (a word in an
 // integer column, say). Writers return it from WriteFeatures; it is bad data, not a

@@ -2,6 +2,7 @@ package tasks
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/paulmach/orb"
@@ -58,23 +59,34 @@ func deleteUnseen(ctx context.Context, env *Env, h Harvest, seen int64) (note st
 		env.Logger.Warn("mirror: nothing deleted: "+why, "table", h.Table.Name)
 		return note, nil, nil
 	}
+	// Whatever this run decides, earlier runs' keys can no longer apply: it supersedes them.
+	if err := env.Store.ForgetSeen(ctx, env.Flow, env.TaskID, env.RunID); err != nil {
+		return "", nil, err
+	}
 	switch {
 	case env.UnitsLeft > 0:
 		return withhold(fmt.Sprintf("%d units of the task are not done (dead letters, or not run); they apply once the units are replayed", env.UnitsLeft))
 	case h.Expected < 0:
+		// No replay can cure that: the keys the run saw are of no use.
+		if err := env.Store.ForgetSeen(ctx, env.Flow, env.TaskID, env.RunID+1); err != nil {
+			return "", nil, err
+		}
 		return withhold("the server gave no count of the area, so a feature's absence cannot be told from a partial harvest")
 	}
 	if seen < h.Expected {
 		return withhold(fmt.Sprintf("the server counted %d features in the area but the run saw %d distinct (%d missing)",
 			h.Expected, seen, h.Expected-seen))
 	}
-	d := store.Deletion{RunID: env.RunID, Flow: env.Flow, Task: env.TaskID,
-		MaxFraction: h.MaxDeleteFraction, AllowMass: env.AllowMassDelete}
-	if env.Area != nil {
-		area := h.Area
-		d.Area = &area
+	if seen > h.Expected {
+		env.Logger.Warn("mirror: the run saw more distinct features than the server counted (ids that change between requests, or a count that runs low)",
+			"counted", h.Expected, "seen", seen)
 	}
+	d := store.Deletion{RunID: env.RunID, Flow: env.Flow, Task: env.TaskID, Area: h.Area, Partial: env.Area != nil,
+		MaxFraction: h.MaxDeleteFraction, AllowMass: env.AllowMassDelete}
 	res, err := env.Store.DeleteUnseen(ctx, h.Table, d)
+	if errors.Is(err, store.ErrNoTransform) {
+		return withhold("this store cannot tell which stored features lie in the area (" + err.Error() + ")")
+	}
 	if err != nil {
 		return "", nil, err
 	}
@@ -82,7 +94,7 @@ func deleteUnseen(ctx context.Context, env *Env, h Harvest, seen int64) (note st
 	case res.SupersededBy > 0:
 		return withhold(fmt.Sprintf("run %d of this task has run since; deleting on this run's evidence could remove what it stored", res.SupersededBy))
 	case res.Stopped:
-		e := &store.MassDeleteError{Table: h.Table.Name, Candidates: res.Candidates, Current: res.Current, MaxFraction: h.MaxDeleteFraction}
+		e := &store.MassDeleteError{RunID: env.RunID, Table: h.Table.Name, Candidates: res.Candidates, Current: res.Current, MaxFraction: h.MaxDeleteFraction}
 		env.Logger.Error("mirror: "+e.Error(), "table", h.Table.Name)
 		return "deletions stopped: " + e.Error(), e, nil
 	}

@@ -374,6 +374,25 @@ type queryRower interface {
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }
 
+// within is the condition that a row's geometry box lies wholly inside b (in the table's
+// CRS), through the R-tree when the table has one: its boxes are rounded outward, so a
+// row on the edge counts as reaching beyond it, never the other way.
+func within(ctx context.Context, q queryRower, name, alias string, b orb.Bound) (string, []any, error) {
+	var indexed int64
+	rtree := "rtree_" + name + "_geom"
+	if err := q.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_master WHERE name = ?", rtree).Scan(&indexed); err != nil {
+		return "", nil, err
+	}
+	if alias != "" {
+		alias += "."
+	}
+	match := fmt.Sprintf("%sfid IN (SELECT id FROM %s WHERE minx >= ? AND maxx <= ? AND miny >= ? AND maxy <= ?)", alias, quote(rtree))
+	if indexed == 0 {
+		match = fmt.Sprintf("ST_MinX(%[1]sgeom) >= ? AND ST_MaxX(%[1]sgeom) <= ? AND ST_MinY(%[1]sgeom) >= ? AND ST_MaxY(%[1]sgeom) <= ?", alias)
+	}
+	return match, []any{b.Min[0], b.Max[0], b.Min[1], b.Max[1]}, nil
+}
+
 // overlaps returns the condition that the geometry of a row of table name (under alias,
 // when not "") has a box overlapping b, in the table's CRS, and its arguments: through
 // the table's R-tree, or row by row for a table FinishFeatureTable has not indexed yet.

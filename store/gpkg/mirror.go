@@ -169,13 +169,15 @@ func (s *Store) DeleteUnseen(ctx context.Context, t *store.FeatureTable, d store
 	var res store.DeletionResult
 	name := tableName(t.Schema, t.Name)
 	what := fmt.Sprintf("deleting from %s the features run %d did not see", name, d.RunID)
-	area := d.Area
-	if area != nil {
-		b, err := areaIn(t.SRID, *area)
-		if err != nil {
-			return res, fmt.Errorf("%s: %w", what, err)
-		}
-		area = &b
+	area, err := areaIn(t.SRID, d.Area)
+	whole := false
+	if errors.Is(err, store.ErrNoTransform) && !d.Partial {
+		// A full run over a table in a CRS this store cannot bring the area into:
+		// every row is in the task's area (the server's extent, or the flow's bbox).
+		whole, err = true, nil
+	}
+	if err != nil {
+		return res, fmt.Errorf("%s: %w", what, err)
 	}
 	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {
@@ -192,7 +194,7 @@ func (s *Store) DeleteUnseen(ctx context.Context, t *store.FeatureTable, d store
 	}
 	if later.Valid {
 		res.SupersededBy = later.Int64
-		if err := dropSeen(ctx, tx, d); err != nil {
+		if err := dropSeen(ctx, tx, d.Flow, d.Task, d.RunID+1); err != nil {
 			return res, translate(what, err)
 		}
 		return res, translate(what, tx.Commit())
@@ -208,23 +210,31 @@ func (s *Store) DeleteUnseen(ctx context.Context, t *store.FeatureTable, d store
 		WHERE s.run_id = ? AND s.task = ?`, d.RunID, d.Task); err != nil {
 		return res, translate(what, err)
 	}
-	current := "TRUE"
+	// The current rows in the area, written by this run or before (a row a later run
+	// wrote is that run's business): those whose box overlaps it, or for a --bbox run
+	// lies wholly inside it (one reaching beyond may have moved out upstream).
+	inArea := fmt.Sprintf("t.gf_run_id <= %d", d.RunID)
 	if t.History {
-		current = "t.gf_valid_to IS NULL"
+		inArea += " AND t.gf_valid_to IS NULL"
 	}
-	if err := tx.QueryRowContext(ctx, fmt.Sprintf(`SELECT count(*) FROM %s t WHERE %s`, quote(name), current)).Scan(&res.Current); err != nil {
+	var match string
+	var areaArgs []any
+	switch {
+	case whole:
+		match = "TRUE"
+	case d.Partial:
+		match, areaArgs, err = within(ctx, tx, name, "t", area)
+	default:
+		match, areaArgs, err = overlaps(ctx, tx, name, "t", area)
+	}
+	if err != nil {
 		return res, translate(what, err)
 	}
-	cond := current + " AND NOT EXISTS (SELECT 1 FROM temp.gf_seen_keys s WHERE s.k = t.gf_key)"
-	var areaArgs []any
-	if area != nil {
-		match, args, err := overlaps(ctx, tx, name, "t", *area)
-		if err != nil {
-			return res, translate(what, err)
-		}
-		cond += " AND " + match
-		areaArgs = args
+	inArea += " AND " + match
+	if err := tx.QueryRowContext(ctx, fmt.Sprintf(`SELECT count(*) FROM %s t WHERE %s`, quote(name), inArea), areaArgs...).Scan(&res.Current); err != nil {
+		return res, translate(what, err)
 	}
+	cond := inArea + " AND NOT EXISTS (SELECT 1 FROM temp.gf_seen_keys s WHERE s.k = t.gf_key)"
 	if err := tx.QueryRowContext(ctx, fmt.Sprintf(`SELECT count(*) FROM %s t WHERE %s`, quote(name), cond), areaArgs...).Scan(&res.Candidates); err != nil {
 		return res, translate(what, err)
 	}
@@ -241,7 +251,7 @@ func (s *Store) DeleteUnseen(ctx context.Context, t *store.FeatureTable, d store
 			return res, translate(what, err)
 		}
 	}
-	if err := dropSeen(ctx, tx, d); err != nil {
+	if err := dropSeen(ctx, tx, d.Flow, d.Task, d.RunID); err != nil {
 		return res, translate(what, err)
 	}
 	if _, err := tx.ExecContext(ctx, `DROP TABLE temp.gf_seen_keys`); err != nil {
@@ -290,10 +300,17 @@ func (s *Store) deleteRows(ctx context.Context, tx *sql.Tx, t *store.FeatureTabl
 
 // dropSeen forgets the seen keys of d's run and of the flow's earlier runs of the task,
 // which can no longer delete anything.
-func dropSeen(ctx context.Context, tx *sql.Tx, d store.Deletion) error {
-	_, err := tx.ExecContext(ctx, `DELETE FROM geoflow_seen WHERE task = ?2 AND run_id <= ?1
-		AND run_id IN (SELECT id FROM geoflow_runs WHERE flow = ?3)`, d.RunID, d.Task, d.Flow)
+func dropSeen(ctx context.Context, q interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+}, flow, task string, before int64) error {
+	_, err := q.ExecContext(ctx, `DELETE FROM geoflow_seen WHERE task = ?2 AND run_id < ?1
+		AND run_id IN (SELECT id FROM geoflow_runs WHERE flow = ?3)`, before, task, flow)
 	return err
+}
+
+// ForgetSeen implements store.Mirrors.
+func (s *Store) ForgetSeen(ctx context.Context, flow, task string, before int64) error {
+	return translate(fmt.Sprintf("forgetting the features earlier runs of task %q saw", task), dropSeen(ctx, s.w, flow, task, before))
 }
 
 // NoteChanges implements store.Mirrors.

@@ -168,7 +168,7 @@ func TestMirror(t *testing.T) {
 	if keys != `["p.e","p.b"]` {
 		t.Errorf("the unit that wrote twice saw %s, want both writes' keys", keys)
 	}
-	res, err := st.DeleteUnseen(ctx, table, store.Deletion{RunID: run1.ID, Flow: "m", Task: "a", MaxFraction: 0.1})
+	res, err := st.DeleteUnseen(ctx, table, store.Deletion{RunID: run1.ID, Flow: "m", Task: "a", Area: world, MaxFraction: 0.1})
 	if err != nil || res != (store.DeletionResult{Current: 5}) {
 		t.Errorf("DeleteUnseen after run 1 = %+v (%v), want nothing to delete of 5", res, err)
 	}
@@ -180,7 +180,7 @@ func TestMirror(t *testing.T) {
 	if want := [][]store.Counts{{{Skipped: 1, Updated: 1}}, {{Updated: 1}}}; !slices.EqualFunc(counts, want, slices.Equal) {
 		t.Errorf("run 2 wrote %+v, want %+v", counts, want)
 	}
-	del := store.Deletion{RunID: run2.ID, Flow: "m", Task: "a", MaxFraction: 0.2}
+	del := store.Deletion{RunID: run2.ID, Flow: "m", Task: "a", Area: world, MaxFraction: 0.2}
 	res, err = st.DeleteUnseen(ctx, table, del)
 	if err != nil || res != (store.DeletionResult{Candidates: 2, Current: 5, Stopped: true}) {
 		t.Fatalf("DeleteUnseen of 2 of 5 past a 20%% rail = %+v (%v), want it stopped", res, err)
@@ -194,17 +194,17 @@ func TestMirror(t *testing.T) {
 	if got, _ := listChanges(t, st, store.ChangeFilter{RunID: run2.ID}); !slices.Equal(got, []string{"updated p.b", "updated p.c"}) {
 		t.Errorf("after the rail held, run 2 changes %q, want the updates only", got)
 	}
-	// Around d only: e, far away, is not a candidate; 1 of 5 is within the rail.
-	del.Area = &orb.Bound{Min: orb.Point{3.9, 3.9}, Max: orb.Point{4.1, 4.1}}
+	// Around d only: e, far away, is not a candidate; the rail weighs the area (1 of 1).
+	del.Area, del.Partial, del.AllowMass = orb.Bound{Min: orb.Point{3.9, 3.9}, Max: orb.Point{4.1, 4.1}}, true, true
 	res, err = st.DeleteUnseen(ctx, table, del)
-	if err != nil || res != (store.DeletionResult{Deleted: 1, Candidates: 1, Current: 5}) {
+	if err != nil || res != (store.DeletionResult{Deleted: 1, Candidates: 1, Current: 1}) {
 		t.Fatalf("DeleteUnseen around d = %+v (%v), want d deleted", res, err)
 	}
 	if n, err := st.CountFeatures(ctx, table, world); err != nil || n != 4 {
 		t.Errorf("after the deletion, CountFeatures = %d (%v), want 4", n, err)
 	}
-	if n, err := st.SeenFeatures(ctx, table, run2.ID, "a"); err != nil || n != 0 {
-		t.Errorf("after the deletion, SeenFeatures = %d (%v), want 0", n, err)
+	if n, err := st.SeenFeatures(ctx, table, run2.ID, "a"); err != nil || n != 3 {
+		t.Errorf("after the deletion, SeenFeatures = %d (%v), want 3: kept until a later run supersedes the run (a finish retried must see them)", n, err)
 	}
 	if err := st.NoteChanges(ctx, run2.ID, "a", store.TaskChanges{Seen: -1, Note: "area: 1 deleted"}); err != nil {
 		t.Fatal(err)
@@ -298,7 +298,7 @@ func TestMirrorHistory(t *testing.T) {
 
 	run3, _ := mirrorRun(t, st, table, [][]*spatial.Feature{{a2, c}})
 	area := orb.Bound{Min: orb.Point{11, 48}, Max: orb.Point{12, 49}}
-	res, err := st.DeleteUnseen(ctx, table, store.Deletion{RunID: run3.ID, Flow: "m", Task: "a", Area: &area, MaxFraction: 0.5})
+	res, err := st.DeleteUnseen(ctx, table, store.Deletion{RunID: run3.ID, Flow: "m", Task: "a", Area: area, Partial: true, MaxFraction: 0.5})
 	if err != nil || res != (store.DeletionResult{Deleted: 1, Candidates: 1, Current: 3}) {
 		t.Fatalf("DeleteUnseen = %+v (%v), want b's version closed", res, err)
 	}
@@ -408,10 +408,10 @@ func TestMirrorTables(t *testing.T) {
 	endRun(t, st, run1)
 	run2, _ := mirrorRun(t, st, mirror, [][]*spatial.Feature{{f("1")}})
 	area := orb.Bound{Min: orb.Point{11, 48}, Max: orb.Point{12, 49}}
-	if res, err := st.DeleteUnseen(ctx, mirror, store.Deletion{RunID: run2.ID, Flow: "m", Task: "a", Area: &area, MaxFraction: 1}); !errors.Is(err, store.ErrNoTransform) || res.Deleted != 0 {
+	if res, err := st.DeleteUnseen(ctx, mirror, store.Deletion{RunID: run2.ID, Flow: "m", Task: "a", Area: area, Partial: true, MaxFraction: 1}); !errors.Is(err, store.ErrNoTransform) || res.Deleted != 0 {
 		t.Errorf("DeleteUnseen in an area of EPSG:25832 = %+v (%v), want store.ErrNoTransform", res, err)
 	}
-	res, err := st.DeleteUnseen(ctx, mirror, store.Deletion{RunID: run2.ID, Flow: "m", Task: "a", MaxFraction: 1})
+	res, err := st.DeleteUnseen(ctx, mirror, store.Deletion{RunID: run2.ID, Flow: "m", Task: "a", Area: world, MaxFraction: 1})
 	if err != nil || res != (store.DeletionResult{Deleted: 1, Candidates: 1, Current: 2}) {
 		t.Errorf("DeleteUnseen without an area = %+v (%v), want 2 deleted", res, err)
 	}

@@ -2,6 +2,8 @@ package postgis
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -31,7 +33,10 @@ func currentView(t *store.FeatureTable) string {
 	}
 	name := t.Name + "_current"
 	if len(name) > 63 {
-		name = name[:63]
+		// Cut as the indexes are, with a hash of the whole name: never the table's own
+		// name, nor another long table's view.
+		sum := sha256.Sum256([]byte(name))
+		name = name[:50] + "_" + hex.EncodeToString(sum[:4])
 	}
 	return pgx.Identifier{schema, name}.Sanitize()
 }
@@ -138,7 +143,7 @@ func (s *Store) DeleteUnseen(ctx context.Context, t *store.FeatureTable, d store
 	}
 	if later != nil {
 		res.SupersededBy = *later
-		if err := dropSeen(ctx, tx, d); err != nil {
+		if err := dropSeen(ctx, tx, d.Flow, d.Task, d.RunID+1); err != nil {
 			return res, translate(what, err)
 		}
 		return res, translate(what, tx.Commit(ctx))
@@ -150,23 +155,31 @@ func (s *Store) DeleteUnseen(ctx context.Context, t *store.FeatureTable, d store
 	if _, err := tx.Exec(ctx, `ANALYZE gf_seen_keys`); err != nil {
 		return res, translate(what, err)
 	}
-	current := "TRUE"
-	if t.History {
-		current = "t.gf_valid_to IS NULL"
+	// The current rows in the area (wholly inside it, for a --bbox run), written by
+	// this run or before: a row a later run wrote is that run's business. Tested in
+	// lon/lat, where the area is a box (in a projected CRS its edges are curves).
+	num := func(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) } // exact literals
+	a := d.Area
+	geom := "t.geom"
+	switch {
+	case t.SRID == 0:
+		geom = "ST_SetSRID(t.geom, 4326)"
+	case t.SRID != 4326:
+		geom = "ST_Transform(t.geom, 4326)"
 	}
-	if err := tx.QueryRow(ctx, fmt.Sprintf(`SELECT count(*) FROM %s t WHERE %s`, target, current)).Scan(&res.Current); err != nil {
+	rel := "ST_Intersects"
+	if d.Partial {
+		rel = "ST_CoveredBy"
+	}
+	inArea := fmt.Sprintf("t.gf_run_id <= %d AND %s(%s, ST_MakeEnvelope(%s, %s, %s, %s, 4326))",
+		d.RunID, rel, geom, num(a.Min[0]), num(a.Min[1]), num(a.Max[0]), num(a.Max[1]))
+	if t.History {
+		inArea = "t.gf_valid_to IS NULL AND " + inArea
+	}
+	if err := tx.QueryRow(ctx, fmt.Sprintf(`SELECT count(*) FROM %s t WHERE %s`, target, inArea)).Scan(&res.Current); err != nil {
 		return res, translate(what, err)
 	}
-	cond := current + " AND NOT EXISTS (SELECT 1 FROM gf_seen_keys s WHERE s.k = t.gf_key)"
-	if d.Area != nil {
-		// The area as literals: floats, formatted exactly.
-		num := func(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
-		env := fmt.Sprintf("ST_MakeEnvelope(%s, %s, %s, %s, 4326)", num(d.Area.Min[0]), num(d.Area.Min[1]), num(d.Area.Max[0]), num(d.Area.Max[1]))
-		if t.SRID > 0 && t.SRID != 4326 {
-			env = fmt.Sprintf("ST_Transform(%s, %d)", env, t.SRID)
-		}
-		cond += " AND ST_Intersects(t.geom, " + env + ")"
-	}
+	cond := inArea + " AND NOT EXISTS (SELECT 1 FROM gf_seen_keys s WHERE s.k = t.gf_key)"
 	args := []any{d.RunID, d.Task, targetName(t)}
 	if err := tx.QueryRow(ctx, fmt.Sprintf(`SELECT count(*) FROM %s t WHERE %s`, target, cond)).Scan(&res.Candidates); err != nil {
 		return res, translate(what, err)
@@ -201,18 +214,22 @@ func (s *Store) DeleteUnseen(ctx context.Context, t *store.FeatureTable, d store
 			return res, translate(what, err)
 		}
 	}
-	if err := dropSeen(ctx, tx, d); err != nil {
+	if err := dropSeen(ctx, tx, d.Flow, d.Task, d.RunID); err != nil {
 		return res, translate(what, err)
 	}
 	return res, translate(what, tx.Commit(ctx))
 }
 
-// dropSeen forgets the seen keys of d's run and of the flow's earlier runs of the task,
-// which can no longer delete anything.
-func dropSeen(ctx context.Context, tx pgx.Tx, d store.Deletion) error {
-	_, err := tx.Exec(ctx, `DELETE FROM geoflow_seen WHERE task = $2 AND run_id <= $1
-		AND run_id IN (SELECT id FROM geoflow_runs WHERE flow = $3)`, d.RunID, d.Task, d.Flow)
+// dropSeen forgets the seen keys of the flow's task recorded by runs before run.
+func dropSeen(ctx context.Context, q querier, flow, task string, before int64) error {
+	_, err := q.Exec(ctx, `DELETE FROM geoflow_seen WHERE task = $2 AND run_id < $1
+		AND run_id IN (SELECT id FROM geoflow_runs WHERE flow = $3)`, before, task, flow)
 	return err
+}
+
+// ForgetSeen implements store.Mirrors.
+func (s *Store) ForgetSeen(ctx context.Context, flow, task string, before int64) error {
+	return translate(fmt.Sprintf("forgetting the features earlier runs of task %q saw", task), dropSeen(ctx, s.pool, flow, task, before))
 }
 
 // NoteChanges implements store.Mirrors.
@@ -280,7 +297,7 @@ func (s *Store) listChanges(ctx context.Context, f store.ChangeFilter, tn string
 	geom := "coalesce(c.geom, t.geom)"
 	rows, err := s.pool.Query(ctx, fmt.Sprintf(`SELECT c.task, c.gf_key, coalesce(c.feature_id, ''), c.change,
 			ST_AsBinary(CASE WHEN ST_SRID(%[1]s) > 0 AND ST_SRID(%[1]s) <> 4326 THEN ST_Transform(%[1]s, 4326) ELSE %[1]s END),
-			coalesce(c.properties, to_jsonb(t) - %[2]s), t.gf_key IS NULL AND c.geom IS NULL
+			coalesce(c.properties, to_jsonb(t) - %[2]s), t.gf_key IS NULL AND c.properties IS NULL
 		FROM geoflow_changes c LEFT JOIN %[3]s t ON %[4]s
 		WHERE c.run_id = $1 AND c.target = $2 AND ($3 = '' OR c.task = $3)`, geom, bookkeeping, ident, join)+order, f.RunID, tn, f.Task)
 	if err != nil {

@@ -331,7 +331,16 @@ func (s *Store) ensureFeatureTable(ctx context.Context, t *store.FeatureTable) e
 		return translate(fmt.Sprintf("inspecting table %s", target), err)
 	}
 	if len(have) > 0 {
-		if problems := store.ColumnProblems(want, have); len(problems) > 0 {
+		problems := store.ColumnProblems(want, have)
+		// A mirror or history table written in another mode would get rows without
+		// keys, or versions never closed.
+		if _, ok := have["gf_key"]; ok && !t.Keyed() {
+			problems = append(problems, "it was created keyed (target.mode: mirror, or target.history): write it the same way")
+		}
+		if _, ok := have["gf_valid_to"]; ok && !t.History {
+			problems = append(problems, "it keeps history (target.history: true): write it the same way")
+		}
+		if len(problems) > 0 {
 			return &store.IncompatibleTableError{Table: target, Problems: problems}
 		}
 		// An existing table is queried by others: index it now if it is not yet.

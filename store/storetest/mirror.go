@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"context"
 	"errors"
 	"slices"
 	"testing"
@@ -70,7 +71,7 @@ func testMirror(t *testing.T, s store.Store) {
 	if want := []string{"inserted p.a", "inserted p.b", "inserted p.c", "inserted p.d"}; !slices.Equal(got, want) {
 		t.Errorf("run 1 changes %q, want %q", got, want)
 	}
-	res, err := s.DeleteUnseen(ctx, table, store.Deletion{RunID: run1.ID, Flow: "m", Task: "a", MaxFraction: 0.1})
+	res, err := s.DeleteUnseen(ctx, table, store.Deletion{RunID: run1.ID, Flow: "m", Task: "a", Area: world, MaxFraction: 0.1})
 	if err != nil || res.Deleted != 0 || res.Candidates != 0 || res.Current != 4 {
 		t.Errorf("DeleteUnseen after run 1 = %+v (%v), want nothing to delete of 4", res, err)
 	}
@@ -85,7 +86,7 @@ func testMirror(t *testing.T, s store.Store) {
 	if want := []store.Counts{{Skipped: 1, Updated: 1}, {Skipped: 1, Inserted: 1}}; !slices.Equal(counts, want) {
 		t.Errorf("run 2 wrote %+v, want %+v", counts, want)
 	}
-	del := store.Deletion{RunID: run2.ID, Flow: "m", Task: "a", MaxFraction: 0.1}
+	del := store.Deletion{RunID: run2.ID, Flow: "m", Task: "a", Area: world, MaxFraction: 0.1}
 	res, err = s.DeleteUnseen(ctx, table, del)
 	if err != nil || !res.Stopped || res.Deleted != 0 || res.Candidates != 1 || res.Current != 5 {
 		t.Fatalf("DeleteUnseen of 1 of 5 past a 10%% rail = %+v (%v), want it stopped with nothing deleted", res, err)
@@ -104,8 +105,17 @@ func testMirror(t *testing.T, s store.Store) {
 	if n, err := s.CountFeatures(ctx, table, world); err != nil || n != 4 {
 		t.Errorf("after the deletion, CountFeatures = %d (%v), want 4", n, err)
 	}
+	if n, err := s.SeenFeatures(ctx, table, run2.ID, "a"); err != nil || n != 4 {
+		t.Errorf("after the deletion, SeenFeatures = %d (%v), want 4: kept until a later run supersedes the run (a finish retried must see them)", n, err)
+	}
+	if n, err := s.SeenFeatures(ctx, table, run1.ID, "a"); err != nil || n != 0 {
+		t.Errorf("run 1's SeenFeatures = %d (%v), want 0: run 2 superseded it", n, err)
+	}
+	if err := s.ForgetSeen(ctx, "m", "a", run2.ID+1); err != nil {
+		t.Fatal(err)
+	}
 	if n, err := s.SeenFeatures(ctx, table, run2.ID, "a"); err != nil || n != 0 {
-		t.Errorf("after the deletion, SeenFeatures = %d (%v), want 0: the keys are dropped", n, err)
+		t.Errorf("after ForgetSeen, SeenFeatures = %d (%v), want 0", n, err)
 	}
 	got, _ = changes(t, s, store.ChangeFilter{RunID: run2.ID})
 	if want := []string{"inserted p.e", "updated p.b", "deleted p.c"}; !slices.Equal(got, want) {
@@ -160,16 +170,21 @@ func testMirrorArea(t *testing.T, s store.Store) {
 	if err := s.EnsureFeatureTable(ctx, table); err != nil {
 		t.Fatal(err)
 	}
-	run1, _ := mirrorRun(t, s, table, []*spatial.Feature{parcel("p.1", 1, 1, ""), parcel("p.2", 5, 5, ""), parcel("p.3", 1.5, 1.5, "")})
+	// Besides p.1 inside the area and p.2 outside: a line whose box covers the area but
+	// which passes around it, and a point a hair beyond its edge. Neither is inside the
+	// area a --bbox run asked for, so neither may be deleted on its evidence.
+	around := &spatial.Feature{ID: "p.L", Geometry: orb.LineString{{3, -1}, {3, 3}, {-1, 3}}, Properties: map[string]any{"name": "L"}}
+	run1, _ := mirrorRun(t, s, table, []*spatial.Feature{parcel("p.1", 1, 1, ""), parcel("p.2", 5, 5, ""), parcel("p.3", 1.5, 1.5, ""),
+		around, parcel("p.edge", 2.0000002, 1, "")})
 	if _, err := s.FinishRun(ctx, run1.ID, store.Done, ""); err != nil {
 		t.Fatal(err)
 	}
 	run1.Close()
 	run2, _ := mirrorRun(t, s, table, []*spatial.Feature{parcel("p.3", 1.5, 1.5, "")})
 	area := orb.Bound{Min: orb.Point{0, 0}, Max: orb.Point{2, 2}}
-	res, err := s.DeleteUnseen(ctx, table, store.Deletion{RunID: run2.ID, Flow: "m", Task: "a", Area: &area, MaxFraction: 1})
-	if err != nil || res.Deleted != 1 || res.Candidates != 1 {
-		t.Fatalf("DeleteUnseen in %v = %+v (%v), want p.1 deleted, p.2 (outside) kept", area, res, err)
+	res, err := s.DeleteUnseen(ctx, table, store.Deletion{RunID: run2.ID, Flow: "m", Task: "a", Area: area, Partial: true, MaxFraction: 1})
+	if err != nil || res.Deleted != 1 || res.Candidates != 1 || res.Current != 2 {
+		t.Fatalf("DeleteUnseen in %v = %+v (%v), want p.1 deleted of the 2 features inside; p.2, p.L and p.edge (not inside) kept", area, res, err)
 	}
 	got, _ := changes(t, s, store.ChangeFilter{RunID: run2.ID})
 	if want := []string{"deleted p.1"}; !slices.Equal(got, want) {
@@ -190,12 +205,12 @@ func testMirrorArea(t *testing.T, s store.Store) {
 	run3.Close()
 	run4, _ := mirrorRun(t, s, table, []*spatial.Feature{parcel("p.2", 5, 5, ""), parcel("p.3", 1.5, 1.5, "")})
 	_ = run4
-	res, err = s.DeleteUnseen(ctx, table, store.Deletion{RunID: run3.ID, Flow: "m", Task: "a", MaxFraction: 1})
+	res, err = s.DeleteUnseen(ctx, table, store.Deletion{RunID: run3.ID, Flow: "m", Task: "a", Area: world, MaxFraction: 1})
 	if err != nil || res.SupersededBy != run4.ID || res.Deleted != 0 {
 		t.Fatalf("DeleteUnseen of run 3 after run 4 = %+v (%v), want superseded by %d and nothing deleted", res, err, run4.ID)
 	}
-	if n, err := s.CountFeatures(ctx, table, world); err != nil || n != 2 {
-		t.Errorf("CountFeatures = %d (%v), want 2", n, err)
+	if n, err := s.CountFeatures(ctx, table, world); err != nil || n != 4 {
+		t.Errorf("CountFeatures = %d (%v), want 4: p.2, p.3, p.L, p.edge", n, err)
 	}
 }
 
@@ -228,7 +243,7 @@ func testHistory(t *testing.T, s store.Store) {
 	if n, err := s.CountFeatures(ctx, table, world); err != nil || n != 3 {
 		t.Errorf("CountFeatures = %d (%v), want 3 current features", n, err)
 	}
-	res, err := s.DeleteUnseen(ctx, table, store.Deletion{RunID: run2.ID, Flow: "m", Task: "a", MaxFraction: 0.1})
+	res, err := s.DeleteUnseen(ctx, table, store.Deletion{RunID: run2.ID, Flow: "m", Task: "a", Area: world, MaxFraction: 0.1})
 	if err != nil || res.Deleted != 0 || res.Current != 3 {
 		t.Errorf("DeleteUnseen = %+v (%v), want nothing of 3 current", res, err)
 	}
@@ -237,7 +252,7 @@ func testHistory(t *testing.T, s store.Store) {
 	}
 	run2.Close()
 	run3, _ := mirrorRun(t, s, table, []*spatial.Feature{a2, c})
-	res, err = s.DeleteUnseen(ctx, table, store.Deletion{RunID: run3.ID, Flow: "m", Task: "a", MaxFraction: 0.5})
+	res, err = s.DeleteUnseen(ctx, table, store.Deletion{RunID: run3.ID, Flow: "m", Task: "a", Area: world, MaxFraction: 0.5})
 	if err != nil || res.Deleted != 1 || res.Current != 3 {
 		t.Fatalf("DeleteUnseen = %+v (%v), want b's version closed", res, err)
 	}
@@ -299,6 +314,18 @@ func testMirrorKeyColumns(t *testing.T, s store.Store) {
 	_, counts := mirrorRun(t, s, table, []*spatial.Feature{road("A1", 1, "x"), road("A1", 2, "x")}, []*spatial.Feature{road("A1", 1, "y")})
 	if want := []store.Counts{{Inserted: 2}, {Updated: 1}}; !slices.Equal(counts, want) {
 		t.Errorf("wrote %+v, want %+v", counts, want)
+	}
+	// A feature without a key value cannot be told apart: its page is refused, not
+	// merged into another feature's row.
+	run := startRun(t, s, store.RunStart{Flow: "keyless"})
+	addUnits(t, s, run.ID, "a", 1)
+	src := features{road("A1", 3, "z"), road("", 4, "no code")}
+	_, err := commitUnit(ctx, s, store.UnitRef{RunID: run.ID, TaskID: "a", Key: unitKey(0)}, func(ctx context.Context, tx store.UnitTx) (store.Counts, error) {
+		return tx.WriteFeatures(ctx, table, &src)
+	})
+	var ke *store.KeyError
+	if !errors.As(err, &ke) || ke.Column != "code" {
+		t.Errorf("a feature without a key value: %v, want a *store.KeyError naming code", err)
 	}
 	plain := typedTable("plain_append", store.ModeAppend)
 	if err := s.EnsureFeatureTable(ctx, plain); err != nil {
