@@ -330,3 +330,25 @@ func param(q map[string][]string, name string) string {
 	}
 	return ""
 }
+
+// TestMirrorTableShared: a flow whose mirror shares its table with another task is refused
+// before anything runs: each would delete the other's rows.
+func TestMirrorTableShared(t *testing.T) {
+	flow := writeFlow(t, `name: shared
+tasks:
+  north:
+    type: wfs
+    url: http://127.0.0.1:1/wfs
+    typename: gf:north
+    target: {table: public.parcels, mode: mirror}
+  south:
+    type: ogcapi_features
+    url: http://127.0.0.1:1/ogcapi
+    collection: south
+    target: {table: parcels}
+`)
+	code, out, errs := geoflow(t, nil, "validate", flow)
+	if code == 0 || !strings.Contains(out+errs, `task "south": target.table parcels is also written by task "north"`) {
+		t.Errorf("validate: exit %d\n%s%s", code, out, errs)
+	}
+}
