@@ -38,7 +38,7 @@ type Deletion struct {
 type DeletionResult struct {
 	// Deleted is how many features were deleted (with history, whose versions were
 	// closed); Candidates how many were absent from the run; Current how many current
-	// features the area held before.
+	// features the area held before (those whose box overlaps it: the rail's base).
 	Deleted, Candidates, Current int64
 	// Stopped says the safety rail held: Candidates exceeded MaxFraction of Current
 	// and nothing was deleted.

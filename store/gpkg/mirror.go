@@ -217,23 +217,26 @@ func (s *Store) DeleteUnseen(ctx context.Context, t *store.FeatureTable, d store
 	if t.History {
 		inArea += " AND t.gf_valid_to IS NULL"
 	}
-	var match string
-	var areaArgs []any
-	switch {
-	case whole:
-		match = "TRUE"
-	case d.Partial:
-		match, areaArgs, err = within(ctx, tx, name, "t", area)
-	default:
-		match, areaArgs, err = overlaps(ctx, tx, name, "t", area)
+	// The rail weighs the candidates against the features whose box overlaps the area.
+	base, match := inArea, "TRUE"
+	var baseArgs, areaArgs []any
+	if !whole {
+		var boxMatch string
+		if boxMatch, baseArgs, err = overlaps(ctx, tx, name, "t", area); err == nil {
+			match, areaArgs = boxMatch, baseArgs
+			if d.Partial {
+				match, areaArgs, err = within(ctx, tx, name, "t", area)
+			}
+		}
+		if err != nil {
+			return res, translate(what, err)
+		}
+		base += " AND " + boxMatch
 	}
-	if err != nil {
+	if err := tx.QueryRowContext(ctx, fmt.Sprintf(`SELECT count(*) FROM %s t WHERE %s`, quote(name), base), baseArgs...).Scan(&res.Current); err != nil {
 		return res, translate(what, err)
 	}
 	inArea += " AND " + match
-	if err := tx.QueryRowContext(ctx, fmt.Sprintf(`SELECT count(*) FROM %s t WHERE %s`, quote(name), inArea), areaArgs...).Scan(&res.Current); err != nil {
-		return res, translate(what, err)
-	}
 	cond := inArea + " AND NOT EXISTS (SELECT 1 FROM temp.gf_seen_keys s WHERE s.k = t.gf_key)"
 	if err := tx.QueryRowContext(ctx, fmt.Sprintf(`SELECT count(*) FROM %s t WHERE %s`, quote(name), cond), areaArgs...).Scan(&res.Candidates); err != nil {
 		return res, translate(what, err)

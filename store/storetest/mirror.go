@@ -183,8 +183,10 @@ func testMirrorArea(t *testing.T, s store.Store) {
 	run2, _ := mirrorRun(t, s, table, []*spatial.Feature{parcel("p.3", 1.5, 1.5, "")})
 	area := orb.Bound{Min: orb.Point{0, 0}, Max: orb.Point{2, 2}}
 	res, err := s.DeleteUnseen(ctx, table, store.Deletion{RunID: run2.ID, Flow: "m", Task: "a", Area: area, Partial: true, MaxFraction: 1})
-	if err != nil || res.Deleted != 1 || res.Candidates != 1 || res.Current != 2 {
-		t.Fatalf("DeleteUnseen in %v = %+v (%v), want p.1 deleted of the 2 features inside; p.2, p.L and p.edge (not inside) kept", area, res, err)
+	// The rail's base: the boxes overlapping the area, p.edge's too where the store's
+	// boxes are single precision (PostGIS rounds them outward).
+	if err != nil || res.Deleted != 1 || res.Candidates != 1 || res.Current < 3 || res.Current > 4 {
+		t.Fatalf("DeleteUnseen in %v = %+v (%v), want p.1 deleted, of the 3 features whose box overlaps the area; p.2, p.L and p.edge (not inside) kept", area, res, err)
 	}
 	got, _ := changes(t, s, store.ChangeFilter{RunID: run2.ID})
 	if want := []string{"deleted p.1"}; !slices.Equal(got, want) {
