@@ -343,7 +343,7 @@ func (s *Store) CountFeatures(ctx context.Context, t *store.FeatureTable, bbox o
 	if err != nil {
 		return 0, fmt.Errorf("%s: %w", what, err)
 	}
-	match, args, err := overlaps(ctx, s.r, name, "", bbox)
+	match, args, err := boxMatch(ctx, s.r, name, "", bbox, false)
 	if err != nil {
 		return 0, translate(what, err)
 	}
@@ -374,10 +374,12 @@ type queryRower interface {
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }
 
-// within is the condition that a row's geometry box lies wholly inside b (in the table's
-// CRS), through the R-tree when the table has one: its boxes are rounded outward, so a
-// row on the edge counts as reaching beyond it, never the other way.
-func within(ctx context.Context, q queryRower, name, alias string, b orb.Bound) (string, []any, error) {
+// boxMatch returns the condition that the geometry of a row of table name (under alias,
+// when not "") has a box overlapping b, or with inside lying wholly inside it, in the
+// table's CRS, and its arguments: through the table's R-tree, or row by row for a table
+// FinishFeatureTable has not indexed yet. R-tree boxes are rounded outward, so a row on
+// the edge may count as overlapping, and as reaching beyond b, never the other way.
+func boxMatch(ctx context.Context, q queryRower, name, alias string, b orb.Bound, inside bool) (string, []any, error) {
 	var indexed int64
 	rtree := "rtree_" + name + "_geom"
 	if err := q.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_master WHERE name = ?", rtree).Scan(&indexed); err != nil {
@@ -386,28 +388,14 @@ func within(ctx context.Context, q queryRower, name, alias string, b orb.Bound) 
 	if alias != "" {
 		alias += "."
 	}
-	match := fmt.Sprintf("%sfid IN (SELECT id FROM %s WHERE minx >= ? AND maxx <= ? AND miny >= ? AND maxy <= ?)", alias, quote(rtree))
+	// Overlapping: min <= b's max and max >= b's min; inside: min >= b's min, max <= b's max.
+	lo, hi, args := "<=", ">=", []any{b.Max[0], b.Min[0], b.Max[1], b.Min[1]}
+	if inside {
+		lo, hi, args = ">=", "<=", []any{b.Min[0], b.Max[0], b.Min[1], b.Max[1]}
+	}
+	match := fmt.Sprintf("%sfid IN (SELECT id FROM %s WHERE minx %s ? AND maxx %s ? AND miny %[3]s ? AND maxy %[4]s ?)", alias, quote(rtree), lo, hi)
 	if indexed == 0 {
-		match = fmt.Sprintf("ST_MinX(%[1]sgeom) >= ? AND ST_MaxX(%[1]sgeom) <= ? AND ST_MinY(%[1]sgeom) >= ? AND ST_MaxY(%[1]sgeom) <= ?", alias)
+		match = fmt.Sprintf("ST_MinX(%[1]sgeom) %[2]s ? AND ST_MaxX(%[1]sgeom) %[3]s ? AND ST_MinY(%[1]sgeom) %[2]s ? AND ST_MaxY(%[1]sgeom) %[3]s ?", alias, lo, hi)
 	}
-	return match, []any{b.Min[0], b.Max[0], b.Min[1], b.Max[1]}, nil
-}
-
-// overlaps returns the condition that the geometry of a row of table name (under alias,
-// when not "") has a box overlapping b, in the table's CRS, and its arguments: through
-// the table's R-tree, or row by row for a table FinishFeatureTable has not indexed yet.
-func overlaps(ctx context.Context, q queryRower, name, alias string, b orb.Bound) (string, []any, error) {
-	var indexed int64
-	rtree := "rtree_" + name + "_geom"
-	if err := q.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_master WHERE name = ?", rtree).Scan(&indexed); err != nil {
-		return "", nil, err
-	}
-	if alias != "" {
-		alias += "."
-	}
-	match := fmt.Sprintf("%sfid IN (SELECT id FROM %s WHERE minx <= ? AND maxx >= ? AND miny <= ? AND maxy >= ?)", alias, quote(rtree))
-	if indexed == 0 {
-		match = fmt.Sprintf("ST_MinX(%[1]sgeom) <= ? AND ST_MaxX(%[1]sgeom) >= ? AND ST_MinY(%[1]sgeom) <= ? AND ST_MaxY(%[1]sgeom) >= ?", alias)
-	}
-	return match, []any{b.Max[0], b.Min[0], b.Max[1], b.Min[1]}, nil
+	return match, args, nil
 }

@@ -221,17 +221,17 @@ func (s *Store) DeleteUnseen(ctx context.Context, t *store.FeatureTable, d store
 	base, match := inArea, "TRUE"
 	var baseArgs, areaArgs []any
 	if !whole {
-		var boxMatch string
-		if boxMatch, baseArgs, err = overlaps(ctx, tx, name, "t", area); err == nil {
-			match, areaArgs = boxMatch, baseArgs
-			if d.Partial {
-				match, areaArgs, err = within(ctx, tx, name, "t", area)
-			}
-		}
+		overlap, args, err := boxMatch(ctx, tx, name, "t", area, false)
 		if err != nil {
 			return res, translate(what, err)
 		}
-		base += " AND " + boxMatch
+		base, baseArgs = inArea+" AND "+overlap, args
+		match, areaArgs = overlap, args
+		if d.Partial {
+			if match, areaArgs, err = boxMatch(ctx, tx, name, "t", area, true); err != nil {
+				return res, translate(what, err)
+			}
+		}
 	}
 	if err := tx.QueryRowContext(ctx, fmt.Sprintf(`SELECT count(*) FROM %s t WHERE %s`, quote(name), base), baseArgs...).Scan(&res.Current); err != nil {
 		return res, translate(what, err)

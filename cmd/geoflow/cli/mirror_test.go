@@ -12,6 +12,7 @@ import (
 	"github.com/geoflow/geoflow/internal/devserver/arcgisserver"
 	"github.com/geoflow/geoflow/internal/devserver/wfsserver"
 	"github.com/geoflow/geoflow/internal/testdb"
+	"github.com/geoflow/geoflow/internal/testflow"
 )
 
 // mirrorFlow is a flow mirroring a sample server into table, with history (oracle flows
@@ -78,16 +79,9 @@ func (m *mirrorEnv) geoflow(want int, args ...string) string {
 	m.t.Helper()
 	code, out, errs := geoflow(m.t, m.env, args...)
 	if code != want {
-		m.t.Fatalf("geoflow %s: exit %d, want %d\n%s%s", strings.Join(args, " "), code, want, out, tail(errs))
+		m.t.Fatalf("geoflow %s: exit %d, want %d\n%s%s", strings.Join(args, " "), code, want, out, testflow.Tail(errs))
 	}
 	return out + errs
-}
-
-func tail(s string) string {
-	if len(s) > 3000 {
-		return "..." + s[len(s)-3000:]
-	}
-	return s
 }
 
 // taskRecord is what `runs show --json` says of a task.
@@ -164,7 +158,7 @@ func testMirror(t *testing.T, db, kind string) {
 		t.Fatal(err)
 	}
 	if out := e.geoflow(0, "run", e.mirror, "--progress", "off"); !strings.Contains(out, fmt.Sprintf(", %d deleted (gone upstream", m)) {
-		t.Errorf("the run's summary does not say what it deleted:\n%s", tail(out))
+		t.Errorf("the run's summary does not say what it deleted:\n%s", testflow.Tail(out))
 	}
 	got := e.task(2)
 	if got.Inserted != k || got.Updated != n || got.Deleted != m || got.Closed != n+m || got.Skipped == nil || *got.Skipped != int64(first-n-m) {
@@ -279,13 +273,13 @@ func testMirrorWithholdsDeletions(t *testing.T, db string) {
 		t.Errorf("run 2 with a dead letter: %+v; want nothing deleted and the reason recorded", got)
 	}
 	if c := e.count("SELECT count(*) FROM mirror WHERE gf_valid_to IS NULL"); c < first {
-		t.Errorf("after the failed run the mirror holds %d current features, fewer than the %d it had: something was deleted\n%s", c, first, tail(out))
+		t.Errorf("after the failed run the mirror holds %d current features, fewer than the %d it had: something was deleted\n%s", c, first, testflow.Tail(out))
 	}
 	e.fx.SetFaults(wfsserver.Faults{})
 	out = e.geoflow(0, "dlq", "replay", "--all")
 	got = e.task(2)
 	if got.Deleted != m || !strings.HasPrefix(got.Note, "complete") || got.State != "done" {
-		t.Errorf("run 2 after the replay: %+v; want %d deleted and a complete harvest\n%s", got, m, tail(out))
+		t.Errorf("run 2 after the replay: %+v; want %d deleted and a complete harvest\n%s", got, m, testflow.Tail(out))
 	}
 	if got.Inserted != k || got.Updated != n {
 		t.Errorf("run 2 after the replay: %d inserted, %d updated; want %d, %d", got.Inserted, got.Updated, k, n)
@@ -305,7 +299,7 @@ func testMirrorSafetyRail(t *testing.T, db string) {
 	e.src.SetEmpty(true)
 	out := e.geoflow(1, "run", e.mirror, "--progress", "off")
 	if !strings.Contains(out, "safety rail") || !strings.Contains(out, "--allow-mass-delete") {
-		t.Errorf("the run stopped by the rail does not say why:\n%s", tail(out))
+		t.Errorf("the run stopped by the rail does not say why:\n%s", testflow.Tail(out))
 	}
 	if c := e.count("SELECT count(*) FROM mirror WHERE gf_valid_to IS NULL"); c != first {
 		t.Fatalf("after an empty answer the mirror holds %d features, want all %d", c, first)
