@@ -42,6 +42,8 @@ type Counts struct {
 	// payload, so they are that row.
 	Rejected int64
 	Merged   int64
+	// Requests are the HTTP requests the unit's execution made, retries included.
+	Requests int64
 }
 
 // Add accumulates o into c.
@@ -52,6 +54,7 @@ func (c *Counts) Add(o Counts) {
 	c.Bytes += o.Bytes
 	c.Rejected += o.Rejected
 	c.Merged += o.Merged
+	c.Requests += o.Requests
 }
 
 // Total is the number of features or files the output held.
