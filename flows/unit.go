@@ -30,6 +30,9 @@ import (
 func (r *runner) unit(work context.Context, task tasks.Task, env *tasks.Env, u store.Unit, prog *TaskProgress,
 	ended func(store.Unit, store.State)) ([]store.Unit, store.State) {
 	ref := store.UnitRef{RunID: env.RunID, TaskID: env.TaskID, Key: u.Key}
+	// Every request the unit sends is counted, over its executions and the stream
+	// its output reads while it is written.
+	work = retry.CountRequests(work)
 	final := context.WithoutCancel(work)
 	start := time.Now()
 	wait := cmp.Or(env.Retry.MaxElapsed, retry.DefaultMaxElapsed)
@@ -154,6 +157,7 @@ func (r *runner) write(ctx context.Context, ref store.UnitRef, out *tasks.Output
 			return w, err
 		}
 	}
+	w.counts.Requests = retry.RequestsSent(ctx)
 	recorded := w.children // and the failed units, recorded with the children but not run
 	if len(out.Failed) > 0 {
 		recorded = append(recorded[:len(recorded):len(recorded)], failedUnits(out.Failed)...)

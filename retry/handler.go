@@ -418,6 +418,7 @@ func (h *Handler) attempt(ctx context.Context, hs *host, req *http.Request, r Re
 	}
 
 	sent := h.clock.Now()
+	countRequest(ctx)
 	o, hn := h.send(ctx, hs, req, r, read, secrets)
 
 	now = h.clock.Now()
