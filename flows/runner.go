@@ -54,6 +54,9 @@ type RunOptions struct {
 	// AllowMassDelete lets mirror tasks delete more than their max_delete_fraction
 	// (--allow-mass-delete).
 	AllowMassDelete bool
+	// Started, when set, is called once with the run's id as soon as the run is
+	// recorded, before any task starts (the web UI answers with it while the run goes).
+	Started func(runID int64)
 }
 
 // Result is the outcome of a run.
@@ -102,6 +105,9 @@ func Run(ctx context.Context, f *Flow, opts RunOptions) (*Result, error) {
 		return nil, err
 	}
 	defer run.Close()
+	if opts.Started != nil {
+		opts.Started(run.ID)
+	}
 	res := &Result{RunID: run.ID, Resumed: run.Resumed}
 	if run.Resumed {
 		// A resumed run goes on over the area and tasks it started with: planning a

@@ -18,7 +18,7 @@ type RunStart struct {
 	// holds the features and credentials' reach anyway) and FlowHash the hex sha-256 of
 	// FlowText. Resume and replay run the recorded text, not whatever the file holds then.
 	FlowFile, FlowText, FlowHash string
-	Trigger                      string     // TriggerManual (default), TriggerSchedule, TriggerReplay
+	Trigger                      string     // TriggerManual (default), TriggerSchedule, TriggerReplay, TriggerUI
 	Area                         *orb.Bound // --bbox, lon/lat; nil for none
 	OnlyTasks                    []string   // --task; nil for all
 	// ScheduledFor is the fire time of a scheduled run; nil otherwise.

@@ -25,4 +25,6 @@ const (
 	TriggerManual   = "manual"
 	TriggerSchedule = "schedule"
 	TriggerReplay   = "replay"
+	// TriggerUI is a run started from the web UI or its API (geoflow serve, geoflow ui).
+	TriggerUI = "ui"
 )

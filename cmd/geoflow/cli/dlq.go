@@ -347,17 +347,12 @@ func replayDLQ(cmd *cobra.Command, g *globals, args []string, ff filterFlags, al
 			filtered = true
 		}
 	})
-	if len(ids) == 0 && !all && !filtered {
-		return errors.New("name what to replay: entry ids, --all, or filters such as --run or --class")
-	}
-	if len(ids) > 0 && all {
-		return errors.New("give entry ids or --all, not both")
-	}
-	if ff.status != string(dlq.StatusOpen) {
-		return errors.New("only open entries are replayed; --status cannot change that")
-	}
 	f, err := ff.filter()
 	if err != nil {
+		return err
+	}
+	sel := dlq.Selection{IDs: ids, All: all, Filter: f, Filtered: filtered}
+	if err := sel.Check(); err != nil {
 		return err
 	}
 	log, err := g.logger()
@@ -369,34 +364,9 @@ func replayDLQ(cmd *cobra.Command, g *globals, args []string, ff filterFlags, al
 		return err
 	}
 	defer st.Close()
-	if len(ids) > 0 {
-		// Named entries must all exist and be open: replaying a closed one would redo work
-		// silently, and a typo must not pass unnoticed.
-		f.Status = ""
-		f.IDs = ids
-	}
-	entries, err := st.ListDeadLetters(ctx, f)
+	entries, err := dlq.SelectReplay(ctx, st, sel)
 	if err != nil {
 		return err
-	}
-	if len(ids) > 0 {
-		found := map[int64]dlq.Entry{}
-		for _, e := range entries {
-			found[e.ID] = e
-		}
-		var problems []string
-		for _, id := range ids {
-			e, ok := found[id]
-			switch {
-			case !ok:
-				problems = append(problems, fmt.Sprintf("no dead letter %d", id))
-			case e.Status != dlq.StatusOpen:
-				problems = append(problems, fmt.Sprintf("dead letter %d is %s, not open", id, e.Status))
-			}
-		}
-		if len(problems) > 0 {
-			return errors.New(strings.Join(problems, "; "))
-		}
 	}
 	if len(entries) == 0 {
 		fmt.Fprintln(g.stdout, "no open dead letters to replay")
@@ -456,25 +426,9 @@ func newDLQDiscardCmd(g *globals) *cobra.Command {
 				return err
 			}
 			defer st.Close()
-			done, err := st.DiscardDeadLetters(cmd.Context(), ids)
-			if err != nil {
-				return err
-			}
+			done, err := dlq.Discard(cmd.Context(), st, ids)
 			fmt.Fprintf(g.stdout, "discarded %d dead letter%s\n", len(done), plural(len(done)))
-			if len(done) < len(ids) {
-				got := map[int64]bool{}
-				for _, id := range done {
-					got[id] = true
-				}
-				var missed []string
-				for _, id := range ids {
-					if !got[id] {
-						missed = append(missed, strconv.FormatInt(id, 10))
-					}
-				}
-				return fmt.Errorf("not discarded (no such entry, or not open): %s", strings.Join(missed, ", "))
-			}
-			return nil
+			return err
 		},
 	}
 }

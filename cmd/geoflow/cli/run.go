@@ -11,15 +11,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/paulmach/orb"
-	"github.com/paulmach/orb/project"
 	"github.com/spf13/cobra"
 
 	"github.com/geoflow/geoflow/dlq"
 	"github.com/geoflow/geoflow/flows"
 	"github.com/geoflow/geoflow/internal/redact"
 	"github.com/geoflow/geoflow/retry"
-	"github.com/geoflow/geoflow/spatial"
 	"github.com/geoflow/geoflow/store"
 )
 
@@ -86,19 +83,7 @@ func runFlow(ctx context.Context, g *globals, path string, rf runFlags) error {
 	if err != nil {
 		return err
 	}
-	if rf.withDownstream && len(rf.only) == 0 {
-		return errors.New("--with-downstream needs --task")
-	}
-	only := rf.only
-	for _, id := range only {
-		if f.Task(id) == nil {
-			return fmt.Errorf("--task %q: flow %q has no such task", id, f.Name)
-		}
-	}
-	if rf.withDownstream {
-		only = flows.Downstream(f, only)
-	}
-	area, err := parseArea(rf.bbox, rf.bboxCRS)
+	area, only, err := flows.Request{BBox: rf.bbox, BBoxCRS: rf.bboxCRS, Tasks: rf.only, WithDownstream: rf.withDownstream}.Resolve(f)
 	if err != nil {
 		return err
 	}
@@ -154,28 +139,6 @@ func runFlow(ctx context.Context, g *globals, path string, rf runFlags) error {
 		return &exitError{code: ExitError, err: fmt.Errorf("run %d ended %s", res.RunID, res.Status)}
 	}
 	return nil
-}
-
-// parseArea reads --bbox into a lon/lat bound.
-func parseArea(s, crs string) (*orb.Bound, error) {
-	if s == "" {
-		return nil, nil
-	}
-	b, err := spatial.ParseBBox(s)
-	if err != nil {
-		return nil, fmt.Errorf("--bbox %q: %w", s, err)
-	}
-	switch strings.ToUpper(crs) {
-	case "EPSG:4326", "CRS:84", "4326":
-	case "EPSG:3857", "EPSG:900913", "3857":
-		b = orb.Bound{Min: project.Mercator.ToWGS84(b.Min), Max: project.Mercator.ToWGS84(b.Max)}
-	default:
-		return nil, fmt.Errorf("--bbox-crs %q: only EPSG:4326 and EPSG:3857 are supported", crs)
-	}
-	if err := spatial.ValidateBBox([4]float64{b.Min[0], b.Min[1], b.Max[0], b.Max[1]}, true); err != nil {
-		return nil, fmt.Errorf("--bbox %q: %w", s, err)
-	}
-	return &b, nil
 }
 
 func printSummary(g *globals, f *flows.Flow, res *flows.Result, hosts []retry.HostStats) {
