@@ -28,6 +28,9 @@ type Filter struct {
 	// BBox keeps entries whose bbox intersects it (lon/lat); entries without a bbox never
 	// match a non-nil BBox.
 	BBox *orb.Bound
+	// Host keeps entries whose request went to this host[:port] (StatsRow.Host); NoHost
+	// keeps those that made no request.
+	Host string
 	// Limit caps the number of entries listed; 0 means no cap.
 	Limit int
 }
@@ -41,12 +44,13 @@ type FilterArgs struct {
 	Status string
 	Since  string // "24h", "7d", "90m", or an RFC 3339 time
 	BBox   string // "minx,miny,maxx,maxy", lon/lat
+	Host   string // host[:port] of the request, or NoHost
 }
 
 // Parse validates a and returns the filter it describes; now anchors relative --since
 // values. The error names the flag at fault and what would be accepted.
 func (a FilterArgs) Parse(now time.Time) (Filter, error) {
-	f := Filter{Flow: a.Flow, Task: a.Task, RunID: a.Run}
+	f := Filter{Flow: a.Flow, Task: a.Task, RunID: a.Run, Host: strings.ToLower(strings.TrimSpace(a.Host))}
 	if a.Run < 0 {
 		return Filter{}, fmt.Errorf("--run %d: want a run id (a positive number)", a.Run)
 	}

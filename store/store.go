@@ -66,6 +66,7 @@ type Store interface {
 	Runner
 	Health
 	History
+	UnitLister
 	Changes
 	Fires
 	Close()

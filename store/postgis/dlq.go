@@ -125,6 +125,9 @@ func scanEntry(row pgx.CollectableRow) (dlq.Entry, error) {
 
 // where turns a filter into a WHERE clause (with its leading keyword, or "") and its
 // parameters, numbered from $1.
+// hostExpr is the host[:port] of an entry's request URL, lower-cased; '' when it made none.
+const hostExpr = `lower(coalesce(substring(request_url FROM '^[A-Za-z][A-Za-z0-9+.-]*://(?:[^/?#@]*@)?([^/?#]+)'), ''))`
+
 func where(f dlq.Filter) (string, []any) {
 	var conds []string
 	var args []any
@@ -155,6 +158,13 @@ func where(f dlq.Filter) (string, []any) {
 	}
 	if !f.Before.IsZero() {
 		conds = append(conds, "last_failed_at < "+arg(f.Before))
+	}
+	if f.Host != "" {
+		host := f.Host
+		if host == dlq.NoHost {
+			host = ""
+		}
+		conds = append(conds, hostExpr+" = "+arg(host))
 	}
 	if b := f.BBox; b != nil {
 		// ST_Intersects uses the gist index on bbox by itself.
@@ -206,7 +216,7 @@ func (s *Store) DeadLetterStats(ctx context.Context, f dlq.Filter) ([]dlq.StatsR
 	w, args := where(f)
 	rows, err := s.pool.Query(ctx, `
 		SELECT error_class, task,
-		       coalesce(substring(request_url FROM '^[A-Za-z][A-Za-z0-9+.-]*://(?:[^/?#@]*@)?([^/?#]+)'), ''),
+		       `+hostExpr+`,
 		       status, count(*)
 		FROM geoflow_dlq `+w+` GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3, 4`, args...)
 	if err != nil {
