@@ -123,10 +123,12 @@ func scanEntry(row pgx.CollectableRow) (dlq.Entry, error) {
 	return e, nil
 }
 
+// hostExpr is the host[:port] of an entry's request URL, lower-cased; empty when the
+// entry made no request.
+const hostExpr = `lower(coalesce(substring(request_url FROM '^[A-Za-z][A-Za-z0-9+.-]*://(?:[^/?#@]*@)?([^/?#]+)'), ''))`
+
 // where turns a filter into a WHERE clause (with its leading keyword, or "") and its
 // parameters, numbered from $1.
-// hostExpr is the host[:port] of an entry's request URL, lower-cased; '' when it made none.
-const hostExpr = `lower(coalesce(substring(request_url FROM '^[A-Za-z][A-Za-z0-9+.-]*://(?:[^/?#@]*@)?([^/?#]+)'), ''))`
 
 func where(f dlq.Filter) (string, []any) {
 	var conds []string
