@@ -7,7 +7,7 @@ LDFLAGS := -X github.com/geoflow/geoflow/cmd/geoflow/cli.Version=$(VERSION)
 # throwaway Debian cluster started and stopped around the command.
 POSTGIS := bash internal/testdb/postgis.sh
 
-.PHONY: build help test demo vet bench bench-gpkg bench-recovery bench-pgrestart bench-tiles bench-ratelimit fuzz clean
+.PHONY: build help test demo vet screenshots bench bench-gpkg bench-recovery bench-pgrestart bench-tiles bench-ratelimit fuzz clean
 
 ## build: bin/geoflow
 build:
@@ -29,6 +29,10 @@ test: vet
 ## demo: a local sample WFS and flows/parcels.yaml end to end, into geoflow-demo.gpkg (no database server)
 demo: build
 	bash internal/demo/demo.sh $(BIN)
+
+## screenshots: the web UI's pages, photographed in headless Chromium into docs/screenshots, with page weight and time to first map draw
+screenshots:
+	@$(POSTGIS) gdal >/dev/null && $(POSTGIS) run --env GEOFLOW_DATABASE_URL -- $(GO) run ./internal/uishots -out docs/screenshots
 
 ## bench: geoflow vs the raw download limit vs ogr2ogr (writes docs/benchmarks.md figures)
 bench: build

@@ -76,6 +76,16 @@ func sortInfos(fis []FlowInfo) {
 // their next n fire times after now, for geoflow schedule list. Files that do not load
 // are described with their problem.
 func List(dir string, opts flows.Options, now time.Time, n int) ([]FlowInfo, error) {
+	return list(dir, opts, now, n, false)
+}
+
+// ListAll is List with the flows that have no schedule too (their Schedule is ""), for
+// the web UI, where any flow can be run now.
+func ListAll(dir string, opts flows.Options, now time.Time, n int) ([]FlowInfo, error) {
+	return list(dir, opts, now, n, true)
+}
+
+func list(dir string, opts flows.Options, now time.Time, n int, all bool) ([]FlowInfo, error) {
 	files, err := flowFiles(dir)
 	if err != nil {
 		return nil, err
@@ -90,10 +100,13 @@ func List(dir string, opts flows.Options, now time.Time, n int) ([]FlowInfo, err
 			out = append(out, fi)
 			continue
 		}
-		if f.Schedule == "" {
+		if f.Schedule == "" && !all {
 			continue
 		}
-		sched, err := ParseSchedule(f.Schedule, f.Timezone)
+		var sched *Schedule
+		if f.Schedule != "" {
+			sched, err = ParseSchedule(f.Schedule, f.Timezone)
+		}
 		fi := info(f, sched, file, now, n)
 		if err != nil {
 			fi.Problem = err.Error()

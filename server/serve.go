@@ -1,6 +1,6 @@
-// Package serve is the HTTP side of geoflow serve, where operators look: Prometheus
-// metrics, liveness and readiness probes, and a small JSON API over the scheduled flows and
-// the run history.
+// Package server is the HTTP side of geoflow serve and geoflow ui, where operators
+// look: the web UI (runs, units and dead letters on a map; draw a box to rerun an area),
+// its JSON API, Prometheus metrics, and liveness and readiness probes.
 package server
 
 import (
@@ -21,10 +21,15 @@ import (
 	"github.com/geoflow/geoflow/store"
 )
 
-// Backend is what the server reads: health, the run history and the fires.
+// Backend is what the server reads: health, the run history with its units, the
+// dead letters and the fires.
 type Backend interface {
 	store.Health
 	store.History
+	store.UnitLister
+	store.DeadLetters
+	// RunInfo is what a run recorded when it started (its area, its flow's text).
+	RunInfo(ctx context.Context, runID int64) (store.RunInfo, error)
 	ListFires(ctx context.Context, flow string, limit int) ([]store.Fire, error)
 }
 
@@ -43,6 +48,18 @@ type Options struct {
 	Logger *slog.Logger
 	// NextFires is how many fire times /api/flows lists per flow. Defaults to 3.
 	NextFires int
+	// Catalog is the flows directory the UI shows; nil shows no flows.
+	Catalog *Catalog
+	// Launcher starts runs and replays for the UI and POST /api/runs and
+	// /api/dlq/replay; nil makes those answer 503 (a server that only looks).
+	Launcher *Launcher
+	// Token, when set, is required on every request but the probes, /metrics and the
+	// static assets (Authorization: Bearer, or the cookie /login sets). A server that
+	// listens beyond loopback must have one (CheckListen); without one, only requests
+	// addressed to a loopback host name are answered.
+	Token string
+	// StoreName says which store the pages show (no credentials), for the header.
+	StoreName string
 }
 
 // FlowLister lists scheduled flows; *schedule.Scheduler is one.
@@ -53,8 +70,11 @@ type FlowLister interface {
 var _ FlowLister = (*schedule.Scheduler)(nil)
 
 type handler struct {
-	o   Options
-	log *slog.Logger
+	o      Options
+	log    *slog.Logger
+	guard  *guard
+	assets *assets
+	pages  *pages
 }
 
 // Handler returns the HTTP handler of geoflow serve:
@@ -66,12 +86,27 @@ type handler struct {
 //	GET /api/runs         run history, latest first (?flow=, ?status=, ?limit=)
 //	GET /api/runs/{id}    one run with its tasks
 //	GET /api/fires        scheduled fires and what became of them (?flow=, ?limit=)
+//
+// and the web UI and the rest of its API (see routes in ui.go).
 func Handler(opts Options) (http.Handler, error) {
 	if opts.Store == nil || opts.Flows == nil || opts.Registry == nil {
-		return nil, errors.New("serve: Store, Flows and Registry are required")
+		return nil, errors.New("server: Store, Flows and Registry are required")
 	}
 	opts.NextFires = cmp.Or(opts.NextFires, 3)
 	h := &handler{o: opts, log: cmp.Or(opts.Logger, slog.Default())}
+	var err error
+	if h.assets, err = loadAssets(); err != nil {
+		return nil, err
+	}
+	if h.pages, err = loadPages(h.assets); err != nil {
+		return nil, err
+	}
+	h.guard = newGuard(opts.Token, func(w http.ResponseWriter, r *http.Request, code int, msg string) {
+		writeJSON(w, code, apiError{Error: msg})
+	})
+	if err := opts.Registry.Register(&deadLetterCollector{st: opts.Store, log: h.log}); err != nil {
+		return nil, err
+	}
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(opts.Registry, promhttp.HandlerOpts{Registry: opts.Registry}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
@@ -82,6 +117,7 @@ func Handler(opts Options) (http.Handler, error) {
 	mux.HandleFunc("GET /api/runs", h.runs)
 	mux.HandleFunc("GET /api/runs/{id}", h.run)
 	mux.HandleFunc("GET /api/fires", h.fires)
+	h.routes(mux)
 
 	requests := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "geoflow_api_requests_total",
@@ -90,9 +126,10 @@ func Handler(opts Options) (http.Handler, error) {
 	if err := opts.Registry.Register(requests); err != nil {
 		return nil, err
 	}
+	guarded := h.guard.wrap(mux)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rw := &statusWriter{ResponseWriter: w, code: http.StatusOK}
-		mux.ServeHTTP(rw, r)
+		guarded.ServeHTTP(rw, r)
 		// The mux sets the matched pattern on r; unmatched paths share one label, so a
 		// scanner cannot make series without bound.
 		requests.WithLabelValues(cmp.Or(r.Pattern, "unmatched"), strconv.Itoa(rw.code)).Inc()

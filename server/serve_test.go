@@ -144,8 +144,8 @@ func TestEndpoints(t *testing.T) {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	if resp.StatusCode != http.StatusMethodNotAllowed {
-		t.Errorf("POST /api/runs: %d", resp.StatusCode)
+	if resp.StatusCode != http.StatusServiceUnavailable {
+		t.Errorf("POST /api/runs to a server without a launcher: %d", resp.StatusCode)
 	}
 
 	ready.Store(false)

@@ -5,7 +5,7 @@
 #                                         set to a PostGIS URL; stop what was started afterwards
 #   postgis.sh start                       start a throwaway cluster; print "URL DIR"
 #   postgis.sh stop DIR                    stop and remove a cluster started by start
-#   postgis.sh gdal                        install gdal-bin and cgi-mapserver when missing (root); print
+#   postgis.sh gdal                        install gdal-bin, cgi-mapserver and chromium when missing (root); print
 #                                         GEOFLOW_REQUIRE_GDAL=1 GEOFLOW_REQUIRE_MAPSERVER=1
 #
 # Order of preference: VAR already set -> use it; a Docker engine answers -> docker compose
@@ -105,19 +105,24 @@ stop_cluster() {
   rm -rf "$dir"
 }
 
-# ensure_gdal installs Debian's gdal-bin and cgi-mapserver when they are missing and we may,
-# so that the tests that check geoflow against ogr2ogr and a real MapServer run instead of
-# skipping; it prints the variables to export for what is there.
+# ensure_gdal installs Debian's gdal-bin, cgi-mapserver and chromium when they are missing and
+# we may, so that the tests that check geoflow against ogr2ogr and a real MapServer, and the web
+# UI's tests in a real browser, run instead of failing; it prints the variables to export for
+# what is there.
 ensure_gdal() {
-  local sudo=""
-  if ! command -v ogrinfo >/dev/null || [ ! -x /usr/lib/cgi-bin/mapserv ]; then
+  local sudo="" pkgs=""
+  command -v ogrinfo >/dev/null || pkgs="$pkgs gdal-bin"
+  [ -x /usr/lib/cgi-bin/mapserv ] || pkgs="$pkgs cgi-mapserver"
+  command -v chromium >/dev/null || [ -n "${GEOFLOW_CHROMIUM:-}" ] || pkgs="$pkgs chromium fonts-dejavu-core"
+  if [ -n "$pkgs" ]; then
     [ "$(id -u)" = 0 ] || { command -v sudo >/dev/null && sudo -n true 2>/dev/null && sudo="sudo -n"; } || {
-      log "gdal-bin or cgi-mapserver is not installed and I am not root: the GDAL and MapServer tests will fail; install them"; return 0; }
-    log "installing gdal-bin and cgi-mapserver from Debian's packages (for the ogr2ogr and MapServer interoperability tests)"
-    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends gdal-bin cgi-mapserver >>/tmp/geoflow-apt.log 2>&1 ||
+      log "$pkgs not installed and I am not root: the GDAL, MapServer and browser tests will fail; install them"; return 0; }
+    log "installing$pkgs from Debian's packages (ogr2ogr and MapServer interoperability tests, the web UI's browser tests)"
+    # shellcheck disable=SC2086
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends $pkgs >>/tmp/geoflow-apt.log 2>&1 ||
       { $sudo apt-get update -qq >>/tmp/geoflow-apt.log 2>&1 || true
-        DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends gdal-bin cgi-mapserver >>/tmp/geoflow-apt.log 2>&1; } ||
-      { log "installing gdal-bin and cgi-mapserver failed (see /tmp/geoflow-apt.log)"; return 1; }
+        DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends $pkgs >>/tmp/geoflow-apt.log 2>&1; } ||
+      { log "installing$pkgs failed (see /tmp/geoflow-apt.log)"; return 1; }
   fi
   echo "GEOFLOW_REQUIRE_GDAL=1 GEOFLOW_REQUIRE_MAPSERVER=1"
 }

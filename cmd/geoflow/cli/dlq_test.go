@@ -23,7 +23,6 @@ import (
 	"github.com/geoflow/geoflow/cmd/geoflow/cli"
 	"github.com/geoflow/geoflow/internal/devserver/wfsserver"
 	"github.com/geoflow/geoflow/internal/testdb"
-	"github.com/geoflow/geoflow/spatial"
 )
 
 // harvestArea is the bbox of the test flow: the fixture's default extent.
@@ -48,28 +47,6 @@ tasks:
 `)
 }
 
-// requestBBox returns the lon/lat BBOX of a WFS request, reading lat/lon order where the
-// CRS says so; ok is false when there is none.
-func requestBBox(r *http.Request) (orb.Bound, bool) {
-	v := ""
-	for k, vs := range r.URL.Query() {
-		if strings.EqualFold(k, "BBOX") && len(vs) > 0 {
-			v = vs[0]
-		}
-	}
-	if v == "" {
-		return orb.Bound{}, false
-	}
-	b, crs, err := spatial.ParseBBoxCRS(v)
-	if err != nil {
-		return orb.Bound{}, false
-	}
-	if strings.Contains(crs, "urn:ogc:def:crs:EPSG::4326") {
-		b = orb.Bound{Min: orb.Point{b.Min[1], b.Min[0]}, Max: orb.Point{b.Max[1], b.Max[0]}}
-	}
-	return b, true
-}
-
 // failingFixture is a sample WFS that answers 500 to every request for a tile smaller
 // than the whole area that contains one of points, until healed: planning succeeds, and
 // the quadrants holding the points become dead units.
@@ -80,7 +57,7 @@ func failingFixture(t *testing.T, healed *atomic.Bool, points ...orb.Point) (*wf
 			if healed.Load() {
 				return false
 			}
-			b, ok := requestBBox(r)
+			b, ok := wfsserver.RequestBBox(r)
 			if !ok || b.Max[0]-b.Min[0] > 0.06 {
 				return false
 			}

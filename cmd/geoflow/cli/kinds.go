@@ -25,6 +25,7 @@ func addMoreCommands(root *cobra.Command, g *globals) {
 	root.AddCommand(newDevCmd(g))
 	root.AddCommand(newDLQCmd(g))
 	root.AddCommand(newServeCmd(g))
+	root.AddCommand(newUICmd(g))
 	root.AddCommand(newScheduleCmd(g))
 	root.AddCommand(newRunsCmd(g))
 	root.AddCommand(newChangesCmd(g))

@@ -25,6 +25,7 @@ import (
 type serveFlags struct {
 	dir      string
 	listen   string
+	token    string
 	grace    time.Duration
 	instance string
 }
@@ -40,7 +41,9 @@ func newServeCmd(g *globals) *cobra.Command {
 			"On SIGTERM, no more fires start; runs still going may finish within the first half of --grace,\n" +
 			"then they stop taking new units and their units in flight get most of the rest. What did not\n" +
 			"finish is recorded interrupted (continue it with geoflow run FLOW --resume).\n\n" +
-			"HTTP on --listen: /metrics, /healthz, /readyz, /api/flows, /api/runs, /api/runs/{id}, /api/fires.\n\n" +
+			"HTTP on --listen: the web UI at / (runs, units and dead letters on a map; draw a box to rerun an\n" +
+			"area), its JSON API under /api/, /metrics, /healthz and /readyz. --listen beyond loopback needs\n" +
+			"--token (or GEOFLOW_UI_TOKEN); see geoflow ui.\n\n" +
 			"Exit codes: 0 after a clean shutdown; 1 error (no database, --flows unreadable, --listen taken).",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -49,7 +52,8 @@ func newServeCmd(g *globals) *cobra.Command {
 	}
 	f := cmd.Flags()
 	f.StringVar(&sf.dir, "flows", "flows", "directory of flow files; those with a schedule: are fired")
-	f.StringVar(&sf.listen, "listen", "127.0.0.1:8080", "address of the HTTP endpoints")
+	f.StringVar(&sf.listen, "listen", "127.0.0.1:8080", "address of the web UI and the HTTP endpoints; beyond loopback it needs --token")
+	f.StringVar(&sf.token, "token", "", "token the UI and API require (16+ characters; default $GEOFLOW_UI_TOKEN); required when --listen is not loopback")
 	f.DurationVar(&sf.grace, "grace", 30*time.Second, "on SIGTERM/SIGINT, how long runs still going may take to finish or stop")
 	f.StringVar(&sf.instance, "instance", "", "name of this instance in the fires it claims (default hostname:pid)")
 	return cmd
@@ -65,6 +69,10 @@ func runServe(ctx context.Context, g *globals, sf serveFlags) error {
 	}
 	if st, err := os.Stat(sf.dir); err != nil || !st.IsDir() {
 		return fmt.Errorf("--flows %q is not a directory", sf.dir)
+	}
+	token := uiToken(sf.token)
+	if err := server.CheckListen(sf.listen, token); err != nil {
+		return err
 	}
 	// Each scheduled run holds a connection for its flow's lock and one for its own, on top
 	// of its workers': more than a single run needs.
@@ -89,21 +97,22 @@ func runServe(ctx context.Context, g *globals, sf serveFlags) error {
 		ln.Close()
 		return err
 	}
+	runOpts := flows.RunOptions{
+		HTTP:   retry.New(&retry.Options{Logger: log, Registerer: reg, Shared: sharedPacing(st)}),
+		Logger: log,
+		// Half of --grace to finish normally (Drain), 40% for units in flight to
+		// stop, the rest for the bookkeeping after.
+		Grace: sf.grace * 2 / 5,
+	}
 	sched, err := schedule.New(schedule.Options{
-		Store:    st,
-		Dir:      sf.dir,
-		Flows:    g.flowOptions(registry()),
-		Logger:   log,
-		Metrics:  metrics,
-		Instance: sf.instance,
-		RunOptions: flows.RunOptions{
-			HTTP:   retry.New(&retry.Options{Logger: log, Registerer: reg, Shared: sharedPacing(st)}),
-			Logger: log,
-			// Half of --grace to finish normally (Drain), 40% for units in flight to
-			// stop, the rest for the bookkeeping after.
-			Grace: sf.grace * 2 / 5,
-		},
-		Drain: sf.grace / 2,
+		Store:      st,
+		Dir:        sf.dir,
+		Flows:      g.flowOptions(registry()),
+		Logger:     log,
+		Metrics:    metrics,
+		Instance:   sf.instance,
+		RunOptions: runOpts,
+		Drain:      sf.grace / 2,
 	})
 	if err != nil {
 		ln.Close()
@@ -115,7 +124,15 @@ func runServe(ctx context.Context, g *globals, sf serveFlags) error {
 	ready.Store(true)
 	// Not ready from the first signal on, while runs drain and the endpoints still answer.
 	context.AfterFunc(ctx, func() { ready.Store(false) })
-	h, err := server.Handler(server.Options{Store: st, Flows: sched, Registry: reg, Ready: &ready, Logger: log})
+	catalog := &server.Catalog{Dir: sf.dir, Options: g.flowOptions(registry()), Live: sched}
+	runOpts.Store = st
+	launcher, err := server.NewLauncher(ctx, catalog, runOpts, g.replayOptions(st, runOpts))
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	h, err := server.Handler(server.Options{Store: st, Flows: sched, Registry: reg, Ready: &ready, Logger: log,
+		Catalog: catalog, Launcher: launcher, Token: token, StoreName: g.storeName()})
 	if err != nil {
 		ln.Close()
 		return err
@@ -148,8 +165,11 @@ func runServe(ctx context.Context, g *globals, sf serveFlags) error {
 		err = fmt.Errorf("serving HTTP: %w", herr)
 		stop(err)
 		<-schedErr
+		launcher.Wait()
 		return err
 	}
+	// Runs started from the UI stop as scheduled ones do, within --grace.
+	launcher.Wait()
 	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 	defer cancel()
 	_ = srv.Shutdown(shutdownCtx)

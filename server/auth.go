@@ -1,0 +1,161 @@
+package server
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"errors"
+	"mime"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+)
+
+// cookieName holds the session of a browser that gave the token on /login.
+const cookieName = "geoflow_session"
+
+// MinTokenLength is the shortest --token accepted: a token is the only thing between a
+// non-loopback listener and the runs it can start.
+const MinTokenLength = 16
+
+// CheckListen says whether geoflow can serve on addr with token: a non-loopback address
+// needs a token of MinTokenLength characters or more. The error says what to do.
+func CheckListen(addr, token string) error {
+	if token != "" && len(token) < MinTokenLength {
+		return errors.New("--token must be at least 16 characters (GEOFLOW_UI_TOKEN the same)")
+	}
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return err
+	}
+	if token == "" && !loopbackHost(host) {
+		return errors.New("--listen " + addr + " is reachable from other machines: set --token (or GEOFLOW_UI_TOKEN) " +
+			"so that only those who hold it can see and start runs, or listen on 127.0.0.1")
+	}
+	return nil
+}
+
+// loopbackHost reports whether host (a name or an address, without a port) can only be
+// reached from this machine. "" (all interfaces) and 0.0.0.0 cannot.
+func loopbackHost(host string) bool {
+	host = strings.Trim(host, "[]")
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// guard is what stands before every route but the probes and the static assets:
+//   - with a token, a request must carry it (Authorization: Bearer, or the session
+//     cookie /login sets); pages without it are sent to /login, the API answers 401;
+//   - without one (the server listens on loopback only), the Host must be a loopback
+//     name, so that a page of another site cannot reach the server through a DNS name
+//     it points at 127.0.0.1 (DNS rebinding);
+//   - state-changing requests must come from the UI's own pages (Sec-Fetch-Site or
+//     Origin; http.CrossOriginProtection) and, for the API, be JSON, which a cross-site
+//     form cannot send.
+type guard struct {
+	token   string
+	session string // the cookie's value: derived from the token, never the token itself
+	cop     *http.CrossOriginProtection
+	deny    func(w http.ResponseWriter, r *http.Request, code int, msg string)
+}
+
+func newGuard(token string, deny func(w http.ResponseWriter, r *http.Request, code int, msg string)) *guard {
+	g := &guard{token: token, cop: http.NewCrossOriginProtection(), deny: deny}
+	if token != "" {
+		mac := hmac.New(sha256.New, []byte(token))
+		mac.Write([]byte("geoflow ui session"))
+		g.session = hex.EncodeToString(mac.Sum(nil))
+	}
+	g.cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		deny(w, r, http.StatusForbidden, "cross-origin request refused: state-changing requests must come from geoflow's own pages")
+	}))
+	return g
+}
+
+// open reports whether path is served to anyone: probes, metrics, the static assets
+// (geoflow's own code, nothing of the store) and the login page.
+func open(path string) bool {
+	switch path {
+	case "/healthz", "/readyz", "/metrics", "/login", "/favicon.ico":
+		return true
+	}
+	return strings.HasPrefix(path, "/static/")
+}
+
+// authorized reports whether r carries the token.
+func (g *guard) authorized(r *http.Request) bool {
+	if g.token == "" {
+		return true
+	}
+	if auth := r.Header.Get("Authorization"); auth != "" {
+		scheme, tok, ok := strings.Cut(auth, " ")
+		return ok && strings.EqualFold(scheme, "Bearer") &&
+			subtle.ConstantTimeCompare([]byte(strings.TrimSpace(tok)), []byte(g.token)) == 1
+	}
+	if c, err := r.Cookie(cookieName); err == nil {
+		return subtle.ConstantTimeCompare([]byte(c.Value), []byte(g.session)) == 1
+	}
+	return false
+}
+
+func (g *guard) wrap(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if g.token == "" {
+			host := r.Host
+			if h, _, err := net.SplitHostPort(host); err == nil {
+				host = h
+			}
+			if !loopbackHost(host) {
+				g.deny(w, r, http.StatusMisdirectedRequest, "this server answers to localhost only (Host "+r.Host+
+					"); serve other hosts with --listen and --token")
+				return
+			}
+		}
+		if err := g.cop.Check(r); err != nil {
+			g.deny(w, r, http.StatusForbidden, "cross-origin request refused: state-changing requests must come from geoflow's own pages")
+			return
+		}
+		if !open(r.URL.Path) && !g.authorized(r) {
+			if r.Method == http.MethodGet && !strings.HasPrefix(r.URL.Path, "/api/") {
+				http.Redirect(w, r, "/login?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
+				return
+			}
+			w.Header().Set("WWW-Authenticate", `Bearer realm="geoflow"`)
+			g.deny(w, r, http.StatusUnauthorized, "this server needs its token: Authorization: Bearer TOKEN, or sign in on /login")
+			return
+		}
+		if r.Method == http.MethodPost && strings.HasPrefix(r.URL.Path, "/api/") {
+			if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "application/json" {
+				g.deny(w, r, http.StatusUnsupportedMediaType, "send a JSON body (Content-Type: application/json)")
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// login checks the token a person typed and sets the session cookie.
+func (g *guard) login(w http.ResponseWriter, r *http.Request) bool {
+	if g.token == "" {
+		return true
+	}
+	if subtle.ConstantTimeCompare([]byte(r.PostFormValue("token")), []byte(g.token)) != 1 {
+		return false
+	}
+	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: g.session, Path: "/", HttpOnly: true,
+		Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode})
+	return true
+}
+
+// safeNext is the local path to go to after /login; anything else goes to /.
+func safeNext(next string) string {
+	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.HasPrefix(next, "/\\") {
+		return "/"
+	}
+	return next
+}

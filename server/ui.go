@@ -1,0 +1,465 @@
+package server
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/paulmach/orb"
+
+	"github.com/geoflow/geoflow/dlq"
+	"github.com/geoflow/geoflow/flows"
+	"github.com/geoflow/geoflow/store"
+)
+
+// routes adds the web UI and the API it uses:
+//
+//	GET  /, /runs, /runs/{id}, /dlq, /flows/{name}   the pages
+//	GET  /static/{version}/...                       embedded assets (MapLibre, app.js)
+//	GET  /api/runs/{id}/units    a run's units as GeoJSON (?task=, ?state=, ?bbox=, ?limit=)
+//	GET  /api/dlq                dead letters (?flow= ?task= ?run= ?class= ?status= ?since= ?bbox= ?host= ?limit=)
+//	GET  /api/dlq/features       the same as GeoJSON
+//	GET  /api/dlq/{id}           one dead letter, whole
+//	POST /api/runs               start a run: {"flow", "bbox", "bbox_crs", "tasks", "with_downstream"}
+//	POST /api/dlq/replay         replay: {"ids"} or {"all", "filter"}; "wait" for the outcome
+//	POST /api/dlq/discard        discard: {"ids"} or {"all", "filter"}
+func (h *handler) routes(mux *http.ServeMux) {
+	mux.HandleFunc("GET /{$}", h.overview)
+	mux.HandleFunc("GET /runs", h.runsPage)
+	mux.HandleFunc("GET /runs/{id}", h.runPage)
+	mux.HandleFunc("GET /dlq", h.dlqPage)
+	mux.HandleFunc("GET /flows/{name}", h.flowPage)
+	mux.HandleFunc("GET /login", h.loginPage)
+	mux.HandleFunc("POST /login", h.loginPage)
+	mux.HandleFunc("GET /static/", h.assets.serve)
+
+	mux.HandleFunc("GET /api/runs/{id}/units", h.units)
+	mux.HandleFunc("GET /api/dlq", h.deadLetters)
+	mux.HandleFunc("GET /api/dlq/features", h.deadLetterFeatures)
+	mux.HandleFunc("GET /api/dlq/{id}", h.deadLetter)
+	mux.HandleFunc("POST /api/runs", h.startRun)
+	mux.HandleFunc("POST /api/dlq/replay", h.replay)
+	mux.HandleFunc("POST /api/dlq/discard", h.discard)
+}
+
+// feature is a GeoJSON feature whose geometry is a bbox.
+type feature struct {
+	Type       string   `json:"type"`
+	ID         string   `json:"id,omitempty"`
+	Geometry   geometry `json:"geometry"`
+	Properties any      `json:"properties"`
+}
+
+type geometry struct {
+	Type        string `json:"type"`
+	Coordinates any    `json:"coordinates"`
+}
+
+// boxGeometry is b as a polygon, or a point when it has no area.
+func boxGeometry(b orb.Bound) geometry {
+	if b.Min == b.Max {
+		return geometry{Type: "Point", Coordinates: [2]float64{b.Min[0], b.Min[1]}}
+	}
+	return geometry{Type: "Polygon", Coordinates: [][][2]float64{{
+		{b.Min[0], b.Min[1]}, {b.Max[0], b.Min[1]}, {b.Max[0], b.Max[1]}, {b.Min[0], b.Max[1]}, {b.Min[0], b.Min[1]},
+	}}}
+}
+
+// collection is a GeoJSON FeatureCollection with what the map needs to say about it.
+type collection struct {
+	Type     string    `json:"type"`
+	Features []feature `json:"features"`
+	// Total counts what matched; Truncated says Features holds fewer (the limit), and
+	// NotSpatial how many matched but have no bbox to draw.
+	Total      int64 `json:"total"`
+	Truncated  bool  `json:"truncated"`
+	NotSpatial int64 `json:"not_spatial"`
+}
+
+func bboxParam(r *http.Request) (*orb.Bound, error) {
+	return flows.ParseArea(r.URL.Query().Get("bbox"), r.URL.Query().Get("bbox_crs"))
+}
+
+func (h *handler) units(w http.ResponseWriter, r *http.Request) {
+	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
+	if err != nil || id < 1 {
+		h.fail(w, r, http.StatusBadRequest, errors.New("a run id is a positive whole number"))
+		return
+	}
+	limit, err := limitParam(r, 20000)
+	if err != nil {
+		h.fail(w, r, http.StatusBadRequest, err)
+		return
+	}
+	if r.URL.Query().Get("limit") == "" {
+		limit = 20000
+	}
+	area, err := bboxParam(r)
+	if err != nil {
+		h.fail(w, r, http.StatusBadRequest, err)
+		return
+	}
+	q := r.URL.Query()
+	units, total, err := h.o.Store.ListUnits(r.Context(), store.UnitFilter{RunID: id, Task: q.Get("task"),
+		State: store.State(q.Get("state")), BBox: area, Limit: limit})
+	if err != nil {
+		h.fail(w, r, http.StatusInternalServerError, err)
+		return
+	}
+	c := collection{Type: "FeatureCollection", Features: []feature{}, Total: total, Truncated: total > int64(len(units))}
+	for _, u := range units {
+		if u.BBox == nil {
+			c.NotSpatial++
+			continue
+		}
+		c.Features = append(c.Features, feature{Type: "Feature", ID: u.Task + "/" + u.Key, Geometry: boxGeometry(*u.BBox), Properties: u})
+	}
+	writeJSON(w, http.StatusOK, c)
+}
+
+// dlqFilter reads the dead-letter filter of a query with the CLI's validation.
+func dlqFilter(r *http.Request) (dlq.Filter, error) {
+	q := r.URL.Query()
+	if s := q.Get("run"); s != "" {
+		if n, err := strconv.ParseInt(s, 10, 64); err != nil || n < 1 {
+			return dlq.Filter{}, fmt.Errorf("--run %s: want a run id (a positive number)", s)
+		}
+	}
+	f, err := dlqArgs(q).Parse(time.Now())
+	if err != nil {
+		return f, err
+	}
+	if s := q.Get("id"); s != "" {
+		id, err := strconv.ParseInt(s, 10, 64)
+		if err != nil || id < 1 {
+			return f, fmt.Errorf("id %s: want a dead letter's id (a positive number)", s)
+		}
+		f.IDs = []int64{id}
+	}
+	return f, nil
+}
+
+func (h *handler) deadLetters(w http.ResponseWriter, r *http.Request) {
+	f, err := dlqFilter(r)
+	if err != nil {
+		h.fail(w, r, http.StatusBadRequest, err)
+		return
+	}
+	if f.Limit, err = limitParam(r, 1000); err != nil {
+		h.fail(w, r, http.StatusBadRequest, err)
+		return
+	}
+	es, err := h.o.Store.ListDeadLetters(r.Context(), f)
+	if err != nil {
+		h.fail(w, r, http.StatusInternalServerError, err)
+		return
+	}
+	if es == nil {
+		es = []dlq.Entry{}
+	}
+	writeJSON(w, http.StatusOK, es)
+}
+
+func (h *handler) deadLetterFeatures(w http.ResponseWriter, r *http.Request) {
+	f, err := dlqFilter(r)
+	if err != nil {
+		h.fail(w, r, http.StatusBadRequest, err)
+		return
+	}
+	if f.Limit, err = limitParam(r, 10000); err != nil {
+		h.fail(w, r, http.StatusBadRequest, err)
+		return
+	}
+	rows, err := h.o.Store.DeadLetterStats(r.Context(), f)
+	if err != nil {
+		h.fail(w, r, http.StatusInternalServerError, err)
+		return
+	}
+	es, err := h.o.Store.ListDeadLetters(r.Context(), f)
+	if err != nil {
+		h.fail(w, r, http.StatusInternalServerError, err)
+		return
+	}
+	c := collection{Type: "FeatureCollection", Features: []feature{}, Total: dlq.Aggregate(rows).Total}
+	c.Truncated = c.Total > int64(len(es))
+	for _, e := range es {
+		if e.BBox == nil {
+			c.NotSpatial++
+			continue
+		}
+		c.Features = append(c.Features, feature{Type: "Feature", ID: strconv.FormatInt(e.ID, 10), Geometry: boxGeometry(*e.BBox),
+			Properties: map[string]any{"id": e.ID, "run_id": e.RunID, "flow": e.Flow, "task": e.Task, "unit": e.Unit,
+				"error_class": e.Class, "status": e.Status, "http_status": e.HTTPStatus, "error": e.Error}})
+	}
+	writeJSON(w, http.StatusOK, c)
+}
+
+func (h *handler) deadLetter(w http.ResponseWriter, r *http.Request) {
+	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
+	if err != nil || id < 1 {
+		h.fail(w, r, http.StatusBadRequest, errors.New("a dead letter's id is a positive whole number"))
+		return
+	}
+	e, err := h.o.Store.GetDeadLetter(r.Context(), id)
+	if errors.Is(err, dlq.ErrNotFound) {
+		h.fail(w, r, http.StatusNotFound, fmt.Errorf("no dead letter %d", id))
+		return
+	}
+	if err != nil {
+		h.fail(w, r, http.StatusInternalServerError, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, e)
+}
+
+// decode reads a JSON body of at most 1 MiB into v, refusing unknown fields: a typo in
+// a field name must not run something else than was asked for.
+func decode(r *http.Request, v any) error {
+	dec := json.NewDecoder(io.LimitReader(r.Body, 1<<20))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("reading the request's JSON body: %w", err)
+	}
+	if dec.More() {
+		return errors.New("reading the request's JSON body: more than one JSON value")
+	}
+	return nil
+}
+
+// runRequest is the body of POST /api/runs; the fields are named as geoflow run's flags.
+type runRequest struct {
+	Flow           string   `json:"flow"`
+	BBox           any      `json:"bbox"` // "minx,miny,maxx,maxy" or [minx, miny, maxx, maxy]
+	BBoxCRS        string   `json:"bbox_crs"`
+	Tasks          []string `json:"tasks"`
+	WithDownstream bool     `json:"with_downstream"`
+}
+
+func bboxText(v any) (string, error) {
+	switch b := v.(type) {
+	case nil:
+		return "", nil
+	case string:
+		return b, nil
+	case []any:
+		if len(b) != 4 {
+			return "", fmt.Errorf("--bbox: want 4 numbers [minx, miny, maxx, maxy], got %d values", len(b))
+		}
+		s := ""
+		for i, x := range b {
+			n, ok := x.(float64)
+			if !ok {
+				return "", fmt.Errorf("--bbox: value %d is %v, not a number", i+1, x)
+			}
+			if i > 0 {
+				s += ","
+			}
+			s += strconv.FormatFloat(n, 'f', -1, 64)
+		}
+		return s, nil
+	}
+	return "", fmt.Errorf("--bbox: want \"minx,miny,maxx,maxy\" or [minx, miny, maxx, maxy], got %v", v)
+}
+
+func (h *handler) startRun(w http.ResponseWriter, r *http.Request) {
+	if h.o.Launcher == nil {
+		h.fail(w, r, http.StatusServiceUnavailable, errors.New("this server does not start runs (it was started without a flows directory)"))
+		return
+	}
+	var rq runRequest
+	if err := decode(r, &rq); err != nil {
+		h.fail(w, r, http.StatusBadRequest, err)
+		return
+	}
+	if rq.Flow == "" {
+		h.fail(w, r, http.StatusBadRequest, errors.New("flow: name the flow to run"))
+		return
+	}
+	bbox, err := bboxText(rq.BBox)
+	if err != nil {
+		h.fail(w, r, http.StatusBadRequest, err)
+		return
+	}
+	id, err := h.o.Launcher.StartRun(r.Context(), rq.Flow, flows.Request{BBox: bbox, BBoxCRS: rq.BBoxCRS, Tasks: rq.Tasks, WithDownstream: rq.WithDownstream})
+	var re *RequestError
+	switch {
+	case errors.Is(err, ErrNoFlow):
+		h.fail(w, r, http.StatusNotFound, err)
+		return
+	case errors.As(err, &re):
+		h.fail(w, r, http.StatusBadRequest, err)
+		return
+	case err != nil:
+		h.fail(w, r, http.StatusUnprocessableEntity, err)
+		return
+	}
+	w.Header().Set("Location", "/api/runs/"+strconv.FormatInt(id, 10))
+	writeJSON(w, http.StatusAccepted, map[string]any{"run_id": id, "url": "/runs/" + strconv.FormatInt(id, 10)})
+}
+
+// triageRequest is the body of POST /api/dlq/replay and /api/dlq/discard: entry ids,
+// or a filter (the CLI's flag names) with "all" to take every open entry it selects.
+type triageRequest struct {
+	IDs    []int64 `json:"ids"`
+	All    bool    `json:"all"`
+	Filter struct {
+		Flow   string `json:"flow"`
+		Task   string `json:"task"`
+		Run    int64  `json:"run"`
+		Class  string `json:"class"`
+		Status string `json:"status"`
+		Since  string `json:"since"`
+		BBox   any    `json:"bbox"`
+		Host   string `json:"host"`
+	} `json:"filter"`
+	// Wait (replay only) answers with the outcome once the replay is over, instead of
+	// at once.
+	Wait bool `json:"wait"`
+	// DryRun lists what would be replayed or discarded and does nothing.
+	DryRun bool `json:"dry_run"`
+}
+
+func (t triageRequest) selection() (dlq.Selection, error) {
+	bbox, err := bboxText(t.Filter.BBox)
+	if err != nil {
+		return dlq.Selection{}, err
+	}
+	f := t.Filter
+	if f.Run < 0 {
+		return dlq.Selection{}, fmt.Errorf("--run %d: want a run id (a positive number)", f.Run)
+	}
+	args := dlq.FilterArgs{Flow: f.Flow, Task: f.Task, Run: f.Run, Class: f.Class, Status: f.Status, Since: f.Since, BBox: bbox, Host: f.Host}
+	filter, err := args.Parse(time.Now())
+	if err != nil {
+		return dlq.Selection{}, err
+	}
+	filtered := args != (dlq.FilterArgs{Status: args.Status})
+	return dlq.Selection{IDs: t.IDs, All: t.All, Filter: filter, Filtered: filtered}, nil
+}
+
+func (h *handler) replay(w http.ResponseWriter, r *http.Request) {
+	if h.o.Launcher == nil {
+		h.fail(w, r, http.StatusServiceUnavailable, errors.New("this server does not replay (it was started without a flows directory)"))
+		return
+	}
+	var t triageRequest
+	if err := decode(r, &t); err != nil {
+		h.fail(w, r, http.StatusBadRequest, err)
+		return
+	}
+	sel, err := t.selection()
+	if err == nil {
+		err = sel.Check()
+	}
+	if err != nil {
+		h.fail(w, r, http.StatusBadRequest, err)
+		return
+	}
+	entries, err := dlq.SelectReplay(r.Context(), h.o.Store, sel)
+	if err != nil {
+		h.fail(w, r, http.StatusBadRequest, err) // the ids named are not all open entries
+		return
+	}
+	ids := make([]int64, len(entries))
+	for i, e := range entries {
+		ids[i] = e.ID
+	}
+	switch {
+	case t.DryRun || len(entries) == 0:
+		writeJSON(w, http.StatusOK, map[string]any{"would_replay": len(entries), "ids": ids})
+	case t.Wait:
+		res, err := h.o.Launcher.ReplayNow(r.Context(), entries)
+		if err != nil {
+			h.fail(w, r, http.StatusUnprocessableEntity, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, replayOutcome(res))
+	default:
+		h.o.Launcher.Replay(entries, nil)
+		writeJSON(w, http.StatusAccepted, map[string]any{"replaying": len(entries), "ids": ids})
+	}
+}
+
+type outcome struct {
+	ID    int64  `json:"id"`
+	OK    bool   `json:"ok"`
+	Error string `json:"error,omitempty"`
+}
+
+func replayOutcome(res *flows.ReplayResult) map[string]any {
+	out := make([]outcome, len(res.Outcomes))
+	n := 0
+	for i, o := range res.Outcomes {
+		out[i] = outcome{ID: o.Entry.ID, OK: o.OK, Error: o.Error}
+		if o.OK {
+			n++
+		}
+	}
+	notes := res.Notes
+	if notes == nil {
+		notes = []string{}
+	}
+	return map[string]any{"replayed": n, "outcomes": out, "units": res.Units, "dead": res.Dead, "interrupted": res.Interrupted, "notes": notes, "ok": res.OK()}
+}
+
+func (h *handler) discard(w http.ResponseWriter, r *http.Request) {
+	var t triageRequest
+	if err := decode(r, &t); err != nil {
+		h.fail(w, r, http.StatusBadRequest, err)
+		return
+	}
+	if t.Wait {
+		h.fail(w, r, http.StatusBadRequest, errors.New("wait: a discard always answers with its outcome"))
+		return
+	}
+	sel, err := t.selection()
+	switch {
+	case err != nil:
+	case len(sel.IDs) == 0 && !sel.All && !sel.Filtered:
+		err = errors.New("name what to discard: entry ids, all, or a filter such as run or class")
+	case len(sel.IDs) > 0 && sel.All:
+		err = errors.New("give entry ids or all, not both")
+	case sel.Filter.Status != "" && sel.Filter.Status != dlq.StatusOpen:
+		err = errors.New("only open entries are discarded; status cannot change that")
+	}
+	if err != nil {
+		h.fail(w, r, http.StatusBadRequest, err)
+		return
+	}
+	ids := sel.IDs
+	if len(ids) == 0 {
+		entries, err := dlq.SelectReplay(r.Context(), h.o.Store, sel) // the open entries the filter selects
+		if err != nil {
+			h.fail(w, r, http.StatusInternalServerError, err)
+			return
+		}
+		for _, e := range entries {
+			ids = append(ids, e.ID)
+		}
+		if len(ids) == 0 {
+			writeJSON(w, http.StatusOK, map[string]any{"discarded": 0, "ids": []int64{}})
+			return
+		}
+	}
+	if t.DryRun {
+		writeJSON(w, http.StatusOK, map[string]any{"would_discard": len(ids), "ids": ids})
+		return
+	}
+	done, err := dlq.Discard(r.Context(), h.o.Store, ids)
+	if done == nil {
+		done = []int64{}
+	}
+	if err != nil && len(done) == 0 {
+		h.fail(w, r, http.StatusBadRequest, err)
+		return
+	}
+	body := map[string]any{"discarded": len(done), "ids": done}
+	if err != nil {
+		body["error"] = err.Error()
+	}
+	writeJSON(w, http.StatusOK, body)
+}

@@ -1,0 +1,354 @@
+package server_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/paulmach/orb"
+
+	"github.com/geoflow/geoflow/dlq"
+	"github.com/geoflow/geoflow/server"
+	"github.com/geoflow/geoflow/store"
+)
+
+// hostile is text a server sent back that would run in a page inserted as HTML.
+var hostile = []string{`<script>window.__xss=1</script>`, `"><img src=x onerror="window.__xss=2">`}
+
+// seedHostile records a run of parcels with one done unit and one dead letter whose
+// error, response and request carry hostile text.
+func (u *ui) seedHostile() (runID, entryID int64) {
+	u.t.Helper()
+	ctx := context.Background()
+	run, err := u.db.StartRun(ctx, store.RunStart{Flow: "parcels"})
+	if err != nil {
+		u.t.Fatal(err)
+	}
+	defer run.Close()
+	if err := u.db.SetTaskState(ctx, run.ID, "parcels", "wfs", store.Running, ""); err != nil {
+		u.t.Fatal(err)
+	}
+	a := orb.Bound{Min: orb.Point{11.45, 48.05}, Max: orb.Point{11.50, 48.10}}
+	b := orb.Bound{Min: orb.Point{11.50, 48.10}, Max: orb.Point{11.55, 48.15}}
+	if err := u.db.AddUnits(ctx, run.ID, "parcels", []store.Unit{{Key: "q.0", BBox: &a}, {Key: "q.1", BBox: &b}}); err != nil {
+		u.t.Fatal(err)
+	}
+	e := dlq.Entry{Flow: "parcels", Task: "parcels", RunID: run.ID, Unit: "q.1", BBox: &b,
+		Request: dlq.Request{Method: "GET", URL: "https://wfs.example/wfs?typename=" + url.QueryEscape(hostile[1])},
+		Class:   dlq.ClassHTTP5xx, Error: "HTTP 500: " + hostile[0], HTTPStatus: 500, Snippet: hostile[1], Attempts: 3}
+	id, err := u.db.RecordDeadLetter(ctx, store.UnitRef{RunID: run.ID, TaskID: "parcels", Key: "q.1"}, e)
+	if err != nil {
+		u.t.Fatal(err)
+	}
+	if err := u.db.SetTaskState(ctx, run.ID, "parcels", "wfs", store.Failed, hostile[0]); err != nil {
+		u.t.Fatal(err)
+	}
+	if _, err := u.db.FinishRun(ctx, run.ID, store.Failed, hostile[1]); err != nil {
+		u.t.Fatal(err)
+	}
+	return run.ID, id
+}
+
+func (u *ui) do(method, path, body string, header ...string) (int, string, http.Header) {
+	u.t.Helper()
+	req, err := http.NewRequest(method, u.srv.URL+path, strings.NewReader(body))
+	if err != nil {
+		u.t.Fatal(err)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		if header[i] == "Host" {
+			req.Host = header[i+1]
+			continue
+		}
+		req.Header.Set(header[i], header[i+1])
+	}
+	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := client.Do(req)
+	if err != nil {
+		u.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b), resp.Header
+}
+
+// TestPagesEscapeServerText: every page renders, and text that came from a server
+// (errors, response snippets, request URLs) is shown as text, never as markup.
+func TestPagesEscapeServerText(t *testing.T) {
+	u := newUI(t, uiOptions{})
+	_, entryID := u.seedHostile()
+	for _, path := range []string{"/", "/runs", "/runs/1", "/runs/1?fragment=tasks", "/dlq", "/dlq?id=1", "/dlq?status=open&class=http_5xx", "/flows/parcels", "/flows/parcels?run=1"} {
+		t.Run(path, func(t *testing.T) {
+			code, body, h := u.do("GET", path, "")
+			if code != 200 {
+				t.Fatalf("GET %s: %d\n%s", path, code, body)
+			}
+			if csp := h.Get("Content-Security-Policy"); !strings.Contains(csp, "script-src 'self'") {
+				t.Errorf("GET %s: Content-Security-Policy %q", path, csp)
+			}
+			for _, bad := range []string{"<script>window", "<img src=x", `onerror="window`} {
+				if strings.Contains(body, bad) {
+					t.Errorf("GET %s renders %q as markup", path, bad)
+				}
+			}
+		})
+	}
+	_, body, _ := u.do("GET", "/dlq", "")
+	for _, want := range []string{"HTTP 500: &lt;script&gt;window.__xss=1&lt;/script&gt;", "http_5xx"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/dlq lacks %q", want)
+		}
+	}
+	_, body, _ = u.do("GET", "/runs/1", "")
+	if !strings.Contains(body, "&lt;img src=x onerror=") {
+		t.Errorf("/runs/1 does not show the run's error as text")
+	}
+	// The API's JSON escapes markup too (encoding/json writes < as \u003c).
+	_, body, _ = u.do("GET", "/api/dlq/1", "")
+	if strings.Contains(body, "<script>") || !strings.Contains(body, `\u003cscript\u003e`) {
+		t.Errorf("/api/dlq/1: %s", body)
+	}
+	// The run's units as GeoJSON: two boxes, the dead one with its dead letter.
+	_, body, _ = u.do("GET", "/api/runs/1/units", "")
+	var fc struct {
+		Type     string `json:"type"`
+		Total    int64  `json:"total"`
+		Features []struct {
+			Geometry struct {
+				Type string `json:"type"`
+			} `json:"geometry"`
+			Properties struct {
+				Key        string `json:"key"`
+				State      string `json:"state"`
+				DeadLetter int64  `json:"dead_letter"`
+			} `json:"properties"`
+		} `json:"features"`
+	}
+	if err := json.Unmarshal([]byte(body), &fc); err != nil {
+		t.Fatalf("%v: %s", err, body)
+	}
+	if fc.Type != "FeatureCollection" || fc.Total != 2 || len(fc.Features) != 2 || fc.Features[0].Geometry.Type != "Polygon" {
+		t.Fatalf("units: %s", body)
+	}
+	if p := fc.Features[1].Properties; p.Key != "q.1" || p.State != "failed" || p.DeadLetter != entryID {
+		t.Errorf("dead unit: %+v, want q.1 failed with dead letter %d", p, entryID)
+	}
+}
+
+// TestAPIValidation: POST /api/runs refuses what geoflow run refuses, with its words.
+func TestAPIValidation(t *testing.T) {
+	u := newUI(t, uiOptions{})
+	tests := []struct {
+		name, body string
+		code       int
+		want       string
+	}{
+		{"bad bbox", `{"flow":"parcels","bbox":"1,2,3"}`, 400, `--bbox \"1,2,3\"`},
+		{"bbox swapped", `{"flow":"parcels","bbox":[48.05,11.45,48.1,11.5],"bbox_crs":"EPSG:4326"}`, 0, ""},
+		{"bbox not numbers", `{"flow":"parcels","bbox":["a",1,2,3]}`, 400, "not a number"},
+		{"bad crs", `{"flow":"parcels","bbox":"11.45,48.05,11.5,48.1","bbox_crs":"EPSG:2056"}`, 400, `--bbox-crs \"EPSG:2056\": only EPSG:4326 and EPSG:3857`},
+		{"unknown task", `{"flow":"parcels","tasks":["nope"]}`, 400, `--task \"nope\": flow \"parcels\" has no such task`},
+		{"downstream without task", `{"flow":"parcels","with_downstream":true}`, 400, "--with-downstream needs --task"},
+		{"unknown flow", `{"flow":"roads"}`, 404, `flow \"roads\"`},
+		{"no flow", `{}`, 400, "name the flow"},
+		{"unknown field", `{"flow":"parcels","bobx":"1,2,3,4"}`, 400, `unknown field \"bobx\"`},
+		{"not JSON", `flow=parcels`, 400, "JSON body"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, body, _ := u.do("POST", "/api/runs", tt.body)
+			if tt.code == 0 {
+				return // accepted or refused by the run itself: only no crash matters
+			}
+			if code != tt.code || !strings.Contains(body, tt.want) {
+				t.Errorf("POST %s: %d %s; want %d with %q", tt.body, code, body, tt.code, tt.want)
+			}
+		})
+	}
+	// A form post is refused before anything is read: a cross-site form cannot send JSON.
+	code, body, _ := u.do("POST", "/api/runs", "", "Content-Type", "application/x-www-form-urlencoded")
+	if code != http.StatusUnsupportedMediaType {
+		t.Errorf("form POST: %d %s", code, body)
+	}
+	code, body, _ = u.do("POST", "/api/dlq/replay", `{}`)
+	if code != 400 || !strings.Contains(body, "name what to replay") {
+		t.Errorf("replay of nothing: %d %s", code, body)
+	}
+	code, body, _ = u.do("POST", "/api/dlq/replay", `{"ids":[42]}`)
+	if code != 400 || !strings.Contains(body, "no dead letter 42") {
+		t.Errorf("replay of a missing entry: %d %s", code, body)
+	}
+	code, body, _ = u.do("POST", "/api/dlq/discard", `{"ids":[42]}`)
+	if code != 400 || !strings.Contains(body, "not discarded (no such entry, or not open): 42") {
+		t.Errorf("discard of a missing entry: %d %s", code, body)
+	}
+}
+
+// TestAPIRunAndTriage: a run started by the API is the CLI's run (a bbox run recorded
+// with its area and trigger ui); its dead letters are replayed and discarded by the API.
+func TestAPIRunAndTriage(t *testing.T) {
+	u := newUI(t, uiOptions{failAt: []orb.Point{{11.47, 48.07}, {11.53, 48.13}}})
+	code, body, h := u.do("POST", "/api/runs", `{"flow":"parcels"}`)
+	if code != http.StatusAccepted || h.Get("Location") != "/api/runs/1" {
+		t.Fatalf("POST /api/runs: %d %s", code, body)
+	}
+	run := u.waitRun(1)
+	if run.Status != store.Failed || run.UnitsDead == 0 || run.Trigger != store.TriggerUI {
+		t.Fatalf("run 1: %+v; want failed with dead units, trigger ui", run)
+	}
+	entries, err := u.db.ListDeadLetters(context.Background(), dlq.Filter{Status: dlq.StatusOpen})
+	if err != nil || len(entries) < 2 {
+		t.Fatalf("dead letters: %d, %v", len(entries), err)
+	}
+	// The metrics count them by class and task.
+	_, metrics, _ := u.do("GET", "/metrics", "")
+	if !strings.Contains(metrics, `geoflow_dead_letters_open{class="http_5xx",task="parcels"}`) {
+		t.Errorf("/metrics lacks the dead letters:\n%s", metrics)
+	}
+	// Discard the first, replay the others once healed, waiting for the outcome.
+	first := entries[0].ID
+	code, body, _ = u.do("POST", "/api/dlq/discard", `{"ids":[`+itoa(first)+`]}`)
+	if code != 200 || !strings.Contains(body, `"discarded": 1`) {
+		t.Fatalf("discard: %d %s", code, body)
+	}
+	u.healed.Store(true)
+	code, body, _ = u.do("POST", "/api/dlq/replay", `{"all":true,"filter":{"run":1},"wait":true}`)
+	if code != 200 || !strings.Contains(body, `"ok": true`) {
+		t.Fatalf("replay: %d %s", code, body)
+	}
+	if n := u.count(`SELECT count(*) FROM geoflow_dlq WHERE status = 'open'`); n != 0 {
+		t.Errorf("%d entries still open after the replay", n)
+	}
+	// The discarded unit's area is still missing; a bbox run over it through the API
+	// fills it, and is recorded with that area.
+	e := entries[0]
+	bb := e.BBox
+	code, body, _ = u.do("POST", "/api/runs", `{"flow":"parcels","bbox":[`+ftoa(bb.Min[0])+`,`+ftoa(bb.Min[1])+`,`+ftoa(bb.Max[0])+`,`+ftoa(bb.Max[1])+`]}`)
+	if code != http.StatusAccepted {
+		t.Fatalf("bbox run: %d %s", code, body)
+	}
+	if r := u.waitRun(2); r.Status != store.Done {
+		t.Fatalf("run 2: %+v", r)
+	}
+	info, err := u.db.RunInfo(context.Background(), 2)
+	if err != nil || info.Area == nil || !info.Area.Equal(*bb) {
+		t.Errorf("run 2 area %v (%v), want %v", info.Area, err, bb)
+	}
+	if got, want := u.storedIn(harvestArea), int64(len(u.fx.FeaturesIn(harvestArea))); got != want {
+		t.Errorf("%d features stored, want all %d", got, want)
+	}
+}
+
+// TestTokenAndCrossSite: with a token, nothing but the probes, /metrics and the static
+// files answers without it; a replay POST without it is refused; the browser's session
+// cookie comes from /login; state-changing requests from another site are refused.
+func TestTokenAndCrossSite(t *testing.T) {
+	const token = "s3cret-token-of-24-chars"
+	u := newUI(t, uiOptions{token: token})
+	u.seedHostile()
+	bearer := []string{"Authorization", "Bearer " + token}
+
+	code, body, _ := u.do("POST", "/api/dlq/replay", `{"ids":[1]}`)
+	if code != http.StatusUnauthorized || !strings.Contains(body, "needs its token") {
+		t.Errorf("replay POST without the token: %d %s", code, body)
+	}
+	if n := u.count(`SELECT count(*) FROM geoflow_dlq WHERE status = 'open'`); n != 1 {
+		t.Errorf("the refused replay touched the entry: %d open", n)
+	}
+	code, _, _ = u.do("POST", "/api/dlq/discard", `{"ids":[1]}`, "Authorization", "Bearer wrong-token-wrong-token")
+	if code != http.StatusUnauthorized {
+		t.Errorf("discard with a wrong token: %d", code)
+	}
+	for _, path := range []string{"/api/runs", "/api/dlq", "/api/runs/1/units", "/api/flows"} {
+		if code, _, _ := u.do("GET", path, ""); code != http.StatusUnauthorized {
+			t.Errorf("GET %s without the token: %d", path, code)
+		}
+		if code, _, _ := u.do("GET", path, "", bearer...); code != 200 {
+			t.Errorf("GET %s with the token: %d", path, code)
+		}
+	}
+	code, _, h := u.do("GET", "/dlq", "")
+	if code != http.StatusSeeOther || h.Get("Location") != "/login?next=%2Fdlq" {
+		t.Errorf("page without the token: %d to %q, want the login page", code, h.Get("Location"))
+	}
+	for _, path := range []string{"/healthz", "/metrics", "/login"} {
+		if code, _, _ := u.do("GET", path, ""); code != 200 {
+			t.Errorf("GET %s: %d, want it open", path, code)
+		}
+	}
+	form := func(tok string) (int, http.Header) {
+		resp, err := (&http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}).
+			PostForm(u.srv.URL+"/login", url.Values{"token": {tok}, "next": {"//evil.example/x"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode, resp.Header
+	}
+	if code, _ := form("nope"); code != http.StatusUnauthorized {
+		t.Errorf("login with a wrong token: %d", code)
+	}
+	code, h = form(token)
+	cookie := h.Get("Set-Cookie")
+	if code != http.StatusSeeOther || h.Get("Location") != "/" || !strings.Contains(cookie, "HttpOnly") ||
+		!strings.Contains(cookie, "SameSite=Strict") || strings.Contains(cookie, token) {
+		t.Fatalf("login: %d to %q, cookie %q", code, h.Get("Location"), cookie)
+	}
+	session := strings.SplitN(cookie, ";", 2)[0]
+	if code, _, _ := u.do("GET", "/dlq", "", "Cookie", session); code != 200 {
+		t.Errorf("page with the session cookie: %d", code)
+	}
+	// A page of another site posting with the browser's cookie is refused.
+	code, body, _ = u.do("POST", "/api/dlq/discard", `{"ids":[1]}`, "Cookie", session, "Sec-Fetch-Site", "cross-site", "Origin", "https://evil.example")
+	if code != http.StatusForbidden || !strings.Contains(body, "cross-origin") {
+		t.Errorf("cross-site discard: %d %s", code, body)
+	}
+	code, body, _ = u.do("POST", "/api/dlq/discard", `{"ids":[1]}`, "Cookie", session, "Sec-Fetch-Site", "same-origin")
+	if code != 200 || !strings.Contains(body, `"discarded": 1`) {
+		t.Errorf("same-origin discard with the session: %d %s", code, body)
+	}
+}
+
+// TestLoopbackOnlyWithoutToken: without a token the server answers to loopback host
+// names only (a DNS name pointed at 127.0.0.1 by another site gets nothing), and it
+// cannot be started on a public address.
+func TestLoopbackOnlyWithoutToken(t *testing.T) {
+	u := newUI(t, uiOptions{})
+	if code, _, _ := u.do("GET", "/api/runs", "", "Host", "rebind.evil.example"); code != http.StatusMisdirectedRequest {
+		t.Errorf("request for another host name: %d", code)
+	}
+	if code, _, _ := u.do("GET", "/api/runs", "", "Host", "localhost:8080"); code != 200 {
+		t.Errorf("request for localhost: %d", code)
+	}
+	tests := []struct {
+		addr, token string
+		ok          bool
+	}{
+		{"127.0.0.1:8080", "", true},
+		{"localhost:8080", "", true},
+		{"[::1]:8080", "", true},
+		{"0.0.0.0:8080", "", false},
+		{":8080", "", false},
+		{"192.0.2.10:8080", "", false},
+		{"0.0.0.0:8080", "short", false},
+		{"0.0.0.0:8080", "a-long-enough-token", true},
+	}
+	for _, tt := range tests {
+		err := server.CheckListen(tt.addr, tt.token)
+		if (err == nil) != tt.ok {
+			t.Errorf("CheckListen(%q, %q) = %v, want ok %v", tt.addr, tt.token, err, tt.ok)
+		}
+	}
+}
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+func ftoa(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }

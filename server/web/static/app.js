@@ -1,0 +1,446 @@
+// geoflow's web UI: the maps of a run's units and of dead letters, drawing a box to
+// rerun an area, and the buttons that call the JSON API. Pages are rendered by the
+// server; this module only enhances them. Text that came from a server is only ever set
+// with textContent, never parsed as HTML.
+import { Map, Popup, NavigationControl, ScaleControl } from './vendor/maplibre-gl/maplibre-gl.mjs';
+
+const stateColor = ['match', ['get', 'state'],
+  'done', '#2e7d32', 'running', '#1565c0', 'failed', '#c62828', 'interrupted', '#ef6c00', '#9e9e9e'];
+const statusColor = ['match', ['get', 'status'],
+  'open', '#c62828', 'replayed', '#2e7d32', '#9e9e9e'];
+
+// api sends a request to geoflow's API and returns the JSON answer, or throws an Error
+// with the server's own message.
+export async function api(method, url, body) {
+  const opts = { method, credentials: 'same-origin', headers: { Accept: 'application/json' } };
+  if (body !== undefined) {
+    opts.headers['Content-Type'] = 'application/json';
+    opts.body = JSON.stringify(body);
+  }
+  const resp = await fetch(url, opts);
+  let data = null;
+  try { data = await resp.json(); } catch { /* not JSON */ }
+  if (!resp.ok) {
+    throw new Error((data && data.error) || `${method} ${url}: ${resp.status} ${resp.statusText}`);
+  }
+  return data;
+}
+
+function el(tag, attrs = {}, ...children) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) {
+    if (k === 'class') e.className = v;
+    else if (k.startsWith('on')) e.addEventListener(k.slice(2), v);
+    else e.setAttribute(k, v);
+  }
+  for (const c of children) {
+    if (c === null || c === undefined) continue;
+    e.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  }
+  return e;
+}
+
+const fmt = (n) => (n === undefined || n === null ? '' : Number(n).toLocaleString('en'));
+
+function table(rows) {
+  const t = el('table', { class: 'kv' });
+  for (const [k, v] of rows) {
+    if (v === undefined || v === null || v === '') continue;
+    t.append(el('tr', {}, el('th', {}, k), el('td', {}, v)));
+  }
+  return t;
+}
+
+// A graticule of lines every step degrees over bounds [w, s, e, n], the step chosen so
+// that a handful of lines show: there is no basemap offline, and lines of longitude and
+// latitude tell where the boxes are.
+function graticule(b) {
+  const span = Math.max(b[2] - b[0], b[3] - b[1], 1e-6);
+  const steps = [0.0001, 0.0002, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 15, 30];
+  const step = steps.find((s) => span / s <= 8) || 30;
+  const lines = [];
+  const w = Math.max(-180, Math.floor(b[0] / step) * step), e = Math.min(180, Math.ceil(b[2] / step) * step);
+  const s = Math.max(-85, Math.floor(b[1] / step) * step), n = Math.min(85, Math.ceil(b[3] / step) * step);
+  for (let x = w; x <= e + step / 2; x += step) lines.push([[x, s], [x, n]]);
+  for (let y = s; y <= n + step / 2; y += step) lines.push([[w, y], [e, y]]);
+  return { type: 'FeatureCollection', features: lines.map((c) => ({ type: 'Feature', properties: {}, geometry: { type: 'LineString', coordinates: c } })) };
+}
+
+function extentOf(features) {
+  let b = null;
+  const add = (c) => {
+    if (typeof c[0] === 'number') {
+      b = b ? [Math.min(b[0], c[0]), Math.min(b[1], c[1]), Math.max(b[2], c[0]), Math.max(b[3], c[1])] : [c[0], c[1], c[0], c[1]];
+    } else c.forEach(add);
+  };
+  for (const f of features) add(f.geometry.coordinates);
+  return b;
+}
+
+function centroids(fc) {
+  return {
+    type: 'FeatureCollection',
+    features: fc.features.map((f) => {
+      const b = extentOf([f]);
+      return { type: 'Feature', id: f.id, properties: f.properties, geometry: { type: 'Point', coordinates: [(b[0] + b[2]) / 2, (b[1] + b[3]) / 2] } };
+    }),
+  };
+}
+
+const emptyFC = () => ({ type: 'FeatureCollection', features: [] });
+
+function baseStyle() {
+  return {
+    version: 8,
+    sources: {
+      graticule: { type: 'geojson', data: emptyFC() },
+      extent: { type: 'geojson', data: emptyFC() },
+    },
+    layers: [
+      { id: 'background', type: 'background', paint: { 'background-color': '#f3f1ec' } },
+      { id: 'graticule', type: 'line', source: 'graticule', paint: { 'line-color': '#c9c4b8', 'line-width': 1 } },
+      { id: 'extent', type: 'line', source: 'extent', paint: { 'line-color': '#6d6a63', 'line-width': 1.5, 'line-dasharray': [3, 2] } },
+    ],
+  };
+}
+
+// GeoMap is one of the UI's maps: a source of boxes (a run's units or dead letters)
+// drawn over a graticule, with a popup on click and a tool to draw a box.
+class GeoMap {
+  constructor(container) {
+    this.container = container;
+    this.kind = container.dataset.unitsUrl ? 'units' : (container.dataset.featuresUrl ? 'dlq' : 'none');
+    this.url = container.dataset.unitsUrl || container.dataset.featuresUrl || '';
+    this.fitted = false;
+    this.map = new Map({
+      container, style: baseStyle(), center: [0, 20], zoom: 1, attributionControl: false,
+      fadeDuration: 0, dragRotate: false, pitchWithRotate: false, renderWorldCopies: false,
+    });
+    this.map.addControl(new NavigationControl({ showCompass: false }));
+    this.map.addControl(new ScaleControl());
+    this.loaded = new Promise((resolve) => this.map.on('load', resolve));
+    this.map.on('moveend', () => this.updateGraticule());
+    this.loaded.then(() => this.setup());
+  }
+
+  async setup() {
+    const m = this.map;
+    m.addSource('boxes', { type: 'geojson', data: emptyFC() });
+    m.addSource('dots', { type: 'geojson', data: emptyFC() });
+    m.addSource('draw', { type: 'geojson', data: emptyFC() });
+    const color = this.kind === 'dlq' ? statusColor : stateColor;
+    m.addLayer({ id: 'boxes-fill', type: 'fill', source: 'boxes', paint: { 'fill-color': color, 'fill-opacity': 0.35 } });
+    m.addLayer({ id: 'boxes-line', type: 'line', source: 'boxes', paint: { 'line-color': color, 'line-width': 1 } });
+    // Dead units (and open dead letters) are also a dot, which stays clickable however
+    // small their box is at this zoom: "a red dot you can click to see the error".
+    m.addLayer({
+      id: 'dots', type: 'circle', source: 'dots',
+      filter: this.kind === 'dlq' ? ['==', ['get', 'status'], 'open'] : ['==', ['get', 'state'], 'failed'],
+      paint: { 'circle-radius': 5, 'circle-color': '#c62828', 'circle-stroke-color': '#fff', 'circle-stroke-width': 1.5 },
+    });
+    m.addLayer({ id: 'draw-fill', type: 'fill', source: 'draw', paint: { 'fill-color': '#1565c0', 'fill-opacity': 0.12 } });
+    m.addLayer({ id: 'draw-line', type: 'line', source: 'draw', paint: { 'line-color': '#1565c0', 'line-width': 2, 'line-dasharray': [2, 1] } });
+    for (const layer of ['boxes-fill', 'dots']) {
+      m.on('click', layer, (e) => this.clicked(e));
+      m.on('mouseenter', layer, () => { if (!this.drawing) m.getCanvas().style.cursor = 'pointer'; });
+      m.on('mouseleave', layer, () => { if (!this.drawing) m.getCanvas().style.cursor = ''; });
+    }
+    await this.refresh();
+  }
+
+  updateGraticule() {
+    const src = this.map.getSource('graticule');
+    if (!src) return;
+    const b = this.map.getBounds();
+    src.setData(graticule([b.getWest(), b.getSouth(), b.getEast(), b.getNorth()]));
+  }
+
+  // refresh fetches the boxes again and draws them; the first time, it fits the map to
+  // them and, once the map has drawn them, sets data-ready (and the time it took since
+  // the page started loading, data-drawn-ms) for tests and measurements.
+  async refresh() {
+    let fc = emptyFC();
+    const note = document.getElementById(this.container.id + '-note');
+    if (this.url) {
+      try {
+        fc = await api('GET', this.url);
+      } catch (err) {
+        if (note) note.textContent = err.message;
+        this.container.dataset.error = err.message;
+      }
+    }
+    this.fc = fc;
+    this.map.getSource('boxes').setData(fc);
+    this.map.getSource('dots').setData(centroids(fc));
+    const ext = extentOf(fc.features);
+    if (ext) {
+      this.map.getSource('extent').setData({ type: 'Feature', properties: {}, geometry: { type: 'Polygon', coordinates: [[[ext[0], ext[1]], [ext[2], ext[1]], [ext[2], ext[3]], [ext[0], ext[3]], [ext[0], ext[1]]]] } });
+    }
+    if (!this.fitted) {
+      this.fitted = true;
+      if (ext) this.map.fitBounds([[ext[0], ext[1]], [ext[2], ext[3]]], { padding: 30, duration: 0, maxZoom: 16 });
+      this.updateGraticule();
+    }
+    if (note && fc.total !== undefined) {
+      const parts = [`${fmt(fc.features.length)} drawn`];
+      if (fc.truncated) parts.push(`of ${fmt(fc.total)} (the first ones only: narrow by task)`);
+      if (fc.not_spatial) parts.push(`${fmt(fc.not_spatial)} without a box`);
+      note.textContent = parts.join(', ');
+    }
+    this.container.dataset.features = String(fc.features.length);
+    await new Promise((resolve) => this.map.once('idle', resolve));
+    if (!this.container.dataset.ready) {
+      this.container.dataset.drawnMs = String(Math.round(performance.now()));
+      this.container.dataset.ready = '1';
+    }
+    const key = (f) => (this.kind === 'dlq' ? String(f.properties.id) : `${f.properties.task}/${f.properties.key}`);
+    this.container.dataset.rendered = String(new Set(this.map.queryRenderedFeatures({ layers: ['boxes-fill'] }).map(key)).size);
+  }
+
+  clicked(e) {
+    if (this.drawing || !e.features.length) return;
+    const p = e.features[0].properties;
+    const body = this.kind === 'dlq' ? entrySummary(p) : unitDetails(p);
+    new Popup({ maxWidth: '420px' }).setLngLat(e.lngLat).setDOMContent(body).addTo(this.map);
+    if (this.kind === 'dlq') showEntry(p.id);
+  }
+
+  // startDraw lets the next drag on the map draw a box; done gets [w, s, e, n].
+  startDraw(done) {
+    const m = this.map;
+    this.drawing = true;
+    m.dragPan.disable();
+    m.boxZoom.disable();
+    m.getCanvas().style.cursor = 'crosshair';
+    let start = null;
+    const box = (a, b) => [Math.min(a.lng, b.lng), Math.min(a.lat, b.lat), Math.max(a.lng, b.lng), Math.max(a.lat, b.lat)];
+    const move = (e) => { if (start) this.showBox(box(start, e.lngLat)); };
+    const down = (e) => { e.preventDefault(); start = e.lngLat; };
+    const up = (e) => {
+      if (!start) return;
+      const b = box(start, e.lngLat);
+      m.off('mousedown', down); m.off('mousemove', move); m.off('mouseup', up);
+      m.dragPan.enable(); m.boxZoom.enable();
+      m.getCanvas().style.cursor = '';
+      this.drawing = false;
+      this.showBox(b);
+      done(b);
+    };
+    m.on('mousedown', down); m.on('mousemove', move); m.on('mouseup', up);
+  }
+
+  showBox(b) {
+    this.map.getSource('draw').setData({ type: 'Feature', properties: {}, geometry: { type: 'Polygon', coordinates: [[[b[0], b[1]], [b[2], b[1]], [b[2], b[3]], [b[0], b[3]], [b[0], b[1]]]] } });
+  }
+
+  viewBBox() {
+    const b = this.map.getBounds();
+    return [Math.max(-180, b.getWest()), Math.max(-90, b.getSouth()), Math.min(180, b.getEast()), Math.min(90, b.getNorth())];
+  }
+}
+
+function unitDetails(p) {
+  const div = el('div', { class: 'unit' }, el('h3', {}, `${p.task} · ${p.key}`));
+  div.append(table([
+    ['state', p.state === 'failed' ? 'dead' : p.state],
+    ['attempts', fmt(p.attempts)],
+    ['requests', fmt(p.requests)],
+    ['inserted', fmt(p.features_inserted)],
+    ['skipped', fmt(p.features_skipped)],
+    ['updated', fmt(p.features_updated)],
+    ['rejected', p.features_rejected ? fmt(p.features_rejected) : ''],
+    ['bytes', fmt(p.bytes)],
+    ['started', p.started_at && p.started_at !== 'null' ? p.started_at : ''],
+    ['finished', p.finished_at && p.finished_at !== 'null' ? p.finished_at : ''],
+    ['error', p.error || ''],
+  ]));
+  if (p.dead_letter) {
+    const holder = el('div', { class: 'dl' }, 'loading the dead letter…');
+    div.append(holder);
+    api('GET', `/api/dlq/${p.dead_letter}`).then((e) => holder.replaceChildren(entryDetails(e))).catch((err) => { holder.textContent = err.message; });
+  }
+  return div;
+}
+
+function entrySummary(p) {
+  return el('div', { class: 'unit' }, el('h3', {}, `dead letter ${p.id}`),
+    table([['run', p.run_id], ['task', p.task], ['unit', p.unit], ['class', p.error_class], ['status', p.status], ['error', p.error]]));
+}
+
+// entryDetails is a whole dead letter: redacted request, error, response snippet,
+// attempts, replay history, and its buttons.
+function entryDetails(e) {
+  const div = el('div', { class: 'entry-details' });
+  div.append(el('h3', {}, `dead letter ${e.id} · ${e.status}`));
+  div.append(table([
+    ['flow', e.flow], ['run', el('a', { href: `/runs/${e.run_id}` }, `run ${e.run_id}`)], ['task', e.task], ['unit', e.unit],
+    ['class', e.error_class], ['HTTP status', e.http_status || ''], ['attempts', fmt(e.attempts)],
+    ['request', e.request && e.request.url ? `${e.request.method || 'GET'} ${e.request.url}` : ''],
+    ['first failed', e.first_failed_at], ['last failed', e.last_failed_at],
+    ['bbox', e.bbox ? e.bbox.join(', ') : ''],
+  ]));
+  div.append(el('h4', {}, 'Error'), el('pre', { class: 'err' }, e.error || ''));
+  if (e.request && e.request.body) div.append(el('h4', {}, 'Request body'), el('pre', {}, e.request.body));
+  if (e.response_snippet) div.append(el('h4', {}, 'Response'), el('pre', {}, e.response_snippet));
+  if (e.replay_history && e.replay_history.length) {
+    const ul = el('ul', { class: 'history' });
+    for (const h of e.replay_history) ul.append(el('li', {}, `${h.at}: ${h.result}${h.error ? ' — ' + h.error : ''}`));
+    div.append(el('h4', {}, 'Replays'), ul);
+  }
+  if (e.status === 'open') {
+    const msg = el('span', { role: 'status' });
+    const act = (what) => async () => {
+      try {
+        const r = await api('POST', `/api/dlq/${what}`, { ids: [e.id] });
+        msg.textContent = what === 'replay' ? `replaying ${r.replaying}…` : `discarded ${r.discarded}`;
+        setTimeout(() => location.reload(), what === 'replay' ? 2500 : 600);
+      } catch (err) { msg.textContent = err.message; }
+    };
+    const menu = el('p', { class: 'actions' });
+    if (document.querySelector('#replay-selected') || document.body.dataset.page === 'run') {
+      menu.append(el('button', { class: 'replay-one', onclick: act('replay') }, 'Replay'), ' ');
+    }
+    menu.append(el('button', { class: 'discard-one', onclick: act('discard') }, 'Discard'), ' ', msg);
+    div.append(menu);
+  }
+  return div;
+}
+
+async function showEntry(id) {
+  const aside = document.getElementById('entry');
+  if (!aside) return;
+  aside.hidden = false;
+  aside.replaceChildren(el('p', {}, 'loading…'));
+  try {
+    aside.replaceChildren(entryDetails(await api('GET', `/api/dlq/${id}`)));
+  } catch (err) {
+    aside.replaceChildren(el('p', { class: 'error' }, err.message));
+  }
+}
+
+// The rerun dialog: the box drawn, the flow and its tasks; submitting it starts the run
+// (POST /api/runs, the same code as geoflow run --bbox) and opens the run's page.
+function rerunDialog() {
+  const dlg = document.getElementById('rerun');
+  if (!dlg) return null;
+  const flows = JSON.parse(dlg.dataset.flows || '{}');
+  const flowSel = document.getElementById('rerun-flow');
+  const taskSel = document.getElementById('rerun-task');
+  const fill = () => {
+    taskSel.replaceChildren(el('option', { value: '' }, 'all tasks'));
+    for (const t of flows[flowSel.value] || []) taskSel.append(el('option', { value: t }, t));
+  };
+  flowSel.addEventListener('change', fill);
+  document.getElementById('rerun-form').addEventListener('submit', async (ev) => {
+    if (ev.submitter && ev.submitter.value !== 'go') return;
+    ev.preventDefault();
+    const err = document.getElementById('rerun-error');
+    err.textContent = '';
+    try {
+      await rerun({ flow: flowSel.value, bbox: document.getElementById('rerun-bbox').value, tasks: taskSel.value ? [taskSel.value] : [] });
+    } catch (e) { err.textContent = e.message; }
+  });
+  return {
+    open(bbox, flow) {
+      if (flow && flows[flow]) flowSel.value = flow;
+      fill();
+      document.getElementById('rerun-bbox').value = bbox.map((x) => Number(x.toFixed(6))).join(',');
+      document.getElementById('rerun-error').textContent = '';
+      dlg.showModal();
+    },
+  };
+}
+
+// rerun starts a run of flow over bbox ([w, s, e, n] or "w,s,e,n") and goes to its page.
+export async function rerun({ flow, bbox, tasks }) {
+  const r = await api('POST', '/api/runs', { flow, bbox, tasks: tasks && tasks.length ? tasks : undefined });
+  location.href = r.url;
+  return r;
+}
+
+function livePolling(gm) {
+  const c = gm.container;
+  if (!c.dataset.runUrl) return;
+  const tasks = document.getElementById('tasks');
+  const status = document.getElementById('run-status');
+  const tick = async () => {
+    try {
+      const run = await api('GET', c.dataset.runUrl);
+      await gm.refresh();
+      if (c.dataset.tasksUrl && tasks) {
+        const resp = await fetch(c.dataset.tasksUrl, { credentials: 'same-origin' });
+        if (resp.ok) tasks.innerHTML = await resp.text(); // server-rendered, escaped
+      }
+      if (status) status.replaceChildren(el('span', { class: `state state-${run.status}` }, run.status));
+      c.dataset.status = run.status;
+      if (run.status === 'running') setTimeout(tick, 1500);
+    } catch (err) {
+      setTimeout(tick, 5000);
+    }
+  };
+  if (c.dataset.status === 'running') setTimeout(tick, 1500);
+}
+
+function dlqActions(gm) {
+  const picks = () => [...document.querySelectorAll('input.pick:checked')].map((i) => Number(i.value));
+  const msg = document.getElementById('dlq-message');
+  const buttons = ['replay-selected', 'discard-selected'].map((id) => document.getElementById(id)).filter(Boolean);
+  const update = () => { for (const b of buttons) b.disabled = picks().length === 0; };
+  document.querySelectorAll('input.pick').forEach((i) => i.addEventListener('change', update));
+  const all = document.getElementById('select-all');
+  if (all) all.addEventListener('change', () => { document.querySelectorAll('input.pick').forEach((i) => { i.checked = all.checked; }); update(); });
+  const send = async (what, body) => {
+    try {
+      const r = await api('POST', `/api/dlq/${what}`, body);
+      msg.textContent = what === 'replay' ? `replaying ${r.replaying ?? r.would_replay}…` : `discarded ${r.discarded}${r.error ? ' (' + r.error + ')' : ''}`;
+      setTimeout(() => location.reload(), what === 'replay' ? 2500 : 600);
+    } catch (err) { msg.textContent = err.message; }
+  };
+  const inView = (btn) => {
+    const q = new URLSearchParams(btn.dataset.query || '');
+    const filter = {};
+    for (const k of ['flow', 'task', 'class', 'since', 'host']) if (q.get(k)) filter[k] = q.get(k);
+    if (q.get('run')) filter.run = Number(q.get('run'));
+    filter.bbox = gm.viewBBox();
+    return { all: true, filter };
+  };
+  const on = (id, fn) => { const b = document.getElementById(id); if (b) b.addEventListener('click', () => fn(b)); };
+  on('replay-selected', () => send('replay', { ids: picks() }));
+  on('discard-selected', () => send('discard', { ids: picks() }));
+  on('replay-view', (b) => send('replay', inView(b)));
+  on('discard-view', (b) => send('discard', inView(b)));
+  document.querySelectorAll('a.show-entry').forEach((a) => a.addEventListener('click', (ev) => {
+    ev.preventDefault();
+    showEntry(a.dataset.id);
+    const f = (gm.fc || emptyFC()).features.find((x) => String(x.properties.id) === a.dataset.id);
+    const b = f && extentOf([f]);
+    if (b) gm.map.fitBounds([[b[0], b[1]], [b[2], b[3]]], { padding: 80, maxZoom: 15, duration: 0 });
+  }));
+}
+
+function init() {
+  const maps = {};
+  for (const c of document.querySelectorAll('.map')) maps[c.id] = new GeoMap(c);
+  const dialog = rerunDialog();
+  // areaDrawn is what the draw tool calls with the box drawn; tests call it too.
+  const areaDrawn = (bbox, flow) => dialog && dialog.open(bbox, flow);
+  document.querySelectorAll('button.draw').forEach((b) => b.addEventListener('click', () => {
+    const gm = maps[b.dataset.for];
+    if (!gm) return;
+    b.classList.add('active');
+    gm.startDraw((bbox) => { b.classList.remove('active'); areaDrawn(bbox, gm.container.dataset.flow); });
+  }));
+  document.querySelectorAll('button.run-now').forEach((b) => b.addEventListener('click', async () => {
+    b.disabled = true;
+    try { await rerun({ flow: b.dataset.flow }); } catch (err) { b.disabled = false; b.title = err.message; b.textContent = 'Run now (failed: hover)'; }
+  }));
+  for (const gm of Object.values(maps)) {
+    livePolling(gm);
+    if (gm.kind === 'dlq') dlqActions(gm);
+  }
+  const q = new URLSearchParams(location.search);
+  if (document.body.dataset.page === 'dlq' && q.get('id')) showEntry(q.get('id'));
+  window.geoflow = { maps, areaDrawn, rerun, api };
+}
+
+init();
