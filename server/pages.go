@@ -37,13 +37,14 @@ type pages struct {
 
 func loadPages(a *assets) (*pages, error) {
 	funcs := template.FuncMap{
-		"asset":   a.url,
-		"num":     num,
-		"ago":     ago,
-		"ahead":   ahead,
-		"elapsed": elapsed,
-		"clip":    clip,
-		"json":    jsonString,
+		"asset":      a.url,
+		"num":        num,
+		"ago":        ago,
+		"ahead":      ahead,
+		"elapsed":    elapsed,
+		"clip":       clip,
+		"errSummary": errSummary,
+		"json":       jsonString,
 	}
 	base, err := template.New("layout").Funcs(funcs).ParseFS(webFS, "web/templates/layout.html")
 	if err != nil {
@@ -238,14 +239,15 @@ func (h *handler) runPage(w http.ResponseWriter, r *http.Request) {
 		Area      string
 		OnlyTasks string
 	}{Run: run}
-	if r.URL.Query().Get("fragment") == "tasks" {
-		h.render(w, r, "run", "tasks", data)
-		return
-	}
 	if info, err := h.o.Store.RunInfo(r.Context(), id); err == nil && info.Area != nil {
 		b := info.Area
 		data.Area = strconv.FormatFloat(b.Min[0], 'f', -1, 64) + "," + strconv.FormatFloat(b.Min[1], 'f', -1, 64) + "," +
 			strconv.FormatFloat(b.Max[0], 'f', -1, 64) + "," + strconv.FormatFloat(b.Max[1], 'f', -1, 64)
+	}
+	switch r.URL.Query().Get("fragment") {
+	case "tasks", "head": // the parts of the page that live polling refreshes
+		h.render(w, r, "run", r.URL.Query().Get("fragment"), data)
+		return
 	}
 	data.page = h.page(r, "Run "+strconv.FormatInt(id, 10), "run")
 	h.render(w, r, "run", "layout", data)

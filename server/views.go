@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -76,6 +77,13 @@ func clip(s string, n int) string {
 	}
 	return string(r[:n]) + "…"
 }
+
+// requestPrefix is how the rate-limit handler's errors start: "retry: GET URL: ".
+var requestPrefix = regexp.MustCompile(`^retry: [A-Z]+ \S+: `)
+
+// errSummary is a dead letter's error for a table cell: without the request (the
+// details show it) and cut to 160 characters.
+func errSummary(s string) string { return clip(requestPrefix.ReplaceAllString(s, ""), 160) }
 
 // jsonString is v as JSON, for a data- attribute (html/template escapes it there).
 func jsonString(v any) (string, error) {

@@ -361,17 +361,20 @@ export async function rerun({ flow, bbox, tasks }) {
 function livePolling(gm) {
   const c = gm.container;
   if (!c.dataset.runUrl) return;
-  const tasks = document.getElementById('tasks');
-  const status = document.getElementById('run-status');
+  // The server renders these parts again (escaped, as the page was); they replace the
+  // page's own.
+  const swap = async (id, fragment) => {
+    const part = document.getElementById(id);
+    if (!part || !c.dataset.tasksUrl) return;
+    const resp = await fetch(c.dataset.tasksUrl.replace('fragment=tasks', `fragment=${fragment}`), { credentials: 'same-origin' });
+    if (resp.ok) part.innerHTML = await resp.text();
+  };
   const tick = async () => {
     try {
       const run = await api('GET', c.dataset.runUrl);
       await gm.refresh();
-      if (c.dataset.tasksUrl && tasks) {
-        const resp = await fetch(c.dataset.tasksUrl, { credentials: 'same-origin' });
-        if (resp.ok) tasks.innerHTML = await resp.text(); // server-rendered, escaped
-      }
-      if (status) status.replaceChildren(el('span', { class: `state state-${run.status}` }, run.status));
+      await swap('tasks', 'tasks');
+      await swap('run-head', 'head');
       c.dataset.status = run.status;
       if (run.status === 'running') setTimeout(tick, 1500);
     } catch (err) {
