@@ -46,6 +46,7 @@ func tests() []test {
 		{"CrashedRuns", testCrashedRuns},
 		{"HoldRun", testHoldRun},
 		{"Units", testUnits},
+		{"ListUnits", testListUnits},
 		{"UnitChildren", testUnitChildren},
 		{"UnitRollback", testUnitRollback},
 		{"ConcurrentUnits", testConcurrentUnits},
