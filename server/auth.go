@@ -24,7 +24,7 @@ const MinTokenLength = 16
 // needs a token of MinTokenLength characters or more. The error says what to do.
 func CheckListen(addr, token string) error {
 	if token != "" && len(token) < MinTokenLength {
-		return errors.New("--token must be at least 16 characters (GEOFLOW_UI_TOKEN the same)")
+		return errors.New("--token is too short: at least 16 characters (GEOFLOW_UI_TOKEN too)")
 	}
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {

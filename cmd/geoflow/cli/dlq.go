@@ -47,6 +47,7 @@ func (ff *filterFlags) add(f *pflag.FlagSet, defaultStatus string) {
 	f.StringVar(&ff.status, "status", defaultStatus, "only this status: open, replayed, discarded, or all")
 	f.StringVar(&ff.args.Since, "since", "", "only entries that last failed since this age (24h, 7d) or RFC 3339 time")
 	f.StringVar(&ff.args.BBox, "bbox", "", "only entries whose unit intersects minx,miny,maxx,maxy (lon/lat)")
+	f.StringVar(&ff.args.Host, "host", "", "only entries whose request went to this host[:port] (as dlq stats names it; "+dlq.NoHost+" for none)")
 }
 
 func (ff *filterFlags) filter() (dlq.Filter, error) {
@@ -343,7 +344,7 @@ func replayDLQ(cmd *cobra.Command, g *globals, args []string, ff filterFlags, al
 	filtered := false
 	cmd.Flags().Visit(func(fl *pflag.Flag) {
 		switch fl.Name {
-		case "flow", "task", "run", "class", "since", "bbox":
+		case "flow", "task", "run", "class", "since", "bbox", "host":
 			filtered = true
 		}
 	})

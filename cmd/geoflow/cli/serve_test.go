@@ -181,6 +181,8 @@ func TestServeTwoInstancesAndSIGTERM(t *testing.T) {
 }
 
 func TestServeBadFlags(t *testing.T) {
+	t.Setenv("GEOFLOW_UI_TOKEN", "")
+	dir := t.TempDir()
 	tests := []struct {
 		name string
 		args []string
@@ -188,6 +190,11 @@ func TestServeBadFlags(t *testing.T) {
 	}{
 		{name: "no flows dir", args: []string{"serve", "--flows", "/nonexistent/flows"}, want: "is not a directory"},
 		{name: "zero grace", args: []string{"serve", "--grace", "0s"}, want: "--grace must be above 0"},
+		// A UI reachable from other machines without a token is refused before anything starts.
+		{name: "public listen, no token", args: []string{"serve", "--flows", dir, "--listen", "0.0.0.0:0"}, want: "is reachable from other machines: set --token"},
+		{name: "all interfaces, no token", args: []string{"serve", "--flows", dir, "--listen", ":8080"}, want: "set --token"},
+		{name: "short token", args: []string{"serve", "--flows", dir, "--listen", "0.0.0.0:0", "--token", "abc"}, want: "--token is too short: at least 16 characters"},
+		{name: "ui public listen, no token", args: []string{"ui", "--listen", "0.0.0.0:0"}, want: "is reachable from other machines: set --token"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
