@@ -113,12 +113,25 @@ func (h *handler) units(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c := collection{Type: "FeatureCollection", Features: []feature{}, Total: total, Truncated: total > int64(len(units))}
+	// A unit that planned others (a layer's count, a tile that split) covers their
+	// area: the map outlines it rather than filling it over them.
+	planners := map[[2]string]bool{}
+	for _, u := range units {
+		if u.Parent != "" {
+			planners[[2]string{u.Task, u.Parent}] = true
+		}
+	}
+	type unitProps struct {
+		store.UnitRecord
+		Planner bool `json:"planner"`
+	}
 	for _, u := range units {
 		if u.BBox == nil {
 			c.NotSpatial++
 			continue
 		}
-		c.Features = append(c.Features, feature{Type: "Feature", ID: u.Task + "/" + u.Key, Geometry: boxGeometry(*u.BBox), Properties: u})
+		c.Features = append(c.Features, feature{Type: "Feature", ID: u.Task + "/" + u.Key, Geometry: boxGeometry(*u.BBox),
+			Properties: unitProps{u, planners[[2]string{u.Task, u.Key}]}})
 	}
 	writeGeoJSON(w, r, c)
 }

@@ -96,8 +96,10 @@ func runUI(ctx context.Context, g *globals, uf uiFlags) error {
 	}
 	defer st.Close()
 	defer release()
+	// Looking writes nothing: a store an older geoflow wrote is not migrated behind its
+	// owner's back (the error says to run geoflow migrate up).
 	if err := st.CheckMigrations(ctx); err != nil {
-		return fmt.Errorf("%w (geoflow migrate up brings it up to date)", err)
+		return err
 	}
 	ln, err := net.Listen("tcp", uf.listen)
 	if err != nil {

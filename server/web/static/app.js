@@ -129,8 +129,12 @@ class GeoMap {
     m.addSource('dots', { type: 'geojson', data: emptyFC() });
     m.addSource('draw', { type: 'geojson', data: emptyFC() });
     const color = this.kind === 'dlq' ? statusColor : stateColor;
-    m.addLayer({ id: 'boxes-fill', type: 'fill', source: 'boxes', paint: { 'fill-color': color, 'fill-opacity': 0.35 } });
-    m.addLayer({ id: 'boxes-line', type: 'line', source: 'boxes', paint: { 'line-color': color, 'line-width': 1 } });
+    // Units that planned others (a layer's count, a tile that split) are outlined only:
+    // their children cover the same ground and carry the state that matters.
+    const leaf = ['!', ['to-boolean', ['get', 'planner']]];
+    m.addLayer({ id: 'boxes-fill', type: 'fill', source: 'boxes', filter: leaf, paint: { 'fill-color': color, 'fill-opacity': 0.35 } });
+    m.addLayer({ id: 'boxes-line', type: 'line', source: 'boxes', filter: leaf, paint: { 'line-color': color, 'line-width': 1 } });
+    m.addLayer({ id: 'planners', type: 'line', source: 'boxes', filter: ['!', leaf], paint: { 'line-color': '#6d6a63', 'line-width': 1, 'line-dasharray': [1, 2] } });
     // Dead units (and open dead letters) are also a dot, which stays clickable however
     // small their box is at this zoom: "a red dot you can click to see the error".
     m.addLayer({
