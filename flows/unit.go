@@ -33,6 +33,10 @@ func (r *runner) unit(work context.Context, task tasks.Task, env *tasks.Env, u s
 	// Every request the unit sends is counted, over its executions and the stream
 	// its output reads while it is written.
 	work = retry.CountRequests(work)
+	if err := r.opts.Store.StartUnit(work, ref); err != nil {
+		// Only the live map shows it: the unit runs all the same.
+		env.Logger.Debug("recording a unit as running", "unit", u.Key, "err", err)
+	}
 	final := context.WithoutCancel(work)
 	start := time.Now()
 	wait := cmp.Or(env.Retry.MaxElapsed, retry.DefaultMaxElapsed)

@@ -118,6 +118,10 @@ type Units interface {
 	OpenUnits(ctx context.Context, runID int64, task string) ([]Unit, error)
 	// Unit returns a recorded unit and its state, or fails wrapping ErrNotFound.
 	Unit(ctx context.Context, ref UnitRef) (Unit, State, error)
+	// StartUnit records that a unit's execution began (state running), for the UI's
+	// live map; a resume takes running units as pending again. It is best-effort: the
+	// runner goes on when it fails.
+	StartUnit(ctx context.Context, ref UnitRef) error
 	// EndUnit records a unit that ended without output (interrupted, or failed with no
 	// dead letter recorded).
 	EndUnit(ctx context.Context, ref UnitRef, state State, errMsg string) error

@@ -264,6 +264,13 @@ func (s *Store) OpenUnits(ctx context.Context, runID int64, task string) ([]stor
 	return out, translate(fmt.Sprintf("reading the open units of task %q", task), err)
 }
 
+// StartUnit implements store.Units.
+func (s *Store) StartUnit(ctx context.Context, ref store.UnitRef) error {
+	_, err := s.pool.Exec(ctx, `UPDATE geoflow_units SET state = 'running', started_at = now()
+		WHERE run_id = $1 AND task = $2 AND key = $3 AND state <> 'done'`, ref.RunID, ref.TaskID, ref.Key)
+	return translate(fmt.Sprintf("recording unit %s of task %q as running", ref.Key, ref.TaskID), err)
+}
+
 // EndUnit implements store.Units: a unit that did not complete is failed (a dead letter,
 // or none could be recorded) or interrupted (shutdown cut it short).
 func (s *Store) EndUnit(ctx context.Context, ref store.UnitRef, state store.State, errMsg string) error {

@@ -24,6 +24,12 @@ func testListUnits(t *testing.T, s store.Store) {
 	}
 	done := store.Counts{Inserted: 7, Skipped: 2, Updated: 1, Bytes: 4096, Rejected: 0, Merged: 1, Requests: 3}
 	completeUnit(t, s, store.UnitRef{RunID: run.ID, TaskID: "wfs", Key: unitKey(0)}, done)
+	// A unit started shows as running; a done one started again (a late call) stays done.
+	for _, k := range []int{0, 3} {
+		if err := s.StartUnit(ctx, store.UnitRef{RunID: run.ID, TaskID: "wfs", Key: unitKey(k)}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	dead := store.UnitRef{RunID: run.ID, TaskID: "wfs", Key: unitKey(2)}
 	entry, err := s.RecordDeadLetter(ctx, dead, dlq.Entry{Flow: "parcels", BBox: unitBBox(2), Class: dlq.ClassHTTP5xx,
 		Error: "HTTP 500", Attempts: 4, Request: dlq.Request{Method: "GET", URL: "https://WFS.example:8443/wfs?x=1"}})
@@ -56,6 +62,9 @@ func testListUnits(t *testing.T, s store.Store) {
 	}
 	if u2 := all[3]; u2.State != store.Failed || u2.DeadLetter != entry {
 		t.Errorf("dead unit: %+v, want failed with dead letter %d", u2, entry)
+	}
+	if u3 := all[4]; u3.State != store.Running || u3.StartedAt == nil {
+		t.Errorf("started unit: %+v, want running with its start", u3)
 	}
 	if u1 := all[2]; u1.State != store.Pending || u1.Requests != 0 || u1.FinishedAt != nil {
 		t.Errorf("pending unit: %+v", u1)
