@@ -41,6 +41,7 @@ if [ "$GEOFLOW_DATABASE_URL" = "$gpkg" ]; then
   echo "  the features, their R-tree and geoflow's run history are in $gpkg"
   echo "  look at it:  ogrinfo -so $gpkg parcels      (or open it in QGIS)"
   echo "  history:     $bin runs list --database $gpkg"
+  echo "  on a map:    $bin ui --database $gpkg   (then open http://127.0.0.1:8080/)"
   if command -v ogrinfo >/dev/null; then
     ogrinfo -so "$gpkg" parcels 2>/dev/null | grep -E '^(Layer name|Feature Count|Extent|Geometry):' | sed 's/^/  ogrinfo: /' || true
   fi
