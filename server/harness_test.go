@@ -23,6 +23,7 @@ import (
 	"github.com/geoflow/geoflow/store"
 	"github.com/geoflow/geoflow/store/postgis"
 	"github.com/geoflow/geoflow/tasks"
+	"github.com/geoflow/geoflow/tasks/tiles"
 	"github.com/geoflow/geoflow/tasks/wfs"
 )
 
@@ -48,6 +49,8 @@ type uiOptions struct {
 	failAt []orb.Point
 	// latency slows every WFS request, so that a run lasts long enough to be watched.
 	latency time.Duration
+	// tilesDir, when set, adds a tiles task "basemap" storing its tiles there.
+	tilesDir string
 }
 
 func newUI(t *testing.T, o uiOptions) *ui {
@@ -97,11 +100,21 @@ tasks:
     bbox: [11.45, 48.05, 11.55, 48.15]
     target: {table: public.parcels}
 `
+	if o.tilesDir != "" {
+		flow += `  basemap:
+    type: tiles
+    url: http://127.0.0.1:1/{z}/{x}/{y}.png
+    bbox: [11.45, 48.05, 11.55, 48.15]
+    zoom: [3, 12]
+    target: {dir: ` + o.tilesDir + `, table: public.basemap}
+`
+	}
 	if err := os.WriteFile(filepath.Join(dir, "parcels.yaml"), []byte(flow), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	reg := &tasks.Registry{}
 	reg.Register(wfs.Kind())
+	reg.Register(tiles.Kind())
 	log := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	catalog := &server.Catalog{Dir: dir, Options: flows.Options{Registry: reg}}
 	runCtx, cancel := context.WithCancel(context.Background())

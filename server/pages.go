@@ -28,6 +28,8 @@ type page struct {
 	Flows     []schedule.FlowInfo
 	FlowTasks map[string][]string
 	CanRun    bool
+	// Basemap, when set, is drawn beneath the page's map.
+	Basemap *basemap
 }
 
 // pages holds one parsed template set per page, each the layout plus the page.
@@ -250,6 +252,7 @@ func (h *handler) runPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	data.page = h.page(r, "Run "+strconv.FormatInt(id, 10), "run")
+	data.Basemap = h.basemapOf(run.Flow)
 	h.render(w, r, "run", "layout", data)
 }
 
@@ -267,6 +270,7 @@ func (h *handler) dlqPage(w http.ResponseWriter, r *http.Request) {
 		More     bool
 		Problem  string
 	}{page: h.page(r, "Dead letters", "dlq"), Args: args, Classes: dlq.Classes(), Statuses: dlq.Statuses(), Query: dlqQuery(args)}
+	data.Basemap = h.basemapOf(args.Flow)
 	f, err := args.Parse(time.Now())
 	if err != nil {
 		data.Problem = err.Error()
@@ -332,6 +336,7 @@ func (h *handler) flowPage(w http.ResponseWriter, r *http.Request) {
 		Runs                                []store.RunRecord
 		LastRun, RecordedRun                int64
 	}{page: h.page(r, "Flow "+name, "flow"), Name: name}
+	data.Basemap = h.basemapOf(name)
 	runs, err := h.o.Store.ListRuns(r.Context(), store.RunFilter{Flow: name, Limit: 20})
 	if err != nil {
 		h.failPage(w, r, err)

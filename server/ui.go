@@ -22,6 +22,7 @@ import (
 //
 //	GET  /, /runs, /runs/{id}, /dlq, /flows/{name}   the pages
 //	GET  /static/{version}/...                       embedded assets (MapLibre, app.js)
+//	GET  /tiles/{flow}/{task}/{z}/{x}/{y}            a tile task's stored tiles, the maps' basemap
 //	GET  /api/runs/{id}/units    a run's units as GeoJSON (?task=, ?state=, ?bbox=, ?limit=)
 //	GET  /api/dlq                dead letters (?flow= ?task= ?run= ?class= ?status= ?since= ?bbox= ?host= ?limit=)
 //	GET  /api/dlq/features       the same as GeoJSON
@@ -38,6 +39,7 @@ func (h *handler) routes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /login", h.loginPage)
 	mux.HandleFunc("POST /login", h.loginPage)
 	mux.HandleFunc("GET /static/", h.assets.serve)
+	mux.HandleFunc("GET /tiles/{flow}/{task}/{z}/{x}/{y}", h.tile)
 
 	mux.HandleFunc("GET /api/runs/{id}/units", h.units)
 	mux.HandleFunc("GET /api/dlq", h.deadLetters)

@@ -6,6 +6,8 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -352,3 +354,44 @@ func TestLoopbackOnlyWithoutToken(t *testing.T) {
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 
 func ftoa(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
+
+// TestBasemap: a flow with a tile task draws its stored tiles beneath its maps; only
+// stored tiles inside the task's zoom range are served, by number.
+func TestBasemap(t *testing.T) {
+	dir := t.TempDir()
+	png := []byte("\x89PNG\r\n\x1a\nnot really")
+	if err := os.MkdirAll(filepath.Join(dir, "3", "4", ""), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "3", "4", "2.png"), png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	u := newUI(t, uiOptions{tilesDir: dir})
+	tests := []struct {
+		path string
+		code int
+	}{
+		{"/tiles/parcels/basemap/3/4/2", 200},
+		{"/tiles/parcels/basemap/3/4/3", 204},   // not stored
+		{"/tiles/parcels/basemap/2/1/1", 204},   // below the task's zoom range
+		{"/tiles/parcels/basemap/3/9/2", 204},   // beyond the level
+		{"/tiles/parcels/basemap/3/4/2a", 204},  // not a number
+		{"/tiles/parcels/basemap/3/4/..", 307},  // cleaned by the mux before any handler
+		{"/tiles/parcels/parcels/3/4/2", 404},   // not a tile task
+		{"/tiles/roads/basemap/3/4/2", 404},     // no such flow
+		{"/tiles/parcels/basemap/3/4/2/x", 404}, // no such route
+	}
+	for _, tt := range tests {
+		code, body, h := u.do("GET", tt.path, "")
+		if code != tt.code {
+			t.Errorf("GET %s: %d, want %d", tt.path, code, tt.code)
+		}
+		if code == 200 && (body != string(png) || h.Get("Content-Type") != "image/png") {
+			t.Errorf("GET %s: %q (%s)", tt.path, body, h.Get("Content-Type"))
+		}
+	}
+	_, body, _ := u.do("GET", "/flows/parcels", "")
+	if !strings.Contains(body, `data-basemap="/tiles/parcels/basemap/{z}/{x}/{y}" data-basemap-zoom="3,12"`) {
+		t.Errorf("the flow's map has no basemap:\n%s", body)
+	}
+}

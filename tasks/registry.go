@@ -25,6 +25,14 @@ type Referrer interface {
 	References() map[string]string
 }
 
+// Basemap is implemented by configs whose task stores map tiles as files, which the
+// web UI draws beneath its maps of the flow.
+type Basemap interface {
+	// BasemapTiles returns the directory of the stored tiles (z/x/y.ext, XYZ rows) and
+	// their zoom range; ok is false when the task keeps no tile files.
+	BasemapTiles() (dir string, minZoom, maxZoom int, ok bool)
+}
+
 // Problems collects configuration problems of one task. It is not safe for concurrent use.
 type Problems interface {
 	// At reports a problem at the given key path below the task ("bbox", "target.table");

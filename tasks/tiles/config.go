@@ -60,6 +60,16 @@ type Target struct {
 	Table string `yaml:"table"`
 }
 
+var _ tasks.Basemap = (*Config)(nil)
+
+// BasemapTiles implements tasks.Basemap: tiles stored as files are a basemap for the UI.
+func (c *Config) BasemapTiles() (dir string, minZoom, maxZoom int, ok bool) {
+	if c.Target.Storage == StorageGeoPackage || c.Target.Dir == "" || len(c.Zoom) == 0 {
+		return "", 0, 0, false
+	}
+	return c.Target.Dir, c.Zoom[0], c.Zoom[len(c.Zoom)-1], true
+}
+
 // Storages of Target.Storage.
 const (
 	StorageFiles      = "files"

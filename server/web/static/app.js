@@ -89,15 +89,25 @@ function centroids(fc) {
 
 const emptyFC = () => ({ type: 'FeatureCollection', features: [] });
 
-function baseStyle() {
+// baseStyle is the map's style: a plain background, the flow's own tiles when it has a
+// tile task (data-basemap), a graticule and the extent of what is drawn.
+function baseStyle(container) {
+  const sources = {
+    graticule: { type: 'geojson', data: emptyFC() },
+    extent: { type: 'geojson', data: emptyFC() },
+  };
+  const tiles = [];
+  if (container.dataset.basemap) {
+    const [minzoom, maxzoom] = (container.dataset.basemapZoom || '0,22').split(',').map(Number);
+    sources.basemap = { type: 'raster', tiles: [container.dataset.basemap], tileSize: 256, minzoom, maxzoom };
+    tiles.push({ id: 'basemap', type: 'raster', source: 'basemap', paint: { 'raster-opacity': 0.55 } });
+  }
   return {
     version: 8,
-    sources: {
-      graticule: { type: 'geojson', data: emptyFC() },
-      extent: { type: 'geojson', data: emptyFC() },
-    },
+    sources,
     layers: [
       { id: 'background', type: 'background', paint: { 'background-color': '#f3f1ec' } },
+      ...tiles,
       { id: 'graticule', type: 'line', source: 'graticule', paint: { 'line-color': '#c9c4b8', 'line-width': 1 } },
       { id: 'extent', type: 'line', source: 'extent', paint: { 'line-color': '#6d6a63', 'line-width': 1.5, 'line-dasharray': [3, 2] } },
     ],
@@ -113,7 +123,7 @@ class GeoMap {
     this.url = container.dataset.unitsUrl || container.dataset.featuresUrl || '';
     this.fitted = false;
     this.map = new Map({
-      container, style: baseStyle(), center: [0, 20], zoom: 1, attributionControl: false,
+      container, style: baseStyle(container), center: [0, 20], zoom: 1, attributionControl: false,
       fadeDuration: 0, dragRotate: false, pitchWithRotate: false, renderWorldCopies: false,
     });
     this.map.addControl(new NavigationControl({ showCompass: false }));
