@@ -28,6 +28,7 @@ import (
 
 	"github.com/geoflow/geoflow/flows"
 	"github.com/geoflow/geoflow/internal/browser"
+	"github.com/geoflow/geoflow/internal/devserver/tileserver"
 	"github.com/geoflow/geoflow/internal/devserver/wfsserver"
 	"github.com/geoflow/geoflow/retry"
 	"github.com/geoflow/geoflow/schedule"
@@ -35,6 +36,7 @@ import (
 	"github.com/geoflow/geoflow/store"
 	"github.com/geoflow/geoflow/store/postgis"
 	"github.com/geoflow/geoflow/tasks"
+	"github.com/geoflow/geoflow/tasks/tiles"
 	"github.com/geoflow/geoflow/tasks/wfs"
 )
 
@@ -100,6 +102,8 @@ func run(out string, features int) error {
 		}}})
 	wfsSrv := httptest.NewServer(fx)
 	defer wfsSrv.Close()
+	tileSrv := httptest.NewServer(tileserver.New(tileserver.Options{}))
+	defer tileSrv.Close()
 
 	dir, err := os.MkdirTemp("", "geoflow-uishots-")
 	if err != nil {
@@ -119,12 +123,20 @@ tasks:
     typename: gf:parcels
     bbox: [11.45, 48.05, 11.55, 48.15]
     target: {table: public.parcels, mode: append}
+  basemap:
+    type: tiles
+    depends_on: [parcels]
+    url: ` + tileserver.TileURL(tileSrv.URL) + `
+    bbox_from: parcels
+    zoom: [11, 13]
+    target: {dir: ` + filepath.Join(dir, "tiles") + `, table: public.basemap}
 `
 	if err := os.WriteFile(filepath.Join(dir, "parcels.yaml"), []byte(flow), 0o644); err != nil {
 		return err
 	}
 	reg := &tasks.Registry{}
 	reg.Register(wfs.Kind())
+	reg.Register(tiles.Kind())
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	catalog := &server.Catalog{Dir: dir, Options: flows.Options{Registry: reg}}
 	runCtx, cancel := context.WithCancel(ctx)

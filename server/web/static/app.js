@@ -100,7 +100,7 @@ function baseStyle(container) {
   if (container.dataset.basemap) {
     const [minzoom, maxzoom] = (container.dataset.basemapZoom || '0,22').split(',').map(Number);
     sources.basemap = { type: 'raster', tiles: [container.dataset.basemap], tileSize: 256, minzoom, maxzoom };
-    tiles.push({ id: 'basemap', type: 'raster', source: 'basemap', paint: { 'raster-opacity': 0.55 } });
+    tiles.push({ id: 'basemap', type: 'raster', source: 'basemap', paint: { 'raster-opacity': 0.6, 'raster-saturation': -1 } }); // grey: the colours are the states'
   }
   return {
     version: 8,
