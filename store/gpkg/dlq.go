@@ -152,11 +152,11 @@ func where(f dlq.Filter) (string, []any) {
 		add("last_failed_at < ?", ts(f.Before))
 	}
 	if f.Host != "" {
-		host := f.Host
+		host := strings.ToLower(f.Host)
 		if host == dlq.NoHost {
 			host = ""
 		}
-		add("lower(gf_url_host(request_url)) = ?", host)
+		add("gf_url_host(request_url) = ?", host)
 	}
 	if b := f.BBox; b != nil {
 		add("min_x <= ? AND max_x >= ? AND min_y <= ? AND max_y >= ?", b.Max[0], b.Min[0], b.Max[1], b.Min[1])

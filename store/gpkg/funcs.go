@@ -3,6 +3,7 @@ package gpkg
 import (
 	"database/sql/driver"
 	"net/url"
+	"strings"
 
 	"modernc.org/sqlite"
 )
@@ -10,7 +11,8 @@ import (
 // registerFunctions registers, for every connection the driver opens, the SQL functions
 // that the GeoPackage R-tree triggers call (ST_MinX, ST_MaxX, ST_MinY, ST_MaxY,
 // ST_IsEmpty, as GDAL and QGIS also define them), so that a file whose triggers another
-// tool created stays writable here, and gf_url_host for the dead-letter statistics.
+// tool created stays writable here, and gf_url_host for the dead-letter statistics and
+// host filter.
 func registerFunctions() error {
 	coord := func(pick func(minx, maxx, miny, maxy float64) float64) func(*sqlite.FunctionContext, []driver.Value) (driver.Value, error) {
 		return func(_ *sqlite.FunctionContext, args []driver.Value) (driver.Value, error) {
@@ -50,7 +52,8 @@ func registerFunctions() error {
 			if err != nil {
 				return "", nil //nolint:nilerr // no host to group by
 			}
-			return u.Host, nil
+			// Lower-cased, as PostGIS's hostExpr: the host is one key however a URL spelled it.
+			return strings.ToLower(u.Host), nil
 		},
 	}
 	for name, fn := range fns {

@@ -129,7 +129,6 @@ const hostExpr = `lower(coalesce(substring(request_url FROM '^[A-Za-z][A-Za-z0-9
 
 // where turns a filter into a WHERE clause (with its leading keyword, or "") and its
 // parameters, numbered from $1.
-
 func where(f dlq.Filter) (string, []any) {
 	var conds []string
 	var args []any
@@ -162,7 +161,7 @@ func where(f dlq.Filter) (string, []any) {
 		conds = append(conds, "last_failed_at < "+arg(f.Before))
 	}
 	if f.Host != "" {
-		host := f.Host
+		host := strings.ToLower(f.Host)
 		if host == dlq.NoHost {
 			host = ""
 		}

@@ -72,6 +72,7 @@ func tests() []test {
 		{"ListDeadLetters", testListDeadLetters},
 		{"DeadLetterStats", testDeadLetterStats},
 		{"DeadLetterTriage", testDeadLetterTriage},
+		{"DeadLetterHost", testDeadLetterHost},
 		{"PurgeDeadLetters", testPurgeDeadLetters},
 		{"CloseDeadLetters", testCloseDeadLetters},
 		{"DeadLetterRedaction", testDeadLetterRedaction},
