@@ -139,6 +139,10 @@ func TestFilterArgsParse(t *testing.T) {
 		{name: "bad bbox", args: FilterArgs{BBox: "1,2,3"}, wantErr: `--bbox "1,2,3"`},
 		{name: "bbox not lon/lat", args: FilterArgs{BBox: "600000,5000000,700000,5100000"}, wantErr: `outside -180..180`},
 		{name: "bad run", args: FilterArgs{Run: -1}, wantErr: `--run -1`},
+		{name: "host", args: FilterArgs{Host: " WFS.Example.org:8443 "}, want: Filter{Host: "wfs.example.org:8443"}},
+		{name: "no host", args: FilterArgs{Host: NoHost}, want: Filter{Host: NoHost}},
+		{name: "host as a URL", args: FilterArgs{Host: "https://wfs.example.org/wfs"}, wantErr: `--host "https://wfs.example.org/wfs"`},
+		{name: "host with credentials", args: FilterArgs{Host: "me@wfs.example.org"}, wantErr: `want a host[:port]`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -28,8 +28,9 @@ type Filter struct {
 	// BBox keeps entries whose bbox intersects it (lon/lat); entries without a bbox never
 	// match a non-nil BBox.
 	BBox *orb.Bound
-	// Host keeps entries whose request went to this host[:port] (StatsRow.Host); NoHost
-	// keeps those that made no request.
+	// Host keeps entries whose request went to this host[:port] (as StatsRow.Host names
+	// it, without credentials), compared case-insensitively; NoHost keeps those that made
+	// no request.
 	Host string
 	// Limit caps the number of entries listed; 0 means no cap.
 	Limit int
@@ -53,6 +54,10 @@ func (a FilterArgs) Parse(now time.Time) (Filter, error) {
 	f := Filter{Flow: a.Flow, Task: a.Task, RunID: a.Run, Host: strings.ToLower(strings.TrimSpace(a.Host))}
 	if a.Run < 0 {
 		return Filter{}, fmt.Errorf("--run %d: want a run id (a positive number)", a.Run)
+	}
+	// A URL or user@host would match no entry: the stores compare the bare host[:port].
+	if f.Host != NoHost && strings.ContainsAny(f.Host, "/?#@ \t") {
+		return Filter{}, fmt.Errorf("--host %q: want a host[:port] as dlq stats names it (wfs.example.org:8443), or %s", a.Host, NoHost)
 	}
 	if a.Class != "" {
 		c, err := ParseClass(a.Class)
