@@ -45,13 +45,14 @@ func (u *unitTx) begin(ctx context.Context, queries ...string) (*sql.Tx, error) 
 	return u.tx, nil
 }
 
-// Complete implements store.UnitTx.
-// completeSQL marks a unit done with its counts.
+// completeSQL marks a unit done with its counts. The counts, requests among them, are
+// set, not added: they are what the unit's last execution did.
 const completeSQL = `UPDATE geoflow_units SET state = 'done', finished_at = ` + now + `, error = NULL,
 	features_inserted = ?, features_skipped = ?, features_updated = ?, bytes = ?, attempts = attempts + 1, started_at = ?,
 	features_rejected = ?, features_merged = ?, requests = ?
 	WHERE run_id = ? AND task = ? AND key = ?`
 
+// Complete implements store.UnitTx.
 func (u *unitTx) Complete(ctx context.Context, c store.Counts, children []store.Unit, start time.Time) error {
 	tx, err := u.begin(ctx, completeSQL, addUnitSQL)
 	if err != nil {

@@ -13,7 +13,8 @@ import (
 
 var _ store.UnitLister = (*Store)(nil)
 
-// ListUnits implements store.UnitLister.
+// ListUnits implements store.UnitLister: a run's units with their bbox, state, counts,
+// and the id of their dead letter, for the web UI's map.
 func (s *Store) ListUnits(ctx context.Context, f store.UnitFilter) ([]store.UnitRecord, int64, error) {
 	conds := []string{"u.run_id = ?"}
 	args := []any{f.RunID}
@@ -38,7 +39,8 @@ func (s *Store) ListUnits(ctx context.Context, f store.UnitFilter) ([]store.Unit
 	case f.Limit == 0:
 		limit = " LIMIT 10000"
 	case f.Limit > 0:
-		limit = fmt.Sprintf(" LIMIT %d", f.Limit)
+		limit = " LIMIT ?"
+		args = append(args, f.Limit)
 	}
 	rows, err := s.r.QueryContext(ctx, `SELECT u.task, u.key, coalesce(u.parent_key, ''), u.min_x, u.min_y, u.max_x, u.max_y,
 		u.state, u.attempts, u.requests, u.started_at, u.finished_at,
