@@ -186,3 +186,23 @@ func TestBrowserPages(t *testing.T) {
 		t.Errorf("the dead-letter details ran a script: __xss = %v", x)
 	}
 }
+
+// TestBrowserReadOnlyEntry: a dead letter opened on a read-only server shows whole, with
+// no Replay or Discard button (the API would refuse both); a server that does both
+// offers both.
+func TestBrowserReadOnlyEntry(t *testing.T) {
+	ctx := startBrowser(t)
+	for _, tt := range []struct {
+		name     string
+		readOnly bool
+		want     int
+	}{{"read-only", true, 0}, {"read-write", false, 2}} {
+		u := newUI(t, uiOptions{readOnly: tt.readOnly})
+		u.seedHostile()
+		navigate(t, ctx, u.srv.URL+"/dlq?id=1")
+		waitFor(t, ctx, tt.name+": the entry's details", `!!document.querySelector('#entry pre.err')`, 10*time.Second)
+		if n := eval[int](t, ctx, `document.querySelectorAll('#entry button.replay-one, #entry button.discard-one').length`); n != tt.want {
+			t.Errorf("%s: the entry offers %d replay/discard buttons, want %d", tt.name, n, tt.want)
+		}
+	}
+}

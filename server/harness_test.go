@@ -51,6 +51,8 @@ type uiOptions struct {
 	latency time.Duration
 	// tilesDir, when set, adds a tiles task "basemap" storing its tiles there.
 	tilesDir string
+	// readOnly serves as geoflow ui --read-only does: no launcher, and ReadOnly.
+	readOnly bool
 }
 
 func newUI(t *testing.T, o uiOptions) *ui {
@@ -124,8 +126,12 @@ tasks:
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cancel(); u.launcher.Wait() })
-	h, err := server.Handler(server.Options{Store: db, Flows: fakeFlows{}, Registry: prometheus.NewRegistry(), Logger: log,
-		Catalog: catalog, Launcher: u.launcher, Token: o.token, StoreName: "test PostGIS"})
+	opts := server.Options{Store: db, Flows: fakeFlows{}, Registry: prometheus.NewRegistry(), Logger: log,
+		Catalog: catalog, Launcher: u.launcher, Token: o.token, StoreName: "test PostGIS"}
+	if o.readOnly {
+		opts.Launcher, opts.ReadOnly = nil, true
+	}
+	h, err := server.Handler(opts)
 	if err != nil {
 		t.Fatal(err)
 	}

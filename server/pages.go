@@ -24,10 +24,12 @@ type page struct {
 	Title, Page string
 	Store       string
 	// Flows and FlowTasks fill the rerun dialog; CanRun says whether this server
-	// starts runs (it has a launcher).
-	Flows     []schedule.FlowInfo
-	FlowTasks map[string][]string
-	CanRun    bool
+	// starts runs and replays (it has a launcher), CanDiscard whether it discards dead
+	// letters (it is not read-only): the pages offer only what the API would do.
+	Flows      []schedule.FlowInfo
+	FlowTasks  map[string][]string
+	CanRun     bool
+	CanDiscard bool
 	// Basemap, when set, is drawn beneath the page's map.
 	Basemap *basemap
 }
@@ -90,7 +92,8 @@ func (h *handler) render(w http.ResponseWriter, r *http.Request, name, tmpl stri
 }
 
 func (h *handler) page(r *http.Request, title, name string) page {
-	p := page{Title: title, Page: name, Store: h.o.StoreName, CanRun: h.o.Launcher != nil, FlowTasks: map[string][]string{}}
+	p := page{Title: title, Page: name, Store: h.o.StoreName, CanRun: h.o.Launcher != nil, CanDiscard: !h.o.ReadOnly,
+		FlowTasks: map[string][]string{}}
 	if h.o.Catalog == nil {
 		return p
 	}

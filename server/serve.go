@@ -53,6 +53,11 @@ type Options struct {
 	// Launcher starts runs and replays for the UI and POST /api/runs and
 	// /api/dlq/replay; nil makes those answer 503 (a server that only looks).
 	Launcher *Launcher
+	// ReadOnly refuses every request that would change the store (runs, replays and
+	// discards answer 503, and the pages offer none of them), whatever Launcher is:
+	// geoflow ui --read-only. Discarding needs no flows, so a server without a Launcher
+	// still discards unless ReadOnly is set.
+	ReadOnly bool
 	// Token, when set, is required on every request but the probes, /metrics and the
 	// static assets (Authorization: Bearer, or the cookie /login sets). A server that
 	// listens beyond loopback must have one (CheckListen); without one, only requests
@@ -93,6 +98,9 @@ func Handler(opts Options) (http.Handler, error) {
 		return nil, errors.New("server: Store, Flows and Registry are required")
 	}
 	opts.NextFires = cmp.Or(opts.NextFires, 3)
+	if opts.ReadOnly {
+		opts.Launcher = nil
+	}
 	h := &handler{o: opts, log: cmp.Or(opts.Logger, slog.Default())}
 	var err error
 	if h.assets, err = loadAssets(); err != nil {
@@ -161,8 +169,10 @@ type apiError struct {
 	Error string `json:"error"`
 }
 
+// fail answers err with code; a failure of the server (5xx) is logged too, but not a 503,
+// which is this server declining on purpose (read-only, shutting down).
 func (h *handler) fail(w http.ResponseWriter, r *http.Request, code int, err error) {
-	if code >= 500 {
+	if code >= 500 && code != http.StatusServiceUnavailable {
 		h.log.Error("API request failed", "path", r.URL.Path, "err", err)
 	}
 	writeJSON(w, code, apiError{Error: err.Error()})

@@ -303,9 +303,25 @@ func bboxText(v any) (string, error) {
 	return "", fmt.Errorf("--bbox: want \"minx,miny,maxx,maxy\" or [minx, miny, maxx, maxy], got %v", v)
 }
 
+// refused answers 503 and reports true when this server does not do what a POST asks
+// (what: "start runs"), saying why: it is read-only, or it has no launcher (no flows
+// directory) and what needs one.
+func (h *handler) refused(w http.ResponseWriter, r *http.Request, what string, needsLauncher bool) bool {
+	var why string
+	switch {
+	case h.o.ReadOnly:
+		why = "it only looks (geoflow ui --read-only)"
+	case needsLauncher && h.o.Launcher == nil:
+		why = "it was started without a flows directory"
+	default:
+		return false
+	}
+	h.fail(w, r, http.StatusServiceUnavailable, fmt.Errorf("this server does not %s: %s", what, why))
+	return true
+}
+
 func (h *handler) startRun(w http.ResponseWriter, r *http.Request) {
-	if h.o.Launcher == nil {
-		h.fail(w, r, http.StatusServiceUnavailable, errors.New("this server does not start runs (it was started without a flows directory)"))
+	if h.refused(w, r, "start runs", true) {
 		return
 	}
 	var rq runRequest
@@ -380,8 +396,7 @@ func (t triageRequest) selection() (dlq.Selection, error) {
 }
 
 func (h *handler) replay(w http.ResponseWriter, r *http.Request) {
-	if h.o.Launcher == nil {
-		h.fail(w, r, http.StatusServiceUnavailable, errors.New("this server does not replay (it was started without a flows directory)"))
+	if h.refused(w, r, "replay dead letters", true) {
 		return
 	}
 	var t triageRequest
@@ -445,6 +460,9 @@ func replayOutcome(res *flows.ReplayResult) map[string]any {
 }
 
 func (h *handler) discard(w http.ResponseWriter, r *http.Request) {
+	if h.refused(w, r, "discard dead letters", false) {
+		return
+	}
 	var t triageRequest
 	if err := decode(r, &t); err != nil {
 		h.fail(w, r, http.StatusBadRequest, err)

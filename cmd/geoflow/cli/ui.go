@@ -106,7 +106,8 @@ func runUI(ctx context.Context, g *globals, uf uiFlags) error {
 		return fmt.Errorf("--listen: %w", err)
 	}
 	reg := prometheus.NewRegistry()
-	opts := server.Options{Store: st, Flows: noSchedule{}, Registry: reg, Logger: log, Token: token, StoreName: g.storeName()}
+	opts := server.Options{Store: st, Flows: noSchedule{}, Registry: reg, Logger: log, Token: token, StoreName: g.storeName(),
+		ReadOnly: uf.readOnly}
 	var launcher *server.Launcher
 	if fi, err := os.Stat(uf.dir); err == nil && fi.IsDir() {
 		opts.Catalog = &server.Catalog{Dir: uf.dir, Options: g.flowOptions(registry())}

@@ -310,12 +310,16 @@ function entryDetails(e) {
         setTimeout(() => location.reload(), what === 'replay' ? 2500 : 600);
       } catch (err) { msg.textContent = err.message; }
     };
+    // Only what this server does: the layout says so (a read-only server, or one without
+    // flows, would answer 503).
+    const can = document.body.dataset;
     const menu = el('p', { class: 'actions' });
-    if (document.querySelector('#replay-selected') || document.body.dataset.page === 'run') {
-      menu.append(el('button', { class: 'replay-one', onclick: act('replay') }, 'Replay'), ' ');
+    if (can.canRun === 'true') menu.append(el('button', { class: 'replay-one', onclick: act('replay') }, 'Replay'), ' ');
+    if (can.canDiscard === 'true') menu.append(el('button', { class: 'discard-one', onclick: act('discard') }, 'Discard'), ' ');
+    if (menu.childElementCount) {
+      menu.append(msg);
+      div.append(menu);
     }
-    menu.append(el('button', { class: 'discard-one', onclick: act('discard') }, 'Discard'), ' ', msg);
-    div.append(menu);
   }
   return div;
 }
