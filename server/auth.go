@@ -152,9 +152,21 @@ func (g *guard) login(w http.ResponseWriter, r *http.Request) bool {
 	return true
 }
 
-// safeNext is the local path to go to after /login; anything else goes to /.
+// safeNext is the local path to go to after /login; anything else goes to /. Browsers
+// drop tabs and newlines anywhere in a Location and read \ as /, so "/\t/evil.example"
+// would leave the site: a control byte, a space or a backslash anywhere refuses next, and
+// what is left must parse as a path with neither scheme nor host.
 func safeNext(next string) string {
-	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.HasPrefix(next, "/\\") {
+	for i := 0; i < len(next); i++ {
+		if c := next[i]; c <= ' ' || c == 0x7f || c == '\\' {
+			return "/"
+		}
+	}
+	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") {
+		return "/"
+	}
+	u, err := url.Parse(next)
+	if err != nil || u.Scheme != "" || u.Host != "" || u.User != nil || !strings.HasPrefix(u.Path, "/") || strings.HasPrefix(u.Path, "//") {
 		return "/"
 	}
 	return next
