@@ -73,9 +73,10 @@ func loadPages(a *assets) (*pages, error) {
 	return p, nil
 }
 
-// render writes the page name with data, or a 500 when the template fails (rendered
-// into a buffer first, so a failure never leaves half a page).
-func (h *handler) render(w http.ResponseWriter, r *http.Request, name, tmpl string, data any) {
+// render writes the page name with data and status code, or a 500 when the template
+// fails (rendered into a buffer first, so a failure never leaves half a page). The
+// headers are set before the status is written: set after, they would be dropped.
+func (h *handler) render(w http.ResponseWriter, r *http.Request, code int, name, tmpl string, data any) {
 	var b bytes.Buffer
 	if err := h.pages.sets[name].ExecuteTemplate(&b, tmpl, data); err != nil {
 		h.log.Error("rendering a page", "page", name, "err", err)
@@ -88,6 +89,7 @@ func (h *handler) render(w http.ResponseWriter, r *http.Request, name, tmpl stri
 	hd.Set("X-Content-Type-Options", "nosniff")
 	hd.Set("Referrer-Policy", "same-origin")
 	hd.Set("Cache-Control", "no-store")
+	w.WriteHeader(code)
 	w.Write(b.Bytes())
 }
 
@@ -179,7 +181,7 @@ func (h *handler) overview(w http.ResponseWriter, r *http.Request) {
 	data.Dead = dlq.Aggregate(rows)
 	data.Chart = runChart(runs)
 	data.Recent = runs[:min(len(runs), 10)]
-	h.render(w, r, "overview", "layout", data)
+	h.render(w, r, http.StatusOK, "overview", "layout", data)
 }
 
 func (h *handler) runsPage(w http.ResponseWriter, r *http.Request) {
@@ -220,7 +222,7 @@ func (h *handler) runsPage(w http.ResponseWriter, r *http.Request) {
 		}
 		data.Runs = append(data.Runs, run)
 	}
-	h.render(w, r, "runs", "layout", data)
+	h.render(w, r, http.StatusOK, "runs", "layout", data)
 }
 
 func (h *handler) runPage(w http.ResponseWriter, r *http.Request) {
@@ -251,12 +253,12 @@ func (h *handler) runPage(w http.ResponseWriter, r *http.Request) {
 	}
 	switch r.URL.Query().Get("fragment") {
 	case "tasks", "head": // the parts of the page that live polling refreshes
-		h.render(w, r, "run", r.URL.Query().Get("fragment"), data)
+		h.render(w, r, http.StatusOK, "run", r.URL.Query().Get("fragment"), data)
 		return
 	}
 	data.page = h.page(r, "Run "+strconv.FormatInt(id, 10), "run")
 	data.Basemap = h.basemapOf(run.Flow)
-	h.render(w, r, "run", "layout", data)
+	h.render(w, r, http.StatusOK, "run", "layout", data)
 }
 
 func (h *handler) dlqPage(w http.ResponseWriter, r *http.Request) {
@@ -277,7 +279,7 @@ func (h *handler) dlqPage(w http.ResponseWriter, r *http.Request) {
 	f, err := args.Parse(time.Now())
 	if err != nil {
 		data.Problem = err.Error()
-		h.render(w, r, "dlq", "layout", data)
+		h.render(w, r, http.StatusOK, "dlq", "layout", data)
 		return
 	}
 	if id, _ := strconv.ParseInt(q.Get("id"), 10, 64); id > 0 {
@@ -296,7 +298,7 @@ func (h *handler) dlqPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	data.More = data.Stats.Total > int64(len(data.Entries))
-	h.render(w, r, "dlq", "layout", data)
+	h.render(w, r, http.StatusOK, "dlq", "layout", data)
 }
 
 // dlqArgs reads the dead-letter filter from a query, by the CLI's flag names.
@@ -373,7 +375,7 @@ func (h *handler) flowPage(w http.ResponseWriter, r *http.Request) {
 	// The text as written: ${VAR} unexpanded, so no secret of the environment is in it;
 	// a credential written into a URL is masked all the same.
 	data.YAML = redact.String(string(src))
-	h.render(w, r, "flow", "layout", data)
+	h.render(w, r, http.StatusOK, "flow", "layout", data)
 }
 
 // recordedFlow is the flow text run id recorded ("" for a run recorded before flows
@@ -400,9 +402,10 @@ func (h *handler) loginPage(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		data.Problem = "That is not this server's token."
-		w.WriteHeader(http.StatusUnauthorized)
+		h.render(w, r, http.StatusUnauthorized, "login", "layout", data)
+		return
 	}
-	h.render(w, r, "login", "layout", data)
+	h.render(w, r, http.StatusOK, "login", "layout", data)
 }
 
 func (h *handler) notFound(w http.ResponseWriter, r *http.Request) {
