@@ -10,11 +10,17 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
+	"time"
 )
 
 // cookieName holds the session of a browser that gave the token on /login.
 const cookieName = "geoflow_session"
+
+// defaultSession is how long a sign-in lasts when Options.Session is zero: a working day,
+// so that a cookie left in a browser stops opening the server by the next morning.
+const defaultSession = 12 * time.Hour
 
 // MinTokenLength is the shortest --token accepted: a token is the only thing between a
 // non-loopback listener and the runs it can start.
@@ -50,7 +56,9 @@ func loopbackHost(host string) bool {
 
 // guard is what stands before every route but the probes and the static assets:
 //   - with a token, a request must carry it (Authorization: Bearer, or the session
-//     cookie /login sets); pages without it are sent to /login, the API answers 401;
+//     cookie /login sets); pages without it are sent to /login, the API answers 401.
+//     An Authorization header of another scheme (the Basic of a proxy in front, which
+//     the browser then sends on every request) is the proxy's: the cookie decides;
 //   - without one (the server listens on loopback only), the Host must be a loopback
 //     name, so that a page of another site cannot reach the server through a DNS name
 //     it points at 127.0.0.1 (DNS rebinding);
@@ -58,18 +66,19 @@ func loopbackHost(host string) bool {
 //     Origin; http.CrossOriginProtection) and, for the API, be JSON, which a cross-site
 //     form cannot send.
 type guard struct {
-	token   string
-	session string // the cookie's value: derived from the token, never the token itself
-	cop     *http.CrossOriginProtection
-	deny    func(w http.ResponseWriter, r *http.Request, code int, msg string)
+	token string
+	// ttl is how long a session cookie lasts; secure marks it Secure even over plain
+	// HTTP (the server sits behind a TLS proxy, and cannot see it).
+	ttl    time.Duration
+	secure bool
+	cop    *http.CrossOriginProtection
+	deny   func(w http.ResponseWriter, r *http.Request, code int, msg string)
 }
 
-func newGuard(token string, deny func(w http.ResponseWriter, r *http.Request, code int, msg string)) *guard {
-	g := &guard{token: token, cop: http.NewCrossOriginProtection(), deny: deny}
-	if token != "" {
-		mac := hmac.New(sha256.New, []byte(token))
-		mac.Write([]byte("geoflow ui session"))
-		g.session = hex.EncodeToString(mac.Sum(nil))
+func newGuard(o Options, deny func(w http.ResponseWriter, r *http.Request, code int, msg string)) *guard {
+	g := &guard{token: o.Token, ttl: o.Session, secure: o.CookieSecure, cop: http.NewCrossOriginProtection(), deny: deny}
+	if g.ttl <= 0 {
+		g.ttl = defaultSession
 	}
 	g.cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		deny(w, r, http.StatusForbidden, "cross-origin request refused: state-changing requests must come from geoflow's own pages")
@@ -78,29 +87,51 @@ func newGuard(token string, deny func(w http.ResponseWriter, r *http.Request, co
 }
 
 // open reports whether path is served to anyone: probes, metrics, the static assets
-// (geoflow's own code, nothing of the store) and the login page.
+// (geoflow's own code, nothing of the store), and signing in and out.
 func open(path string) bool {
 	switch path {
-	case "/healthz", "/readyz", "/metrics", "/login", "/favicon.ico":
+	case "/healthz", "/readyz", "/metrics", "/login", "/logout", "/favicon.ico":
 		return true
 	}
 	return strings.HasPrefix(path, "/static/")
 }
 
-// authorized reports whether r carries the token.
+// authorized reports whether r carries the token: as a Bearer token, which decides
+// alone, or else as a session cookie that has not expired.
 func (g *guard) authorized(r *http.Request) bool {
 	if g.token == "" {
 		return true
 	}
-	if auth := r.Header.Get("Authorization"); auth != "" {
-		scheme, tok, ok := strings.Cut(auth, " ")
-		return ok && strings.EqualFold(scheme, "Bearer") &&
-			subtle.ConstantTimeCompare([]byte(strings.TrimSpace(tok)), []byte(g.token)) == 1
+	if scheme, tok, ok := strings.Cut(r.Header.Get("Authorization"), " "); ok && strings.EqualFold(scheme, "Bearer") {
+		return subtle.ConstantTimeCompare([]byte(strings.TrimSpace(tok)), []byte(g.token)) == 1
 	}
 	if c, err := r.Cookie(cookieName); err == nil {
-		return subtle.ConstantTimeCompare([]byte(c.Value), []byte(g.session)) == 1
+		return g.validSession(c.Value, time.Now())
 	}
 	return false
+}
+
+// session is the cookie value of a session that ends at until: the end time and an HMAC
+// of it keyed by the token. It proves the token was given without holding it, expires
+// without any state on the server, and every instance sharing the token accepts it.
+func (g *guard) session(until time.Time) string {
+	end := strconv.FormatInt(until.Unix(), 10)
+	mac := hmac.New(sha256.New, []byte(g.token))
+	mac.Write([]byte("geoflow ui session until " + end))
+	return end + "." + hex.EncodeToString(mac.Sum(nil))
+}
+
+// validSession reports whether v is a session this token made that has not ended at now.
+func (g *guard) validSession(v string, now time.Time) bool {
+	end, _, ok := strings.Cut(v, ".")
+	if !ok {
+		return false
+	}
+	unix, err := strconv.ParseInt(end, 10, 64)
+	if err != nil || now.Unix() >= unix {
+		return false
+	}
+	return subtle.ConstantTimeCompare([]byte(v), []byte(g.session(time.Unix(unix, 0)))) == 1
 }
 
 func (g *guard) wrap(next http.Handler) http.Handler {
@@ -147,9 +178,16 @@ func (g *guard) login(w http.ResponseWriter, r *http.Request) bool {
 	if subtle.ConstantTimeCompare([]byte(r.PostFormValue("token")), []byte(g.token)) != 1 {
 		return false
 	}
-	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: g.session, Path: "/", HttpOnly: true,
-		Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode})
+	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: g.session(time.Now().Add(g.ttl)), Path: "/",
+		MaxAge: max(int(g.ttl.Seconds()), 1), HttpOnly: true, Secure: g.secure || r.TLS != nil, SameSite: http.SameSiteStrictMode})
 	return true
+}
+
+// logout removes the session cookie from the browser. A copy of it taken before still
+// opens the server until it ends (Options.Session); changing the token ends them all.
+func (g *guard) logout(w http.ResponseWriter, r *http.Request) {
+	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: "", Path: "/", MaxAge: -1, HttpOnly: true,
+		Secure: g.secure || r.TLS != nil, SameSite: http.SameSiteStrictMode})
 }
 
 // safeNext is the local path to go to after /login; anything else goes to /. Browsers

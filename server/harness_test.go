@@ -53,6 +53,9 @@ type uiOptions struct {
 	tilesDir string
 	// readOnly serves as geoflow ui --read-only does: no launcher, and ReadOnly.
 	readOnly bool
+	// session and cookieSecure are server.Options.Session and CookieSecure.
+	session      time.Duration
+	cookieSecure bool
 }
 
 func newUI(t *testing.T, o uiOptions) *ui {
@@ -127,7 +130,7 @@ tasks:
 	}
 	t.Cleanup(func() { cancel(); u.launcher.Wait() })
 	opts := server.Options{Store: db, Flows: fakeFlows{}, Registry: prometheus.NewRegistry(), Logger: log,
-		Catalog: catalog, Launcher: u.launcher, Token: o.token, StoreName: "test PostGIS"}
+		Catalog: catalog, Launcher: u.launcher, Token: o.token, StoreName: "test PostGIS", Session: o.session, CookieSecure: o.cookieSecure}
 	if o.readOnly {
 		opts.Launcher, opts.ReadOnly = nil, true
 	}

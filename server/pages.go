@@ -32,6 +32,8 @@ type page struct {
 	CanDiscard bool
 	// Basemap, when set, is drawn beneath the page's map.
 	Basemap *basemap
+	// SignOut offers to end the session: the server has a token.
+	SignOut bool
 }
 
 // pages holds one parsed template set per page, each the layout plus the page.
@@ -95,7 +97,7 @@ func (h *handler) render(w http.ResponseWriter, r *http.Request, code int, name,
 
 func (h *handler) page(r *http.Request, title, name string) page {
 	p := page{Title: title, Page: name, Store: h.o.StoreName, CanRun: h.o.Launcher != nil, CanDiscard: !h.o.ReadOnly,
-		FlowTasks: map[string][]string{}}
+		SignOut: h.o.Token != "", FlowTasks: map[string][]string{}}
 	if h.o.Catalog == nil {
 		return p
 	}
@@ -406,6 +408,12 @@ func (h *handler) loginPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.render(w, r, http.StatusOK, "login", "layout", data)
+}
+
+// logout ends this browser's session and shows the sign-in page.
+func (h *handler) logout(w http.ResponseWriter, r *http.Request) {
+	h.guard.logout(w, r)
+	http.Redirect(w, r, "/login", http.StatusSeeOther)
 }
 
 func (h *handler) notFound(w http.ResponseWriter, r *http.Request) {

@@ -65,6 +65,13 @@ type Options struct {
 	Token string
 	// StoreName says which store the pages show (no credentials), for the header.
 	StoreName string
+	// Session is how long a sign-in on /login lasts (the cookie's Max-Age and the end
+	// its value is signed with). Defaults to 12h.
+	Session time.Duration
+	// CookieSecure marks the session cookie Secure, so that the browser sends it over
+	// HTTPS only: set it when the UI is reached through a TLS proxy (geoflow serves plain
+	// HTTP and cannot tell). A request that came over TLS gets a Secure cookie anyway.
+	CookieSecure bool
 }
 
 // FlowLister lists scheduled flows; *schedule.Scheduler is one.
@@ -109,7 +116,7 @@ func Handler(opts Options) (http.Handler, error) {
 	if h.pages, err = loadPages(h.assets); err != nil {
 		return nil, err
 	}
-	h.guard = newGuard(opts.Token, func(w http.ResponseWriter, r *http.Request, code int, msg string) {
+	h.guard = newGuard(opts, func(w http.ResponseWriter, r *http.Request, code int, msg string) {
 		writeJSON(w, code, apiError{Error: msg})
 	})
 	if err := opts.Registry.Register(&deadLetterCollector{st: opts.Store, log: h.log}); err != nil {

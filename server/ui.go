@@ -38,6 +38,7 @@ func (h *handler) routes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /flows/{name}", h.flowPage)
 	mux.HandleFunc("GET /login", h.loginPage)
 	mux.HandleFunc("POST /login", h.loginPage)
+	mux.HandleFunc("POST /logout", h.logout)
 	mux.HandleFunc("GET /static/", h.assets.serve)
 	mux.HandleFunc("GET /tiles/{flow}/{task}/{z}/{x}/{y}", h.tile)
 

@@ -28,6 +28,8 @@ type serveFlags struct {
 	token    string
 	grace    time.Duration
 	instance string
+	// cookieSecure: the UI is reached over HTTPS through a proxy (server.Options.CookieSecure).
+	cookieSecure bool
 }
 
 func newServeCmd(g *globals) *cobra.Command {
@@ -56,6 +58,7 @@ func newServeCmd(g *globals) *cobra.Command {
 	f.StringVar(&sf.token, "token", "", "token the UI and API require (16+ characters; default $GEOFLOW_UI_TOKEN); required when --listen is not loopback")
 	f.DurationVar(&sf.grace, "grace", 30*time.Second, "on SIGTERM/SIGINT, how long runs still going may take to finish or stop")
 	f.StringVar(&sf.instance, "instance", "", "name of this instance in the fires it claims (default hostname:pid)")
+	f.BoolVar(&sf.cookieSecure, "cookie-secure", false, "send the sign-in cookie over HTTPS only: set it when a TLS proxy serves the UI")
 	return cmd
 }
 
@@ -132,7 +135,7 @@ func runServe(ctx context.Context, g *globals, sf serveFlags) error {
 		return err
 	}
 	h, err := server.Handler(server.Options{Store: st, Flows: sched, Registry: reg, Ready: &ready, Logger: log,
-		Catalog: catalog, Launcher: launcher, Token: token, StoreName: g.storeName()})
+		Catalog: catalog, Launcher: launcher, Token: token, StoreName: g.storeName(), CookieSecure: sf.cookieSecure})
 	if err != nil {
 		ln.Close()
 		return err

@@ -27,6 +27,8 @@ type uiFlags struct {
 	token    string
 	readOnly bool
 	grace    time.Duration
+	// cookieSecure: the UI is reached over HTTPS through a proxy (server.Options.CookieSecure).
+	cookieSecure bool
 }
 
 func newUICmd(g *globals) *cobra.Command {
@@ -53,6 +55,7 @@ func newUICmd(g *globals) *cobra.Command {
 	f.StringVar(&uf.token, "token", "", "token the UI and API require (16+ characters; default $GEOFLOW_UI_TOKEN); required when --listen is not loopback")
 	f.BoolVar(&uf.readOnly, "read-only", false, "only look: start no runs, replays or discards")
 	f.DurationVar(&uf.grace, "grace", 30*time.Second, "on SIGTERM/SIGINT, how long runs started from the UI may take to stop")
+	f.BoolVar(&uf.cookieSecure, "cookie-secure", false, "send the sign-in cookie over HTTPS only: set it when a TLS proxy serves the UI")
 	return cmd
 }
 
@@ -107,7 +110,7 @@ func runUI(ctx context.Context, g *globals, uf uiFlags) error {
 	}
 	reg := prometheus.NewRegistry()
 	opts := server.Options{Store: st, Flows: noSchedule{}, Registry: reg, Logger: log, Token: token, StoreName: g.storeName(),
-		ReadOnly: uf.readOnly}
+		ReadOnly: uf.readOnly, CookieSecure: uf.cookieSecure}
 	var launcher *server.Launcher
 	if fi, err := os.Stat(uf.dir); err == nil && fi.IsDir() {
 		opts.Catalog = &server.Catalog{Dir: uf.dir, Options: g.flowOptions(registry())}
