@@ -397,7 +397,7 @@ func (h *handler) loginPage(w http.ResponseWriter, r *http.Request) {
 	data := struct {
 		page
 		Next, Problem string
-	}{page: page{Title: "Sign in", Page: "login", Store: h.o.StoreName}, Next: safeNext(r.FormValue("next"))}
+	}{page: page{Title: "Sign in", Page: "login"}, Next: safeNext(r.FormValue("next"))} // no store named to those without the token
 	if r.Method == http.MethodPost {
 		if h.guard.login(w, r) {
 			http.Redirect(w, r, data.Next, http.StatusSeeOther)

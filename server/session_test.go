@@ -32,6 +32,9 @@ func TestLoginFailureHeaders(t *testing.T) {
 	if code != http.StatusUnauthorized || !strings.Contains(body, "not this server&#39;s token") {
 		t.Fatalf("failed sign-in: %d\n%s", code, body)
 	}
+	if strings.Contains(body, "test PostGIS") {
+		t.Errorf("the sign-in page, open to anyone, names the store:\n%s", body)
+	}
 	want := map[string]string{
 		"Content-Security-Policy": "frame-ancestors 'none'",
 		"X-Content-Type-Options":  "nosniff",

@@ -1,12 +1,14 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net/url"
 	"path/filepath"
 	"strings"
 
+	"github.com/geoflow/geoflow/internal/redact"
 	"github.com/geoflow/geoflow/retry"
 	"github.com/geoflow/geoflow/store"
 	"github.com/geoflow/geoflow/store/gpkg"
@@ -111,21 +113,181 @@ func parseLocation(loc string) (pg bool, path string, err error) {
 	return false, "", fmt.Errorf("--database %q is neither a PostgreSQL URL (postgres://user@host/db) nor a GeoPackage (a path ending in .gpkg, or gpkg:PATH)", safeLocation(loc))
 }
 
-// safeLocation is loc for an error message, without what may be a credential: whatever
-// comes before an @ (userinfo, with or without a scheme) and a password=... pair.
+// safeLocation is loc for an error message, without what may be a credential: the
+// userinfo of a URL, the value of any parameter whose name says password, key, token or
+// the like (password, sslpassword, quoted or not), and for anything else whatever comes
+// before an @.
 func safeLocation(loc string) string {
+	if scheme, ok := urlScheme(loc); ok {
+		u, err := url.Parse(loc)
+		if err != nil {
+			return scheme + "://(a URL that does not parse, not shown)"
+		}
+		if u.User != nil {
+			u.User = url.User(redact.Mask)
+		}
+		if u.RawQuery != "" {
+			parts := strings.Split(u.RawQuery, "&")
+			for i, p := range parts {
+				k, _, _ := strings.Cut(p, "=")
+				if name, err := url.QueryUnescape(k); err != nil || secretParam(name) {
+					parts[i] = k + "=" + redact.Mask
+				}
+			}
+			u.RawQuery = strings.Join(parts, "&")
+		}
+		return u.String()
+	}
+	if pairs, ok := dsnPairs(loc); ok {
+		out := make([]string, len(pairs))
+		for i, p := range pairs {
+			v := p[1]
+			if secretParam(p[0]) {
+				v = redact.Mask
+			}
+			out[i] = p[0] + "=" + quoteDSN(v)
+		}
+		return strings.Join(out, " ")
+	}
 	if i := strings.LastIndex(loc, "@"); i >= 0 {
-		scheme := ""
-		if j := strings.Index(loc, "://"); j >= 0 && j < i {
-			scheme = loc[:j+3]
-		}
-		loc = scheme + "REDACTED@" + loc[i+1:]
+		loc = redact.Mask + "@" + loc[i+1:]
 	}
-	fields := strings.Fields(loc)
-	for i, f := range fields {
-		if strings.HasPrefix(strings.ToLower(f), "password=") {
-			fields[i] = "password=REDACTED"
+	return redact.String(loc)
+}
+
+// urlScheme returns the scheme of loc when loc starts as a URL does (scheme://): a
+// key=value string may hold :// in a value, and is no URL for that.
+func urlScheme(loc string) (string, bool) {
+	scheme, _, ok := strings.Cut(loc, "://")
+	if !ok || scheme == "" {
+		return "", false
+	}
+	for i, c := range scheme {
+		letter := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
+		if !letter && (i == 0 || !(c >= '0' && c <= '9' || c == '+' || c == '-' || c == '.')) {
+			return "", false
 		}
 	}
-	return strings.Join(fields, " ")
+	return scheme, true
+}
+
+// secretParam reports whether a connection parameter holds a credential: PostgreSQL's
+// password and sslpassword, and any name redact takes for one.
+func secretParam(name string) bool {
+	return strings.Contains(strings.ToLower(name), "password") || redact.SensitiveName(name)
+}
+
+// storeLabel names the store at loc for people who may not hold its credentials (the
+// UI's header, its start-up log): host:port/dbname of a PostgreSQL database, the
+// absolute path of a GeoPackage, and nothing else of the connection string.
+func storeLabel(loc string) string {
+	pg, path, err := parseLocation(loc)
+	switch {
+	case err != nil:
+		return "the store (its location is not shown)"
+	case !pg:
+		if abs, err := filepath.Abs(path); err == nil {
+			return abs
+		}
+		return path
+	}
+	var host, port, db string
+	if _, ok := urlScheme(loc); ok {
+		u, err := url.Parse(loc)
+		if err != nil {
+			return "PostgreSQL (its URL does not parse)"
+		}
+		host, db = u.Host, strings.TrimPrefix(u.Path, "/")
+		q := u.Query()
+		host, port, db = cmp.Or(q.Get("host"), host), q.Get("port"), cmp.Or(q.Get("dbname"), db)
+	} else {
+		pairs, ok := dsnPairs(loc)
+		if !ok {
+			return "PostgreSQL (its connection string does not parse)"
+		}
+		for _, p := range pairs {
+			switch p[0] {
+			case "host", "hostaddr":
+				host = cmp.Or(host, p[1])
+			case "port":
+				port = p[1]
+			case "dbname":
+				db = p[1]
+			}
+		}
+	}
+	label := cmp.Or(host, "localhost")
+	if port != "" {
+		label += ":" + port
+	}
+	return label + "/" + db
+}
+
+// dsnPairs reads a key=value connection string as libpq does: pairs apart by spaces,
+// spaces allowed around =, a value either in single quotes or up to the next space, a
+// backslash taking the next character as it is. ok is false unless every pair parses.
+func dsnPairs(s string) (pairs [][2]string, ok bool) {
+	i := 0
+	skip := func() {
+		for i < len(s) && isSpace(s[i]) {
+			i++
+		}
+	}
+	for {
+		skip()
+		if i == len(s) {
+			return pairs, len(pairs) > 0
+		}
+		start := i
+		for i < len(s) && s[i] != '=' && !isSpace(s[i]) {
+			i++
+		}
+		key := s[start:i]
+		skip()
+		if key == "" || i == len(s) || s[i] != '=' {
+			return nil, false
+		}
+		i++
+		skip()
+		var v strings.Builder
+		quoted := i < len(s) && s[i] == '\''
+		if quoted {
+			i++
+		}
+		closed := !quoted
+		for i < len(s) {
+			c := s[i]
+			if quoted && c == '\'' {
+				i++
+				closed = true
+				break
+			}
+			if !quoted && isSpace(c) {
+				break
+			}
+			if c == '\\' && i+1 < len(s) {
+				i++
+				c = s[i]
+			}
+			v.WriteByte(c)
+			i++
+		}
+		if !closed {
+			return nil, false
+		}
+		pairs = append(pairs, [2]string{key, v.String()})
+	}
+}
+
+func isSpace(c byte) bool {
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'
+}
+
+// quoteDSN writes v as a key=value connection string's value: in quotes when it is
+// empty or holds a space, a quote or a backslash.
+func quoteDSN(v string) string {
+	if v != "" && !strings.ContainsAny(v, " \t\n\r\f\v'\\") {
+		return v
+	}
+	return "'" + strings.NewReplacer("\\", "\\\\", "'", "\\'").Replace(v) + "'"
 }

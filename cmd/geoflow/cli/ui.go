@@ -62,10 +62,11 @@ func newUICmd(g *globals) *cobra.Command {
 // uiToken is --token, else $GEOFLOW_UI_TOKEN.
 func uiToken(flag string) string { return cmp.Or(flag, os.Getenv("GEOFLOW_UI_TOKEN")) }
 
-// storeName names the store for the UI's header, without credentials.
+// storeName names the store for the UI's header and its start-up log: host:port/dbname
+// or the GeoPackage's file, never a user, a password or another parameter (storeLabel).
 func (g *globals) storeName() string {
 	if loc := g.databaseURL(); loc != "" {
-		return safeLocation(loc)
+		return storeLabel(loc)
 	}
 	abs, _ := filepath.Abs(defaultGeoPackage)
 	return abs

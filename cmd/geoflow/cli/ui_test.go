@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/geoflow/geoflow/cmd/geoflow/cli"
 	"github.com/geoflow/geoflow/internal/devserver/wfsserver"
+	"github.com/geoflow/geoflow/internal/testdb"
 )
 
 // lockedBuffer is a strings.Builder safe for the command's goroutine and the test's.
@@ -36,6 +38,29 @@ func (l *lockedBuffer) String() string {
 }
 
 var uiURL = regexp.MustCompile(`msg="web UI" url=(\S+)`)
+
+// startUI runs the command of args (a geoflow ui or serve) in this process until ctx
+// ends, waits for its web UI to listen, and returns its base URL, its log and its exit
+// code to come.
+func startUI(t *testing.T, ctx context.Context, args ...string) (string, *lockedBuffer, <-chan int) {
+	t.Helper()
+	done := make(chan int, 1)
+	var out, errb lockedBuffer
+	go func() { done <- cli.Main(ctx, args, &out, &errb) }()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if m := uiURL.FindStringSubmatch(errb.String()); m != nil {
+			return strings.TrimSuffix(m[1], "/"), &errb, done
+		}
+		select {
+		case code := <-done:
+			t.Fatalf("geoflow %s exited %d at start:\n%s", strings.Join(args, " "), code, errb.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("geoflow %s did not start:\n%s", strings.Join(args, " "), errb.String())
+		}
+	}
+}
 
 // TestUICommand: geoflow ui serves the pages and the API over each store without the
 // scheduler, with a token when given one; a run started through its API is the CLI's run,
@@ -64,19 +89,8 @@ tasks:
 	const token = "a-token-of-twenty-chars"
 	t.Setenv("GEOFLOW_UI_TOKEN", token)
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan int, 1)
-	var out, errb lockedBuffer
-	go func() {
-		done <- cli.Main(ctx, []string{"--database", db, "ui", "--flows", dir, "--listen", "127.0.0.1:0"}, &out, &errb)
-	}()
-	var base string
-	for deadline := time.Now().Add(10 * time.Second); base == ""; time.Sleep(50 * time.Millisecond) {
-		if m := uiURL.FindStringSubmatch(errb.String()); m != nil {
-			base = strings.TrimSuffix(m[1], "/")
-		} else if time.Now().After(deadline) {
-			t.Fatalf("geoflow ui did not start:\n%s", errb.String())
-		}
-	}
+	defer cancel()
+	base, errb, done := startUI(t, ctx, "--database", db, "ui", "--flows", dir, "--listen", "127.0.0.1:0")
 	call := func(method, path, body string, auth bool) (int, string) {
 		req, _ := http.NewRequest(method, base+path, strings.NewReader(body))
 		if auth {
@@ -132,5 +146,104 @@ tasks:
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("geoflow ui did not stop")
+	}
+}
+
+// uiCall sends a request to a geoflow ui at base, with the bearer token when one is given.
+func uiCall(t *testing.T, base, method, path, body, token string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, base+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// TestUIStoreNameHidesCredentials: the header of every page and the start-up log name
+// the database as host:port/dbname, whatever credentials its connection string holds
+// (in the userinfo, in query parameters, quoted in key=value pairs); the sign-in page,
+// open to anyone, names no store at all. A GeoPackage is named by its file.
+func TestUIStoreNameHidesCredentials(t *testing.T) {
+	const token = "a-token-of-twenty-chars"
+	t.Setenv("GEOFLOW_UI_TOKEN", token)
+	db := testdb.URL(t)
+	if code, _, errs := geoflow(t, nil, "--database", db, "migrate", "up"); code != 0 {
+		t.Fatal(errs)
+	}
+	u, err := url.Parse(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := strings.TrimPrefix(u.Path, "/")
+	gpkg := filepath.Join(t.TempDir(), "ui.gpkg")
+	if code, _, errs := geoflow(t, nil, "--database", gpkg, "migrate", "up"); code != 0 {
+		t.Fatal(errs)
+	}
+	tests := []struct{ name, loc, want string }{
+		{"URL", "postgres://postgres:hunter2-user@" + u.Host + "/" + name + "?sslmode=disable&password=hunter2-query&sslpassword=hunter2-ssl",
+			u.Host + "/" + name},
+		{"key=value", "host=" + u.Hostname() + " port=" + u.Port() + " dbname=" + name + " user=postgres password='hunter2 wordsecret' sslmode=disable",
+			u.Host + "/" + name},
+		{"GeoPackage", gpkg, gpkg},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			base, log, done := startUI(t, ctx, "--database", tt.loc, "ui", "--flows", t.TempDir(), "--listen", "127.0.0.1:0")
+			_, home := uiCall(t, base, "GET", "/", "", token)
+			_, login := uiCall(t, base, "GET", "/login", "", "")
+			if !strings.Contains(home, `<span class="where">`+tt.want+`</span>`) {
+				t.Errorf("the header does not name the store %s:\n%s", tt.want, home)
+			}
+			if strings.Contains(login, tt.want) {
+				t.Errorf("the sign-in page names the store:\n%s", login)
+			}
+			cancel()
+			<-done
+			if !strings.Contains(log.String(), "store="+tt.want) {
+				t.Errorf("the start-up log does not name the store %s:\n%s", tt.want, log)
+			}
+			for what, text := range map[string]string{"overview": home, "sign-in page": login, "log": log.String()} {
+				for _, secret := range []string{"hunter2", "wordsecret"} {
+					if strings.Contains(text, secret) {
+						t.Errorf("the %s shows %q:\n%s", what, secret, text)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestUIDatabaseErrorHidesCredentials: a --database that names no store is refused
+// naming it, without the credentials it holds.
+func TestUIDatabaseErrorHidesCredentials(t *testing.T) {
+	for _, loc := range []string{
+		"mysql://geoflow:hunter2@db.example.com/geoflow?password=hunter2-query&sslpassword=hunter2-ssl",
+		"gpkg://geoflow:hunter2@db.example.com/x.gpkg",
+		"host=db.example.com password='hunter2 wordsecret' options=x://y",
+		"host=db.example.com sslpassword=hunter2 options=x://y",
+	} {
+		code, _, errs := geoflow(t, nil, "--database", loc, "ui")
+		if code != cli.ExitError || !strings.Contains(errs, "db.example.com") {
+			t.Errorf("--database %s: exit %d, want 1 naming the host:\n%s", loc, code, errs)
+		}
+		for _, secret := range []string{"hunter2", "wordsecret"} {
+			if strings.Contains(errs, secret) {
+				t.Errorf("--database: the error shows %q:\n%s", secret, errs)
+			}
+		}
 	}
 }
