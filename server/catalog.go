@@ -31,7 +31,9 @@ type Catalog struct {
 var ErrNoFlow = errors.New("server: no such flow")
 
 // List describes every flow of Dir (and the files that do not load, with their
-// problem), with the next n fire times of the scheduled ones; sorted by name.
+// problem), with the next n fire times of the scheduled ones; sorted by name. A problem
+// may quote a value the environment gave (${VAR}): it is masked with Options.Secrets,
+// which parsing the file has just filled.
 func (c *Catalog) List(n int) ([]schedule.FlowInfo, error) {
 	now := time.Now()
 	if c.Now != nil {
@@ -40,6 +42,9 @@ func (c *Catalog) List(n int) ([]schedule.FlowInfo, error) {
 	infos, err := schedule.ListAll(c.Dir, c.Options, now, n)
 	if err != nil {
 		return nil, err
+	}
+	for i := range infos {
+		infos[i].Problem = c.Options.Secrets.String(infos[i].Problem)
 	}
 	if c.Live == nil {
 		return infos, nil
@@ -57,7 +62,8 @@ func (c *Catalog) List(n int) ([]schedule.FlowInfo, error) {
 }
 
 // Load parses the flow called name from Dir. It fails wrapping ErrNoFlow when no file
-// defines it, and with the file's problems when the file that does is not valid.
+// defines it, and with the file's problems when the file that does is not valid; the
+// error's text has the values of Options.Secrets masked, as pages and the API show it.
 func (c *Catalog) Load(name string) (*flows.Flow, error) {
 	des, err := os.ReadDir(c.Dir)
 	if err != nil {
@@ -91,7 +97,17 @@ func (c *Catalog) Load(name string) (*flows.Flow, error) {
 		}
 	}
 	if problem != nil {
-		return nil, problem
+		return nil, &maskedError{msg: c.Options.Secrets.String(problem.Error()), err: problem}
 	}
 	return nil, fmt.Errorf("flow %q: %w in %s", name, ErrNoFlow, c.Dir)
 }
+
+// maskedError is err with its text masked: what a page or the API shows. Unwrap gives
+// the error itself, for errors.Is and errors.As, not for showing.
+type maskedError struct {
+	msg string
+	err error
+}
+
+func (e *maskedError) Error() string { return e.msg }
+func (e *maskedError) Unwrap() error { return e.err }

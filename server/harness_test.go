@@ -17,6 +17,7 @@ import (
 
 	"github.com/geoflow/geoflow/flows"
 	"github.com/geoflow/geoflow/internal/devserver/wfsserver"
+	"github.com/geoflow/geoflow/internal/redact"
 	"github.com/geoflow/geoflow/internal/testdb"
 	"github.com/geoflow/geoflow/retry"
 	"github.com/geoflow/geoflow/server"
@@ -40,6 +41,9 @@ type ui struct {
 	fx       *wfsserver.Server
 	launcher *server.Launcher
 	healed   atomic.Bool
+	// dir is the flows directory; secrets the set its flows' ${VAR} values go to.
+	dir     string
+	secrets *redact.Set
 }
 
 type uiOptions struct {
@@ -53,6 +57,8 @@ type uiOptions struct {
 	tilesDir string
 	// readOnly serves as geoflow ui --read-only does: no launcher, and ReadOnly.
 	readOnly bool
+	// scheduled is what the scheduler lists (/api/flows); none by default.
+	scheduled fakeFlows
 	// session and cookieSecure are server.Options.Session and CookieSecure.
 	session      time.Duration
 	cookieSecure bool
@@ -121,7 +127,8 @@ tasks:
 	reg.Register(wfs.Kind())
 	reg.Register(tiles.Kind())
 	log := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	catalog := &server.Catalog{Dir: dir, Options: flows.Options{Registry: reg}}
+	u.dir, u.secrets = dir, &redact.Set{}
+	catalog := &server.Catalog{Dir: dir, Options: flows.Options{Registry: reg, Secrets: u.secrets}}
 	runCtx, cancel := context.WithCancel(context.Background())
 	run := flows.RunOptions{Store: db, HTTP: retry.New(&retry.Options{Logger: log}), Logger: log, Grace: 5 * time.Second}
 	u.launcher, err = server.NewLauncher(runCtx, catalog, run, flows.ReplayOptions{Store: db, HTTP: run.HTTP, Registry: reg, Logger: log})
@@ -129,7 +136,7 @@ tasks:
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cancel(); u.launcher.Wait() })
-	opts := server.Options{Store: db, Flows: fakeFlows{}, Registry: prometheus.NewRegistry(), Logger: log,
+	opts := server.Options{Store: db, Flows: append(fakeFlows{}, o.scheduled...), Registry: prometheus.NewRegistry(), Logger: log,
 		Catalog: catalog, Launcher: u.launcher, Token: o.token, StoreName: "test PostGIS", Session: o.session, CookieSecure: o.cookieSecure}
 	if o.readOnly {
 		opts.Launcher, opts.ReadOnly = nil, true

@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/geoflow/geoflow/internal/redact"
 	"github.com/geoflow/geoflow/schedule"
 	"github.com/geoflow/geoflow/store"
 )
@@ -204,7 +205,26 @@ func (h *handler) ready(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *handler) flows(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusOK, h.o.Flows.Flows(h.o.NextFires))
+	infos := h.o.Flows.Flows(h.o.NextFires)
+	for i := range infos {
+		infos[i].Problem = h.secrets().String(infos[i].Problem)
+	}
+	writeJSON(w, http.StatusOK, infos)
+}
+
+// secrets are the values flows took from the environment (the catalog's set; nil, which
+// masks only credentials by their position, without a catalog).
+func (h *handler) secrets() *redact.Set {
+	if h.o.Catalog == nil {
+		return nil
+	}
+	return h.o.Catalog.Options.Secrets
+}
+
+// masked is err with the flows' secrets masked in its text, for an answer: a flow that
+// does not validate, or a run that could not start, may quote a value ${VAR} gave.
+func (h *handler) masked(err error) error {
+	return &maskedError{msg: h.secrets().String(err.Error()), err: err}
 }
 
 // limitParam reads ?limit=, a positive number, with def when absent.

@@ -349,7 +349,7 @@ func (h *handler) startRun(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, http.StatusBadRequest, err)
 		return
 	case err != nil:
-		h.fail(w, r, http.StatusUnprocessableEntity, err)
+		h.fail(w, r, http.StatusUnprocessableEntity, h.masked(err))
 		return
 	}
 	w.Header().Set("Location", "/api/runs/"+strconv.FormatInt(id, 10))
@@ -428,7 +428,7 @@ func (h *handler) replay(w http.ResponseWriter, r *http.Request) {
 	case t.Wait:
 		res, err := h.o.Launcher.ReplayNow(r.Context(), entries)
 		if err != nil {
-			h.fail(w, r, http.StatusUnprocessableEntity, err)
+			h.fail(w, r, http.StatusUnprocessableEntity, h.masked(err))
 			return
 		}
 		writeJSON(w, http.StatusOK, replayOutcome(res))
