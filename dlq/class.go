@@ -7,7 +7,7 @@ type Class string
 
 // The classes of failure. Source faults (the remote server, the network, what it sent):
 // http_4xx, http_5xx, rate_limited, timeout, network, truncated, parse, exception_report,
-// circuit_open, invalid_request, too_large, rejected. Sink faults (where output is written): database, disk.
+// circuit_open, invalid_request, too_large, rejected. The pool's: worker_lost. Sink faults (where output is written): database, disk.
 // canceled is the caller's own cancellation, never anyone's failure.
 const (
 	ClassHTTP4xx         Class = "http_4xx"
@@ -30,6 +30,10 @@ const (
 	// (a curved or malformed geometry, coordinates outside the CRS): the others are
 	// stored, the unit is dead so that the harvest shows as incomplete.
 	ClassRejected Class = "rejected"
+	// ClassWorkerLost is a unit of a distributed run that the pool gave up on: every
+	// worker that took it died or was stopped hard while executing it, as many times as
+	// a unit's job may be attempted (the unit itself may be what kills them).
+	ClassWorkerLost Class = "worker_lost"
 )
 
 // Classes returns every class a dead letter can have, in a fixed order. The slice is new
@@ -37,7 +41,7 @@ const (
 func Classes() []Class {
 	return []Class{ClassHTTP4xx, ClassHTTP5xx, ClassRateLimited, ClassTimeout, ClassNetwork,
 		ClassTruncated, ClassParse, ClassExceptionReport, ClassCircuitOpen, ClassDatabase,
-		ClassDisk, ClassCanceled, ClassInvalid, ClassTooLarge, ClassRejected}
+		ClassDisk, ClassCanceled, ClassInvalid, ClassTooLarge, ClassRejected, ClassWorkerLost}
 }
 
 // Sink tells whether a class is a fault of where output is written (the database, the

@@ -29,6 +29,9 @@ type RunStart struct {
 	Resume bool
 	// RunID, with Resume, names the run to continue instead of the latest.
 	RunID int64
+	// Distributed makes the run's units jobs of the store's Queue, executed by its
+	// workers; a resumed run keeps the mode it started with.
+	Distributed bool
 }
 
 // Run is a run this process holds: no other process resumes or replays it meanwhile.
@@ -45,6 +48,8 @@ type Run struct {
 	// FlowFile, FlowText and FlowHash are as recorded when the run first started; a run
 	// recorded before flows were kept has FlowText "".
 	FlowFile, FlowText, FlowHash string
+	// Distributed is set for a run whose units the store's Queue hands to workers.
+	Distributed bool
 	// Release, set by the store, gives the run's hold back; Close calls it once.
 	Release func()
 }
@@ -79,6 +84,8 @@ type RunInfo struct {
 	FlowFile string     // absolute path; "" for runs that recorded none
 	FlowText string     // the resolved flow as it ran; "" for runs recorded before flows were kept
 	FlowHash string
+	// Distributed is set for a run whose units the store's Queue hands to workers.
+	Distributed bool
 }
 
 // NothingToResume is StartRun's error when it finds no run to resume: it wraps
@@ -112,7 +119,8 @@ type Runs interface {
 // Units records a run's units and commits each unit's output with its outcome.
 type Units interface {
 	// AddUnits records planned units as pending; units already recorded are left as
-	// they are (a resumed run plans again).
+	// they are (a resumed run plans again). In a distributed run it also enqueues, in
+	// the same transaction, every unit of the task that is not done (pending again).
 	AddUnits(ctx context.Context, runID int64, task string, units []Unit) error
 	// OpenUnits returns the task's units that are not done, in key order.
 	OpenUnits(ctx context.Context, runID int64, task string) ([]Unit, error)
@@ -144,8 +152,10 @@ type UnitTx interface {
 	// UpsertAsset records one imagery file, as UpsertTiles does a tile.
 	UpsertAsset(ctx context.Context, t *AssetTable, row AssetRow) (Counts, error)
 	// Complete marks the unit done with counts, started at start (its attempt counted),
-	// and records children as pending units of the same task, their Parent set to it.
-	Complete(ctx context.Context, c Counts, children []Unit, start time.Time) error
+	// and records children and failed as pending units of the same task, their Parent
+	// set to it: children to execute (in a distributed run, enqueued in the same
+	// transaction), failed to be dead-lettered once the unit commits.
+	Complete(ctx context.Context, c Counts, children, failed []Unit, start time.Time) error
 	// Fail, after Complete, marks the unit failed instead and records its dead letter
 	// (as DeadLetterSink.RecordDeadLetter does, its attempt counted once): a unit whose
 	// output is stored but incomplete (features refused) commits as a dead letter in

@@ -10,9 +10,21 @@ import (
 
 // MigrationState is one migration and whether it is applied.
 type MigrationState struct {
+	// Line is "" for geoflow's own migrations and "river" for those of River's queue
+	// (the PostgreSQL store's distributed runs), which are applied after geoflow's.
+	Line      string
 	Version   int
 	Name      string
 	AppliedAt *time.Time // nil when pending
+}
+
+// Label names the migration as the CLI prints it: "009_distributed", "river 006_bulk_unique".
+func (m MigrationState) Label() string {
+	l := fmt.Sprintf("%03d_%s", m.Version, m.Name)
+	if m.Line != "" {
+		l = m.Line + " " + l
+	}
+	return l
 }
 
 // Migrator brings the store's schema up to date.
@@ -32,7 +44,7 @@ func CheckMigrations(ctx context.Context, m Migrator) error {
 	}
 	for _, st := range states {
 		if st.AppliedAt == nil {
-			return fmt.Errorf("%03d_%s not applied (run geoflow migrate up): %w", st.Version, st.Name, ErrMigrationsPending)
+			return fmt.Errorf("%s not applied (run geoflow migrate up): %w", st.Label(), ErrMigrationsPending)
 		}
 	}
 	return nil

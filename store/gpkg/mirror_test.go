@@ -74,7 +74,7 @@ func mirrorRun(t *testing.T, st *gpkg.Store, table *store.FeatureTable, units ..
 			unit = append(unit, c)
 			sum.Inserted, sum.Updated, sum.Skipped = sum.Inserted+c.Inserted, sum.Updated+c.Updated, sum.Skipped+c.Skipped
 		}
-		if err := tx.Complete(ctx, sum, nil, time.Now()); err != nil {
+		if err := tx.Complete(ctx, sum, nil, nil, time.Now()); err != nil {
 			t.Fatal(err)
 		}
 		if err := tx.Commit(ctx); err != nil {

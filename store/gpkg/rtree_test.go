@@ -71,7 +71,7 @@ func TestBulkRTree(t *testing.T) {
 				if _, err := tx.WriteFeatures(ctx, tb, &src); err != nil {
 					t.Fatal(err)
 				}
-				if err := tx.Complete(ctx, store.Counts{}, nil, time.Now()); err != nil {
+				if err := tx.Complete(ctx, store.Counts{}, nil, nil, time.Now()); err != nil {
 					t.Fatal(err)
 				}
 				if err := tx.Commit(ctx); err != nil {

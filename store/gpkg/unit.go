@@ -53,12 +53,13 @@ const completeSQL = `UPDATE geoflow_units SET state = 'done', finished_at = ` + 
 	WHERE run_id = ? AND task = ? AND key = ?`
 
 // Complete implements store.UnitTx.
-func (u *unitTx) Complete(ctx context.Context, c store.Counts, children []store.Unit, start time.Time) error {
+func (u *unitTx) Complete(ctx context.Context, c store.Counts, children, failed []store.Unit, start time.Time) error {
 	tx, err := u.begin(ctx, completeSQL, addUnitSQL)
 	if err != nil {
 		return err
 	}
 	ref := u.ref
+	children = append(children[:len(children):len(children)], failed...)
 	if len(children) > 0 {
 		kids := make([]store.Unit, len(children))
 		for i, k := range children {

@@ -92,7 +92,7 @@ func TestGDALAcceptsTheFile(t *testing.T) {
 		if err != nil || c.Inserted != 100 {
 			t.Fatalf("%s: %+v %v", tb.Name, c, err)
 		}
-		if err := tx.Complete(ctx, c, nil, time.Now()); err != nil {
+		if err := tx.Complete(ctx, c, nil, nil, time.Now()); err != nil {
 			t.Fatal(err)
 		}
 		if err := tx.Commit(ctx); err != nil {
@@ -125,7 +125,7 @@ func TestGDALAcceptsTheFile(t *testing.T) {
 	if _, err := tx.UpsertAsset(ctx, assets, store.AssetRow{Collection: "c", Item: "i", Asset: "a", Footprint: fp.ToPolygon(), Path: "/a.tif", Hash: []byte{2}}); err != nil {
 		t.Fatal(err)
 	}
-	if err := tx.Complete(ctx, store.Counts{Inserted: 2}, nil, time.Now()); err != nil {
+	if err := tx.Complete(ctx, store.Counts{Inserted: 2}, nil, nil, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	if err := tx.Commit(ctx); err != nil {

@@ -323,9 +323,9 @@ func (s *Store) RunInfo(ctx context.Context, runID int64) (store.RunInfo, error)
 	ri := store.RunInfo{ID: runID}
 	var x0, y0, x1, y1 *float64
 	err := s.pool.QueryRow(ctx, `SELECT flow, coalesce(flow_file, ''), status,
-		ST_XMin(area), ST_YMin(area), ST_XMax(area), ST_YMax(area), coalesce(flow_text, ''), coalesce(flow_hash, '')
+		ST_XMin(area), ST_YMin(area), ST_XMax(area), ST_YMax(area), coalesce(flow_text, ''), coalesce(flow_hash, ''), distributed
 		FROM geoflow_runs WHERE id = $1`, runID).
-		Scan(&ri.Flow, &ri.FlowFile, &ri.Status, &x0, &y0, &x1, &y1, &ri.FlowText, &ri.FlowHash)
+		Scan(&ri.Flow, &ri.FlowFile, &ri.Status, &x0, &y0, &x1, &y1, &ri.FlowText, &ri.FlowHash, &ri.Distributed)
 	if err != nil {
 		return ri, translate(fmt.Sprintf("reading run %d", runID), err)
 	}

@@ -39,8 +39,8 @@ func (s *Store) ddl(ctx context.Context, fn func() error) error {
 }
 
 // Migrate creates the PostGIS extension when it is missing and applies every pending
-// migration, each in its own transaction, under an advisory lock. It returns the
-// migrations it applied.
+// migration, each in its own transaction, under an advisory lock, then River's (the job
+// queue of distributed runs). It returns the migrations it applied.
 func (s *Store) Migrate(ctx context.Context) ([]store.MigrationState, error) {
 	all, err := migrations.PostGIS()
 	if err != nil {
@@ -85,7 +85,8 @@ func (s *Store) Migrate(ctx context.Context) ([]store.MigrationState, error) {
 		now := time.Now()
 		done = append(done, store.MigrationState{Version: m.Version, Name: m.Name, AppliedAt: &now})
 	}
-	return done, nil
+	river, err := s.migrateRiver(ctx)
+	return append(done, river...), err
 }
 
 // ensurePostGIS creates the extension when missing, with a clear error when it cannot be.
@@ -153,5 +154,6 @@ func (s *Store) MigrationStatus(ctx context.Context) ([]store.MigrationState, er
 			out[i].AppliedAt = &at
 		}
 	}
-	return out, nil
+	river, err := s.riverStatus(ctx)
+	return append(out, river...), err
 }

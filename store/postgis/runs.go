@@ -92,14 +92,15 @@ func (s *Store) startRun(ctx context.Context, conn *pgx.Conn, st store.RunStart)
 			var x0, y0, x1, y1 *float64
 			err := conn.QueryRow(ctx, `UPDATE geoflow_runs SET status = 'running', finished_at = NULL, error = NULL
 				WHERE id = $1 RETURNING started_at, ST_XMin(area), ST_YMin(area), ST_XMax(area), ST_YMax(area), only_tasks,
-					coalesce(flow_file, ''), coalesce(flow_text, ''), coalesce(flow_hash, '')`, id).
-				Scan(&run.StartedAt, &x0, &y0, &x1, &y1, &run.OnlyTasks, &run.FlowFile, &run.FlowText, &run.FlowHash)
+					coalesce(flow_file, ''), coalesce(flow_text, ''), coalesce(flow_hash, ''), distributed`, id).
+				Scan(&run.StartedAt, &x0, &y0, &x1, &y1, &run.OnlyTasks, &run.FlowFile, &run.FlowText, &run.FlowHash, &run.Distributed)
 			if err != nil {
 				return nil, translate(fmt.Sprintf("resuming run %d", id), err)
 			}
 			if x0 != nil {
 				run.Area = &orb.Bound{Min: orb.Point{*x0, *y0}, Max: orb.Point{*x1, *y1}}
 			}
+			s.distributed.Store(id, run.Distributed)
 			// Units a crash or a lost database left failed without a dead letter run again.
 			if _, err := conn.Exec(ctx, `UPDATE geoflow_units u SET state = 'pending' WHERE u.run_id = $1 AND u.state IN ('failed', 'interrupted', 'running')
 				AND NOT EXISTS (SELECT 1 FROM geoflow_dlq d WHERE d.run_id = u.run_id AND d.task = u.task AND d.unit_key = u.key)`, id); err != nil {
@@ -114,9 +115,9 @@ func (s *Store) startRun(ctx context.Context, conn *pgx.Conn, st store.RunStart)
 		trigger = store.TriggerManual
 	}
 	var run store.Run
-	err := conn.QueryRow(ctx, `INSERT INTO geoflow_runs (flow, trigger, area, only_tasks, flow_file, scheduled_for, flow_text, flow_hash)
-		VALUES ($1, $2, `+envelopeSQL(3)+`, $7, NULLIF($8, ''), $9, NULLIF($10, ''), NULLIF($11, '')) RETURNING id, started_at`,
-		append(append([]any{st.Flow, trigger}, envelopeArgs(st.Area)...), st.OnlyTasks, st.FlowFile, st.ScheduledFor, st.FlowText, st.FlowHash)...).
+	err := conn.QueryRow(ctx, `INSERT INTO geoflow_runs (flow, trigger, area, only_tasks, flow_file, scheduled_for, flow_text, flow_hash, distributed)
+		VALUES ($1, $2, `+envelopeSQL(3)+`, $7, NULLIF($8, ''), $9, NULLIF($10, ''), NULLIF($11, ''), $12) RETURNING id, started_at`,
+		append(append([]any{st.Flow, trigger}, envelopeArgs(st.Area)...), st.OnlyTasks, st.FlowFile, st.ScheduledFor, st.FlowText, st.FlowHash, st.Distributed)...).
 		Scan(&run.ID, &run.StartedAt)
 	if err != nil {
 		return nil, translate("recording a new run", err)
@@ -125,7 +126,10 @@ func (s *Store) startRun(ctx context.Context, conn *pgx.Conn, st store.RunStart)
 		return nil, translate("locking the new run", err)
 	}
 	run.Flow, run.Area, run.OnlyTasks = st.Flow, st.Area, st.OnlyTasks
-	run.FlowFile, run.FlowText, run.FlowHash = st.FlowFile, st.FlowText, st.FlowHash
+	run.FlowFile, run.FlowText, run.FlowHash, run.Distributed = st.FlowFile, st.FlowText, st.FlowHash, st.Distributed
+	if st.Distributed {
+		s.distributed.Store(run.ID, true)
+	}
 	return &run, nil
 }
 
@@ -189,6 +193,11 @@ func (s *Store) SetTaskState(ctx context.Context, runID int64, task, typ string,
 // AddUnits records planned units as pending. Units already recorded (a resumed run plans
 // again) are left as they are.
 func (s *Store) AddUnits(ctx context.Context, runID int64, task string, units []store.Unit) error {
+	if d, err := s.runDistributed(ctx, s.pool, runID); err != nil {
+		return err
+	} else if d {
+		return s.addDistributed(ctx, runID, task, units)
+	}
 	const batch = 5000
 	for len(units) > 0 {
 		n := min(batch, len(units))

@@ -40,26 +40,45 @@ func (s *Store) BeginUnit(ctx context.Context, ref store.UnitRef) (store.UnitTx,
 	if err != nil {
 		return nil, translate(fmt.Sprintf("beginning the transaction of unit %s", ref.Key), err)
 	}
-	return &unitTx{tx: tx, ref: ref}, nil
+	return &unitTx{s: s, tx: tx, ref: ref}, nil
 }
 
 // unitTx is one unit's transaction.
 type unitTx struct {
+	s   *Store
 	tx  pgx.Tx
 	ref store.UnitRef
 }
 
 // Complete implements store.UnitTx.
-func (u *unitTx) Complete(ctx context.Context, c store.Counts, children []store.Unit, start time.Time) error {
+//
+// In a distributed run the children are enqueued in the same transaction (the failed
+// units are not: they are dead letters as soon as the unit commits).
+func (u *unitTx) Complete(ctx context.Context, c store.Counts, children, failed []store.Unit, start time.Time) error {
 	ref := u.ref
-	if len(children) > 0 {
-		kids := make([]store.Unit, len(children))
-		for i, k := range children {
+	if all := len(children) + len(failed); all > 0 {
+		kids := make([]store.Unit, 0, all)
+		for _, k := range append(children[:len(children):len(children)], failed...) {
 			k.Parent = ref.Key
-			kids[i] = k
+			kids = append(kids, k)
 		}
 		if err := addUnits(ctx, u.tx, ref.RunID, ref.TaskID, kids); err != nil {
 			return err
+		}
+	}
+	if len(children) > 0 {
+		d, err := u.s.runDistributed(ctx, u.tx, ref.RunID)
+		if err != nil {
+			return err
+		}
+		if d {
+			keys := make([]string, len(children))
+			for i, k := range children {
+				keys[i] = k.Key
+			}
+			if err := u.s.enqueue(ctx, u.tx, ref.RunID, ref.TaskID, keys); err != nil {
+				return err
+			}
 		}
 	}
 	_, err := u.tx.Exec(ctx, `UPDATE geoflow_units SET state = 'done', finished_at = now(), error = NULL,

@@ -85,7 +85,7 @@ func commitUnit(ctx context.Context, s *Store, ref store.UnitRef, write func(con
 	if err != nil {
 		return c, err
 	}
-	if err := tx.Complete(ctx, c, nil, time.Now()); err != nil {
+	if err := tx.Complete(ctx, c, nil, nil, time.Now()); err != nil {
 		return c, err
 	}
 	return c, tx.Commit(ctx)

@@ -12,10 +12,12 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+	"sync"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
 
 	"github.com/geoflow/geoflow/dlq"
 	"github.com/geoflow/geoflow/internal/redact"
@@ -26,6 +28,14 @@ import (
 type Store struct {
 	pool *pgxpool.Pool
 	url  string // redacted, for messages
+
+	// distributed caches, by run id, whether a run's units are jobs (they never stop
+	// being: a resume keeps the run's mode).
+	distributed sync.Map
+	// riv is the River client that enqueues units, made on first use.
+	rivOnce sync.Once
+	riv     *river.Client[pgx.Tx]
+	rivErr  error
 }
 
 // Options configure Open. A nil *Options means defaults.

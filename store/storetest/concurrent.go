@@ -56,7 +56,7 @@ func testConcurrentUnits(t *testing.T, s store.Store) {
 		if err != nil {
 			return fmt.Errorf("unit %s: %w", ref.Key, err)
 		}
-		if err := tx.Complete(ctx, c, children, time.Now()); err != nil {
+		if err := tx.Complete(ctx, c, children, nil, time.Now()); err != nil {
 			return fmt.Errorf("unit %s: %w", ref.Key, err)
 		}
 		return tx.Commit(ctx)

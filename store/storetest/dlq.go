@@ -554,7 +554,7 @@ func testUnitFails(t *testing.T, s store.Store) {
 			t.Fatal(err)
 		}
 		c.Rejected = 1
-		if err := tx.Complete(ctx, c, nil, time.Now()); err != nil {
+		if err := tx.Complete(ctx, c, nil, nil, time.Now()); err != nil {
 			t.Fatal(err)
 		}
 		if err := tx.Fail(ctx, entry); err != nil {

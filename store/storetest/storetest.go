@@ -180,7 +180,7 @@ func commitUnit(ctx context.Context, s store.Store, ref store.UnitRef, write fun
 			return c, err
 		}
 	}
-	if err := tx.Complete(ctx, c, nil, time.Now()); err != nil {
+	if err := tx.Complete(ctx, c, nil, nil, time.Now()); err != nil {
 		return c, err
 	}
 	return c, tx.Commit(ctx)

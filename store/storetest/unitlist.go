@@ -44,7 +44,7 @@ func testListUnits(t *testing.T, s store.Store) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := tx.Complete(ctx, done, []store.Unit{child}, time.Now()); err != nil {
+	if err := tx.Complete(ctx, done, []store.Unit{child}, nil, time.Now()); err != nil {
 		tx.Rollback(ctx)
 		t.Fatal(err)
 	}

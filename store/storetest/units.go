@@ -156,7 +156,7 @@ func testUnitChildren(t *testing.T, s store.Store) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := tx.Complete(ctx, store.Counts{Inserted: 1}, children, time.Now()); err != nil {
+	if err := tx.Complete(ctx, store.Counts{Inserted: 1}, children, nil, time.Now()); err != nil {
 		tx.Rollback(ctx)
 		t.Fatal(err)
 	}
@@ -214,7 +214,7 @@ func testUnitRollback(t *testing.T, s store.Store) {
 		tx.Rollback(ctx)
 		t.Fatalf("writing in the unit to roll back: %+v, %v; want 2 inserted", c, err)
 	}
-	if err := tx.Complete(ctx, c, []store.Unit{{Key: "u000.0"}}, time.Now()); err != nil {
+	if err := tx.Complete(ctx, c, []store.Unit{{Key: "u000.0"}}, nil, time.Now()); err != nil {
 		tx.Rollback(ctx)
 		t.Fatal(err)
 	}

@@ -30,7 +30,7 @@ func newMigrateCmd(g *globals) *cobra.Command {
 				fmt.Fprintln(g.stdout, "database is up to date")
 			}
 			for _, m := range done {
-				fmt.Fprintf(g.stdout, "applied %03d_%s\n", m.Version, m.Name)
+				fmt.Fprintf(g.stdout, "applied %s\n", m.Label())
 			}
 			return nil
 		},
@@ -55,7 +55,11 @@ func newMigrateCmd(g *globals) *cobra.Command {
 				if s.AppliedAt != nil {
 					at = s.AppliedAt.Format("2006-01-02 15:04:05Z07:00")
 				}
-				fmt.Fprintf(tw, "%03d\t%s\t%s\n", s.Version, s.Name, at)
+				version := fmt.Sprintf("%03d", s.Version)
+				if s.Line != "" {
+					version = s.Line + " " + version
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\n", version, s.Name, at)
 			}
 			return tw.Flush()
 		},

@@ -1,0 +1,300 @@
+package postgis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivertype"
+
+	"github.com/geoflow/geoflow/store"
+)
+
+var _ store.Queue = (*Store)(nil)
+
+// UnitQueue is the River queue of distributed runs' units; UnitKind their job kind.
+const (
+	UnitQueue = "geoflow_units"
+	UnitKind  = "geoflow_unit"
+)
+
+// unitMaxAttempts is how many times a unit's job may be taken. A unit's own faults never
+// fail its job (they are the unit's outcome, recorded as a local run records them, dead
+// letters included); what does is a worker that died or was stopped hard with the unit in
+// flight, or a store that stayed down. Ten such in a row mean the unit itself is the
+// trouble: its job is given up and the run's follower dead-letters it (worker_lost).
+const unitMaxAttempts = 10
+
+// liveStates are the states of a job that will still execute: a unit has one live job at
+// most. Finished jobs (completed, cancelled, discarded) are left out, so a resume can
+// enqueue a unit again.
+var liveStates = []rivertype.JobState{rivertype.JobStateAvailable, rivertype.JobStatePending,
+	rivertype.JobStateRunning, rivertype.JobStateRetryable, rivertype.JobStateScheduled}
+
+// unitArgs are one unit's job: the unit's reference, nothing else. The worker reads the
+// unit (its bbox and spec) and its run's recorded flow from the store.
+type unitArgs struct {
+	RunID int64  `json:"run_id"`
+	Task  string `json:"task"`
+	Key   string `json:"key"`
+}
+
+func (unitArgs) Kind() string { return UnitKind }
+
+func (unitArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{Queue: UnitQueue, MaxAttempts: unitMaxAttempts,
+		UniqueOpts: river.UniqueOpts{ByArgs: true, ByState: liveStates}}
+}
+
+// inserter is the River client that enqueues units (an insert-only client: it works no
+// jobs), made once per Store.
+func (s *Store) inserter() (*river.Client[pgx.Tx], error) {
+	s.rivOnce.Do(func() {
+		s.riv, s.rivErr = river.NewClient(riverpgxv5.New(s.pool), &river.Config{Logger: quietLog(nil), SkipUnknownJobCheck: true})
+	})
+	return s.riv, s.rivErr
+}
+
+// rowQuerier is what both the pool and a transaction offer to read one row.
+type rowQuerier interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// runDistributed tells whether run's units are jobs, reading it through q (a unit's own
+// transaction, which must not wait for a second connection) once per run and process.
+func (s *Store) runDistributed(ctx context.Context, q rowQuerier, runID int64) (bool, error) {
+	if v, ok := s.distributed.Load(runID); ok {
+		return v.(bool), nil
+	}
+	var d bool
+	if err := q.QueryRow(ctx, "SELECT distributed FROM geoflow_runs WHERE id = $1", runID).Scan(&d); err != nil {
+		return false, translate(fmt.Sprintf("reading whether run %d is distributed", runID), err)
+	}
+	s.distributed.Store(runID, d)
+	return d, nil
+}
+
+// enqueue inserts one job per key in tx; a key whose unit has a live job already gets no
+// second one.
+func (s *Store) enqueue(ctx context.Context, tx pgx.Tx, runID int64, task string, keys []string) error {
+	c, err := s.inserter()
+	if err != nil {
+		return fmt.Errorf("the job queue: %w", err)
+	}
+	const batch = 2000
+	for len(keys) > 0 {
+		n := min(batch, len(keys))
+		params := make([]river.InsertManyParams, n)
+		for i, k := range keys[:n] {
+			params[i] = river.InsertManyParams{Args: unitArgs{RunID: runID, Task: task, Key: k}}
+		}
+		if _, err := c.InsertManyTx(ctx, tx, params); err != nil {
+			return translate(fmt.Sprintf("enqueueing %d units of task %q", n, task), err)
+		}
+		keys = keys[n:]
+	}
+	return nil
+}
+
+// addDistributed records a distributed run's planned units and enqueues every open unit
+// of the task, in one transaction: new units, and on a resume those left pending,
+// interrupted or failed (run again, as a local resume does; they are pending again
+// until a worker takes them).
+func (s *Store) addDistributed(ctx context.Context, runID int64, task string, units []store.Unit) error {
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		const batch = 5000
+		for rest := units; len(rest) > 0; {
+			n := min(batch, len(rest))
+			if err := addUnits(ctx, tx, runID, task, rest[:n]); err != nil {
+				return err
+			}
+			rest = rest[n:]
+		}
+		rows, err := tx.Query(ctx, `UPDATE geoflow_units SET state = 'pending'
+			WHERE run_id = $1 AND task = $2 AND state <> 'done' RETURNING key`, runID, task)
+		if err != nil {
+			return translate(fmt.Sprintf("queueing the open units of task %q", task), err)
+		}
+		keys, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			return translate(fmt.Sprintf("queueing the open units of task %q", task), err)
+		}
+		return s.enqueue(ctx, tx, runID, task, keys)
+	})
+}
+
+// TallyUnits implements store.Queue.
+func (s *Store) TallyUnits(ctx context.Context, runID int64, task string) (store.UnitTally, error) {
+	var t store.UnitTally
+	c := &t.Counts
+	err := s.pool.QueryRow(ctx, `SELECT count(*),
+			count(*) FILTER (WHERE state IN ('pending', 'interrupted')),
+			count(*) FILTER (WHERE state = 'running'),
+			count(*) FILTER (WHERE state = 'done'),
+			count(*) FILTER (WHERE state = 'failed'),
+			coalesce(sum(features_inserted), 0), coalesce(sum(features_skipped), 0), coalesce(sum(features_updated), 0),
+			coalesce(sum(bytes), 0), coalesce(sum(features_rejected), 0), coalesce(sum(features_merged), 0), coalesce(sum(requests), 0)
+		FROM geoflow_units WHERE run_id = $1 AND task = $2`, runID, task).
+		Scan(&t.Total, &t.Pending, &t.Running, &t.Done, &t.Failed,
+			&c.Inserted, &c.Skipped, &c.Updated, &c.Bytes, &c.Rejected, &c.Merged, &c.Requests)
+	return t, translate(fmt.Sprintf("counting the units of task %q", task), err)
+}
+
+// LostUnits implements store.Queue.
+func (s *Store) LostUnits(ctx context.Context, runID int64, task string) ([]store.LostUnit, error) {
+	rows, err := s.pool.Query(ctx, `
+		SELECT u.key, coalesce(j.state = 'discarded', false),
+			coalesce(j.errors[array_length(j.errors, 1)]->>'error', ''), coalesce(j.attempt, 0)
+		FROM geoflow_units u
+		LEFT JOIN LATERAL (SELECT state, errors, attempt FROM river_job j
+			WHERE j.kind = $3 AND j.args @> jsonb_build_object('run_id', u.run_id, 'task', u.task, 'key', u.key)
+			ORDER BY j.id DESC LIMIT 1) j ON true
+		WHERE u.run_id = $1 AND u.task = $2 AND u.state IN ('pending', 'running', 'interrupted')
+			AND (j.state IS NULL OR j.state::text NOT IN ('available', 'pending', 'running', 'retryable', 'scheduled'))
+		ORDER BY u.key`, runID, task, UnitKind)
+	if err != nil {
+		return nil, translate(fmt.Sprintf("looking for lost units of task %q", task), err)
+	}
+	var out []store.LostUnit
+	var l store.LostUnit
+	_, err = pgx.ForEachRow(rows, []any{&l.Key, &l.Given, &l.Error, &l.Attempts}, func() error {
+		out = append(out, l)
+		return nil
+	})
+	return out, translate(fmt.Sprintf("looking for lost units of task %q", task), err)
+}
+
+// Requeue implements store.Queue.
+func (s *Store) Requeue(ctx context.Context, runID int64, task string, keys []string) error {
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error { return s.enqueue(ctx, tx, runID, task, keys) })
+}
+
+// CancelUnits implements store.Queue. It deletes River's rows itself: River's bulk delete
+// cannot select jobs by their arguments.
+func (s *Store) CancelUnits(ctx context.Context, runID int64) (int64, error) {
+	tag, err := s.pool.Exec(ctx, `DELETE FROM river_job WHERE kind = $1
+		AND state IN ('available', 'pending', 'retryable', 'scheduled')
+		AND args @> jsonb_build_object('run_id', $2::bigint)`, UnitKind, runID)
+	if err != nil {
+		return 0, translate(fmt.Sprintf("withdrawing the queued units of run %d", runID), err)
+	}
+	return tag.RowsAffected(), nil
+}
+
+// unitWorker hands River's jobs to the function a worker executes units with.
+type unitWorker struct {
+	river.WorkerDefaults[unitArgs]
+	fn func(ctx context.Context, job store.UnitJob) error
+}
+
+func (w *unitWorker) Work(ctx context.Context, job *river.Job[unitArgs]) error {
+	uj := store.UnitJob{Ref: store.UnitRef{RunID: job.Args.RunID, TaskID: job.Args.Task, Key: job.Args.Key}, Attempt: job.Attempt}
+	if n := len(job.AttemptedBy); n >= 2 {
+		uj.Previous = job.AttemptedBy[n-2]
+	}
+	err := w.fn(ctx, uj)
+	var snooze *store.SnoozeError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &snooze):
+		return river.JobSnooze(snooze.For)
+	case ctx.Err() != nil:
+		// Stopped hard (the grace ran out): the unit was left as it was, and its job
+		// goes back at once to the other workers, costing it no attempt.
+		return river.JobSnooze(0)
+	}
+	return err
+}
+
+// Work implements store.Queue.
+func (s *Store) Work(ctx context.Context, cfg store.WorkConfig, fn func(ctx context.Context, job store.UnitJob) error) error {
+	if cfg.ID == "" || cfg.Concurrency < 1 || cfg.RescueAfter <= 0 {
+		return errors.New("postgis: a worker needs an id, a concurrency and a rescue time")
+	}
+	workers := river.NewWorkers()
+	river.AddWorker(workers, &unitWorker{fn: fn})
+	client, err := river.NewClient(riverpgxv5.New(s.pool), &river.Config{
+		ID:      cfg.ID,
+		Logger:  slog.New(slog.DiscardHandler),
+		Queues:  map[string]river.QueueConfig{UnitQueue: {MaxWorkers: cfg.Concurrency}},
+		Workers: workers,
+		// A unit's time is bounded by its requests' timeouts and its retry policy's
+		// max_elapsed, not by a job timeout; a worker that died is found by the rescuer.
+		JobTimeout:           -1,
+		RescueStuckJobsAfter: cfg.RescueAfter,
+		SoftStopTimeout:      max(cfg.Grace, time.Millisecond),
+		FetchCooldown:        20 * time.Millisecond,
+		FetchPollInterval:    500 * time.Millisecond,
+	})
+	if err != nil {
+		return fmt.Errorf("joining the pool: %w", err)
+	}
+	if err := s.reportWorker(ctx, cfg, false); err != nil {
+		return err
+	}
+	if err := client.Start(ctx); err != nil {
+		return translate("joining the pool", err)
+	}
+	tick := time.NewTicker(store.WorkerReport)
+	defer tick.Stop()
+	for {
+		select {
+		case <-tick.C:
+			if err := s.reportWorker(ctx, cfg, false); err != nil && ctx.Err() == nil {
+				slog.Default().Warn("reporting the worker", "err", err)
+			}
+			continue
+		case <-client.Stopped():
+		}
+		break
+	}
+	return s.reportWorker(context.WithoutCancel(ctx), cfg, true)
+}
+
+// reportWorker records the worker and what it did; stopped marks it gone.
+func (s *Store) reportWorker(ctx context.Context, cfg store.WorkConfig, stopped bool) error {
+	var st store.WorkerStats
+	if cfg.Stats != nil {
+		st = cfg.Stats()
+	}
+	_, err := s.pool.Exec(ctx, `
+		INSERT INTO geoflow_workers (id, hostname, pid, version, concurrency, units_done, units_failed, units_snoozed, in_flight)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+		ON CONFLICT (id) DO UPDATE SET seen_at = now(), units_done = $6, units_failed = $7, units_snoozed = $8,
+			in_flight = $9, stopped_at = CASE WHEN $10 THEN now() END`,
+		cfg.ID, cfg.Hostname, os.Getpid(), cfg.Version, cfg.Concurrency, st.Done, st.Failed, st.Snoozed, st.InFlight, stopped)
+	return translate("reporting the worker", err)
+}
+
+// ListWorkers implements store.Queue.
+func (s *Store) ListWorkers(ctx context.Context) ([]store.WorkerRecord, error) {
+	rows, err := s.pool.Query(ctx, `SELECT id, hostname, version, pid, concurrency, started_at, seen_at, stopped_at,
+		units_done, units_failed, units_snoozed, in_flight FROM geoflow_workers ORDER BY started_at DESC, id LIMIT 500`)
+	if err != nil {
+		return nil, translate("listing the workers", err)
+	}
+	var out []store.WorkerRecord
+	var w store.WorkerRecord
+	_, err = pgx.ForEachRow(rows, []any{&w.ID, &w.Hostname, &w.Version, &w.PID, &w.Concurrency, &w.StartedAt, &w.SeenAt, &w.StoppedAt,
+		&w.Done, &w.Failed, &w.Snoozed, &w.InFlight}, func() error {
+		out = append(out, w)
+		return nil
+	})
+	return out, translate("listing the workers", err)
+}
+
+// WorkerAlive implements store.Queue: on the database's clock, which every worker's
+// reports were stamped with.
+func (s *Store) WorkerAlive(ctx context.Context, id string) (bool, error) {
+	var alive bool
+	err := s.pool.QueryRow(ctx, `SELECT coalesce((SELECT stopped_at IS NULL AND seen_at > now() - make_interval(secs => $2)
+		FROM geoflow_workers WHERE id = $1), false)`, id, 3*store.WorkerReport.Seconds()).Scan(&alive)
+	return alive, translate("reading whether worker "+id+" is alive", err)
+}

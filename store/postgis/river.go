@@ -1,0 +1,95 @@
+package postgis
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivermigrate"
+
+	"github.com/geoflow/geoflow/store"
+)
+
+// riverLine names River's migrations in geoflow's listings.
+const riverLine = "river"
+
+// quietLog is River's logger for what it does on geoflow's behalf: its warnings only.
+func quietLog(log *slog.Logger) *slog.Logger {
+	if log == nil {
+		return slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	return log
+}
+
+// riverMigrator is River's migrator for this database.
+func (s *Store) riverMigrator() (*rivermigrate.Migrator[pgx.Tx], error) {
+	m, err := rivermigrate.New(riverpgxv5.New(s.pool), &rivermigrate.Config{Logger: quietLog(nil)})
+	if err != nil {
+		return nil, fmt.Errorf("River's migrations: %w", err)
+	}
+	return m, nil
+}
+
+// migrateRiver applies River's pending migrations (its job queue's tables, which
+// distributed runs use). The caller holds geoflow's migration lock, on a connection of
+// its own: River's run on the pool.
+func (s *Store) migrateRiver(ctx context.Context) ([]store.MigrationState, error) {
+	m, err := s.riverMigrator()
+	if err != nil {
+		return nil, err
+	}
+	// Each in a transaction of its own, as River applies them: one adds a value to an
+	// enum that the next uses, which PostgreSQL refuses within one transaction.
+	res, err := m.Migrate(ctx, rivermigrate.DirectionUp, nil)
+	if err != nil {
+		return nil, translate("applying River's migrations (the job queue of distributed runs)", err)
+	}
+	now := time.Now()
+	out := make([]store.MigrationState, 0, len(res.Versions))
+	for _, v := range res.Versions {
+		out = append(out, store.MigrationState{Line: riverLine, Version: v.Version, Name: v.Name, AppliedAt: &now})
+	}
+	return out, nil
+}
+
+// riverStatus lists River's migrations and which are applied.
+func (s *Store) riverStatus(ctx context.Context) ([]store.MigrationState, error) {
+	m, err := s.riverMigrator()
+	if err != nil {
+		return nil, err
+	}
+	applied := map[int]time.Time{}
+	var exists bool
+	if err := s.pool.QueryRow(ctx, "SELECT to_regclass('river_migration') IS NOT NULL").Scan(&exists); err != nil {
+		return nil, translate("reading River's migration status", err)
+	}
+	if exists {
+		have, err := m.ExistingVersions(ctx)
+		if err != nil {
+			return nil, translate("reading River's migration status", err)
+		}
+		for _, v := range have {
+			applied[v.Version] = time.Time{}
+		}
+		// River's listing has no dates: read them from its table.
+		rows, err := s.pool.Query(ctx, "SELECT version, created_at FROM river_migration")
+		if err == nil {
+			var v int
+			var at time.Time
+			_, _ = pgx.ForEachRow(rows, []any{&v, &at}, func() error { applied[v] = at; return nil })
+		}
+	}
+	var out []store.MigrationState
+	for _, v := range m.AllVersions() {
+		st := store.MigrationState{Line: riverLine, Version: v.Version, Name: v.Name}
+		if at, ok := applied[v.Version]; ok {
+			st.AppliedAt = &at
+		}
+		out = append(out, st)
+	}
+	return out, nil
+}
