@@ -69,7 +69,9 @@ func (h *Handler) waitGate(ctx context.Context, hs *host, p Policy) error {
 		// Spread the wake-ups over a tenth of the gate, at most 1s.
 		spread := time.Duration(h.jitter.float64() * float64(min(g.span/10, time.Second)))
 		h.m.throttled.WithLabelValues(hs.key, "retry_after").Inc()
-		if err := sleep(ctx, h.clock, min(g.until.Sub(now)+spread, p.MaxServerDelay)); err != nil {
+		d := min(g.until.Sub(now)+spread, p.MaxServerDelay)
+		h.m.waited.WithLabelValues(hs.key, "retry_after").Add(d.Seconds())
+		if err := sleep(ctx, h.clock, d); err != nil {
 			return err
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -162,6 +163,8 @@ type host struct {
 	clock   serverClock // the host's clock against ours, from Date headers
 	phase   windowPhase // its fixed windows' ends on our clock, from send times
 	stats   HostStats   // what was asked of the host, for Hosts
+	// queued counts the requests waiting for a slot or their pace, for Backlog.
+	queued atomic.Int64
 }
 
 // HostStats is what one host was asked and how it went, as Hosts reports it.
@@ -407,12 +410,15 @@ func (h *Handler) attempt(ctx context.Context, hs *host, req *http.Request, r Re
 		}
 	}()
 
+	hs.queued.Add(1)
 	if err := hs.sem.acquire(ctx); err != nil {
+		hs.queued.Add(-1)
 		return outcome{err: err, canceled: true}
 	}
 	defer hs.sem.release()
 
 	seq, err := h.pace(ctx, hs, p)
+	hs.queued.Add(-1)
 	if err != nil {
 		return outcome{err: err, canceled: true}
 	}

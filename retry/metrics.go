@@ -20,6 +20,7 @@ type metrics struct {
 	inflight  *prometheus.GaugeVec     // host
 	remaining *prometheus.GaugeVec     // host
 	shared    *prometheus.CounterVec   // host
+	waited    *prometheus.CounterVec   // host, source
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -74,6 +75,11 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		Name: "geoflow_http_shared_bookings_total",
 		Help: "Bookings of send slots in the pacing shared with other processes (one statement to the store each), by host.",
 	}, []string{"host"})
+	m.waited = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "geoflow_http_throttle_wait_seconds_total",
+		Help: "Time requests were held back before sending, by host and by what held them (as geoflow_http_throttle_waits_total).",
+	}, []string{"host", "source"})
+	m.waited = register(reg, m.waited)
 	m.shared = register(reg, m.shared)
 	m.inflight = register(reg, m.inflight)
 	m.remaining = register(reg, m.remaining)

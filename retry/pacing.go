@@ -159,6 +159,7 @@ func (h *Handler) pace(ctx context.Context, hs *host, p Policy) (uint64, error) 
 	}
 	if wait > 0 {
 		h.m.throttled.WithLabelValues(hs.key, source).Inc()
+		h.m.waited.WithLabelValues(hs.key, source).Add(wait.Seconds())
 	}
 	err := sleep(ctx, h.clock, wait)
 	hs.mu.Lock()

@@ -33,6 +33,13 @@ type Basemap interface {
 	BasemapTiles() (dir string, minZoom, maxZoom int, ok bool)
 }
 
+// Source is implemented by configs whose units fetch from one server: SourceURL is a URL
+// on that server (its host and port are what count). A pool's worker asks how long that
+// host would keep a new request waiting before it takes one of the task's units.
+type Source interface {
+	SourceURL() string
+}
+
 // Problems collects configuration problems of one task. It is not safe for concurrent use.
 type Problems interface {
 	// At reports a problem at the given key path below the task ("bbox", "target.table");

@@ -106,6 +106,9 @@ func layerPath(p string) bool {
 	return true
 }
 
+// SourceURL implements tasks.Source.
+func (c *Config) SourceURL() string { return c.URL }
+
 // New implements tasks.Config.
 func (c *Config) New(id string) (tasks.Task, error) {
 	return newTask(id, *c)

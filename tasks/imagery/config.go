@@ -167,6 +167,18 @@ func crsOf(s string) (int, error) {
 	return 0, fmt.Errorf("%q: only EPSG:3857 and EPSG:4326 are supported", s)
 }
 
+// SourceURL implements tasks.Source: the WMS's or the STAC API's URL (a STAC item's
+// assets may be elsewhere).
+func (c *Config) SourceURL() string {
+	switch {
+	case c.WMS != nil:
+		return c.WMS.URL
+	case c.STAC != nil:
+		return c.STAC.URL
+	}
+	return ""
+}
+
 // New implements tasks.Config.
 func (c *Config) New(id string) (tasks.Task, error) {
 	schema, table, err := store.SplitTable(c.Target.Table)

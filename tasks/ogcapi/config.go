@@ -104,6 +104,9 @@ func (c *Config) Check(p tasks.Problems) {
 	c.Target.Check(p)
 }
 
+// SourceURL implements tasks.Source.
+func (c *Config) SourceURL() string { return c.URL }
+
 // New implements tasks.Config.
 func (c *Config) New(id string) (tasks.Task, error) {
 	return newTask(id, *c)

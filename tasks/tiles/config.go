@@ -143,6 +143,9 @@ func zoomRange(z []int) (lo, hi int, err error) {
 	return lo, hi, nil
 }
 
+// SourceURL implements tasks.Source.
+func (c *Config) SourceURL() string { return c.URL }
+
 // New implements tasks.Config.
 func (c *Config) New(id string) (tasks.Task, error) {
 	schema, table, err := store.SplitTable(c.Target.Table)
