@@ -40,7 +40,10 @@ type Flow struct {
 	// (the default), last or all.
 	Catchup          string
 	MaxParallelTasks int
-	Tasks            []*Task // in file order
+	// Distributed runs the flow's units on the pool of geoflow worker processes
+	// (distributed: true), as geoflow run --distributed does.
+	Distributed bool
+	Tasks       []*Task // in file order
 	// Source is the flow's text as written (${VAR} references unexpanded, so no secret
 	// from the environment is recorded with a run); runs record it and its Hash, and
 	// resume and replay parse it again rather than the file.
@@ -121,6 +124,7 @@ type flowDoc struct {
 	Overlap          string   `yaml:"overlap" enum:"skip,queue,allow"`
 	Catchup          string   `yaml:"catchup" enum:"none,last,all"`
 	MaxParallelTasks int      `yaml:"max_parallel_tasks"`
+	Distributed      bool     `yaml:"distributed"`
 	Defaults         defaults `yaml:"defaults"`
 	Tasks            deferred `yaml:"tasks"` // decoded by decodeTasks, which knows each task's type
 	Description      string   `yaml:"description"`
@@ -223,7 +227,8 @@ func Parse(file string, src []byte, opts Options) (*Flow, error) {
 	d.decodeStruct(root, "", "the flow", reflect.ValueOf(&doc))
 
 	f := &Flow{File: file, Source: src, opts: opts, Name: doc.Name, Schedule: doc.Schedule, Timezone: doc.Timezone,
-		Overlap: cmp.Or(doc.Overlap, "skip"), Catchup: cmp.Or(doc.Catchup, "none"), MaxParallelTasks: doc.MaxParallelTasks}
+		Overlap: cmp.Or(doc.Overlap, "skip"), Catchup: cmp.Or(doc.Catchup, "none"), MaxParallelTasks: doc.MaxParallelTasks,
+		Distributed: doc.Distributed}
 	if doc.Name == "" {
 		d.errorf(root, "the flow has no name: add `name: my_flow` ([a-z0-9_]+)")
 	} else if !flowNameRE.MatchString(doc.Name) {

@@ -202,30 +202,14 @@ func (e *finishError) Unwrap() error { return e.error }
 // flow is the flow a run recorded, parsed again; for runs recorded before flows were
 // kept, the file it named. A file that has changed since the run is reported in the notes.
 func (rp *replayer) flow(info store.RunInfo) (*Flow, error) {
-	opts := Options{Registry: rp.opts.Registry, Secrets: rp.opts.Secrets}
-	var f *Flow
-	var err error
-	switch {
-	case info.FlowText != "":
-		f, err = Parse(cmp.Or(info.FlowFile, info.Flow), []byte(info.FlowText), opts)
-		if err == nil && info.FlowFile != "" {
-			if cur, rerr := os.ReadFile(info.FlowFile); rerr == nil && string(cur) != info.FlowText {
-				rp.note(fmt.Sprintf("run %d: %s has changed since the run; replayed with the flow the run recorded (%s)",
-					info.ID, info.FlowFile, strings.Join(diffLines(info.FlowText, string(cur), 5), "; ")))
-			}
+	f, err := recordedFlow(info, Options{Registry: rp.opts.Registry, Secrets: rp.opts.Secrets})
+	if err == nil && info.FlowText != "" && info.FlowFile != "" {
+		if cur, rerr := os.ReadFile(info.FlowFile); rerr == nil && string(cur) != info.FlowText {
+			rp.note(fmt.Sprintf("run %d: %s has changed since the run; replayed with the flow the run recorded (%s)",
+				info.ID, info.FlowFile, strings.Join(diffLines(info.FlowText, string(cur), 5), "; ")))
 		}
-	case info.FlowFile != "":
-		f, err = Load(info.FlowFile, opts)
-	default:
-		return nil, fmt.Errorf("run %d recorded no flow; run the flow again instead", info.ID)
 	}
-	if err != nil {
-		return nil, fmt.Errorf("loading the flow of run %d: %w", info.ID, err)
-	}
-	if f.Name != info.Flow {
-		return nil, fmt.Errorf("run %d was of flow %q but its flow now defines flow %q", info.ID, info.Flow, f.Name)
-	}
-	return f, nil
+	return f, err
 }
 
 func (rp *replayer) note(s string) {

@@ -57,6 +57,11 @@ type RunOptions struct {
 	// Started, when set, is called once with the run's id as soon as the run is
 	// recorded, before any task starts (the web UI answers with it while the run goes).
 	Started func(runID int64)
+	// Distributed hands the run's units to the pool of geoflow worker processes
+	// (the store must be a store.Queue); the run is recorded, planned, followed and
+	// finished here. The flow's own distributed: setting does the same. A resumed run
+	// keeps the mode it started with.
+	Distributed bool
 }
 
 // Result is the outcome of a run.
@@ -94,12 +99,18 @@ func Run(ctx context.Context, f *Flow, opts RunOptions) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	distributed := opts.Distributed || f.Distributed
+	queue, isQueue := opts.Store.(store.Queue)
+	if distributed && !isQueue {
+		return nil, store.ErrNoQueue
+	}
 	if _, err := opts.Store.Migrate(ctx); err != nil {
 		return nil, fmt.Errorf("migrating the database: %w", err)
 	}
 	run, err := opts.Store.StartRun(ctx, store.RunStart{
 		Flow: f.Name, FlowFile: absPath(f.File), FlowText: string(f.Source), FlowHash: f.Hash(),
 		Trigger: opts.Trigger, ScheduledFor: opts.ScheduledFor, Area: opts.Area, OnlyTasks: opts.OnlyTasks, Resume: opts.Resume || opts.ResumeRun > 0, RunID: opts.ResumeRun,
+		Distributed: distributed,
 	})
 	if err != nil {
 		return nil, err
@@ -126,9 +137,15 @@ func Run(ctx context.Context, f *Flow, opts RunOptions) (*Result, error) {
 		}
 	}
 	start := time.Now()
-	log.Info("run started", "flow", f.Name, "run", run.ID, "resumed", run.Resumed, "tasks", len(selected))
+	log.Info("run started", "flow", f.Name, "run", run.ID, "resumed", run.Resumed, "tasks", len(selected), "distributed", run.Distributed)
 
+	if run.Resumed && run.Distributed != distributed {
+		log.Warn("resuming the run as it started: its units run on "+map[bool]string{true: "the pool's workers", false: "this process"}[run.Distributed], "run", run.ID)
+	}
 	r := newRunner(f, opts, log, run.ID)
+	if run.Distributed {
+		r.queue = queue
+	}
 	r.resumed = run.Resumed
 	r.replan = res.FlowUsed == "current"
 	// Hard-stop context for in-flight work: cancelled grace after ctx, never before.

@@ -45,6 +45,9 @@ type runner struct {
 	unrecorded atomic.Int64
 	// storeDown is set while the store is known to be unreachable, to log an outage once.
 	storeDown atomic.Bool
+	// queue is set for a distributed run: its units are the pool's jobs, which the
+	// runner follows instead of executing them.
+	queue store.Queue
 }
 
 func newRunner(f *Flow, opts RunOptions, log *slog.Logger, runID int64) *runner {
@@ -193,8 +196,22 @@ func (r *runner) execute(ctx, work context.Context, t *Task) (state store.State,
 		return store.Failed, err.Error(), 0
 	}
 	prog := r.opts.Progress.task(t.ID)
-	prog.addTotal(int64(len(open)))
 	env.Logger.Info("task started", "units", len(open), "planned", len(planned))
+	if r.queue != nil {
+		dead, cut := r.follow(ctx, work, r.queue, env, prog)
+		if ctx.Err() != nil || cut {
+			return store.Interrupted, "", dead
+		}
+		env.UnitsLeft = dead
+		if err := r.finish(final, task, env); err != nil {
+			return store.Failed, err.Error(), dead
+		}
+		if dead > 0 {
+			return store.Failed, fmt.Sprintf("%d units failed", dead), dead
+		}
+		return store.Done, "", 0
+	}
+	prog.addTotal(int64(len(open)))
 
 	var deadUnits, interrupted, unrecorded atomic.Int64
 	r.drain(ctx, work, task, env, open, workers(t), prog, func(_ store.Unit, state store.State) {

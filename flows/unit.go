@@ -162,11 +162,8 @@ func (r *runner) write(ctx context.Context, ref store.UnitRef, out *tasks.Output
 		}
 	}
 	w.counts.Requests = retry.RequestsSent(ctx)
-	recorded := w.children // and the failed units, recorded with the children but not run
-	if len(out.Failed) > 0 {
-		recorded = append(recorded[:len(recorded):len(recorded)], failedUnits(out.Failed)...)
-	}
-	if err := tx.Complete(ctx, w.counts, recorded, start); err != nil {
+	// The failed units are recorded with the children, but not run.
+	if err := tx.Complete(ctx, w.counts, w.children, failedUnits(out.Failed), start); err != nil {
 		return w, err
 	}
 	if w.rejected != nil && fail != nil {
@@ -178,6 +175,9 @@ func (r *runner) write(ctx context.Context, ref store.UnitRef, out *tasks.Output
 }
 
 func failedUnits(fs []tasks.Failure) []store.Unit {
+	if len(fs) == 0 {
+		return nil
+	}
 	us := make([]store.Unit, len(fs))
 	for i, f := range fs {
 		us[i] = f.Unit

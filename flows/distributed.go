@@ -1,0 +1,128 @@
+package flows
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/geoflow/geoflow/dlq"
+	"github.com/geoflow/geoflow/retry"
+	"github.com/geoflow/geoflow/store"
+	"github.com/geoflow/geoflow/tasks"
+)
+
+// How the starting process follows a distributed task.
+const (
+	followEvery = 500 * time.Millisecond
+	// stallAfter is how long a task may go with units open and none finishing before
+	// its units are checked for lost jobs.
+	stallAfter = 10 * time.Second
+)
+
+// follow waits for a distributed task's units, which the pool's workers execute, as drain
+// waits for the process's own: it keeps prog current, dead-letters units the pool gave up
+// on (worker_lost) and enqueues again those whose job is gone, and ends when no unit is
+// open. Once ctx is cancelled it withdraws the run's units that no worker has started
+// and waits, until work is cancelled too, for those in flight. It returns how many of
+// the task's units are dead, and whether it was cut short.
+func (r *runner) follow(ctx, work context.Context, q store.Queue, env *tasks.Env, prog *TaskProgress) (dead int64, interrupted bool) {
+	final := context.WithoutCancel(ctx)
+	var (
+		last      store.UnitTally
+		lastMove  = time.Now()
+		withdrawn bool
+	)
+	tick := time.NewTicker(followEvery)
+	defer tick.Stop()
+	for {
+		if ctx.Err() != nil && !withdrawn {
+			withdrawn = true
+			if n, err := q.CancelUnits(final, r.runID); err != nil {
+				env.Logger.Error("withdrawing the run's queued units", "err", err)
+			} else {
+				env.Logger.Warn("stopping: the run's queued units are withdrawn; units in flight on the workers may finish", "withdrawn", n)
+			}
+		}
+		var t store.UnitTally
+		err := r.persist(final, "following the task's units", func(ctx context.Context) error {
+			var err error
+			t, err = q.TallyUnits(ctx, r.runID, env.TaskID)
+			return err
+		})
+		if err != nil {
+			env.Logger.Error("following the task's units", "err", err)
+			return last.Failed, true
+		}
+		prog.set(t)
+		switch {
+		case t.Open() == 0:
+			return t.Failed, false
+		case withdrawn && t.Running == 0:
+			return t.Failed, true
+		}
+		if t.Done+t.Failed != last.Done+last.Failed || t.Running != last.Running {
+			last, lastMove = t, time.Now()
+		} else if time.Since(lastMove) > stallAfter && !withdrawn {
+			r.recoverLost(final, q, env)
+			lastMove = time.Now()
+		}
+		stopping := ctx.Done()
+		if withdrawn {
+			stopping = nil
+		}
+		select {
+		case <-tick.C:
+		case <-stopping: // withdraw the queued units at once
+		case <-work.Done():
+			return t.Failed, true
+		}
+	}
+}
+
+// recoverLost finds the task's open units that no job will execute: those the pool gave
+// up on are dead-lettered (a unit that kills every worker it lands on stops there); the
+// others are enqueued again.
+func (r *runner) recoverLost(ctx context.Context, q store.Queue, env *tasks.Env) {
+	lost, err := q.LostUnits(ctx, r.runID, env.TaskID)
+	if err != nil {
+		env.Logger.Error("looking for lost units", "err", err)
+		return
+	}
+	var requeue []string
+	for _, l := range lost {
+		if !l.Given {
+			requeue = append(requeue, l.Key)
+			continue
+		}
+		u, _, err := r.opts.Store.Unit(ctx, store.UnitRef{RunID: r.runID, TaskID: env.TaskID, Key: l.Key})
+		if err != nil {
+			env.Logger.Error("reading a lost unit", "unit", l.Key, "err", err)
+			continue
+		}
+		msg := fmt.Sprintf("the pool gave the unit up after %d attempts: each worker that took it stopped before it ended", l.Attempts)
+		if l.Error != "" {
+			msg += " (last: " + l.Error + ")"
+		}
+		r.deadLetter(ctx, env, u, retry.Permanent(dlq.ClassWorkerLost, errors.New(msg)))
+	}
+	if len(requeue) > 0 {
+		env.Logger.Warn("enqueueing units again whose jobs ended without their outcome", "units", len(requeue))
+		if err := q.Requeue(ctx, r.runID, env.TaskID, requeue); err != nil {
+			env.Logger.Error("enqueueing lost units again", "err", err)
+		}
+	}
+}
+
+// set puts the task's counts as the store tallies them.
+func (t *TaskProgress) set(u store.UnitTally) {
+	if t == nil {
+		return
+	}
+	t.total.Store(u.Total)
+	t.completed.Store(u.Done)
+	t.dead.Store(u.Failed)
+	t.inserted.Store(u.Counts.Inserted + u.Counts.Updated)
+	t.skipped.Store(u.Counts.Skipped)
+	t.bytes.Store(u.Counts.Bytes)
+}

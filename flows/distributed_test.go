@@ -1,0 +1,210 @@
+package flows
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/geoflow/geoflow/internal/testdb"
+	"github.com/geoflow/geoflow/store"
+	"github.com/geoflow/geoflow/store/postgis"
+	"github.com/geoflow/geoflow/tasks"
+)
+
+// distFlow has what a distributed run must carry over from a local one: a unit that plans
+// children, one that fails (a dead letter), one that lists a failed part and plans a
+// child, and a downstream task.
+const distFlow = `
+name: dist
+tasks:
+  a: {type: fake, units: 60, split: 3, fail_units: [u005], fail_parts: [u007], sleep: 5ms}
+  b: {type: fake, units: 12, sleep: 5ms, depends_on: [a]}
+`
+
+// pool starts n workers on the database at db, each with a store of its own as a
+// process would have; stop ends them and waits.
+func pool(t *testing.T, db string, reg *tasks.Registry, n int) (workers []*UnitWorker, stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for i := range n {
+		st, err := postgis.Open(ctx, db, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := &UnitWorker{ID: fmt.Sprintf("w%d", i+1), Store: st, Registry: reg}
+		workers = append(workers, w)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer st.Close()
+			err := st.Work(ctx, store.WorkConfig{ID: w.ID, Hostname: "test", Concurrency: 4, Grace: 5 * time.Second,
+				RescueAfter: time.Minute, Stats: w.Stats}, w.Execute)
+			if err != nil {
+				t.Errorf("worker %s: %v", w.ID, err)
+			}
+		}()
+	}
+	var once sync.Once
+	stop = func() { once.Do(func() { cancel(); wg.Wait() }) }
+	t.Cleanup(stop)
+	return workers, stop
+}
+
+// unitStates lists a run's units as "task key state".
+func unitStates(t *testing.T, db string, runID int64) []string {
+	var out []string
+	for _, r := range testdb.Query(t, db, "SELECT task, key, state FROM geoflow_units WHERE run_id = $1 ORDER BY task, key", runID) {
+		out = append(out, fmt.Sprintf("%v %v %v", r[0], r[1], r[2]))
+	}
+	return out
+}
+
+func deadLetters(t *testing.T, db string, runID int64) []string {
+	var out []string
+	for _, r := range testdb.Query(t, db, "SELECT task, unit_key, error_class, status FROM geoflow_dlq WHERE run_id = $1 ORDER BY task, unit_key", runID) {
+		out = append(out, fmt.Sprintf("%v %v %v %v", r[0], r[1], r[2], r[3]))
+	}
+	return out
+}
+
+// TestDistributedRunMatchesLocal runs one flow locally and on a pool of three workers:
+// the same units end in the same states, with the same dead letters and totals, and every
+// worker took a share.
+func TestDistributedRunMatchesLocal(t *testing.T) {
+	ctx := context.Background()
+	reg := testRegistry(&recorder{})
+	f := writeFlow(t, reg, distFlow)
+
+	localDB := testdb.URL(t)
+	local, err := Run(ctx, f, RunOptions{Store: openStore(t, localDB)})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	db := testdb.URL(t)
+	st := openStore(t, db)
+	workers, stop := pool(t, db, reg, 3)
+	prog := &Progress{}
+	dist, err := Run(ctx, f, RunOptions{Store: st, Distributed: true, Progress: prog})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop()
+
+	if dist.Status != local.Status || dist.Status != store.Failed {
+		t.Errorf("status: distributed %s, local %s; want failed (a dead unit)", dist.Status, local.Status)
+	}
+	if ls, ds := local.Summary, dist.Summary; ls.UnitsTotal != ds.UnitsTotal || ls.UnitsDone != ds.UnitsDone ||
+		ls.UnitsDead != ds.UnitsDead || ls.Inserted != ds.Inserted {
+		t.Errorf("summary: distributed %+v\nlocal %+v", ds, ls)
+	}
+	for id, st := range local.TaskStates {
+		if dist.TaskStates[id] != st {
+			t.Errorf("task %s: distributed %s, local %s", id, dist.TaskStates[id], st)
+		}
+	}
+	if l, d := fmt.Sprint(unitStates(t, localDB, local.RunID)), fmt.Sprint(unitStates(t, db, dist.RunID)); l != d {
+		t.Errorf("units differ:\ndistributed %s\nlocal       %s", d, l)
+	}
+	if l, d := fmt.Sprint(deadLetters(t, localDB, local.RunID)), fmt.Sprint(deadLetters(t, db, dist.RunID)); l != d || len(deadLetters(t, db, dist.RunID)) != 2 {
+		t.Errorf("dead letters:\ndistributed %s\nlocal       %s", d, l)
+	}
+	var sum int64
+	for _, w := range workers {
+		s := w.Stats()
+		if s.Done == 0 {
+			t.Errorf("worker %s executed no unit", w.ID)
+		}
+		sum += s.Done + s.Failed
+	}
+	// Every unit of a ended once: 60 planned, 2 children, a part's child, and the part
+	// its unit listed as failed (recorded, not run); b did not run, a having failed.
+	if want := int64(64); sum != want {
+		t.Errorf("workers executed %d units, want %d (each once)", sum, want)
+	}
+	var snap Snapshot
+	for _, s := range prog.Snapshot() {
+		if s.ID == "a" {
+			snap = s
+		}
+	}
+	if snap.Total != 64 || snap.Done != 62 || snap.Dead != 2 {
+		t.Errorf("progress of task a: %+v, want 64 units, 62 done, 2 dead", snap)
+	}
+	if n := testdb.Int64(t, db, "SELECT count(*) FROM river_job WHERE state <> 'completed'"); n != 0 {
+		t.Errorf("%d jobs left that did not complete", n)
+	}
+}
+
+// TestDistributedInterruptAndResume interrupts a distributed run: its queued units are
+// withdrawn, the run is interrupted with units left, and a resume (on the pool again)
+// finishes it with every unit done once.
+func TestDistributedInterruptAndResume(t *testing.T) {
+	rec := &recorder{}
+	reg := testRegistry(rec)
+	f := writeFlow(t, reg, `
+name: dist_resume
+tasks:
+  a: {type: fake, units: 80, sleep: 40ms}
+`)
+	db := testdb.URL(t)
+	st := openStore(t, db)
+	_, stop := pool(t, db, reg, 2)
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		for len(rec.list()) < 10 {
+			time.Sleep(5 * time.Millisecond)
+		}
+		cancel()
+	}()
+	res, err := Run(ctx, f, RunOptions{Store: st, Distributed: true, Grace: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != store.Interrupted || res.Summary.UnitsDone >= 80 {
+		t.Fatalf("first session: %s with %d units done, want interrupted with units left", res.Status, res.Summary.UnitsDone)
+	}
+	if n := testdb.Int64(t, db, "SELECT count(*) FROM river_job WHERE state IN ('available', 'scheduled', 'retryable')"); n != 0 {
+		t.Errorf("%d queued jobs left after the interruption, want them withdrawn", n)
+	}
+	first := res.Summary.UnitsDone
+	res, err = Run(context.Background(), f, RunOptions{Store: st, Resume: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop()
+	if res.Status != store.Done || !res.Resumed || res.Summary.UnitsDone != 80 {
+		t.Fatalf("resume: %s resumed=%v %d done, want done, 80", res.Status, res.Resumed, res.Summary.UnitsDone)
+	}
+	// Each unit executed once, whichever session: units in flight at the interruption
+	// finished on their worker and were not executed again.
+	seen := map[string]int{}
+	for _, e := range rec.list() {
+		if !strings.HasPrefix(e, "plan ") {
+			seen[e]++
+		}
+	}
+	for e, n := range seen {
+		if n > 1 {
+			t.Errorf("%s executed %d times", e, n)
+		}
+	}
+	if executed := len(seen); executed != 80 {
+		t.Errorf("%d units executed over both sessions, want 80 (first session had %d done)", executed, first)
+	}
+}
+
+// TestDistributedNeedsQueue: a GeoPackage has no job queue.
+func TestDistributedNeedsQueue(t *testing.T) {
+	reg := testRegistry(nil)
+	f := writeFlow(t, reg, distFlow)
+	_, err := Run(context.Background(), f, RunOptions{Store: openStore(t, t.TempDir()+"/x.gpkg"), Distributed: true})
+	if !errors.Is(err, store.ErrNoQueue) {
+		t.Fatalf("err %v, want ErrNoQueue", err)
+	}
+}

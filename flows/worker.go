@@ -1,0 +1,237 @@
+package flows
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/geoflow/geoflow/internal/redact"
+	"github.com/geoflow/geoflow/store"
+	"github.com/geoflow/geoflow/tasks"
+)
+
+// WorkerStore is what a pool's worker needs of the store: the runner's bookkeeping and
+// the queue it takes units from.
+type WorkerStore interface {
+	store.Runner
+	store.Queue
+}
+
+// UnitWorker executes the units of distributed runs that the pool hands this process,
+// exactly as a run's own workers do (the same execution, transaction, counts and dead
+// letters): each run's recorded flow is parsed again, with this process's environment
+// for its ${VAR}s, and each task built from it once per run. Execute is what the
+// store's Queue.Work calls for each job; it is safe for concurrent use.
+type UnitWorker struct {
+	// ID is the worker's id in the pool (WorkConfig.ID).
+	ID       string
+	Store    WorkerStore
+	HTTP     tasks.HTTP
+	Registry *tasks.Registry
+	Logger   *slog.Logger
+	// Secrets, when set, gets the secrets of the flows parsed (Options.Secrets).
+	Secrets *redact.Set
+	// Backlog, when set, says how long a new request to the host of a URL would wait in
+	// this process (retry.Handler.Backlog); a unit whose task's host would keep it
+	// waiting longer than SnoozeAfter (default 2s) is snoozed for about that long
+	// instead of holding a slot.
+	Backlog     func(rawURL string) time.Duration
+	SnoozeAfter time.Duration
+
+	mu   sync.Mutex
+	runs map[int64]*workerRun
+
+	done, failed, snoozed atomic.Int64
+	inFlight              atomic.Int64
+}
+
+// workerRun is one run as this worker executes its units.
+type workerRun struct {
+	r       *runner
+	flow    *Flow
+	used    time.Time
+	status  store.State
+	checked time.Time
+	tasks   map[string]*workerTask
+	err     error // the run could not be loaded: every unit of it fails alike
+}
+
+type workerTask struct {
+	task tasks.Task
+	env  *tasks.Env
+	url  string
+}
+
+// runStatusFor is how long a run's status read from the store is taken as current.
+const runStatusFor = 2 * time.Second
+
+// Stats reports what the worker has done since it started.
+func (w *UnitWorker) Stats() store.WorkerStats {
+	return store.WorkerStats{Done: w.done.Load(), Failed: w.failed.Load(), Snoozed: w.snoozed.Load(), InFlight: int(w.inFlight.Load())}
+}
+
+// Execute runs one unit of a distributed run. It returns nil when the unit ended (done,
+// or failed with its dead letter) or has nothing left to do (done already, its run no
+// longer running); a *store.SnoozeError when the unit must wait (its host's backlog, a
+// previous worker still on it); ctx's error when the worker stopped it (the unit is left
+// interrupted, for the next worker); any other error when the unit's outcome could not
+// be recorded (the pool tries it again later).
+func (w *UnitWorker) Execute(ctx context.Context, job store.UnitJob) error {
+	log := cmp.Or(w.Logger, slog.Default())
+	ref := job.Ref
+	wr, err := w.run(ctx, ref.RunID)
+	if err != nil {
+		return err
+	}
+	if wr.err != nil {
+		return fmt.Errorf("run %d: %w", ref.RunID, wr.err)
+	}
+	if wr.status != store.Running {
+		log.Debug("unit skipped: its run is not running", "run", ref.RunID, "unit", ref.Key, "status", wr.status)
+		return nil
+	}
+	wt, err := w.task(wr, ref.TaskID)
+	if err != nil {
+		return err
+	}
+	u, state, err := w.Store.Unit(ctx, ref)
+	if err != nil {
+		return err
+	}
+	if state == store.Done || state == store.Failed {
+		return nil // ended already: a job taken again after its worker committed
+	}
+	if job.Previous != "" && job.Previous != w.ID && state == store.Running {
+		// A rescued job: the worker that had it may be alive and slow rather than dead.
+		alive, err := w.Store.WorkerAlive(ctx, job.Previous)
+		if err == nil && alive {
+			w.snoozed.Add(1)
+			return store.Snooze(30*time.Second, "worker "+job.Previous+" is still executing it")
+		}
+	}
+	if w.Backlog != nil && wt.url != "" {
+		after := cmp.Or(w.SnoozeAfter, 2*time.Second)
+		if d := w.Backlog(wt.url); d > after {
+			w.snoozed.Add(1)
+			// Back about when the host's queue here has drained to the threshold, spread
+			// so that the snoozed units do not all return at one instant.
+			wait := d - after/2
+			wait += time.Duration(rand.Int64N(int64(wait/5) + 1))
+			return store.Snooze(wait, fmt.Sprintf("its host's requests here wait %s", d.Round(time.Millisecond)))
+		}
+	}
+	w.inFlight.Add(1)
+	defer w.inFlight.Add(-1)
+	_, end := wr.r.unit(ctx, wt.task, wt.env, u, nil, func(_ store.Unit, st store.State) {
+		if st == store.Failed {
+			w.failed.Add(1) // a unit the output listed as failed
+		}
+	})
+	switch end {
+	case store.Done:
+		w.done.Add(1)
+	case store.Failed:
+		w.failed.Add(1)
+	case store.Interrupted:
+		return cmp.Or(ctx.Err(), context.Canceled)
+	case store.Pending:
+		return errors.New("the unit's failure could not be recorded (the store is unavailable)")
+	}
+	return nil
+}
+
+// run returns the run, loaded and its status current; idle runs are forgotten.
+func (w *UnitWorker) run(ctx context.Context, id int64) (*workerRun, error) {
+	w.mu.Lock()
+	if w.runs == nil {
+		w.runs = map[int64]*workerRun{}
+	}
+	now := time.Now()
+	for k, r := range w.runs {
+		if now.Sub(r.used) > 10*time.Minute {
+			delete(w.runs, k)
+		}
+	}
+	wr := w.runs[id]
+	// Only a running status is taken from the cache: a run seen interrupted may have
+	// been resumed since, and its units must not be skipped.
+	fresh := wr != nil && wr.status == store.Running && now.Sub(wr.checked) < runStatusFor
+	if wr != nil {
+		wr.used = now
+	}
+	w.mu.Unlock()
+	if fresh {
+		return wr, nil
+	}
+	info, err := w.Store.RunInfo(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if wr = w.runs[id]; wr == nil {
+		wr = &workerRun{used: now, tasks: map[string]*workerTask{}}
+		log := cmp.Or(w.Logger, slog.Default()).With("run", id)
+		f, err := recordedFlow(info, Options{Registry: w.Registry, Secrets: w.Secrets})
+		if err != nil {
+			wr.err = err
+		} else {
+			wr.flow = f
+			wr.r = newRunner(f, RunOptions{Store: w.Store, HTTP: w.HTTP, Logger: log, Area: info.Area}, log, id)
+		}
+		w.runs[id] = wr
+	}
+	wr.status, wr.checked = info.Status, now
+	return wr, nil
+}
+
+// task returns the run's task, built once.
+func (w *UnitWorker) task(wr *workerRun, id string) (*workerTask, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if wt := wr.tasks[id]; wt != nil {
+		return wt, nil
+	}
+	t := wr.flow.Task(id)
+	if t == nil {
+		return nil, fmt.Errorf("the flow of run %d has no task %q", wr.r.runID, id)
+	}
+	task, err := t.Config.New(t.ID)
+	if err != nil {
+		return nil, fmt.Errorf("building task %q: %w", t.ID, err)
+	}
+	wt := &workerTask{task: task, env: wr.r.env(t)}
+	if src, ok := t.Config.(tasks.Source); ok {
+		wt.url = src.SourceURL()
+	}
+	wr.tasks[id] = wt
+	return wt, nil
+}
+
+// recordedFlow is the flow a run recorded, parsed again; for runs recorded before flows
+// were kept, the file it named.
+func recordedFlow(info store.RunInfo, opts Options) (*Flow, error) {
+	var f *Flow
+	var err error
+	switch {
+	case info.FlowText != "":
+		f, err = Parse(cmp.Or(info.FlowFile, info.Flow), []byte(info.FlowText), opts)
+	case info.FlowFile != "":
+		f, err = Load(info.FlowFile, opts)
+	default:
+		return nil, fmt.Errorf("run %d recorded no flow; run the flow again instead", info.ID)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("loading the flow of run %d: %w", info.ID, err)
+	}
+	if f.Name != info.Flow {
+		return nil, fmt.Errorf("run %d was of flow %q but its flow now defines flow %q", info.ID, info.Flow, f.Name)
+	}
+	return f, nil
+}
