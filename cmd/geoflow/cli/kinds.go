@@ -29,4 +29,5 @@ func addMoreCommands(root *cobra.Command, g *globals) {
 	root.AddCommand(newScheduleCmd(g))
 	root.AddCommand(newRunsCmd(g))
 	root.AddCommand(newChangesCmd(g))
+	root.AddCommand(newWorkerCmd(g), newWorkersCmd(g))
 }

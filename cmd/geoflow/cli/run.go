@@ -32,6 +32,7 @@ type runFlags struct {
 	grace           time.Duration
 	progress        string
 	cpuProfile      string
+	distributed     bool
 }
 
 func newRunCmd(g *globals) *cobra.Command {
@@ -57,6 +58,7 @@ func newRunCmd(g *globals) *cobra.Command {
 	f.BoolVar(&rf.withDownstream, "with-downstream", false, "with --task, also run the tasks that depend on it")
 	f.DurationVar(&rf.grace, "grace", 30*time.Second, "on SIGINT/SIGTERM, how long in-flight units may take to finish")
 	f.BoolVar(&rf.allowMassDelete, "allow-mass-delete", false, "let mirror tasks delete more than their target.max_delete_fraction (default 10%) of a table; with --resume, applies the deletions a run's safety rail stopped")
+	f.BoolVar(&rf.distributed, "distributed", false, "hand the run's units to the pool of geoflow worker processes on the same PostgreSQL database (this process plans, follows and finishes the run)")
 	f.StringVar(&rf.progress, "progress", "auto", "progress display: auto (live on a terminal), live, log or off")
 	f.StringVar(&rf.cpuProfile, "cpuprofile", "", "write a CPU profile to this file (for benchmarks)")
 	_ = f.MarkHidden("cpuprofile")
@@ -115,6 +117,7 @@ func runFlow(ctx context.Context, g *globals, path string, rf runFlags) error {
 
 		UseCurrentFlow:  rf.useCurrentFlow,
 		AllowMassDelete: rf.allowMassDelete,
+		Distributed:     rf.distributed,
 	})
 	stopDisplay()
 	if err != nil {
