@@ -40,7 +40,13 @@ type ui struct {
 	srv      *httptest.Server
 	fx       *wfsserver.Server
 	launcher *server.Launcher
+	// stopRuns cancels the launcher's context, as a signal does to geoflow ui's.
+	stopRuns context.CancelFunc
 	healed   atomic.Bool
+	// slow delays every WFS request by that many milliseconds, from when it is set;
+	// inflight counts the WFS requests being answered.
+	slow     atomic.Int64
+	inflight atomic.Int64
 	// dir is the flows directory; secrets the set its flows' ${VAR} values go to.
 	dir     string
 	secrets *redact.Set
@@ -94,7 +100,12 @@ func newUI(t *testing.T, o uiOptions) *ui {
 			}
 			return false
 		}}})
-	wfsSrv := httptest.NewServer(u.fx)
+	wfsSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		u.inflight.Add(1)
+		defer u.inflight.Add(-1)
+		time.Sleep(time.Duration(u.slow.Load()) * time.Millisecond)
+		u.fx.ServeHTTP(w, r)
+	}))
 	t.Cleanup(wfsSrv.Close)
 
 	dir := t.TempDir()
@@ -135,7 +146,14 @@ tasks:
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { cancel(); u.launcher.Wait() })
+	u.stopRuns = cancel
+	t.Cleanup(func() {
+		cancel()
+		u.launcher.Close()
+		if err := u.launcher.Wait(context.Background()); err != nil {
+			t.Error(err)
+		}
+	})
 	opts := server.Options{Store: db, Flows: append(fakeFlows{}, o.scheduled...), Registry: prometheus.NewRegistry(), Logger: log,
 		Catalog: catalog, Launcher: u.launcher, Token: o.token, StoreName: "test PostGIS", Session: o.session, CookieSecure: o.cookieSecure}
 	if o.readOnly {

@@ -16,16 +16,27 @@ import (
 // Launcher starts runs and replays for the web UI's API, in the background, with the
 // same code as geoflow run and geoflow dlq replay. What it starts lives as long as the
 // context given to NewLauncher: cancelling it stops them as a signal stops the CLI (in
-// flight units get their grace, the run is recorded interrupted), and Wait waits for
-// them to be recorded.
+// flight units get their grace, the run is recorded interrupted). To shut down, cancel
+// that context, Close (new work is refused with ErrShuttingDown while the server still
+// answers), then Wait for what was started to be recorded. Its methods are safe for
+// concurrent use.
 type Launcher struct {
 	ctx     context.Context
 	catalog *Catalog
 	run     flows.RunOptions
 	replay  flows.ReplayOptions
 	log     *slog.Logger
-	wg      sync.WaitGroup
+
+	// mu orders Close against the wg.Add of new work: once closed, nothing is added,
+	// so Wait never races an Add from zero.
+	mu     sync.Mutex
+	closed bool
+	wg     sync.WaitGroup
 }
+
+// ErrShuttingDown is returned by StartRun, Replay and ReplayNow once the launcher is
+// closed; the API answers it with 503.
+var ErrShuttingDown = errors.New("server: shutting down: no new run or replay starts; try again once the server is back")
 
 // NewLauncher returns a launcher whose runs and replays live until ctx ends. run and
 // replay are the options every run and replay gets (Store, HTTP, Logger, Grace; Store
@@ -54,7 +65,9 @@ func (l *Launcher) StartRun(ctx context.Context, name string, rq flows.Request) 
 	opts := l.run
 	opts.Area, opts.OnlyTasks, opts.Trigger = area, only, store.TriggerUI
 	opts.Started = func(id int64) { started <- id }
-	l.wg.Add(1)
+	if err := l.begin(); err != nil {
+		return 0, err
+	}
 	go func() {
 		defer l.wg.Done()
 		res, err := flows.Run(l.ctx, f, opts)
@@ -76,21 +89,33 @@ func (l *Launcher) StartRun(ctx context.Context, name string, rq flows.Request) 
 }
 
 // Replay replays entries in the background, as geoflow dlq replay does; done, when set,
-// is called with the outcome.
-func (l *Launcher) Replay(entries []dlq.Entry, done func(*flows.ReplayResult, error)) {
-	l.wg.Add(1)
+// is called with the outcome. It fails only with ErrShuttingDown.
+func (l *Launcher) Replay(entries []dlq.Entry, done func(*flows.ReplayResult, error)) error {
+	if err := l.begin(); err != nil {
+		return err
+	}
 	go func() {
 		defer l.wg.Done()
-		res, err := l.ReplayNow(l.ctx, entries)
+		res, err := l.replayNow(l.ctx, entries)
 		if done != nil {
 			done(res, err)
 		}
 	}()
+	return nil
 }
 
 // ReplayNow replays entries and returns the outcome; it ends early (what was not
-// replayed stays open) when ctx or the launcher's context ends.
+// replayed stays open) when ctx or the launcher's context ends. Wait waits for it as
+// for the replays in the background: its units must be recorded before the store closes.
 func (l *Launcher) ReplayNow(ctx context.Context, entries []dlq.Entry) (*flows.ReplayResult, error) {
+	if err := l.begin(); err != nil {
+		return nil, err
+	}
+	defer l.wg.Done()
+	return l.replayNow(ctx, entries)
+}
+
+func (l *Launcher) replayNow(ctx context.Context, entries []dlq.Entry) (*flows.ReplayResult, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	stop := context.AfterFunc(l.ctx, cancel)
@@ -110,9 +135,44 @@ func (l *Launcher) ReplayNow(ctx context.Context, entries []dlq.Entry) (*flows.R
 	return res, nil
 }
 
-// Wait waits for the runs and replays started to end; cancel the launcher's context
-// first to make them stop.
-func (l *Launcher) Wait() { l.wg.Wait() }
+// begin counts one more run or replay for Wait, or refuses it once the launcher is
+// closed. Each successful begin is matched by one wg.Done.
+func (l *Launcher) begin() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return ErrShuttingDown
+	}
+	l.wg.Add(1)
+	return nil
+}
+
+// Close makes the launcher refuse new runs and replays with ErrShuttingDown; those
+// started go on until the launcher's context ends. Call it before Wait. Closing twice
+// is harmless.
+func (l *Launcher) Close() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.closed = true
+}
+
+// Wait waits for the runs and replays started (ReplayNow's included) to end, or for
+// ctx to end first: then it returns ctx's cause, and what is still going is left to the
+// process's exit. Cancel the launcher's context and Close first, or Wait may wait for
+// runs that go on, and for new ones.
+func (l *Launcher) Wait(ctx context.Context) error {
+	done := make(chan struct{})
+	go func() {
+		l.wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("waiting for the runs and replays started from the UI: %w", context.Cause(ctx))
+	}
+}
 
 // RequestError is a request the API refuses as given (400), not a failure of the server.
 type RequestError struct{ Err error }

@@ -342,6 +342,9 @@ func (h *handler) startRun(w http.ResponseWriter, r *http.Request) {
 	id, err := h.o.Launcher.StartRun(r.Context(), rq.Flow, flows.Request{BBox: bbox, BBoxCRS: rq.BBoxCRS, Tasks: rq.Tasks, WithDownstream: rq.WithDownstream})
 	var re *RequestError
 	switch {
+	case errors.Is(err, ErrShuttingDown):
+		h.fail(w, r, http.StatusServiceUnavailable, err)
+		return
 	case errors.Is(err, ErrNoFlow):
 		h.fail(w, r, http.StatusNotFound, err)
 		return
@@ -427,13 +430,19 @@ func (h *handler) replay(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]any{"would_replay": len(entries), "ids": ids})
 	case t.Wait:
 		res, err := h.o.Launcher.ReplayNow(r.Context(), entries)
-		if err != nil {
+		switch {
+		case errors.Is(err, ErrShuttingDown):
+			h.fail(w, r, http.StatusServiceUnavailable, err)
+		case err != nil:
 			h.fail(w, r, http.StatusUnprocessableEntity, h.masked(err))
+		default:
+			writeJSON(w, http.StatusOK, replayOutcome(res))
+		}
+	default:
+		if err := h.o.Launcher.Replay(entries, nil); err != nil {
+			h.fail(w, r, http.StatusServiceUnavailable, err)
 			return
 		}
-		writeJSON(w, http.StatusOK, replayOutcome(res))
-	default:
-		h.o.Launcher.Replay(entries, nil)
 		writeJSON(w, http.StatusAccepted, map[string]any{"replaying": len(entries), "ids": ids})
 	}
 }

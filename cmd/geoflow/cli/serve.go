@@ -125,8 +125,6 @@ func runServe(ctx context.Context, g *globals, sf serveFlags) error {
 	defer stop(nil)
 	var ready atomic.Bool
 	ready.Store(true)
-	// Not ready from the first signal on, while runs drain and the endpoints still answer.
-	context.AfterFunc(ctx, func() { ready.Store(false) })
 	catalog := &server.Catalog{Dir: sf.dir, Options: g.flowOptions(registry()), Live: sched}
 	runOpts.Store = st
 	launcher, err := server.NewLauncher(ctx, catalog, runOpts, g.replayOptions(st, runOpts))
@@ -134,6 +132,15 @@ func runServe(ctx context.Context, g *globals, sf serveFlags) error {
 		ln.Close()
 		return err
 	}
+	// From the first signal on, while runs drain and the endpoints still answer: not
+	// ready, and no new run or replay from the UI (503). stopped says when, for the
+	// bound of the wait below.
+	stopped := make(chan time.Time, 1)
+	context.AfterFunc(ctx, func() {
+		ready.Store(false)
+		launcher.Close()
+		stopped <- time.Now()
+	})
 	h, err := server.Handler(server.Options{Store: st, Flows: sched, Registry: reg, Ready: &ready, Logger: log,
 		Catalog: catalog, Launcher: launcher, Token: token, StoreName: g.storeName(), CookieSecure: sf.cookieSecure})
 	if err != nil {
@@ -168,11 +175,12 @@ func runServe(ctx context.Context, g *globals, sf serveFlags) error {
 		err = fmt.Errorf("serving HTTP: %w", herr)
 		stop(err)
 		<-schedErr
-		launcher.Wait()
-		return err
 	}
-	// Runs started from the UI stop as scheduled ones do, within --grace.
-	launcher.Wait()
+	// The scheduler may also have ended by itself, on an error: the UI's runs stop then too.
+	stop(err)
+	// Runs started from the UI stop as scheduled ones do, within --grace of the signal;
+	// then HTTP stops, and the store closes.
+	waitUI(ctx, log, launcher, (<-stopped).Add(sf.grace))
 	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 	defer cancel()
 	_ = srv.Shutdown(shutdownCtx)

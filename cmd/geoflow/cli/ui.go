@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -109,6 +110,9 @@ func runUI(ctx context.Context, g *globals, uf uiFlags) error {
 	if err != nil {
 		return fmt.Errorf("--listen: %w", err)
 	}
+	// The runs started here live in runCtx: cancelled on a signal and when serving fails.
+	runCtx, stopRuns := context.WithCancel(ctx)
+	defer stopRuns()
 	reg := prometheus.NewRegistry()
 	opts := server.Options{Store: st, Flows: noSchedule{}, Registry: reg, Logger: log, Token: token, StoreName: g.storeName(),
 		ReadOnly: uf.readOnly, CookieSecure: uf.cookieSecure}
@@ -116,9 +120,11 @@ func runUI(ctx context.Context, g *globals, uf uiFlags) error {
 	if fi, err := os.Stat(uf.dir); err == nil && fi.IsDir() {
 		opts.Catalog = &server.Catalog{Dir: uf.dir, Options: g.flowOptions(registry())}
 		if !uf.readOnly {
+			// Units in flight get most of --grace; the rest is for recording the run
+			// interrupted, so that the whole stop fits in --grace.
 			run := flows.RunOptions{Store: st, HTTP: retry.New(&retry.Options{Logger: log, Registerer: reg, Shared: sharedPacing(st)}),
-				Logger: log, Grace: uf.grace}
-			if launcher, err = server.NewLauncher(ctx, opts.Catalog, run, g.replayOptions(st, run)); err != nil {
+				Logger: log, Grace: uf.grace * 4 / 5}
+			if launcher, err = server.NewLauncher(runCtx, opts.Catalog, run, g.replayOptions(st, run)); err != nil {
 				ln.Close()
 				return err
 			}
@@ -141,11 +147,27 @@ func runUI(ctx context.Context, g *globals, uf uiFlags) error {
 		err = fmt.Errorf("serving HTTP: %w", err)
 	case <-ctx.Done():
 	}
+	// In this order: the runs are told to stop; new ones are refused (503) while the
+	// pages still answer; the runs get --grace to be recorded; only then does HTTP stop
+	// and the store close (deferred above).
+	stopRuns()
 	if launcher != nil {
-		launcher.Wait() // runs started here stop within --grace, recorded interrupted
+		launcher.Close()
+		waitUI(ctx, log, launcher, time.Now().Add(uf.grace))
 	}
 	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 	defer cancel()
 	_ = srv.Shutdown(shutdownCtx)
 	return err
+}
+
+// waitUI waits until deadline for the runs and replays launcher started to end (a
+// stopping process, whose store closes next); what is still going then is logged and
+// left to the exit.
+func waitUI(ctx context.Context, log *slog.Logger, launcher *server.Launcher, deadline time.Time) {
+	waitCtx, cancel := context.WithDeadline(context.WithoutCancel(ctx), deadline)
+	defer cancel()
+	if err := launcher.Wait(waitCtx); err != nil {
+		log.Warn("runs started from the UI did not stop within --grace; exiting without them (geoflow runs list shows what became of them)", "err", err)
+	}
 }

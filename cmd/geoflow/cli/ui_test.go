@@ -2,6 +2,7 @@ package cli_test
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -11,12 +12,14 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/geoflow/geoflow/cmd/geoflow/cli"
 	"github.com/geoflow/geoflow/internal/devserver/wfsserver"
 	"github.com/geoflow/geoflow/internal/testdb"
+	"github.com/geoflow/geoflow/store"
 )
 
 // lockedBuffer is a strings.Builder safe for the command's goroutine and the test's.
@@ -37,7 +40,8 @@ func (l *lockedBuffer) String() string {
 	return l.b.String()
 }
 
-var uiURL = regexp.MustCompile(`msg="web UI" url=(\S+)`)
+// uiURL finds where geoflow ui (url=) or geoflow serve (listen=) serves, in its log.
+var uiURL = regexp.MustCompile(`msg="web UI" url=http://(\S+)|msg=serving listen=(\S+)`)
 
 // startUI runs the command of args (a geoflow ui or serve) in this process until ctx
 // ends, waits for its web UI to listen, and returns its base URL, its log and its exit
@@ -49,7 +53,7 @@ func startUI(t *testing.T, ctx context.Context, args ...string) (string, *locked
 	go func() { done <- cli.Main(ctx, args, &out, &errb) }()
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
 		if m := uiURL.FindStringSubmatch(errb.String()); m != nil {
-			return strings.TrimSuffix(m[1], "/"), &errb, done
+			return "http://" + strings.TrimSuffix(m[1]+m[2], "/"), &errb, done
 		}
 		select {
 		case code := <-done:
@@ -245,5 +249,103 @@ func TestUIDatabaseErrorHidesCredentials(t *testing.T) {
 				t.Errorf("--database: the error shows %q:\n%s", secret, errs)
 			}
 		}
+	}
+}
+
+// TestUIShutdownOrder: on a signal, geoflow ui and geoflow serve stop in order: the
+// run started from the UI is told to stop, new runs are refused with a 503 that says
+// why while the server still answers, the run is recorded (not left running) within
+// --grace, and only then does the process exit, with 0.
+func TestUIShutdownOrder(t *testing.T) {
+	for _, command := range []string{"ui", "serve"} {
+		t.Run(command, func(t *testing.T) {
+			eachStore(t, func(t *testing.T, db string) { testShutdownOrder(t, db, command) })
+		})
+	}
+}
+
+func testShutdownOrder(t *testing.T, db, command string) {
+	t.Setenv("GEOFLOW_UI_TOKEN", "")
+	if code, _, errs := geoflow(t, nil, "--database", db, "migrate", "up"); code != 0 {
+		t.Fatal(errs)
+	}
+	var inflight atomic.Int64
+	wfs := wfsserver.New(wfsserver.Options{Features: 300, Latency: time.Second})
+	fx := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		inflight.Add(1)
+		defer inflight.Add(-1)
+		wfs.ServeHTTP(w, r)
+	}))
+	t.Cleanup(fx.Close)
+	dir := t.TempDir()
+	flow := "name: parcels\ntasks:\n  parcels:\n    type: wfs\n    url: " + fx.URL + "/wfs\n    typename: gf:parcels\n" +
+		"    bbox: [11.45, 48.05, 11.55, 48.15]\n    target: {table: stop_parcels}\n"
+	if err := os.WriteFile(filepath.Join(dir, "parcels.yaml"), []byte(flow), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	const grace = 4 * time.Second
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	base, log, done := startUI(t, ctx, "--database", db, command, "--flows", dir, "--listen", "127.0.0.1:0", "--grace", grace.String())
+	if code, body := uiCall(t, base, "POST", "/api/runs", `{"flow":"parcels"}`, ""); code != http.StatusAccepted {
+		t.Fatalf("POST /api/runs: %d %s", code, body)
+	}
+	// Signal once the run's units are being fetched (each request takes a second).
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		_, body := uiCall(t, base, "GET", "/api/runs/1", "", "")
+		var run store.RunRecord
+		if err := json.Unmarshal([]byte(body), &run); err != nil {
+			t.Fatalf("GET /api/runs/1: %v\n%s", err, body)
+		}
+		if run.UnitsTotal > 0 && inflight.Load() > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the run fetched no unit within 20s: %s\n%s", body, log)
+		}
+	}
+
+	cancel()
+	stopped := time.Now()
+	refused := false
+	for !refused && time.Since(stopped) < grace {
+		req, _ := http.NewRequest("POST", base+"/api/runs", strings.NewReader(`{"flow":"parcels"}`))
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatalf("POST /api/runs while stopping: %v (the server stopped answering before the run was recorded)\n%s", err, log)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		switch {
+		case resp.StatusCode == http.StatusServiceUnavailable && strings.Contains(string(b), "shutting down"):
+			refused = true
+		case resp.StatusCode == http.StatusAccepted:
+			t.Fatalf("POST /api/runs after the signal started a run: %s", b)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if !refused {
+		t.Errorf("no POST /api/runs was refused with 503 while stopping")
+	}
+	select {
+	case code := <-done:
+		if code != 0 {
+			t.Errorf("exit %d\n%s", code, log)
+		}
+	case <-time.After(grace + 5*time.Second):
+		t.Fatalf("geoflow %s did not stop within --grace\n%s", command, log)
+	}
+	if took := time.Since(stopped); took > grace+2*time.Second {
+		t.Errorf("stopping took %v, --grace is %v", took, grace)
+	}
+	if n := testdb.Count(t, db, `SELECT count(*) FROM geoflow_units WHERE state = 'done'`); n == 0 {
+		t.Errorf("no unit recorded done: the units in flight at the signal did not get their grace\n%s", log)
+	}
+	if n := testdb.Count(t, db, `SELECT count(*) FROM geoflow_runs WHERE status = 'running'`); n != 0 {
+		t.Errorf("%d runs left recorded running after the exit\n%s", n, log)
+	}
+	if n := testdb.Count(t, db, `SELECT count(*) FROM geoflow_runs`); n != 1 {
+		t.Errorf("%d runs recorded, want the one started before the signal", n)
 	}
 }
