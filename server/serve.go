@@ -8,6 +8,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -227,21 +228,21 @@ func (h *handler) masked(err error) error {
 	return &maskedError{msg: h.secrets().String(err.Error()), err: err}
 }
 
-// limitParam reads ?limit=, a positive number, with def when absent.
-func limitParam(r *http.Request, def int) (int, error) {
+// limitParam reads ?limit=, a whole number from 1 to most, with def when absent.
+func limitParam(r *http.Request, def, most int) (int, error) {
 	s := r.URL.Query().Get("limit")
 	if s == "" {
 		return def, nil
 	}
 	n, err := strconv.Atoi(s)
-	if err != nil || n < 1 || n > 10000 {
-		return 0, errors.New("limit must be a whole number from 1 to 10000")
+	if err != nil || n < 1 || n > most {
+		return 0, fmt.Errorf("limit %q: want a whole number from 1 to %d", s, most)
 	}
 	return n, nil
 }
 
 func (h *handler) runs(w http.ResponseWriter, r *http.Request) {
-	limit, err := limitParam(r, 100)
+	limit, err := limitParam(r, 100, 10000)
 	if err != nil {
 		h.fail(w, r, http.StatusBadRequest, err)
 		return
@@ -277,7 +278,7 @@ func (h *handler) run(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *handler) fires(w http.ResponseWriter, r *http.Request) {
-	limit, err := limitParam(r, 100)
+	limit, err := limitParam(r, 100, 10000)
 	if err != nil {
 		h.fail(w, r, http.StatusBadRequest, err)
 		return

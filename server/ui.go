@@ -95,17 +95,23 @@ func (h *handler) units(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, http.StatusBadRequest, errors.New("a run id is a positive whole number"))
 		return
 	}
-	limit, err := limitParam(r, 20000)
+	// A map draws up to 20,000 boxes: the default, and the most one asks for.
+	limit, err := limitParam(r, 20000, 20000)
 	if err != nil {
 		h.fail(w, r, http.StatusBadRequest, err)
 		return
 	}
-	if r.URL.Query().Get("limit") == "" {
-		limit = 20000
-	}
 	area, err := bboxParam(r)
 	if err != nil {
 		h.fail(w, r, http.StatusBadRequest, err)
+		return
+	}
+	// An unknown run is a 404, as on /api/runs/{id}, not an empty map.
+	if _, err := h.o.Store.GetRun(r.Context(), id); errors.Is(err, store.ErrNotFound) {
+		h.fail(w, r, http.StatusNotFound, errors.New("no run "+strconv.FormatInt(id, 10)))
+		return
+	} else if err != nil {
+		h.fail(w, r, http.StatusInternalServerError, err)
 		return
 	}
 	q := r.URL.Query()
@@ -188,7 +194,7 @@ func (h *handler) deadLetters(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, http.StatusBadRequest, err)
 		return
 	}
-	if f.Limit, err = limitParam(r, 1000); err != nil {
+	if f.Limit, err = limitParam(r, 1000, 10000); err != nil {
 		h.fail(w, r, http.StatusBadRequest, err)
 		return
 	}
@@ -209,7 +215,7 @@ func (h *handler) deadLetterFeatures(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, http.StatusBadRequest, err)
 		return
 	}
-	if f.Limit, err = limitParam(r, 10000); err != nil {
+	if f.Limit, err = limitParam(r, 10000, 10000); err != nil {
 		h.fail(w, r, http.StatusBadRequest, err)
 		return
 	}
