@@ -269,6 +269,7 @@ func (h *handler) dlqPage(w http.ResponseWriter, r *http.Request) {
 	data := struct {
 		page
 		Args     dlq.FilterArgs
+		Run      string // as typed, so that a bad one shows with its problem
 		Classes  []dlq.Class
 		Statuses []dlq.Status
 		Entries  []dlq.Entry
@@ -276,16 +277,16 @@ func (h *handler) dlqPage(w http.ResponseWriter, r *http.Request) {
 		Query    string
 		More     bool
 		Problem  string
-	}{page: h.page(r, "Dead letters", "dlq"), Args: args, Classes: dlq.Classes(), Statuses: dlq.Statuses(), Query: dlqQuery(args)}
+	}{page: h.page(r, "Dead letters", "dlq"), Args: args, Run: q.Get("run"), Classes: dlq.Classes(), Statuses: dlq.Statuses(),
+		Query: dlqQuery(args)}
 	data.Basemap = h.basemapOf(args.Flow)
-	f, err := args.Parse(time.Now())
+	// The API's validation: a filter that does not parse lists nothing, rather than
+	// every entry with the bad part dropped, under buttons that act on all in view.
+	f, err := dlqFilter(r)
 	if err != nil {
 		data.Problem = err.Error()
 		h.render(w, r, http.StatusOK, "dlq", "layout", data)
 		return
-	}
-	if id, _ := strconv.ParseInt(q.Get("id"), 10, 64); id > 0 {
-		f.IDs = []int64{id}
 	}
 	rows, err := h.o.Store.DeadLetterStats(r.Context(), f)
 	if err != nil {

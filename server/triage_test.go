@@ -50,3 +50,39 @@ func TestAPIReadOnly(t *testing.T) {
 		}
 	}
 }
+
+// TestPagesDeadLettersBadFilter: the dead-letter page refuses a filter the API refuses,
+// with the API's words, and then lists nothing and offers no action: a bad run used to
+// be dropped, listing every run's entries under "Discard all open in view".
+func TestPagesDeadLettersBadFilter(t *testing.T) {
+	u := newUI(t, uiOptions{})
+	u.seedHostile()
+	tests := []struct{ query, want string }{
+		{"run=abc", "--run abc: want a run id (a positive number)"},
+		{"run=-3", "--run -3: want a run id"},
+		{"id=abc", "id abc: want a dead letter&#39;s id"},
+		{"class=nope", "nope"},
+	}
+	for _, tt := range tests {
+		code, body, _ := u.do("GET", "/dlq?"+tt.query, "")
+		if code != http.StatusOK || !strings.Contains(body, `id="dlq-problem"`) || !strings.Contains(body, tt.want) {
+			t.Errorf("GET /dlq?%s: %d; want the page with the problem %q:\n%s", tt.query, code, tt.want, body)
+			continue
+		}
+		for _, bad := range []string{`id="discard-view"`, `id="replay-view"`, `id="dlq-map"`, `class="pick"`} {
+			if strings.Contains(body, bad) {
+				t.Errorf("GET /dlq?%s shows %s despite its problem", tt.query, bad)
+			}
+		}
+		// The API refuses the same query with the same words.
+		if code, api, _ := u.do("GET", "/api/dlq?"+tt.query, ""); code != http.StatusBadRequest {
+			t.Errorf("GET /api/dlq?%s: %d %s", tt.query, code, api)
+		}
+	}
+	if _, body, _ := u.do("GET", "/dlq?run=abc", ""); !strings.Contains(body, `name="run" value="abc"`) {
+		t.Errorf("the run typed is not shown back in its field")
+	}
+	if _, body, _ := u.do("GET", "/dlq?run=1", ""); !strings.Contains(body, `id="discard-view"`) || strings.Contains(body, `id="dlq-problem"`) {
+		t.Errorf("a good filter shows no actions, or a problem")
+	}
+}
