@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -67,9 +68,9 @@ func (h *handler) replay(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, http.StatusBadRequest, err)
 		return
 	}
-	entries, err := dlq.SelectReplay(r.Context(), h.o.Store, sel)
+	entries, err := dlq.SelectReplay(r.Context(), triageStore{h.o.Store}, sel)
 	if err != nil {
-		h.fail(w, r, http.StatusBadRequest, err) // the ids named are not all open entries
+		h.triageFailed(w, r, err) // the store failed, or the ids named are not all open entries
 		return
 	}
 	ids := make([]int64, len(entries))
@@ -149,9 +150,9 @@ func (h *handler) discard(w http.ResponseWriter, r *http.Request) {
 	}
 	ids := sel.IDs
 	if len(ids) == 0 {
-		entries, err := dlq.SelectReplay(r.Context(), h.o.Store, sel) // the open entries the filter selects
+		entries, err := dlq.SelectReplay(r.Context(), triageStore{h.o.Store}, sel) // the open entries the filter selects
 		if err != nil {
-			h.fail(w, r, http.StatusInternalServerError, err)
+			h.triageFailed(w, r, err)
 			return
 		}
 		for _, e := range entries {
@@ -166,12 +167,12 @@ func (h *handler) discard(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]any{"would_discard": len(ids), "ids": ids})
 		return
 	}
-	done, err := dlq.Discard(r.Context(), h.o.Store, ids)
+	done, err := dlq.Discard(r.Context(), triageStore{h.o.Store}, ids)
 	if done == nil {
 		done = []int64{}
 	}
 	if err != nil && len(done) == 0 {
-		h.fail(w, r, http.StatusBadRequest, err)
+		h.triageFailed(w, r, err)
 		return
 	}
 	body := map[string]any{"discarded": len(done), "ids": done}
@@ -179,4 +180,50 @@ func (h *handler) discard(w http.ResponseWriter, r *http.Request) {
 		body["error"] = err.Error()
 	}
 	writeJSON(w, http.StatusOK, body)
+}
+
+// storeError is a failure of the store during triage, told apart from what is wrong
+// with the request (entries named that are not open, or do not exist): the first is the
+// server's (500, and logged), the second the client's (400).
+type storeError struct {
+	op  string // what the store was doing: "listing the dead letters"
+	err error
+}
+
+func (e *storeError) Error() string { return e.op + ": " + e.err.Error() }
+func (e *storeError) Unwrap() error { return e.err }
+
+// triageStore is the store as dlq's triage uses it, its failures marked storeError.
+type triageStore struct{ st Backend }
+
+func (s triageStore) ListDeadLetters(ctx context.Context, f dlq.Filter) ([]dlq.Entry, error) {
+	es, err := s.st.ListDeadLetters(ctx, f)
+	if err != nil {
+		return nil, &storeError{"listing the dead letters", err}
+	}
+	return es, nil
+}
+
+func (s triageStore) DiscardDeadLetters(ctx context.Context, ids []int64) ([]int64, error) {
+	done, err := s.st.DiscardDeadLetters(ctx, ids)
+	if err != nil {
+		return nil, &storeError{fmt.Sprintf("discarding %d dead letters", len(ids)), err}
+	}
+	return done, nil
+}
+
+var (
+	_ dlq.Lister    = triageStore{}
+	_ dlq.Discarder = triageStore{}
+)
+
+// triageFailed answers an error of dlq.SelectReplay or dlq.Discard: 500 when the store
+// failed, 400 when the request named what cannot be replayed or discarded.
+func (h *handler) triageFailed(w http.ResponseWriter, r *http.Request, err error) {
+	var se *storeError
+	if errors.As(err, &se) {
+		h.fail(w, r, http.StatusInternalServerError, err)
+		return
+	}
+	h.fail(w, r, http.StatusBadRequest, err)
 }

@@ -86,3 +86,27 @@ func TestPagesDeadLettersBadFilter(t *testing.T) {
 		t.Errorf("a good filter shows no actions, or a problem")
 	}
 }
+
+// TestAPITriageStoreFailure: when the store fails, a replay or a discard answers 500
+// (the server's fault, logged), not 400 as if the entries named were wrong; entries that
+// are not open still answer 400.
+func TestAPITriageStoreFailure(t *testing.T) {
+	u := newUI(t, uiOptions{})
+	u.seedHostile()
+	if code, body, _ := u.do("POST", "/api/dlq/replay", `{"ids":[42]}`); code != http.StatusBadRequest || !strings.Contains(body, "no dead letter 42") {
+		t.Errorf("replay of a missing entry: %d %s", code, body)
+	}
+	u.db.Close() // the store now fails every query
+	tests := []struct{ path, body, want string }{
+		{"/api/dlq/replay", `{"ids":[1]}`, "listing the dead letters: "},
+		{"/api/dlq/replay", `{"all":true,"filter":{"run":1}}`, "listing the dead letters: "},
+		{"/api/dlq/discard", `{"ids":[1]}`, "discarding 1 dead letters: "},
+		{"/api/dlq/discard", `{"all":true,"filter":{"run":1}}`, "listing the dead letters: "},
+	}
+	for _, tt := range tests {
+		code, body, _ := u.do("POST", tt.path, tt.body)
+		if code != http.StatusInternalServerError || !strings.Contains(body, tt.want) {
+			t.Errorf("POST %s %s with the store down: %d %s; want 500 with %q", tt.path, tt.body, code, body, tt.want)
+		}
+	}
+}
