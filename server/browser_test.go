@@ -8,6 +8,7 @@ import (
 
 	"github.com/chromedp/cdproto/input"
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 	"github.com/paulmach/orb"
 
 	"github.com/geoflow/geoflow/internal/browser"
@@ -204,5 +205,74 @@ func TestBrowserReadOnlyEntry(t *testing.T) {
 		if n := eval[int](t, ctx, `document.querySelectorAll('#entry button.replay-one, #entry button.discard-one').length`); n != tt.want {
 			t.Errorf("%s: the entry offers %d replay/discard buttons, want %d", tt.name, n, tt.want)
 		}
+	}
+}
+
+// drag presses the mouse at (x1, y1), moves to (x2, y2) and releases it there.
+func drag(t *testing.T, ctx context.Context, x1, y1, x2, y2 float64) {
+	t.Helper()
+	if err := chromedp.Do(ctx,
+		chromedp.MouseEvent(input.DispatchMouseEventTypeMouseMoved, x1, y1),
+		chromedp.MouseEvent(input.DispatchMouseEventTypeMousePressed, x1, y1, chromedp.ButtonLeft),
+		chromedp.MouseEvent(input.DispatchMouseEventTypeMouseMoved, (x1+x2)/2, (y1+y2)/2, chromedp.ButtonLeft),
+		chromedp.MouseEvent(input.DispatchMouseEventTypeMouseMoved, x2, y2, chromedp.ButtonLeft),
+		chromedp.MouseEvent(input.DispatchMouseEventTypeMouseReleased, x2, y2, chromedp.ButtonLeft),
+	); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestBrowserRerunDialogDraw: drawing a box to rerun, in a real browser. A click, or a
+// drag with no width at 6 decimals, draws nothing (the tool waits for a drag; the server
+// would refuse min = max); a drag past the world's edge gives a box within it, as the
+// server takes it; Enter in the dialog's box field starts the run, as Go does (Cancel
+// came first and took Enter, losing the box).
+func TestBrowserRerunDialogDraw(t *testing.T) {
+	u := newUI(t, uiOptions{})
+	runID, _ := u.seedHostile()
+	ctx := startBrowser(t)
+	navigate(t, ctx, fmt.Sprintf("%s/runs/%d", u.srv.URL, runID))
+	waitFor(t, ctx, "the run map", `document.getElementById('run-map').dataset.ready === '1'`, 30*time.Second)
+
+	// A click: no dialog, and the tool still draws.
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS("button.draw"))); err != nil {
+		t.Fatal(err)
+	}
+	mid := eval[[]float64](t, ctx, `(() => { const r = geoflow.maps['run-map'].map.getCanvas().getBoundingClientRect();
+		return [r.left + r.width / 2, r.top + r.height / 2]; })()`)
+	drag(t, ctx, mid[0], mid[1], mid[0], mid[1])
+	time.Sleep(300 * time.Millisecond)
+	if eval[bool](t, ctx, `document.getElementById('rerun').open`) || !eval[bool](t, ctx, `geoflow.maps['run-map'].drawing === true`) {
+		t.Fatal("a click opened the dialog, or ended the drawing")
+	}
+
+	// A drag too small to keep a width at 6 decimals (3 pixels at zoom 22): nothing.
+	px := eval[[]float64](t, ctx, `(() => { const m = geoflow.maps['run-map'].map;
+		m.jumpTo({ center: [11.5, 48.1], zoom: 22 });
+		const r = m.getCanvas().getBoundingClientRect(); return [r.left + r.width / 2, r.top + r.height / 2]; })()`)
+	drag(t, ctx, px[0], px[1], px[0]+3, px[1]+3)
+	time.Sleep(300 * time.Millisecond)
+	if eval[bool](t, ctx, `document.getElementById('rerun').open`) || !eval[bool](t, ctx, `geoflow.maps['run-map'].drawing === true`) {
+		t.Fatal("a box of no width at 6 decimals opened the dialog, or ended the drawing")
+	}
+
+	// A drag past the world's edge. This MapLibre keeps its view within the world
+	// (renderWorldCopies: false), so the map's own mouse events are fired with the
+	// positions a view past the edge gives: the box stops at 180° and 85.05°.
+	eval[bool](t, ctx, `(() => { const m = geoflow.maps['run-map'].map, ev = (lng, lat) => ({ lngLat: { lng, lat }, preventDefault() {} });
+		m.fire('mousedown', ev(170.25, 10.5)); m.fire('mousemove', ev(200, 88)); m.fire('mouseup', ev(200.5, 89)); return true; })()`)
+	waitFor(t, ctx, "the rerun dialog", `document.getElementById('rerun').open`, 5*time.Second)
+	if bbox := eval[string](t, ctx, `document.getElementById('rerun-bbox').value`); bbox != "170.25,10.5,180,85.05" {
+		t.Errorf("the box drawn past the world's edge is %q, want 170.25,10.5,180,85.05", bbox)
+	}
+
+	// Enter in the box field starts the run over the box typed.
+	if err := chromedp.Do(ctx, chromedp.SetValue("#rerun-bbox", "11.45,48.05,11.5,48.1"), chromedp.SendKeys("#rerun-bbox", kb.Enter)); err != nil {
+		t.Fatal(err)
+	}
+	next := runID + 1
+	waitFor(t, ctx, "the new run's page", fmt.Sprintf(`location.pathname === '/runs/%d'`, next), 15*time.Second)
+	if r := u.waitRun(next); r.Trigger != store.TriggerUI {
+		t.Errorf("run %d: %+v", next, r)
 	}
 }

@@ -219,7 +219,11 @@ class GeoMap {
     if (this.kind === 'dlq') showEntry(p.id);
   }
 
-  // startDraw lets the next drag on the map draw a box; done gets [w, s, e, n].
+  // startDraw lets the next drag on the map draw a box; done gets [w, s, e, n], within
+  // the world the server takes (±180 by ±85.05, where Web Mercator ends: the map shows
+  // empty space beyond at low zoom) and to 6 decimals, as the dialog shows it. A click,
+  // or a drag too thin to keep a width and a height at 6 decimals, draws nothing: the
+  // next drag is the box.
   startDraw(done) {
     const m = this.map;
     this.drawing = true;
@@ -227,12 +231,21 @@ class GeoMap {
     m.boxZoom.disable();
     m.getCanvas().style.cursor = 'crosshair';
     let start = null;
-    const box = (a, b) => [Math.min(a.lng, b.lng), Math.min(a.lat, b.lat), Math.max(a.lng, b.lng), Math.max(a.lat, b.lat)];
+    const clamp = (x, lim) => Number(Math.max(-lim, Math.min(lim, x)).toFixed(6));
+    const box = (a, b) => {
+      const [x1, x2] = [clamp(a.lng, 180), clamp(b.lng, 180)], [y1, y2] = [clamp(a.lat, 85.05), clamp(b.lat, 85.05)];
+      return [Math.min(x1, x2), Math.min(y1, y2), Math.max(x1, x2), Math.max(y1, y2)];
+    };
     const move = (e) => { if (start) this.showBox(box(start, e.lngLat)); };
     const down = (e) => { e.preventDefault(); start = e.lngLat; };
     const up = (e) => {
       if (!start) return;
       const b = box(start, e.lngLat);
+      start = null;
+      if (!(b[0] < b[2] && b[1] < b[3])) {
+        this.map.getSource('draw').setData(emptyFC());
+        return;
+      }
       m.off('mousedown', down); m.off('mousemove', move); m.off('mouseup', up);
       m.dragPan.enable(); m.boxZoom.enable();
       m.getCanvas().style.cursor = '';
@@ -349,8 +362,10 @@ function rerunDialog() {
     for (const t of flows[flowSel.value] || []) taskSel.append(el('option', { value: t }, t));
   };
   flowSel.addEventListener('change', fill);
+  // Cancel is no submit button: Enter in a field submits with the form's first one,
+  // which must be Go.
+  document.getElementById('rerun-cancel').addEventListener('click', () => dlg.close());
   document.getElementById('rerun-form').addEventListener('submit', async (ev) => {
-    if (ev.submitter && ev.submitter.value !== 'go') return;
     ev.preventDefault();
     const err = document.getElementById('rerun-error');
     err.textContent = '';
