@@ -53,7 +53,8 @@ type Options struct {
 	// Catalog is the flows directory the UI shows; nil shows no flows.
 	Catalog *Catalog
 	// Launcher starts runs and replays for the UI and POST /api/runs and
-	// /api/dlq/replay; nil makes those answer 503 (a server that only looks).
+	// /api/dlq/replay; nil makes those answer 503 (a server without flows). Once it is
+	// closed (Launcher.Close), they answer 503 too, saying the server is shutting down.
 	Launcher *Launcher
 	// ReadOnly refuses every request that would change the store (runs, replays and
 	// discards answer 503, and the pages offer none of them), whatever Launcher is:
