@@ -8,8 +8,8 @@ import (
 // Backlog estimates how long a request to rawURL's host made now would wait in this
 // process before it is sent: the requests already waiting for that host, spaced at the
 // pace in force (the strictest of the fixed rate, the quota and the adaptive rate, and
-// the schedule shared with other processes), or the host's pause (Retry-After, a 429's)
-// when that is longer. It is 0 for a host not asked yet or not paced.
+// the schedule shared with other processes), or for the host's request slots at the time
+// its answers take, or the host's pause (Retry-After, a 429's), whichever is longest. It is 0 for a host not asked yet or not paced.
 //
 // A pool's worker asks it before it takes a unit: a unit whose host would keep it
 // waiting is given back to the queue for that long (snoozed) instead of holding a
@@ -39,5 +39,7 @@ func (h *Handler) Backlog(rawURL string) time.Duration {
 	}
 	pause := hs.gate.until.Sub(now)
 	hs.mu.Unlock()
-	return max(time.Duration(queued)*interval, pause, 0)
+	// Before the pace is known (the first answers), the queue for the host's request
+	// slots says it: requests beyond them wait for answers.
+	return max(time.Duration(queued)*interval, hs.sem.backlog(queued), pause, 0)
 }

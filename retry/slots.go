@@ -85,15 +85,15 @@ func (s *slots) wake() {
 // the host's quota allows (0 when the server said nothing, which leaves the limit
 // alone), throttled whether it was answered 429.
 func (s *slots) answered(took time.Duration, pace float64, throttled bool) {
-	if !s.adaptive {
-		return
-	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.latency == 0 {
 		s.latency = took
 	} else {
 		s.latency += (took - s.latency) / 5
+	}
+	if !s.adaptive {
+		return
 	}
 	switch {
 	case throttled:
@@ -104,6 +104,17 @@ func (s *slots) answered(took time.Duration, pace float64, throttled bool) {
 		s.limit = min(s.max, max(s.min, need))
 	}
 	s.wake()
+}
+
+// backlog is how long queued requests wait for slots at the latency answers take: a
+// rough measure, 0 until an answer's time is known.
+func (s *slots) backlog(queued int64) time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.limit < 1 || queued <= int64(s.limit) {
+		return 0
+	}
+	return time.Duration((queued - int64(s.limit)) / int64(s.limit) * int64(s.latency))
 }
 
 // current reports the slots in use and the limit, for metrics and tests.
