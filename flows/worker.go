@@ -128,7 +128,13 @@ func (w *UnitWorker) Execute(ctx context.Context, job store.UnitJob) error {
 	}
 	w.inFlight.Add(1)
 	defer w.inFlight.Add(-1)
-	_, end := wr.r.unit(ctx, wt.task, wt.env, u, nil, func(_ store.Unit, st store.State) {
+	// The pool ends ctx when the worker stops hard or the unit has run its time out;
+	// either way the unit is cut short (interrupted, for the next attempt), not failed:
+	// a deadline would read as the source's timeout.
+	uctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancel()
+	defer context.AfterFunc(ctx, cancel)()
+	_, end := wr.r.unit(uctx, wt.task, wt.env, u, nil, func(_ store.Unit, st store.State) {
 		if st == store.Failed {
 			w.failed.Add(1) // a unit the output listed as failed
 		}

@@ -78,10 +78,11 @@ type WorkConfig struct {
 	// Grace is how long units in flight may take to finish once the worker is told to
 	// stop.
 	Grace time.Duration
-	// RescueAfter is how long a unit may be running before the pool takes it for lost
-	// (its worker died) and gives it to another worker: longer than a unit can take.
-	// A unit whose previous worker is alive is not executed twice meanwhile (see
-	// WorkerAlive).
+	// RescueAfter is how long a unit may run: then it is stopped (and tried again
+	// later, as an attempt), and a unit still marked running a little after is taken
+	// for lost (its worker died) and given to another worker. Longer than a unit can
+	// take. A rescued unit whose previous worker is alive is not executed twice
+	// meanwhile (see WorkerAlive).
 	RescueAfter time.Duration
 	// Stats, when set, is read every few seconds for the worker's report
 	// (geoflow workers list).

@@ -205,6 +205,10 @@ func (w *unitWorker) Work(ctx context.Context, job *river.Job[unitArgs]) error {
 		return nil
 	case errors.As(err, &snooze):
 		return river.JobSnooze(snooze.For)
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		// The unit ran out its time (RescueAfter): an attempt, tried again after River's
+		// backoff; ten of them and the pool gives it up (a worker_lost dead letter).
+		return fmt.Errorf("the unit ran longer than the pool's rescue time: %w", err)
 	case ctx.Err() != nil:
 		// Stopped hard (the grace ran out): the unit was left as it was, and its job
 		// goes back at once to the other workers, costing it no attempt.
@@ -225,10 +229,13 @@ func (s *Store) Work(ctx context.Context, cfg store.WorkConfig, fn func(ctx cont
 		Logger:  slog.New(slog.DiscardHandler),
 		Queues:  map[string]river.QueueConfig{UnitQueue: {MaxWorkers: cfg.Concurrency}},
 		Workers: workers,
-		// A unit's time is bounded by its requests' timeouts and its retry policy's
-		// max_elapsed, not by a job timeout; a worker that died is found by the rescuer.
-		JobTimeout:           -1,
-		RescueStuckJobsAfter: cfg.RescueAfter,
+		// A unit may run RescueAfter; then its context ends (the unit is left
+		// interrupted, and tried again later), and a little after, a job still marked
+		// running is taken for its worker's death: River's rescuer (on the pool's
+		// leader, every 30 s) gives it to another. The rescuer leaves jobs with no
+		// timeout alone, so there must be one.
+		JobTimeout:           cfg.RescueAfter,
+		RescueStuckJobsAfter: cfg.RescueAfter + max(cfg.RescueAfter/10, 5*time.Second),
 		SoftStopTimeout:      max(cfg.Grace, time.Millisecond),
 		FetchCooldown:        20 * time.Millisecond,
 		FetchPollInterval:    500 * time.Millisecond,
