@@ -64,6 +64,11 @@ bench-ratelimit: build
 	$(POSTGIS) run --env GEOFLOW_DATABASE_URL -- $(GO) run ./bench/sharedquota -geoflow bin/geoflow -features 100000 -quota 5
 	$(POSTGIS) run --env GEOFLOW_DATABASE_URL -- $(GO) run ./bench/sharedquota -geoflow bin/geoflow -features 100000 -quota 5 -kill 12s -modes shared
 
+## bench-pool: distributed runs on a pool of geoflow worker processes: 3 workers vs a local run (100,000 features), one SIGKILLed, a quota-limited host, scaling 1-3 workers against 200 ms answers
+.PHONY: bench-pool
+bench-pool: build
+	$(POSTGIS) run --env GEOFLOW_DATABASE_URL -- $(GO) run ./bench/pool -geoflow bin/geoflow
+
 ## bench-limits: peak heap of the feature readers fed hostile responses, with the default limits
 .PHONY: bench-limits
 bench-limits:

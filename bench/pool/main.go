@@ -1,0 +1,517 @@
+// Command pool measures geoflow's distributed runs: a pool of geoflow worker processes on
+// one PostgreSQL harvesting the sample WFS (internal/devserver/wfsserver), against a
+// local run of the same flow.
+//
+//	go build -o bin/geoflow ./cmd/geoflow
+//	bash internal/testdb/postgis.sh run --env GEOFLOW_DATABASE_URL -- go run ./bench/pool -geoflow bin/geoflow
+//
+// Scenarios (-scenarios, comma-separated):
+//
+//	harvest  FEATURES parcels, one local run and one distributed run on 3 workers: the units
+//	         each worker executed, and the two tables compared feature by feature
+//	kill     the same on 3 workers, one SIGKILLed mid-run: its units rescued by the others
+//	quota    a host allowing -quota requests per one-second window (X-RateLimit headers,
+//	         Retry-After, 5% 503s): 429s and quota used, one process vs 3 workers
+//	scale    a server answering every request in -latency: units per second for 1, 2 and 3
+//	         workers, and what the database costs per unit (transactions, connections)
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"math"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/geoflow/geoflow/internal/devserver/wfsserver"
+)
+
+type options struct {
+	geoflow     string
+	features    int
+	quota       int
+	latency     time.Duration
+	concurrency int
+	rescue      time.Duration
+	dir         string
+	db          string
+}
+
+func main() {
+	var o options
+	var scenarios string
+	flag.StringVar(&o.geoflow, "geoflow", "bin/geoflow", "the geoflow binary")
+	flag.IntVar(&o.features, "features", 100000, "parcels the harvest and kill scenarios' server holds")
+	flag.IntVar(&o.quota, "quota", 5, "quota scenario: requests per fixed one-second window")
+	flag.DurationVar(&o.latency, "latency", 200*time.Millisecond, "scale scenario: the server's time to answer each request")
+	flag.IntVar(&o.concurrency, "concurrency", 16, "each worker's --concurrency")
+	flag.DurationVar(&o.rescue, "rescue-after", 15*time.Second, "the workers' --rescue-after")
+	flag.StringVar(&scenarios, "scenarios", "harvest,kill,quota,scale", "which to run")
+	flag.Parse()
+	o.db = os.Getenv("GEOFLOW_DATABASE_URL")
+	if o.db == "" {
+		fail(errors.New("GEOFLOW_DATABASE_URL is not set: run it under internal/testdb/postgis.sh run --env GEOFLOW_DATABASE_URL"))
+	}
+	dir, err := os.MkdirTemp("", "geoflow-pool")
+	if err != nil {
+		fail(err)
+	}
+	if os.Getenv("KEEP") == "" {
+		defer os.RemoveAll(dir)
+	} else {
+		fmt.Println("logs and flows kept in", dir)
+	}
+	o.dir = dir
+	if out, err := exec.Command(o.geoflow, "migrate", "up").CombinedOutput(); err != nil {
+		fail(fmt.Errorf("geoflow migrate up: %v: %s", err, out))
+	}
+	for _, s := range strings.Split(scenarios, ",") {
+		var err error
+		switch strings.TrimSpace(s) {
+		case "harvest":
+			err = harvest(o, false)
+		case "kill":
+			err = harvest(o, true)
+		case "quota":
+			err = quota(o)
+		case "scale":
+			err = scale(o)
+		default:
+			err = fmt.Errorf("-scenarios: no scenario %q", s)
+		}
+		if err != nil {
+			fail(err)
+		}
+	}
+}
+
+func fail(err error) {
+	fmt.Fprintln(os.Stderr, "pool:", err)
+	os.Exit(1)
+}
+
+// server serves srv on loopback, counting what it admitted and throttled.
+type server struct {
+	url string
+	cnt *counter
+	srv *wfsserver.Server
+	hs  *http.Server
+}
+
+func serve(opts wfsserver.Options) (*server, error) {
+	srv := wfsserver.New(opts)
+	cnt := &counter{}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	hs := &http.Server{Handler: cnt.wrap(srv)}
+	go hs.Serve(ln)
+	return &server{url: "http://" + ln.Addr().String() + "/wfs", cnt: cnt, srv: srv, hs: hs}, nil
+}
+
+// flow writes a flow harvesting the server's whole extent into table.
+func (o options) flow(name, table string, s *server, extra string) (string, error) {
+	path := filepath.Join(o.dir, name+".yaml")
+	yaml := fmt.Sprintf(`name: %s
+defaults:
+  retry: {max_attempts: 8, base_delay: 500ms, max_delay: 30s}
+%stasks:
+  parcels:
+    type: wfs
+    url: %s
+    typename: %s
+    bbox: [11.45, 48.05, 11.55, 48.15]
+    target: {table: public.%s, mode: append}
+`, name, extra, s.url, s.srv.TypeName(), table)
+	return path, os.WriteFile(path, []byte(yaml), 0o644)
+}
+
+// worker is one geoflow worker process.
+type worker struct {
+	id  string
+	cmd *exec.Cmd
+}
+
+// startWorkers starts n workers; the kill scenario's rescue them after -rescue-after,
+// the others after 5 minutes (geoflow's default).
+func (o options) startWorkers(n int, tag string) ([]*worker, error) {
+	rescue := 5 * time.Minute
+	if tag == "kill" {
+		rescue = o.rescue
+	}
+	var ws []*worker
+	for i := range n {
+		id := fmt.Sprintf("%s-w%d", tag, i+1)
+		cmd := exec.Command(o.geoflow, "worker", "--id", id, "--concurrency", fmt.Sprint(o.concurrency), "--rescue-after", rescue.String(), "--grace", "5s")
+		logf, err := os.Create(filepath.Join(o.dir, id+".log"))
+		if err != nil {
+			return nil, err
+		}
+		cmd.Stdout, cmd.Stderr = logf, logf
+		if err := cmd.Start(); err != nil {
+			return nil, err
+		}
+		ws = append(ws, &worker{id: id, cmd: cmd})
+	}
+	return ws, nil
+}
+
+func stopWorkers(ws []*worker) {
+	for _, w := range ws {
+		_ = w.cmd.Process.Signal(syscall.SIGTERM)
+	}
+	for _, w := range ws {
+		_ = w.cmd.Wait()
+	}
+}
+
+// run runs geoflow run and returns its wall time and exit status.
+func (o options) run(ctx context.Context, name string, args ...string) (time.Duration, string, error) {
+	logf, err := os.Create(filepath.Join(o.dir, name+".run.log"))
+	if err != nil {
+		return 0, "", err
+	}
+	defer logf.Close()
+	cmd := exec.CommandContext(ctx, o.geoflow, append([]string{"run", "--progress=off"}, args...)...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	start := time.Now()
+	err = cmd.Run()
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		return time.Since(start), "0", nil
+	case errors.As(err, &ee):
+		return time.Since(start), fmt.Sprint(ee.ExitCode()), nil
+	}
+	return 0, "", err
+}
+
+func connect(ctx context.Context, db string) (*pgx.Conn, error) { return pgx.Connect(ctx, db) }
+
+func scalar[T any](ctx context.Context, c *pgx.Conn, q string, args ...any) T {
+	var v T
+	if err := c.QueryRow(ctx, q, args...).Scan(&v); err != nil {
+		fail(fmt.Errorf("%s: %w", q, err))
+	}
+	return v
+}
+
+// spread is how many units of run each worker completed, from River's jobs.
+func spread(ctx context.Context, c *pgx.Conn, runID int64) string {
+	rows, err := c.Query(ctx, `SELECT attempted_by[array_length(attempted_by, 1)] AS w, count(*),
+			count(*) FILTER (WHERE array_length(attempted_by, 1) > 1)
+		FROM river_job WHERE kind = 'geoflow_unit' AND state = 'completed' AND args @> jsonb_build_object('run_id', $1::bigint)
+		GROUP BY 1 ORDER BY 1`, runID)
+	if err != nil {
+		fail(err)
+	}
+	var parts []string
+	for rows.Next() {
+		var w string
+		var n, again int64
+		if err := rows.Scan(&w, &n, &again); err != nil {
+			fail(err)
+		}
+		s := fmt.Sprintf("%s %d", w, n)
+		if again > 0 {
+			s += fmt.Sprintf(" (%d taken over)", again)
+		}
+		parts = append(parts, s)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// harvest compares a local run with a distributed one on 3 workers; with kill, one worker
+// is SIGKILLed once a third of the units are done.
+func harvest(o options, kill bool) error {
+	ctx := context.Background()
+	s, err := serve(wfsserver.Options{Features: o.features, CountDefault: 1000, Seed: 1, ImplementsSorting: true, Latency: 50 * time.Millisecond})
+	if err != nil {
+		return err
+	}
+	defer s.hs.Close()
+	c, err := connect(ctx, o.db)
+	if err != nil {
+		return err
+	}
+	defer c.Close(ctx)
+	tag := map[bool]string{false: "harvest", true: "kill"}[kill]
+	fmt.Printf("\n## %s: %d parcels, 3 workers (--concurrency %d)\n\n", tag, o.features, o.concurrency)
+	if kill {
+		fmt.Printf("- the workers' --rescue-after %s\n", o.rescue)
+	}
+	localTable := tag + "_local"
+	if !kill {
+		lf, err := o.flow(tag+"_local", localTable, s, "")
+		if err != nil {
+			return err
+		}
+		took, exit, err := o.run(ctx, tag+"_local", lf)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("- local run: exit %s in %.1f s\n", exit, took.Seconds())
+	}
+	df, err := o.flow(tag+"_dist", tag+"_dist", s, "")
+	if err != nil {
+		return err
+	}
+	ws, err := o.startWorkers(3, tag)
+	if err != nil {
+		return err
+	}
+	defer stopWorkers(ws)
+	time.Sleep(time.Second)
+	var took time.Duration
+	var exit string
+	done := make(chan error, 1)
+	go func() {
+		var err error
+		took, exit, err = o.run(ctx, tag+"_dist", df, "--distributed")
+		done <- err
+	}()
+	var killNote string
+	if kill {
+		// SIGKILL the worker with the most units in flight once a third are done.
+		for {
+			time.Sleep(100 * time.Millisecond)
+			var total, finished int64
+			_ = c.QueryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE state IN ('done', 'failed')) FROM geoflow_units u
+				JOIN geoflow_runs r ON r.id = u.run_id WHERE r.flow = $1`, tag+"_dist").Scan(&total, &finished)
+			if total > 0 && finished*3 >= total {
+				break
+			}
+		}
+		victim := ws[len(ws)-1]
+		inflight := scalar[int64](ctx, c, `SELECT count(*) FROM river_job WHERE kind = 'geoflow_unit' AND state = 'running'
+			AND attempted_by[array_length(attempted_by, 1)] = $1`, victim.id)
+		_ = victim.cmd.Process.Kill()
+		_ = victim.cmd.Wait()
+		killNote = fmt.Sprintf("%s SIGKILLed with %d units running", victim.id, inflight)
+		fmt.Println("-", killNote)
+	}
+	if err := <-done; err != nil {
+		return err
+	}
+	runID := scalar[int64](ctx, c, "SELECT max(id) FROM geoflow_runs WHERE flow = $1", tag+"_dist")
+	status := scalar[string](ctx, c, "SELECT status FROM geoflow_runs WHERE id = $1", runID)
+	units := scalar[int64](ctx, c, "SELECT count(*) FROM geoflow_units WHERE run_id = $1", runID)
+	fmt.Printf("- distributed run %d: exit %s, %s, %d units in %.1f s (%.1f units/s)\n", runID, exit, status, units, took.Seconds(), float64(units)/took.Seconds())
+	fmt.Printf("- units completed by worker: %s\n", spread(ctx, c, runID))
+	stored := scalar[int64](ctx, c, "SELECT count(*) FROM public."+tag+"_dist")
+	distinct := scalar[int64](ctx, c, "SELECT count(DISTINCT gf_feature_id) FROM public."+tag+"_dist")
+	fmt.Printf("- features stored %d, distinct %d, the server holds %d\n", stored, distinct, s.srv.Len())
+	if !kill {
+		onlyLocal := scalar[int64](ctx, c, fmt.Sprintf(`SELECT count(*) FROM (SELECT gf_feature_id, gf_payload_hash, ST_AsBinary(geom) FROM public.%s
+			EXCEPT SELECT gf_feature_id, gf_payload_hash, ST_AsBinary(geom) FROM public.%s) x`, localTable, tag+"_dist"))
+		onlyDist := scalar[int64](ctx, c, fmt.Sprintf(`SELECT count(*) FROM (SELECT gf_feature_id, gf_payload_hash, ST_AsBinary(geom) FROM public.%s
+			EXCEPT SELECT gf_feature_id, gf_payload_hash, ST_AsBinary(geom) FROM public.%s) x`, tag+"_dist", localTable))
+		fmt.Printf("- rows (id, payload hash, geometry) only in the local table: %d; only in the distributed one: %d\n", onlyLocal, onlyDist)
+	}
+	return nil
+}
+
+// quota compares one process with 3 workers against a quota-limited host.
+func quota(o options) error {
+	ctx := context.Background()
+	c, err := connect(ctx, o.db)
+	if err != nil {
+		return err
+	}
+	defer c.Close(ctx)
+	fmt.Printf("\n## quota: a host allowing %d requests per fixed 1 s window, answers in 300 ms, 5%% 503s; 30000 parcels in pages of 200\n\n", o.quota)
+	fmt.Print("| harvest by | requests | answered 429 | 429 share | quota used | units snoozed | exit | features stored / held |\n|---|---:|---:|---:|---:|---:|---|---:|\n")
+	for _, mode := range []string{"one process", "3 workers"} {
+		s, err := serve(wfsserver.Options{Features: 30000, CountDefault: 200, Seed: 1, ImplementsSorting: true, Latency: 300 * time.Millisecond,
+			Quota:  &wfsserver.Quota{Limit: o.quota, Window: time.Second, RetryAfter: true},
+			Faults: wfsserver.Faults{Rate5xx: 0.05, Seed: 1}})
+		if err != nil {
+			return err
+		}
+		if _, err := c.Exec(ctx, "DELETE FROM geoflow_host_pace"); err != nil {
+			return err
+		}
+		table := "quota_" + map[string]string{"one process": "local", "3 workers": "dist"}[mode]
+		f, err := o.flow(table, table, s, "")
+		if err != nil {
+			return err
+		}
+		var exit string
+		if mode == "one process" {
+			_, exit, err = o.run(ctx, table, f)
+		} else {
+			var ws []*worker
+			if ws, err = o.startWorkers(3, "quota"); err != nil {
+				return err
+			}
+			time.Sleep(time.Second)
+			_, exit, err = o.run(ctx, table, f, "--distributed")
+			stopWorkers(ws)
+		}
+		s.hs.Close()
+		if err != nil {
+			return err
+		}
+		cnt := s.cnt
+		cnt.mu.Lock()
+		req, thr, first := cnt.requests, cnt.throttled, cnt.first
+		cnt.mu.Unlock()
+		stored := scalar[int64](ctx, c, "SELECT count(*) FROM public."+table)
+		snoozed := "-"
+		if mode != "one process" {
+			snoozed = fmt.Sprint(scalar[int64](ctx, c, "SELECT coalesce(sum(units_snoozed), 0)::bigint FROM geoflow_workers WHERE id LIKE 'quota-%'"))
+		}
+		fmt.Printf("| %s | %d | %d | %.1f%% | %.0f%% | %s | %s | %d / %d |\n", mode, req, thr, 100*float64(thr)/float64(max(req, 1)),
+			100*cnt.used(first, o.quota), snoozed, exit, stored, s.srv.Len())
+	}
+	return nil
+}
+
+// scale runs one harvest on 1, 2 and 3 workers against a slow server.
+func scale(o options) error {
+	ctx := context.Background()
+	c, err := connect(ctx, o.db)
+	if err != nil {
+		return err
+	}
+	defer c.Close(ctx)
+	fmt.Printf("\n## scale: every request answered in %s; 20000 parcels in pages of 100; rate_limit.concurrency 4 per worker process\n\n", o.latency)
+	fmt.Print("| workers | units | seconds | units/s | vs 1 worker | DB transactions per unit | connections (peak, all workers) |\n|---:|---:|---:|---:|---:|---:|---:|\n")
+	var base float64
+	for n := 1; n <= 3; n++ {
+		s, err := serve(wfsserver.Options{Features: 20000, CountDefault: 100, Seed: 1, ImplementsSorting: true, Latency: o.latency})
+		if err != nil {
+			return err
+		}
+		table := fmt.Sprintf("scale_%d", n)
+		f, err := o.flow(table, table, s, "  rate_limit: {concurrency: 4}\n")
+		if err != nil {
+			return err
+		}
+		ws, err := o.startWorkers(n, table)
+		if err != nil {
+			return err
+		}
+		time.Sleep(time.Second)
+		dbname := scalar[string](ctx, c, "SELECT current_database()")
+		x0 := scalar[int64](ctx, c, "SELECT xact_commit + xact_rollback FROM pg_stat_database WHERE datname = $1", dbname)
+		var peak int64
+		stopSample := make(chan struct{})
+		var sampled sync.WaitGroup
+		sampled.Go(func() {
+			sc, err := connect(ctx, o.db)
+			if err != nil {
+				return
+			}
+			defer sc.Close(ctx)
+			for {
+				select {
+				case <-stopSample:
+					return
+				case <-time.After(100 * time.Millisecond):
+				}
+				var n int64
+				if sc.QueryRow(ctx, "SELECT count(*) FROM pg_stat_activity WHERE datname = $1 AND application_name = 'geoflow'", dbname).Scan(&n) == nil {
+					peak = max(peak, n)
+				}
+			}
+		})
+		took, exit, err := o.run(ctx, table, f, "--distributed")
+		close(stopSample)
+		sampled.Wait()
+		stopWorkers(ws)
+		s.hs.Close()
+		if err != nil {
+			return err
+		}
+		if exit != "0" {
+			return fmt.Errorf("the run on %d workers exited %s (see %s)", n, exit, o.dir)
+		}
+		x1 := scalar[int64](ctx, c, "SELECT xact_commit + xact_rollback FROM pg_stat_database WHERE datname = $1", dbname)
+		runID := scalar[int64](ctx, c, "SELECT max(id) FROM geoflow_runs WHERE flow = $1", table)
+		units := scalar[int64](ctx, c, "SELECT count(*) FROM geoflow_units WHERE run_id = $1", runID)
+		rate := float64(units) / took.Seconds()
+		if n == 1 {
+			base = rate
+		}
+		fmt.Printf("| %d | %d | %.1f | %.1f | %.2fx | %.1f | %d |\n", n, units, took.Seconds(), rate, rate/base,
+			float64(x1-x0)/float64(units), peak)
+	}
+	return nil
+}
+
+// counter records what the server admitted and throttled, when.
+type counter struct {
+	mu        sync.Mutex
+	first     time.Time
+	admits    []time.Time
+	requests  int
+	throttled int
+}
+
+type statusWriter struct {
+	http.ResponseWriter
+	code int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.code == 0 {
+		w.code = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (c *counter) wrap(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		now := time.Now()
+		sw := &statusWriter{ResponseWriter: w}
+		h.ServeHTTP(sw, r)
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if c.first.IsZero() {
+			c.first = now
+		}
+		c.requests++
+		if sw.code == http.StatusTooManyRequests {
+			c.throttled++
+			return
+		}
+		c.admits = append(c.admits, now)
+	})
+}
+
+// used is the share of the quota the admitted requests took from since to the last one.
+func (c *counter) used(since time.Time, quota int) float64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n, last := 0, time.Time{}
+	for _, t := range c.admits {
+		if !t.Before(since) {
+			n++
+			last = t
+		}
+	}
+	if n == 0 {
+		return 0
+	}
+	end := last.Truncate(time.Second).Add(time.Second)
+	return math.Min(float64(n)/(float64(quota)*end.Sub(since).Seconds()), 1)
+}
