@@ -20,6 +20,7 @@ import (
 	"github.com/geoflow/geoflow/retry"
 	"github.com/geoflow/geoflow/schedule"
 	"github.com/geoflow/geoflow/server"
+	"github.com/geoflow/geoflow/store"
 )
 
 type serveFlags struct {
@@ -30,6 +31,7 @@ type serveFlags struct {
 	instance string
 	// cookieSecure: the UI is reached over HTTPS through a proxy (server.Options.CookieSecure).
 	cookieSecure bool
+	distributed  bool
 }
 
 func newServeCmd(g *globals) *cobra.Command {
@@ -59,6 +61,7 @@ func newServeCmd(g *globals) *cobra.Command {
 	f.DurationVar(&sf.grace, "grace", 30*time.Second, "on SIGTERM/SIGINT, how long runs still going may take to finish or stop")
 	f.StringVar(&sf.instance, "instance", "", "name of this instance in the fires it claims (default hostname:pid)")
 	f.BoolVar(&sf.cookieSecure, "cookie-secure", false, "send the sign-in cookie over HTTPS only: set it when a TLS proxy serves the UI")
+	f.BoolVar(&sf.distributed, "distributed", false, "hand every run's units (scheduled, and started from the UI) to the pool of geoflow worker processes on the database (PostgreSQL only), as a flow's distributed: true does")
 	return cmd
 }
 
@@ -69,6 +72,13 @@ func runServe(ctx context.Context, g *globals, sf serveFlags) error {
 	}
 	if sf.grace <= 0 {
 		return errors.New("--grace must be above 0")
+	}
+	if sf.distributed {
+		if pg, _, err := parseLocation(g.databaseURL()); err != nil {
+			return err
+		} else if g.databaseURL() == "" || !pg {
+			return store.ErrNoQueue
+		}
 	}
 	if st, err := os.Stat(sf.dir); err != nil || !st.IsDir() {
 		return fmt.Errorf("--flows %q is not a directory", sf.dir)
@@ -105,7 +115,8 @@ func runServe(ctx context.Context, g *globals, sf serveFlags) error {
 		Logger: log,
 		// Half of --grace to finish normally (Drain), 40% for units in flight to
 		// stop, the rest for the bookkeeping after.
-		Grace: sf.grace * 2 / 5,
+		Grace:       sf.grace * 2 / 5,
+		Distributed: sf.distributed,
 	}
 	sched, err := schedule.New(schedule.Options{
 		Store:      st,
