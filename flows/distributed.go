@@ -12,13 +12,12 @@ import (
 	"github.com/geoflow/geoflow/tasks"
 )
 
-// How the starting process follows a distributed task.
-const (
-	followEvery = 500 * time.Millisecond
-	// stallAfter is how long a task may go with units open and none finishing before
-	// its units are checked for lost jobs.
-	stallAfter = 10 * time.Second
-)
+// followEvery is how often the starting process reads a distributed task's tally.
+const followEvery = 500 * time.Millisecond
+
+// stallAfter is how long a distributed task may go with units open and none finishing
+// before its units are checked for lost jobs (a variable for the tests).
+var stallAfter = 10 * time.Second
 
 // follow waits for a distributed task's units, which the pool's workers execute, as drain
 // waits for the process's own: it keeps prog current, dead-letters units the pool gave up
@@ -59,7 +58,12 @@ func (r *runner) follow(ctx, work context.Context, q store.Queue, env *tasks.Env
 		case t.Open() == 0:
 			return t.Failed, false
 		case withdrawn && t.Running == 0:
-			return t.Failed, true
+			// Units are marked running only once a worker starts them: wait for the
+			// jobs workers took too, so that a resume finds none of them in flight
+			// (their live job would keep it from enqueueing the unit again).
+			if n, err := q.RunningJobs(final, r.runID); err != nil || n == 0 {
+				return t.Failed, true
+			}
 		}
 		if t.Done+t.Failed != last.Done+last.Failed || t.Running != last.Running {
 			last, lastMove = t, time.Now()

@@ -145,6 +145,9 @@ func TestDistributedRunMatchesLocal(t *testing.T) {
 // withdrawn, the run is interrupted with units left, and a resume (on the pool again)
 // finishes it with every unit done once.
 func TestDistributedInterruptAndResume(t *testing.T) {
+	// No lost-unit recovery to lean on: the resume must enqueue what is open itself.
+	defer func(d time.Duration) { stallAfter = d }(stallAfter)
+	stallAfter = time.Hour
 	rec := &recorder{}
 	reg := testRegistry(rec)
 	f := writeFlow(t, reg, `
@@ -173,7 +176,9 @@ tasks:
 		t.Errorf("%d queued jobs left after the interruption, want them withdrawn", n)
 	}
 	first := res.Summary.UnitsDone
-	res, err = Run(context.Background(), f, RunOptions{Store: st, Resume: true})
+	ctx, cancel = context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	res, err = Run(ctx, f, RunOptions{Store: st, Resume: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,5 +211,57 @@ func TestDistributedNeedsQueue(t *testing.T) {
 	_, err := Run(context.Background(), f, RunOptions{Store: openStore(t, t.TempDir()+"/x.gpkg"), Distributed: true})
 	if !errors.Is(err, store.ErrNoQueue) {
 		t.Fatalf("err %v, want ErrNoQueue", err)
+	}
+}
+
+// TestDistributedLostUnits: a unit whose job the pool gave up (discarded after its
+// attempts) becomes a worker_lost dead letter, and one whose job vanished is enqueued
+// again; the run then ends with every other unit done.
+func TestDistributedLostUnits(t *testing.T) {
+	defer func(d time.Duration) { stallAfter = d }(stallAfter)
+	stallAfter = time.Second
+	reg := testRegistry(&recorder{})
+	f := writeFlow(t, reg, `
+name: dist_lost
+tasks:
+  a: {type: fake, units: 6}
+`)
+	db := testdb.URL(t)
+	st := openStore(t, db)
+	type outcome struct {
+		res *Result
+		err error
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		res, err := Run(context.Background(), f, RunOptions{Store: st, Distributed: true})
+		done <- outcome{res, err}
+	}()
+	// No worker yet: the units wait in the queue. Give one up as the pool would after
+	// ten workers died on it, and lose another's job altogether.
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the run's units were never enqueued")
+		}
+		if testdb.Int64(t, db, "SELECT count(*) FROM river_job WHERE state = 'available'") == 6 {
+			break
+		}
+	}
+	testdb.Exec(t, db, `UPDATE river_job SET state = 'discarded', attempt = 10, finalized_at = now(),
+		errors = ARRAY['{"at": "2026-01-01T00:00:00Z", "attempt": 10, "error": "Stuck job rescued by JobRescuer", "trace": ""}'::jsonb]
+		WHERE args->>'key' = 'u001'`)
+	testdb.Exec(t, db, `DELETE FROM river_job WHERE args->>'key' = 'u002'`)
+	_, stop := pool(t, db, reg, 1)
+	defer stop()
+	o := <-done
+	if o.err != nil {
+		t.Fatal(o.err)
+	}
+	if o.res.Status != store.Failed || o.res.Summary.UnitsDone != 5 || o.res.Summary.UnitsDead != 1 {
+		t.Fatalf("run %s, %d done, %d dead; want failed with 5 done, 1 dead", o.res.Status, o.res.Summary.UnitsDone, o.res.Summary.UnitsDead)
+	}
+	rows := testdb.Query(t, db, "SELECT unit_key, error_class, error FROM geoflow_dlq")
+	if len(rows) != 1 || rows[0][0] != "u001" || rows[0][1] != "worker_lost" || !strings.Contains(rows[0][2].(string), "after 10 attempts") {
+		t.Errorf("dead letters %v, want u001 worker_lost after 10 attempts", rows)
 	}
 }

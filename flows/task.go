@@ -183,6 +183,11 @@ func (r *runner) execute(ctx, work context.Context, t *Task) (state store.State,
 			// resume with the edited flow (--use-current-flow) plans again, and adds
 			// what the edit added.
 			if open, err = r.opts.Store.OpenUnits(ctx, r.runID, t.ID); err != nil || len(open) > 0 {
+				if err == nil && r.queue != nil {
+					// A distributed run's store enqueues the task's open units with
+					// any it records: none here.
+					err = r.opts.Store.AddUnits(ctx, r.runID, t.ID, nil)
+				}
 				return err
 			}
 		}

@@ -27,6 +27,10 @@ type Queue interface {
 	// CancelUnits deletes the run's jobs that no worker has started (the run was
 	// interrupted) and returns how many; the units stay open, for a resume.
 	CancelUnits(ctx context.Context, runID int64) (int64, error)
+	// RunningJobs counts the run's jobs that workers hold: once it is 0 after
+	// CancelUnits, nothing of the run is in flight (a job taken but not yet started
+	// as a unit counts too).
+	RunningJobs(ctx context.Context, runID int64) (int64, error)
 	// Work joins the pool: it executes units of any distributed run with fn, up to
 	// cfg.Concurrency at once, until ctx is cancelled; then units in flight get
 	// cfg.Grace to finish, after which their contexts are cancelled and their jobs

@@ -187,6 +187,14 @@ func (s *Store) CancelUnits(ctx context.Context, runID int64) (int64, error) {
 	return tag.RowsAffected(), nil
 }
 
+// RunningJobs implements store.Queue.
+func (s *Store) RunningJobs(ctx context.Context, runID int64) (int64, error) {
+	var n int64
+	err := s.pool.QueryRow(ctx, `SELECT count(*) FROM river_job WHERE kind = $1 AND state = 'running'
+		AND args @> jsonb_build_object('run_id', $2::bigint)`, UnitKind, runID).Scan(&n)
+	return n, translate(fmt.Sprintf("counting the units of run %d in flight", runID), err)
+}
+
 // unitWorker hands River's jobs to the function a worker executes units with.
 type unitWorker struct {
 	river.WorkerDefaults[unitArgs]
