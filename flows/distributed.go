@@ -34,6 +34,7 @@ func (r *runner) follow(ctx, work context.Context, q store.Queue, env *tasks.Env
 	)
 	tick := time.NewTicker(followEvery)
 	defer tick.Stop()
+	r.checkPool(final, q, env)
 	for {
 		if ctx.Err() != nil && !withdrawn {
 			withdrawn = true
@@ -68,6 +69,7 @@ func (r *runner) follow(ctx, work context.Context, q store.Queue, env *tasks.Env
 		if t.Done+t.Failed != last.Done+last.Failed || t.Running != last.Running {
 			last, lastMove = t, time.Now()
 		} else if time.Since(lastMove) > stallAfter && !withdrawn {
+			r.checkPool(final, q, env)
 			r.recoverLost(final, q, env)
 			lastMove = time.Now()
 		}
@@ -82,6 +84,22 @@ func (r *runner) follow(ctx, work context.Context, q store.Queue, env *tasks.Env
 			return t.Failed, true
 		}
 	}
+}
+
+// checkPool warns when no worker of the pool is alive: the units wait in the queue until
+// one starts, which is easy to forget.
+func (r *runner) checkPool(ctx context.Context, q store.Queue, env *tasks.Env) {
+	ws, err := q.ListWorkers(ctx)
+	if err != nil {
+		return
+	}
+	now := time.Now()
+	for _, w := range ws {
+		if w.Alive(now) {
+			return
+		}
+	}
+	env.Logger.Warn("no worker of the pool is alive: the units wait in the queue until one starts (geoflow worker, on this database)")
 }
 
 // recoverLost finds the task's open units that no job will execute: those the pool gave
