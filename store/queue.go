@@ -135,4 +135,4 @@ func Snooze(d time.Duration, reason string) error {
 }
 
 // ErrNoQueue is returned for a distributed run in a store that has no queue.
-var ErrNoQueue = errors.New("distributed runs need the PostgreSQL store (River's job queue lives in the database): pass --database")
+var ErrNoQueue = errors.New("distributed runs and their workers need the PostgreSQL store (River's job queue lives in the database): pass --database postgres://... or set GEOFLOW_DATABASE_URL")
