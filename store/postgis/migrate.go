@@ -85,7 +85,7 @@ func (s *Store) Migrate(ctx context.Context) ([]store.MigrationState, error) {
 		now := time.Now()
 		done = append(done, store.MigrationState{Version: m.Version, Name: m.Name, AppliedAt: &now})
 	}
-	river, err := s.migrateRiver(ctx)
+	river, err := s.migrateRiver(ctx, conn.Conn())
 	return append(done, river...), err
 }
 

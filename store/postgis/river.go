@@ -35,25 +35,35 @@ func (s *Store) riverMigrator() (*rivermigrate.Migrator[pgx.Tx], error) {
 }
 
 // migrateRiver applies River's pending migrations (its job queue's tables, which
-// distributed runs use). The caller holds geoflow's migration lock, on a connection of
-// its own: River's run on the pool.
-func (s *Store) migrateRiver(ctx context.Context) ([]store.MigrationState, error) {
+// distributed runs use) on conn, the connection that holds geoflow's migration lock:
+// another pooled connection, taken while every other caller waiting for the lock holds
+// one, would deadlock a pool that many runs start on at once. Each migration commits on
+// its own, as River applies them: one adds a value to an enum that the next uses, which
+// PostgreSQL refuses within one transaction.
+func (s *Store) migrateRiver(ctx context.Context, conn *pgx.Conn) ([]store.MigrationState, error) {
 	m, err := s.riverMigrator()
 	if err != nil {
 		return nil, err
 	}
-	// Each in a transaction of its own, as River applies them: one adds a value to an
-	// enum that the next uses, which PostgreSQL refuses within one transaction.
-	res, err := m.Migrate(ctx, rivermigrate.DirectionUp, nil)
-	if err != nil {
-		return nil, translate("applying River's migrations (the job queue of distributed runs)", err)
+	var out []store.MigrationState
+	for {
+		var res *rivermigrate.MigrateResult
+		err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+			var err error
+			res, err = m.MigrateTx(ctx, tx, rivermigrate.DirectionUp, &rivermigrate.MigrateOpts{MaxSteps: 1})
+			return err
+		})
+		if err != nil {
+			return out, translate("applying River's migrations (the job queue of distributed runs)", err)
+		}
+		if len(res.Versions) == 0 {
+			return out, nil
+		}
+		now := time.Now()
+		for _, v := range res.Versions {
+			out = append(out, store.MigrationState{Line: riverLine, Version: v.Version, Name: v.Name, AppliedAt: &now})
+		}
 	}
-	now := time.Now()
-	out := make([]store.MigrationState, 0, len(res.Versions))
-	for _, v := range res.Versions {
-		out = append(out, store.MigrationState{Line: riverLine, Version: v.Version, Name: v.Name, AppliedAt: &now})
-	}
-	return out, nil
 }
 
 // riverStatus lists River's migrations and which are applied.
