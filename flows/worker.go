@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -59,7 +61,6 @@ type workerRun struct {
 	status  store.State
 	checked time.Time
 	tasks   map[string]*workerTask
-	err     error // the run could not be loaded: every unit of it fails alike
 }
 
 type workerTask struct {
@@ -78,27 +79,30 @@ func (w *UnitWorker) Stats() store.WorkerStats {
 
 // Execute runs one unit of a distributed run. It returns nil when the unit ended (done,
 // or failed with its dead letter) or has nothing left to do (done already, its run no
-// longer running); a *store.SnoozeError when the unit must wait (its host's backlog, a
-// previous worker still on it); ctx's error when the worker stopped it (the unit is left
-// interrupted, for the next worker); any other error when the unit's outcome could not
+// longer running); a *store.SnoozeError when the unit must wait (its host's backlog,
+// its run interrupted and perhaps about to be resumed); ctx's error when the worker
+// stopped it or its time ran out (the unit is left interrupted); any other error when the unit's outcome could not
 // be recorded (the pool tries it again later).
 func (w *UnitWorker) Execute(ctx context.Context, job store.UnitJob) error {
 	log := cmp.Or(w.Logger, slog.Default())
 	ref := job.Ref
-	wr, err := w.run(ctx, ref.RunID)
+	wr, status, err := w.run(ctx, ref.RunID)
 	if err != nil {
-		return err
+		return w.mask(err)
 	}
-	if wr.err != nil {
-		return fmt.Errorf("run %d: %w", ref.RunID, wr.err)
-	}
-	if wr.status != store.Running {
-		log.Debug("unit skipped: its run is not running", "run", ref.RunID, "unit", ref.Key, "status", wr.status)
+	switch {
+	case status == store.Interrupted && time.Since(job.Enqueued) < time.Hour:
+		// Its run was stopped and may be resumed soon: a job taken just before that
+		// keeps its unit for the resume (which cannot enqueue it while it is live).
+		w.snoozed.Add(1)
+		return store.Snooze(10*time.Second, "its run is interrupted")
+	case status != store.Running:
+		log.Debug("unit skipped: its run is not running", "run", ref.RunID, "unit", ref.Key, "status", status)
 		return nil
 	}
 	wt, err := w.task(wr, ref.TaskID)
 	if err != nil {
-		return err
+		return w.mask(err)
 	}
 	u, state, err := w.Store.Unit(ctx, ref)
 	if err != nil {
@@ -106,14 +110,6 @@ func (w *UnitWorker) Execute(ctx context.Context, job store.UnitJob) error {
 	}
 	if state == store.Done || state == store.Failed {
 		return nil // ended already: a job taken again after its worker committed
-	}
-	if job.Previous != "" && job.Previous != w.ID && state == store.Running {
-		// A rescued job: the worker that had it may be alive and slow rather than dead.
-		alive, err := w.Store.WorkerAlive(ctx, job.Previous)
-		if err == nil && alive {
-			w.snoozed.Add(1)
-			return store.Snooze(30*time.Second, "worker "+job.Previous+" is still executing it")
-		}
 	}
 	if w.Backlog != nil && wt.url != "" {
 		after := cmp.Or(w.SnoozeAfter, 2*time.Second)
@@ -152,8 +148,17 @@ func (w *UnitWorker) Execute(ctx context.Context, job store.UnitJob) error {
 	return nil
 }
 
-// run returns the run, loaded and its status current; idle runs are forgotten.
-func (w *UnitWorker) run(ctx context.Context, id int64) (*workerRun, error) {
+// mask keeps the flows' secrets out of what the pool records of a job's failure.
+func (w *UnitWorker) mask(err error) error {
+	if err == nil || w.Secrets == nil {
+		return err
+	}
+	return errors.New(w.Secrets.String(err.Error()))
+}
+
+// run returns the run, loaded, and its status, current; idle runs are forgotten. A run
+// whose flow could not be loaded is tried again by the next unit.
+func (w *UnitWorker) run(ctx context.Context, id int64) (*workerRun, store.State, error) {
 	w.mu.Lock()
 	if w.runs == nil {
 		w.runs = map[int64]*workerRun{}
@@ -171,30 +176,42 @@ func (w *UnitWorker) run(ctx context.Context, id int64) (*workerRun, error) {
 	if wr != nil {
 		wr.used = now
 	}
+	var status store.State
+	if fresh {
+		status = wr.status
+	}
 	w.mu.Unlock()
 	if fresh {
-		return wr, nil
+		return wr, status, nil
 	}
 	info, err := w.Store.RunInfo(ctx, id)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if wr = w.runs[id]; wr == nil {
-		wr = &workerRun{used: now, tasks: map[string]*workerTask{}}
 		log := cmp.Or(w.Logger, slog.Default()).With("run", id)
-		f, err := recordedFlow(info, Options{Registry: w.Registry, Secrets: w.Secrets})
+		f, err := recordedFlow(info, Options{Registry: w.Registry, Secrets: w.Secrets, LookupEnv: workerEnv})
 		if err != nil {
-			wr.err = err
-		} else {
-			wr.flow = f
-			wr.r = newRunner(f, RunOptions{Store: w.Store, HTTP: w.HTTP, Logger: log, Area: info.Area}, log, id)
+			return nil, "", fmt.Errorf("run %d: %w", id, err)
 		}
+		wr = &workerRun{used: now, tasks: map[string]*workerTask{}, flow: f,
+			r: newRunner(f, RunOptions{Store: w.Store, HTTP: w.HTTP, Logger: log, Area: info.Area}, log, id)}
 		w.runs[id] = wr
 	}
 	wr.status, wr.checked = info.Status, now
-	return wr, nil
+	return wr, info.Status, nil
+}
+
+// workerEnv is the environment a worker expands a recorded flow's ${VAR}s from: its own,
+// but never geoflow's settings (GEOFLOW_*, the database's URL and the UI's token among
+// them), which a flow written into the database could otherwise send to any host.
+func workerEnv(name string) (string, bool) {
+	if strings.HasPrefix(name, "GEOFLOW_") {
+		return "", false
+	}
+	return os.LookupEnv(name)
 }
 
 // task returns the run's task, built once.

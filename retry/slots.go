@@ -114,7 +114,7 @@ func (s *slots) backlog(queued int64) time.Duration {
 	if s.limit < 1 || queued <= int64(s.limit) {
 		return 0
 	}
-	return time.Duration((queued - int64(s.limit)) / int64(s.limit) * int64(s.latency))
+	return time.Duration(float64(queued-int64(s.limit)) / float64(s.limit) * float64(s.latency))
 }
 
 // current reports the slots in use and the limit, for metrics and tests.

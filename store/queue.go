@@ -38,8 +38,6 @@ type Queue interface {
 	Work(ctx context.Context, cfg WorkConfig, fn func(ctx context.Context, job UnitJob) error) error
 	// ListWorkers returns the workers that reported themselves, newest first.
 	ListWorkers(ctx context.Context) ([]WorkerRecord, error)
-	// WorkerAlive reports whether worker id reported itself lately and has not stopped.
-	WorkerAlive(ctx context.Context, id string) (bool, error)
 }
 
 // UnitTally is how a task's units stand.
@@ -65,10 +63,10 @@ type LostUnit struct {
 // UnitJob is one unit of a distributed run, as a worker gets it.
 type UnitJob struct {
 	Ref UnitRef
-	// Attempt counts the times a worker took the job, this one included; Previous is
-	// the worker that took it before (a rescued job's), "" on the first attempt.
-	Attempt  int
-	Previous string
+	// Attempt counts the times the job was tried (snoozes not included), this one too.
+	Attempt int
+	// Enqueued is when the job was enqueued.
+	Enqueued time.Time
 }
 
 // WorkConfig configures a worker (Queue.Work).
@@ -84,9 +82,8 @@ type WorkConfig struct {
 	Grace time.Duration
 	// RescueAfter is how long a unit may run: then it is stopped (and tried again
 	// later, as an attempt), and a unit still marked running a little after is taken
-	// for lost (its worker died) and given to another worker. Longer than a unit can
-	// take. A rescued unit whose previous worker is alive is not executed twice
-	// meanwhile (see WorkerAlive).
+	// for lost (its worker died) and given to another worker. It must be longer than
+	// a unit can take: its retries' max_elapsed, a server's delays, its writing.
 	RescueAfter time.Duration
 	// Stats, when set, is read every few seconds for the worker's report
 	// (geoflow workers list).
@@ -118,8 +115,8 @@ func (w WorkerRecord) Alive(now time.Time) bool {
 }
 
 // SnoozeError asks the pool to give a unit's job back and offer it again after For,
-// without counting an attempt: the unit must wait (for its host's quota, for its
-// previous worker) and should not hold a worker's slot meanwhile.
+// without counting an attempt: the unit must wait (for its host's quota, for its run to
+// be resumed) and should not hold a worker's slot meanwhile.
 type SnoozeError struct {
 	For    time.Duration
 	Reason string

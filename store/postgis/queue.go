@@ -202,10 +202,8 @@ type unitWorker struct {
 }
 
 func (w *unitWorker) Work(ctx context.Context, job *river.Job[unitArgs]) error {
-	uj := store.UnitJob{Ref: store.UnitRef{RunID: job.Args.RunID, TaskID: job.Args.Task, Key: job.Args.Key}, Attempt: job.Attempt}
-	if n := len(job.AttemptedBy); n >= 2 {
-		uj.Previous = job.AttemptedBy[n-2]
-	}
+	uj := store.UnitJob{Ref: store.UnitRef{RunID: job.Args.RunID, TaskID: job.Args.Task, Key: job.Args.Key},
+		Attempt: job.Attempt, Enqueued: job.CreatedAt}
 	err := w.fn(ctx, uj)
 	var snooze *store.SnoozeError
 	switch {
@@ -244,12 +242,19 @@ func (s *Store) Work(ctx context.Context, cfg store.WorkConfig, fn func(ctx cont
 		// timeout alone, so there must be one.
 		JobTimeout:           cfg.RescueAfter,
 		RescueStuckJobsAfter: cfg.RescueAfter + max(cfg.RescueAfter/10, 5*time.Second),
+		// A job fails only when its worker could not see the unit through (stopped
+		// hard, cut off at its time, a store that stayed down): tried again soon, not
+		// after River's default attempt^4 seconds (hours by the tenth).
+		RetryPolicy: unitRetry{},
 		SoftStopTimeout:      max(cfg.Grace, time.Millisecond),
 		FetchCooldown:        20 * time.Millisecond,
 		FetchPollInterval:    500 * time.Millisecond,
 	})
 	if err != nil {
 		return fmt.Errorf("joining the pool: %w", err)
+	}
+	if _, err := s.pool.Exec(ctx, `DELETE FROM geoflow_workers WHERE seen_at < now() - interval '7 days'`); err != nil {
+		return translate("forgetting workers gone for a week", err)
 	}
 	if err := s.reportWorker(ctx, cfg, false); err != nil {
 		return err
@@ -273,7 +278,15 @@ func (s *Store) Work(ctx context.Context, cfg store.WorkConfig, fn func(ctx cont
 	return s.reportWorker(context.WithoutCancel(ctx), cfg, true)
 }
 
-// reportWorker records the worker and what it did; stopped marks it gone.
+// unitRetry spaces a unit job's attempts 2^attempt seconds apart, at most 2 minutes.
+type unitRetry struct{}
+
+func (unitRetry) NextRetry(job *rivertype.JobRow) time.Time {
+	return time.Now().Add(min(time.Duration(1<<min(job.Attempt, 7))*time.Second, 2*time.Minute))
+}
+
+// reportWorker records the worker and what it did; stopped marks it gone. A worker that
+// starts again under the same id is recorded anew; workers gone for a week are forgotten.
 func (s *Store) reportWorker(ctx context.Context, cfg store.WorkConfig, stopped bool) error {
 	var st store.WorkerStats
 	if cfg.Stats != nil {
@@ -283,7 +296,10 @@ func (s *Store) reportWorker(ctx context.Context, cfg store.WorkConfig, stopped 
 		INSERT INTO geoflow_workers (id, hostname, pid, version, concurrency, units_done, units_failed, units_snoozed, in_flight)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
 		ON CONFLICT (id) DO UPDATE SET seen_at = now(), units_done = $6, units_failed = $7, units_snoozed = $8,
-			in_flight = $9, stopped_at = CASE WHEN $10 THEN now() END`,
+			in_flight = $9, stopped_at = CASE WHEN $10 THEN now() END,
+			hostname = $2, pid = $3, version = $4, concurrency = $5,
+			started_at = CASE WHEN geoflow_workers.pid <> $3 OR geoflow_workers.stopped_at IS NOT NULL THEN now()
+				ELSE geoflow_workers.started_at END`,
 		cfg.ID, cfg.Hostname, os.Getpid(), cfg.Version, cfg.Concurrency, st.Done, st.Failed, st.Snoozed, st.InFlight, stopped)
 	return translate("reporting the worker", err)
 }
@@ -305,11 +321,3 @@ func (s *Store) ListWorkers(ctx context.Context) ([]store.WorkerRecord, error) {
 	return out, translate("listing the workers", err)
 }
 
-// WorkerAlive implements store.Queue: on the database's clock, which every worker's
-// reports were stamped with.
-func (s *Store) WorkerAlive(ctx context.Context, id string) (bool, error) {
-	var alive bool
-	err := s.pool.QueryRow(ctx, `SELECT coalesce((SELECT stopped_at IS NULL AND seen_at > now() - make_interval(secs => $2)
-		FROM geoflow_workers WHERE id = $1), false)`, id, 3*store.WorkerReport.Seconds()).Scan(&alive)
-	return alive, translate("reading whether worker "+id+" is alive", err)
-}

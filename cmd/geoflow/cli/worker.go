@@ -47,7 +47,7 @@ func newWorkerCmd(g *globals) *cobra.Command {
 	f.StringVar(&wf.id, "id", "", "the worker's name in the pool (default hostname-pid)")
 	f.IntVar(&wf.concurrency, "concurrency", 32, "units executed at once")
 	f.DurationVar(&wf.grace, "grace", 30*time.Second, "on SIGINT/SIGTERM, how long units in flight may take to finish")
-	f.DurationVar(&wf.rescueAfter, "rescue-after", 5*time.Minute,
+	f.DurationVar(&wf.rescueAfter, "rescue-after", 15*time.Minute,
 		"how long a unit may run (then it is stopped and tried again later); a unit still running a little after is taken for lost with its worker and given to another (every worker should agree)")
 	f.DurationVar(&wf.snoozeAfter, "snooze-after", 2*time.Second,
 		"a unit whose host's requests here would wait longer than this goes back to the queue for that long instead of holding a slot")
