@@ -245,10 +245,10 @@ func (s *Store) Work(ctx context.Context, cfg store.WorkConfig, fn func(ctx cont
 		// A job fails only when its worker could not see the unit through (stopped
 		// hard, cut off at its time, a store that stayed down): tried again soon, not
 		// after River's default attempt^4 seconds (hours by the tenth).
-		RetryPolicy: unitRetry{},
-		SoftStopTimeout:      max(cfg.Grace, time.Millisecond),
-		FetchCooldown:        20 * time.Millisecond,
-		FetchPollInterval:    500 * time.Millisecond,
+		RetryPolicy:       unitRetry{},
+		SoftStopTimeout:   max(cfg.Grace, time.Millisecond),
+		FetchCooldown:     20 * time.Millisecond,
+		FetchPollInterval: 500 * time.Millisecond,
 	})
 	if err != nil {
 		return fmt.Errorf("joining the pool: %w", err)
@@ -320,4 +320,3 @@ func (s *Store) ListWorkers(ctx context.Context) ([]store.WorkerRecord, error) {
 	})
 	return out, translate("listing the workers", err)
 }
-
