@@ -145,9 +145,9 @@ type worker struct {
 }
 
 // startWorkers starts n workers; the kill scenario's rescue them after -rescue-after,
-// the others after 5 minutes (geoflow's default).
+// the others after 15 minutes (geoflow's default).
 func (o options) startWorkers(n int, tag string) ([]*worker, error) {
-	rescue := 5 * time.Minute
+	rescue := 15 * time.Minute
 	if tag == "kill" {
 		rescue = o.rescue
 	}
