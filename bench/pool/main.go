@@ -305,6 +305,7 @@ func harvest(o options, kill bool) error {
 	if err := <-done; err != nil {
 		return err
 	}
+	time.Sleep(time.Second) // River marks jobs completed in batches, just after the units commit
 	runID := scalar[int64](ctx, c, "SELECT max(id) FROM geoflow_runs WHERE flow = $1", tag+"_dist")
 	status := scalar[string](ctx, c, "SELECT status FROM geoflow_runs WHERE id = $1", runID)
 	units := scalar[int64](ctx, c, "SELECT count(*) FROM geoflow_units WHERE run_id = $1", runID)
