@@ -148,6 +148,7 @@ func (r *runner) write(ctx context.Context, ref store.UnitRef, out *tasks.Output
 			}
 			if v != nil {
 				w.children = append(w.children[:len(w.children):len(w.children)], v.Children...)
+				w.counts.Short += v.Short
 			}
 		}
 	}

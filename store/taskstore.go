@@ -20,6 +20,9 @@ type TaskStore interface {
 	// MergedFeatures is how many features the units of a run's task skipped as equal in
 	// payload to a stored feature of another id (Counts.Merged), for completeness checks.
 	MergedFeatures(ctx context.Context, runID int64, task string) (int64, error)
+	// ShortFeatures is how many features the servers of a run's task counted beyond
+	// what they returned (Counts.Short), summed over its units, wherever they ran.
+	ShortFeatures(ctx context.Context, runID int64, task string) (int64, error)
 	// TaskExtent is the lon/lat extent of what another task of a flow stored in its
 	// latest finished run (bbox_from); ok is false when it stored nothing.
 	TaskExtent(ctx context.Context, flow, task string) (b orb.Bound, ok bool, err error)

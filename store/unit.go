@@ -44,6 +44,10 @@ type Counts struct {
 	Merged   int64
 	// Requests are the HTTP requests the unit's execution made, retries included.
 	Requests int64
+	// Short are features the server counted for the unit beyond what it returned (a
+	// count from an estimate, ids listed then deleted): the task's completeness check
+	// allows for them.
+	Short int64
 }
 
 // Add accumulates o into c.
@@ -55,6 +59,7 @@ func (c *Counts) Add(o Counts) {
 	c.Rejected += o.Rejected
 	c.Merged += o.Merged
 	c.Requests += o.Requests
+	c.Short += o.Short
 }
 
 // Total is the number of features or files the output held.

@@ -118,6 +118,9 @@ type Verdict struct {
 	Children []store.Unit
 	// Redo discards the features written and executes the unit again with this spec.
 	Redo json.RawMessage
+	// Short are features the server counted for the unit beyond what it returned,
+	// recorded with the unit (store.Counts.Short) for the task's completeness check.
+	Short int64
 }
 
 // Finisher is implemented by tasks that finish their work once no unit is left to run

@@ -156,7 +156,7 @@ func testUnitChildren(t *testing.T, s store.Store) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := tx.Complete(ctx, store.Counts{Inserted: 1}, children, nil, time.Now()); err != nil {
+	if err := tx.Complete(ctx, store.Counts{Inserted: 1, Short: 3}, children, nil, time.Now()); err != nil {
 		tx.Rollback(ctx)
 		t.Fatal(err)
 	}
@@ -164,6 +164,9 @@ func testUnitChildren(t *testing.T, s store.Store) {
 		t.Fatal(err)
 	}
 	tx.Rollback(ctx) // a no-op after Commit
+	if n, err := s.ShortFeatures(ctx, run.ID, "a"); err != nil || n != 3 {
+		t.Errorf("ShortFeatures = %d (%v), want the 3 the unit recorded", n, err)
+	}
 
 	if _, state, err := s.Unit(ctx, ref); err != nil || state != store.Done {
 		t.Errorf("the parent is %q (%v), want done", state, err)

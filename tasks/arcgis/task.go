@@ -429,7 +429,7 @@ func (t *Task) fetch(ctx context.Context, env *tasks.Env, p *prepared, u store.U
 		}
 		t.missing.Add(int64(len(rest)))
 		env.Logger.Warn("object ids listed but not answered (deleted since the listing?)", "unit", u.Key, "ids", len(rest))
-		return nil, nil
+		return &tasks.Verdict{Short: int64(len(rest))}, nil
 	}
 	return out, nil
 }
@@ -583,7 +583,11 @@ func (t *Task) checkStored(ctx context.Context, env *tasks.Env, p *prepared, are
 	if merged, err := env.Store.MergedFeatures(ctx, env.RunID, env.TaskID); err == nil {
 		got += merged
 	}
-	if m := t.missing.Load(); got < want && m > 0 {
+	m := t.missing.Load()
+	if short, err := env.Store.ShortFeatures(ctx, env.RunID, env.TaskID); err == nil {
+		m = max(m, short) // recorded by the units, wherever they ran
+	}
+	if got < want && m > 0 {
 		env.Logger.Warn("fewer features stored than the server counted; ids it listed were not answered", "count", want, "stored_distinct", got, "not_answered", m)
 	}
 	if got < want {

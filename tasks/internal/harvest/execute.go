@@ -300,11 +300,12 @@ func (e *Engine) fetch(ctx context.Context, env *tasks.Env, u store.Unit, sp spe
 			e.miscounted.Add(matched - got)
 			if got == 0 || e.inflated.Load() >= inflatedProofs {
 				e.reportMiscount(env, u.Key, matched, got)
-				return nil, nil
+				return &tasks.Verdict{Short: matched - got}, nil
 			}
 			rest, _ := json.Marshal(spec{Depth: sp.Depth, Page: true, Start: got, Size: count - got, Total: matched, Probe: true})
 			b := bbox
-			return &tasks.Verdict{Children: []store.Unit{{Key: fmt.Sprintf("%s/p%d", u.Key, got), BBox: &b, Spec: rest}}}, nil
+			return &tasks.Verdict{Short: matched - got,
+				Children: []store.Unit{{Key: fmt.Sprintf("%s/p%d", u.Key, got), BBox: &b, Spec: rest}}}, nil
 		}
 		if sp.Probe && got > 0 {
 			// A tile's response came back short and its rest holds features: the server

@@ -291,15 +291,22 @@ func (e *Engine) checkStored(ctx context.Context, env *tasks.Env, area orb.Bound
 			"features", merged)
 		got += merged
 	}
-	if n := e.miscounted.Load(); n > 0 {
-		env.Logger.Warn("the server counted more features than it returned in some tiles; its totals are checked against what is stored",
-			"counted_beyond_returned", n, "tiles_proven_high", e.inflated.Load())
+	// What the units recorded, wherever they ran (a distributed run's workers), or what
+	// this process saw if more (units recorded before the count was kept).
+	miscounted, err := env.Store.ShortFeatures(ctx, env.RunID, env.TaskID)
+	if err != nil {
+		return nil, err
 	}
-	if got < want && e.miscounted.Load() > 0 {
+	miscounted = max(miscounted, e.miscounted.Load())
+	if miscounted > 0 {
+		env.Logger.Warn("the server counted more features than it returned in some tiles; its totals are checked against what is stored",
+			"counted_beyond_returned", miscounted, "tiles_proven_high", e.inflated.Load())
+	}
+	if got < want && miscounted > 0 {
 		// The server's own counts ran high in this harvest: its total is not proof
 		// of anything missing.
 		env.Logger.Warn("the server matched more features than are stored, but its counts ran high in this harvest: not taken as missing",
-			"number_matched", want, "stored_distinct", got, "counted_beyond_returned", e.miscounted.Load())
+			"number_matched", want, "stored_distinct", got, "counted_beyond_returned", miscounted)
 		return nil, nil
 	}
 	if got < want {
