@@ -81,8 +81,8 @@ func (w *UnitWorker) Stats() store.WorkerStats {
 // or failed with its dead letter) or has nothing left to do (done already, its run no
 // longer running); a *store.SnoozeError when the unit must wait (its host's backlog,
 // its run interrupted and perhaps about to be resumed); ctx's error when the worker
-// stopped it or its time ran out (the unit is left interrupted); any other error when the unit's outcome could not
-// be recorded (the pool tries it again later).
+// stopped it or its time ran out (the unit is left interrupted); any other error when
+// the unit's outcome could not be recorded (the pool tries it again later).
 func (w *UnitWorker) Execute(ctx context.Context, job store.UnitJob) error {
 	log := cmp.Or(w.Logger, slog.Default())
 	ref := job.Ref
