@@ -42,3 +42,58 @@ func (c *deadLetterCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(deadLettersDesc, prometheus.GaugeValue, float64(v), k.class, k.task)
 	}
 }
+
+// The pool's workers as each last reported itself (geoflow_workers), so that one scrape of
+// geoflow serve sees the whole pool; each worker's own /metrics (geoflow worker --listen)
+// has the same counts live, and its hosts' waits.
+var (
+	poolUnitsDesc = prometheus.NewDesc("geoflow_pool_worker_units_total",
+		"Units each worker of the pool has ended since it started, by outcome (done, failed, snoozed), as it last reported.",
+		[]string{"worker", "outcome"}, nil)
+	poolInFlightDesc = prometheus.NewDesc("geoflow_pool_worker_units_in_flight",
+		"Units each live worker of the pool was executing when it last reported.", []string{"worker"}, nil)
+	poolAliveDesc = prometheus.NewDesc("geoflow_pool_workers",
+		"The pool's workers by state: alive, silent (no report for 15 s) or stopped.", []string{"state"}, nil)
+)
+
+// poolCollector reads the pool's workers from a store with a job queue at each scrape.
+type poolCollector struct {
+	q   store.Queue
+	log *slog.Logger
+}
+
+func (c *poolCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- poolUnitsDesc
+	ch <- poolInFlightDesc
+	ch <- poolAliveDesc
+}
+
+func (c *poolCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	ws, err := c.q.ListWorkers(ctx)
+	if err != nil {
+		c.log.Warn("listing the pool's workers for /metrics", "err", err)
+		return
+	}
+	now := time.Now()
+	states := map[string]int{"alive": 0, "silent": 0, "stopped": 0}
+	for _, w := range ws {
+		switch {
+		case w.StoppedAt != nil:
+			states["stopped"]++
+			continue // gone: its counts are history, not the pool's
+		case !w.Alive(now):
+			states["silent"]++
+		default:
+			states["alive"]++
+			ch <- prometheus.MustNewConstMetric(poolInFlightDesc, prometheus.GaugeValue, float64(w.InFlight), w.ID)
+		}
+		for outcome, n := range map[string]int64{"done": w.Done, "failed": w.Failed, "snoozed": w.Snoozed} {
+			ch <- prometheus.MustNewConstMetric(poolUnitsDesc, prometheus.CounterValue, float64(n), w.ID, outcome)
+		}
+	}
+	for st, n := range states {
+		ch <- prometheus.MustNewConstMetric(poolAliveDesc, prometheus.GaugeValue, float64(n), st)
+	}
+}

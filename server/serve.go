@@ -125,6 +125,11 @@ func Handler(opts Options) (http.Handler, error) {
 	if err := opts.Registry.Register(&deadLetterCollector{st: opts.Store, log: h.log}); err != nil {
 		return nil, err
 	}
+	if q, ok := opts.Store.(store.Queue); ok {
+		if err := opts.Registry.Register(&poolCollector{q: q, log: h.log}); err != nil {
+			return nil, err
+		}
+	}
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(opts.Registry, promhttp.HandlerOpts{Registry: opts.Registry}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {

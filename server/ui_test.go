@@ -15,6 +15,7 @@ import (
 	"github.com/paulmach/orb"
 
 	"github.com/geoflow/geoflow/dlq"
+	"github.com/geoflow/geoflow/internal/testdb"
 	"github.com/geoflow/geoflow/server"
 	"github.com/geoflow/geoflow/store"
 )
@@ -214,6 +215,20 @@ func TestAPIRunAndTriage(t *testing.T) {
 	_, metrics, _ := u.do("GET", "/metrics", "")
 	if !strings.Contains(metrics, `geoflow_dead_letters_open{class="http_5xx",task="parcels"}`) {
 		t.Errorf("/metrics lacks the dead letters:\n%s", metrics)
+	}
+	// And the pool's workers, as they report themselves (geoflow worker).
+	testdb.Exec(t, u.dbURL, `INSERT INTO geoflow_workers (id, hostname, pid, concurrency, units_done, units_snoozed, in_flight)
+		VALUES ('w-live', 'h', 1, 8, 7, 2, 3), ('w-gone', 'h', 2, 8, 5, 0, 0)`)
+	testdb.Exec(t, u.dbURL, `UPDATE geoflow_workers SET stopped_at = now() WHERE id = 'w-gone'`)
+	_, metrics, _ = u.do("GET", "/metrics", "")
+	for _, want := range []string{`geoflow_pool_workers{state="alive"} 1`, `geoflow_pool_workers{state="stopped"} 1`,
+		`geoflow_pool_worker_units_total{outcome="done",worker="w-live"} 7`, `geoflow_pool_worker_units_in_flight{worker="w-live"} 3`} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+	if strings.Contains(metrics, `worker="w-gone"`) {
+		t.Errorf("/metrics counts a stopped worker's units")
 	}
 	// Discard the first, replay the others once healed, waiting for the outcome.
 	first := entries[0].ID
