@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 )
 
@@ -88,6 +89,9 @@ type WorkConfig struct {
 	// Stats, when set, is read every few seconds for the worker's report
 	// (geoflow workers list).
 	Stats func() WorkerStats
+	// Logger gets the queue's warnings and errors (a failing rescuer, a lost leader);
+	// nil discards them.
+	Logger *slog.Logger
 }
 
 // WorkerStats is what a worker has done since it started.

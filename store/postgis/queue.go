@@ -232,7 +232,7 @@ func (s *Store) Work(ctx context.Context, cfg store.WorkConfig, fn func(ctx cont
 	river.AddWorker(workers, &unitWorker{fn: fn})
 	client, err := river.NewClient(riverpgxv5.New(s.pool), &river.Config{
 		ID:      cfg.ID,
-		Logger:  slog.New(slog.DiscardHandler),
+		Logger:  slog.New(warnings{cfg.Logger}),
 		Queues:  map[string]river.QueueConfig{UnitQueue: {MaxWorkers: cfg.Concurrency}},
 		Workers: workers,
 		// A unit may run RescueAfter; then its context ends (the unit is left
@@ -268,7 +268,7 @@ func (s *Store) Work(ctx context.Context, cfg store.WorkConfig, fn func(ctx cont
 		select {
 		case <-tick.C:
 			if err := s.reportWorker(ctx, cfg, false); err != nil && ctx.Err() == nil {
-				slog.Default().Warn("reporting the worker", "err", err)
+				slog.New(warnings{cfg.Logger}).Warn("reporting the worker", "err", err)
 			}
 			continue
 		case <-client.Stopped():
@@ -276,6 +276,29 @@ func (s *Store) Work(ctx context.Context, cfg store.WorkConfig, fn func(ctx cont
 		break
 	}
 	return s.reportWorker(context.WithoutCancel(ctx), cfg, true)
+}
+
+// warnings passes River's warnings and errors to a worker's log (nil: nowhere); its
+// routine messages (leadership, maintenance runs) are left out.
+type warnings struct{ log *slog.Logger }
+
+func (w warnings) Enabled(ctx context.Context, l slog.Level) bool {
+	return w.log != nil && l >= slog.LevelWarn && w.log.Handler().Enabled(ctx, l)
+}
+func (w warnings) Handle(ctx context.Context, r slog.Record) error {
+	return w.log.Handler().Handle(ctx, r)
+}
+func (w warnings) WithAttrs(as []slog.Attr) slog.Handler {
+	if w.log == nil {
+		return w
+	}
+	return warnings{slog.New(w.log.Handler().WithAttrs(as))}
+}
+func (w warnings) WithGroup(name string) slog.Handler {
+	if w.log == nil {
+		return w
+	}
+	return warnings{slog.New(w.log.Handler().WithGroup(name))}
 }
 
 // unitRetry spaces a unit job's attempts 2^attempt seconds apart, at most 2 minutes.

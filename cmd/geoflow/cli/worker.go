@@ -104,7 +104,7 @@ func runWorker(ctx context.Context, g *globals, wf workerFlags) error {
 	}
 	log.Info("worker started", "worker", id, "concurrency", wf.concurrency, "rescue_after", wf.rescueAfter, "database", st.URL())
 	err = st.Work(ctx, store.WorkConfig{ID: id, Hostname: host, Version: Version, Concurrency: wf.concurrency,
-		Grace: wf.grace, RescueAfter: wf.rescueAfter, Stats: w.Stats}, w.Execute)
+		Grace: wf.grace, RescueAfter: wf.rescueAfter, Stats: w.Stats, Logger: log.With("worker", id)}, w.Execute)
 	s := w.Stats()
 	log.Info("worker stopped", "worker", id, "units_done", s.Done, "units_failed", s.Failed, "snoozed", s.Snoozed)
 	return err // nil when asked to stop (SIGINT, SIGTERM) and stopped cleanly
