@@ -21,7 +21,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"math"
 	"net"
 	"net/http"
 	"os"
@@ -34,6 +33,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/geoflow/geoflow/bench/internal/admits"
 	"github.com/geoflow/geoflow/internal/devserver/wfsserver"
 )
 
@@ -104,19 +104,19 @@ func fail(err error) {
 // server serves srv on loopback, counting what it admitted and throttled.
 type server struct {
 	url string
-	cnt *counter
+	cnt *admits.Counter
 	srv *wfsserver.Server
 	hs  *http.Server
 }
 
 func serve(opts wfsserver.Options) (*server, error) {
 	srv := wfsserver.New(opts)
-	cnt := &counter{}
+	cnt := &admits.Counter{}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}
-	hs := &http.Server{Handler: cnt.wrap(srv)}
+	hs := &http.Server{Handler: cnt.Wrap(srv)}
 	go hs.Serve(ln)
 	return &server{url: "http://" + ln.Addr().String() + "/wfs", cnt: cnt, srv: srv, hs: hs}, nil
 }
@@ -366,16 +366,14 @@ func quota(o options) error {
 			return err
 		}
 		cnt := s.cnt
-		cnt.mu.Lock()
-		req, thr, first := cnt.requests, cnt.throttled, cnt.first
-		cnt.mu.Unlock()
+		req, thr, first := cnt.Totals()
 		stored := scalar[int64](ctx, c, "SELECT count(*) FROM public."+table)
 		snoozed := "-"
 		if mode != "one process" {
 			snoozed = fmt.Sprint(scalar[int64](ctx, c, "SELECT coalesce(sum(units_snoozed), 0)::bigint FROM geoflow_workers WHERE id LIKE 'quota-%'"))
 		}
 		fmt.Printf("| %s | %d | %d | %.1f%% | %.0f%% | %s | %s | %d / %d |\n", mode, req, thr, 100*float64(thr)/float64(max(req, 1)),
-			100*cnt.used(first, o.quota), snoozed, exit, stored, s.srv.Len())
+			100*cnt.Used(first, o.quota), snoozed, exit, stored, s.srv.Len())
 	}
 	return nil
 }
@@ -451,68 +449,4 @@ func scale(o options) error {
 			float64(x1-x0)/float64(units), peak)
 	}
 	return nil
-}
-
-// counter records what the server admitted and throttled, when.
-type counter struct {
-	mu        sync.Mutex
-	first     time.Time
-	admits    []time.Time
-	requests  int
-	throttled int
-}
-
-type statusWriter struct {
-	http.ResponseWriter
-	code int
-}
-
-func (w *statusWriter) WriteHeader(code int) {
-	if w.code == 0 {
-		w.code = code
-	}
-	w.ResponseWriter.WriteHeader(code)
-}
-
-func (w *statusWriter) Flush() {
-	if f, ok := w.ResponseWriter.(http.Flusher); ok {
-		f.Flush()
-	}
-}
-
-func (c *counter) wrap(h http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		now := time.Now()
-		sw := &statusWriter{ResponseWriter: w}
-		h.ServeHTTP(sw, r)
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		if c.first.IsZero() {
-			c.first = now
-		}
-		c.requests++
-		if sw.code == http.StatusTooManyRequests {
-			c.throttled++
-			return
-		}
-		c.admits = append(c.admits, now)
-	})
-}
-
-// used is the share of the quota the admitted requests took from since to the last one.
-func (c *counter) used(since time.Time, quota int) float64 {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	n, last := 0, time.Time{}
-	for _, t := range c.admits {
-		if !t.Before(since) {
-			n++
-			last = t
-		}
-	}
-	if n == 0 {
-		return 0
-	}
-	end := last.Truncate(time.Second).Add(time.Second)
-	return math.Min(float64(n)/(float64(quota)*end.Sub(since).Seconds()), 1)
 }

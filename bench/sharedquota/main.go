@@ -19,7 +19,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"math"
 	"net"
 	"net/http"
 	"os"
@@ -32,6 +31,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/geoflow/geoflow/bench/internal/admits"
 	"github.com/geoflow/geoflow/internal/devserver/wfsserver"
 )
 
@@ -100,72 +100,6 @@ type result struct {
 	stored, want, dups  int
 }
 
-// counter records what the server admitted and throttled, when.
-type counter struct {
-	mu        sync.Mutex
-	first     time.Time
-	admits    []time.Time
-	requests  int
-	throttled int
-}
-
-type statusWriter struct {
-	http.ResponseWriter
-	code int
-}
-
-func (w *statusWriter) WriteHeader(code int) {
-	if w.code == 0 {
-		w.code = code
-	}
-	w.ResponseWriter.WriteHeader(code)
-}
-
-func (w *statusWriter) Flush() {
-	if f, ok := w.ResponseWriter.(http.Flusher); ok {
-		f.Flush()
-	}
-}
-
-func (c *counter) wrap(h http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		now := time.Now()
-		sw := &statusWriter{ResponseWriter: w}
-		h.ServeHTTP(sw, r)
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		if c.first.IsZero() {
-			c.first = now
-		}
-		c.requests++
-		if sw.code == http.StatusTooManyRequests {
-			c.throttled++
-			return
-		}
-		c.admits = append(c.admits, now)
-	})
-}
-
-// used is the share of the quota the admitted requests took from since to the last one.
-func (c *counter) used(since time.Time, quota int) float64 {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	n, last := 0, time.Time{}
-	for _, t := range c.admits {
-		if !t.Before(since) {
-			n++
-			last = t
-		}
-	}
-	if n == 0 {
-		return 0
-	}
-	// The window of the last admission counts whole: the quota of its second was there
-	// to use.
-	end := last.Truncate(time.Second).Add(time.Second)
-	return math.Min(float64(n)/(float64(quota)*end.Sub(since).Seconds()), 1)
-}
-
 func runMode(ctx context.Context, o options, db, mode string) (result, error) {
 	if mode != "alone" && mode != "shared" {
 		return result{}, fmt.Errorf("-modes: %q is neither alone nor shared", mode)
@@ -173,12 +107,12 @@ func runMode(ctx context.Context, o options, db, mode string) (result, error) {
 	srv := wfsserver.New(wfsserver.Options{Features: o.features, Latency: o.latency, Seed: 1,
 		Quota:  &wfsserver.Quota{Limit: o.quota, Window: time.Second, RetryAfter: true},
 		Faults: wfsserver.Faults{Rate5xx: o.faults, Seed: 1}})
-	cnt := &counter{}
+	cnt := &admits.Counter{}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return result{}, err
 	}
-	hs := &http.Server{Handler: cnt.wrap(srv)}
+	hs := &http.Server{Handler: cnt.Wrap(srv)}
 	go hs.Serve(ln)
 	defer hs.Close()
 
@@ -260,13 +194,11 @@ tasks:
 	}
 	wg.Wait()
 	r := result{exits: exits}
-	cnt.mu.Lock()
-	r.requests, r.throttled = cnt.requests, cnt.throttled
-	first := cnt.first
-	cnt.mu.Unlock()
-	r.used = cnt.used(first, o.quota)
+	var first time.Time
+	r.requests, r.throttled, first = cnt.Totals()
+	r.used = cnt.Used(first, o.quota)
 	if !killedAt.IsZero() {
-		r.usedAfterKill = cnt.used(killedAt, o.quota)
+		r.usedAfterKill = cnt.Used(killedAt, o.quota)
 	}
 	err = conn.QueryRow(ctx, fmt.Sprintf("SELECT count(*), count(*) - count(DISTINCT gf_feature_id) FROM public.%s", table)).Scan(&r.stored, &r.dups)
 	if err != nil {
