@@ -202,45 +202,39 @@ func (r *runner) execute(ctx, work context.Context, t *Task) (state store.State,
 	}
 	prog := r.opts.Progress.task(t.ID)
 	env.Logger.Info("task started", "units", len(open), "planned", len(planned))
+	// The units run here, or on the pool's workers (a distributed run), which the
+	// runner follows; either way the task ends alike.
+	var unrecorded int64
+	var cut bool
 	if r.queue != nil {
-		dead, cut := r.follow(ctx, work, r.queue, env, prog)
-		if ctx.Err() != nil || cut {
-			return store.Interrupted, "", dead
-		}
-		env.UnitsLeft = dead
-		if err := r.finish(final, task, env); err != nil {
-			return store.Failed, err.Error(), dead
-		}
-		if dead > 0 {
-			return store.Failed, fmt.Sprintf("%d units failed", dead), dead
-		}
-		return store.Done, "", 0
+		dead, cut = r.follow(ctx, work, r.queue, env, prog)
+	} else {
+		prog.addTotal(int64(len(open)))
+		var deadUnits, interrupted, unrecordedUnits atomic.Int64
+		r.drain(ctx, work, task, env, open, workers(t), prog, func(_ store.Unit, state store.State) {
+			switch state {
+			case store.Failed:
+				deadUnits.Add(1)
+			case store.Interrupted:
+				interrupted.Add(1)
+			case store.Pending:
+				unrecordedUnits.Add(1)
+			}
+		})
+		dead, unrecorded, cut = deadUnits.Load(), unrecordedUnits.Load(), interrupted.Load() > 0
 	}
-	prog.addTotal(int64(len(open)))
-
-	var deadUnits, interrupted, unrecorded atomic.Int64
-	r.drain(ctx, work, task, env, open, workers(t), prog, func(_ store.Unit, state store.State) {
-		switch state {
-		case store.Failed:
-			deadUnits.Add(1)
-		case store.Interrupted:
-			interrupted.Add(1)
-		case store.Pending:
-			unrecorded.Add(1)
-		}
-	})
-	if ctx.Err() != nil || interrupted.Load() > 0 {
-		return store.Interrupted, "", deadUnits.Load()
+	if ctx.Err() != nil || cut {
+		return store.Interrupted, "", dead
 	}
-	env.UnitsLeft = deadUnits.Load() + unrecorded.Load()
+	env.UnitsLeft = dead + unrecorded
 	if err := r.finish(final, task, env); err != nil {
-		return store.Failed, err.Error(), deadUnits.Load()
+		return store.Failed, err.Error(), dead
 	}
 	switch {
-	case unrecorded.Load() > 0:
-		return store.Failed, fmt.Sprintf("%d units could not be recorded (the store was unavailable); resume the run", unrecorded.Load()), deadUnits.Load()
-	case deadUnits.Load() > 0:
-		return store.Failed, fmt.Sprintf("%d units failed", deadUnits.Load()), deadUnits.Load()
+	case unrecorded > 0:
+		return store.Failed, fmt.Sprintf("%d units could not be recorded (the store was unavailable); resume the run", unrecorded), dead
+	case dead > 0:
+		return store.Failed, fmt.Sprintf("%d units failed", dead), dead
 	}
 	return store.Done, "", 0
 }
