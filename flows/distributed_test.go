@@ -36,16 +36,17 @@ func pool(t *testing.T, db string, reg *tasks.Registry, n int) (workers []*UnitW
 		if err != nil {
 			t.Fatal(err)
 		}
-		w := &UnitWorker{ID: fmt.Sprintf("w%d", i+1), Store: st, Registry: reg}
+		id := fmt.Sprintf("w%d", i+1)
+		w := &UnitWorker{Store: st, Registry: reg}
 		workers = append(workers, w)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			defer st.Close()
-			err := st.Work(ctx, store.WorkConfig{ID: w.ID, Hostname: "test", Concurrency: 4, Grace: 5 * time.Second,
+			err := st.Work(ctx, store.WorkConfig{ID: id, Hostname: "test", Concurrency: 4, Grace: 5 * time.Second,
 				RescueAfter: time.Minute, Stats: w.Stats}, w.Execute)
 			if err != nil {
-				t.Errorf("worker %s: %v", w.ID, err)
+				t.Errorf("worker %s: %v", id, err)
 			}
 		}()
 	}
@@ -115,10 +116,10 @@ func TestDistributedRunMatchesLocal(t *testing.T) {
 		t.Errorf("dead letters:\ndistributed %s\nlocal       %s", d, l)
 	}
 	var sum int64
-	for _, w := range workers {
+	for i, w := range workers {
 		s := w.Stats()
 		if s.Done == 0 {
-			t.Errorf("worker %s executed no unit", w.ID)
+			t.Errorf("worker w%d executed no unit", i+1)
 		}
 		sum += s.Done + s.Failed
 	}

@@ -31,8 +31,6 @@ type WorkerStore interface {
 // for its ${VAR}s, and each task built from it once per run. Execute is what the
 // store's Queue.Work calls for each job; it is safe for concurrent use.
 type UnitWorker struct {
-	// ID is the worker's id in the pool (WorkConfig.ID).
-	ID       string
 	Store    WorkerStore
 	HTTP     tasks.HTTP
 	Registry *tasks.Registry

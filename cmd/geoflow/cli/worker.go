@@ -71,11 +71,9 @@ func runWorker(ctx context.Context, g *globals, wf workerFlags) error {
 	if wf.rescueAfter < 10*time.Second {
 		return fmt.Errorf("--rescue-after %s: want at least 10s (longer than a unit can take)", wf.rescueAfter)
 	}
-	loc := g.databaseURL()
-	if pg, _, err := parseLocation(loc); err != nil {
+	loc, err := queueLocation(g)
+	if err != nil {
 		return err
-	} else if loc == "" || !pg {
-		return store.ErrNoQueue
 	}
 	st, err := postgis.Open(ctx, loc, &postgis.Options{MaxConns: workerConns(wf.concurrency)})
 	if err != nil {
@@ -92,7 +90,7 @@ func runWorker(ctx context.Context, g *globals, wf workerFlags) error {
 	}
 	reg := prometheus.NewRegistry()
 	handler := retry.New(&retry.Options{Logger: log, Shared: st, Registerer: reg})
-	w := &flows.UnitWorker{ID: id, Store: st, HTTP: handler, Registry: registry(), Logger: log.With("worker", id),
+	w := &flows.UnitWorker{Store: st, HTTP: handler, Registry: registry(), Logger: log.With("worker", id),
 		Secrets: g.secrets, Backlog: handler.Backlog, SnoozeAfter: wf.snoozeAfter}
 	registerWorkerMetrics(reg, id, w)
 	if wf.listen != "" {
