@@ -20,7 +20,6 @@ import (
 	"github.com/geoflow/geoflow/retry"
 	"github.com/geoflow/geoflow/schedule"
 	"github.com/geoflow/geoflow/server"
-	"github.com/geoflow/geoflow/store"
 )
 
 type serveFlags struct {
@@ -74,10 +73,8 @@ func runServe(ctx context.Context, g *globals, sf serveFlags) error {
 		return errors.New("--grace must be above 0")
 	}
 	if sf.distributed {
-		if pg, _, err := parseLocation(g.databaseURL()); err != nil {
+		if _, err := queueLocation(g); err != nil {
 			return err
-		} else if g.databaseURL() == "" || !pg {
-			return store.ErrNoQueue
 		}
 	}
 	if st, err := os.Stat(sf.dir); err != nil || !st.IsDir() {

@@ -84,6 +84,20 @@ func open(ctx context.Context, g *globals) (store.Store, error) {
 	return gpkg.Open(ctx, path, nil)
 }
 
+// queueLocation is the database the global flags name when it has a job queue (a
+// PostgreSQL URL), for the pool's commands; else store.ErrNoQueue.
+func queueLocation(g *globals) (string, error) {
+	loc := g.databaseURL()
+	pg, _, err := parseLocation(loc)
+	switch {
+	case err != nil:
+		return "", err
+	case loc == "" || !pg:
+		return "", store.ErrNoQueue
+	}
+	return loc, nil
+}
+
 // parseLocation tells a PostgreSQL connection string (a postgres:// or postgresql:// URL,
 // or key=value pairs) from a GeoPackage (a path ending in .gpkg, or a gpkg: or file: URL)
 // and returns the GeoPackage's path.

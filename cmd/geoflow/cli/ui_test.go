@@ -96,20 +96,10 @@ tasks:
 	defer cancel()
 	base, errb, done := startUI(t, ctx, "--database", db, "ui", "--flows", dir, "--listen", "127.0.0.1:0")
 	call := func(method, path, body string, auth bool) (int, string) {
-		req, _ := http.NewRequest(method, base+path, strings.NewReader(body))
 		if auth {
-			req.Header.Set("Authorization", "Bearer "+token)
+			return uiCall(t, base, method, path, body, token)
 		}
-		if body != "" {
-			req.Header.Set("Content-Type", "application/json")
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
+		return uiCall(t, base, method, path, body, "")
 	}
 	if code, _ := call("GET", "/api/runs", "", false); code != http.StatusUnauthorized {
 		t.Errorf("GET /api/runs without the token: %d", code)
