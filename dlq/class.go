@@ -7,7 +7,7 @@ type Class string
 
 // The classes of failure. Source faults (the remote server, the network, what it sent):
 // http_4xx, http_5xx, rate_limited, timeout, network, truncated, parse, exception_report,
-// circuit_open, invalid_request, too_large, rejected. The pool's: worker_lost. Sink faults (where output is written): database, disk.
+// circuit_open, invalid_request, too_large, rejected, incomplete. The pool's: worker_lost. Sink faults (where output is written): database, disk.
 // canceled is the caller's own cancellation, never anyone's failure.
 const (
 	ClassHTTP4xx         Class = "http_4xx"
@@ -34,6 +34,10 @@ const (
 	// worker that took it died or was stopped hard while executing it, as many times as
 	// a unit's job may be attempted (the unit itself may be what kills them).
 	ClassWorkerLost Class = "worker_lost"
+	// ClassIncomplete is a tile or batch whose evidence does not add up: the server counted
+	// or listed features it neither returned nor was shown not to hold. What came is stored;
+	// a replay asks again.
+	ClassIncomplete Class = "incomplete"
 )
 
 // Classes returns every class a dead letter can have, in a fixed order. The slice is new
@@ -41,7 +45,7 @@ const (
 func Classes() []Class {
 	return []Class{ClassHTTP4xx, ClassHTTP5xx, ClassRateLimited, ClassTimeout, ClassNetwork,
 		ClassTruncated, ClassParse, ClassExceptionReport, ClassCircuitOpen, ClassDatabase,
-		ClassDisk, ClassCanceled, ClassInvalid, ClassTooLarge, ClassRejected, ClassWorkerLost}
+		ClassDisk, ClassCanceled, ClassInvalid, ClassTooLarge, ClassRejected, ClassWorkerLost, ClassIncomplete}
 }
 
 // Sink tells whether a class is a fault of where output is written (the database, the

@@ -14,6 +14,10 @@ const (
 	Failed         State = "failed"
 	UpstreamFailed State = "upstream_failed"
 	Interrupted    State = "interrupted"
+	// Incomplete is a task (and a run) whose harvest cannot be proved complete: the
+	// server counted or listed features that were neither stored nor shown to be gone.
+	// What came is stored; the short tiles are dead letters of class incomplete.
+	Incomplete State = "incomplete"
 	// Crashed is how a run recorded as running reads when no process holds it: the
 	// process running it died without finishing (SIGKILL, a crash, a reboot). It is
 	// never stored; --resume continues such a run.
