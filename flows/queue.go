@@ -2,7 +2,9 @@ package flows
 
 import (
 	"context"
+	"errors"
 	"sync"
+	"sync/atomic"
 
 	"github.com/geoflow/geoflow/store"
 	"github.com/geoflow/geoflow/tasks"
@@ -10,10 +12,13 @@ import (
 
 // drain executes units, and the children they plan, with a pool of workers until none
 // are left or ctx is cancelled (units in flight then run on under work). ended is called,
-// from the workers, after each unit with the state it ended in.
+// from the workers, after each unit with the state it ended in. A unit that crosses the
+// task's budget (*tasks.BudgetError) halts the task: the units still queued are left
+// pending, and drain returns that error.
 func (r *runner) drain(ctx, work context.Context, task tasks.Task, env *tasks.Env, units []store.Unit, workers int,
-	prog *TaskProgress, ended func(u store.Unit, state store.State)) {
+	prog *TaskProgress, ended func(u store.Unit, state store.State)) error {
 	q := newQueue(units)
+	var halted atomic.Pointer[tasks.BudgetError]
 	var wg sync.WaitGroup
 	for range max(workers, 1) {
 		wg.Add(1)
@@ -24,14 +29,26 @@ func (r *runner) drain(ctx, work context.Context, task tasks.Task, env *tasks.En
 				if !ok {
 					return
 				}
-				children, state := r.unit(work, task, env, u, prog, ended)
+				if halted.Load() != nil {
+					q.finish(nil) // left pending: the task plans no more
+					continue
+				}
+				children, state, cause := r.unit(work, task, env, u, prog, ended)
 				ended(u, state)
+				var over *tasks.BudgetError
+				if errors.As(cause, &over) && halted.CompareAndSwap(nil, over) {
+					env.Logger.Error("the task crossed its budget: no further unit of it runs", "err", over)
+				}
 				prog.addTotal(int64(len(children)))
 				q.finish(children)
 			}
 		}()
 	}
 	wg.Wait()
+	if over := halted.Load(); over != nil {
+		return over
+	}
+	return nil
 }
 
 // queue hands units to workers; units may add children while others run. It ends when

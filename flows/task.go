@@ -206,12 +206,13 @@ func (r *runner) execute(ctx, work context.Context, t *Task) (state store.State,
 	// runner follows; either way the task ends alike.
 	var unrecorded int64
 	var cut bool
+	var halted error // a budget the task crossed
 	if r.queue != nil {
 		dead, cut = r.follow(ctx, work, r.queue, env, prog)
 	} else {
 		prog.addTotal(int64(len(open)))
 		var deadUnits, interrupted, unrecordedUnits atomic.Int64
-		r.drain(ctx, work, task, env, open, workers(t), prog, func(_ store.Unit, state store.State) {
+		halted = r.drain(ctx, work, task, env, open, workers(t), prog, func(_ store.Unit, state store.State) {
 			switch state {
 			case store.Failed:
 				deadUnits.Add(1)
@@ -225,6 +226,12 @@ func (r *runner) execute(ctx, work context.Context, t *Task) (state store.State,
 	}
 	if ctx.Err() != nil || cut {
 		return store.Interrupted, "", dead
+	}
+	if halted != nil {
+		// Its harvest is cut short by geoflow's own limit: no finish can prove it
+		// complete, and a mirror must not delete on it. The task failed outright
+		// (exit 1), whatever dead letters it left.
+		return store.Failed, halted.Error(), 0
 	}
 	env.UnitsLeft = dead + unrecorded
 	if err := r.finish(final, task, env); err != nil {

@@ -3,8 +3,10 @@ package flows
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/geoflow/geoflow/dlq"
@@ -26,9 +28,10 @@ import (
 // before its fetch, within its retry policy's max_elapsed.
 //
 // Units the output lists as Failed are dead-lettered once it has committed; ended is
-// called for each with the state it ended in.
+// called for each with the state it ended in. cause is the error a failed unit was
+// dead-lettered with.
 func (r *runner) unit(work context.Context, task tasks.Task, env *tasks.Env, u store.Unit, prog *TaskProgress,
-	ended func(store.Unit, store.State)) ([]store.Unit, store.State) {
+	ended func(store.Unit, store.State)) (children []store.Unit, state store.State, cause error) {
 	ref := store.UnitRef{RunID: env.RunID, TaskID: env.TaskID, Key: u.Key}
 	// Every request the unit sends is counted, over its executions and the stream
 	// its output reads while it is written.
@@ -57,40 +60,44 @@ func (r *runner) unit(work context.Context, task tasks.Task, env *tasks.Env, u s
 		}
 		var w written
 		if err == nil {
-			w, err = r.write(work, ref, out, start, func(rej *tasks.RejectedError) dlq.Entry { return r.entry(env, u, rej) })
+			w, err = r.write(work, env, ref, u, out, follower(task), start, func(f error) dlq.Entry { return r.entry(env, u, f) })
 		}
 		switch {
 		case err == nil && w.redo != nil:
-			// The task judged its output and wants the unit done differently (a tile
-			// that held more than one response is split): execute it again.
+			// The response held more than one response's worth (a tile to split):
+			// execute the unit again as the task planned it.
+			env.Logger.Debug("unit executed again", "unit", u.Key, "verdict", w.verdict.Kind, "why", w.verdict.Reason)
 			out.Close()
 			out, u.Spec = nil, w.redo
 			continue
 		case err == nil:
-			if out.Committed != nil {
-				out.Committed()
-			}
+			removeFiles(env, out.Remove)
 			for _, f := range out.Failed {
 				prog.addTotal(1)
 				prog.failed()
 				ended(f.Unit, r.deadLetter(final, env, f.Unit, f.Err))
 			}
-			if w.rejected != nil {
+			if w.failure != nil {
 				// What could be stored committed with the unit's dead letter: the
-				// harvest shows as incomplete and the refusals can be triaged.
+				// harvest shows as incomplete and the unit can be triaged and replayed.
 				prog.finished(w.counts, true)
-				env.Logger.Error("unit failed", "unit", u.Key, "class", dlq.ClassRejected, "err", r.secrets.String(w.rejected.Error()))
-				return w.children, store.Failed
+				e := r.entry(env, u, w.failure)
+				env.Logger.Error("unit failed", "unit", u.Key, "class", e.Class, "err", e.Error)
+				return w.children, store.Failed, w.failure
+			}
+			if w.verdict.WrittenOff != "" {
+				env.Logger.Warn("the server claimed features it did not return, and an observation proved the claim wrong",
+					"unit", u.Key, "features", w.verdict.Missing, "evidence", w.verdict.WrittenOff, "claim", w.verdict.Reason)
 			}
 			prog.finished(w.counts, false)
-			return w.children, store.Done
+			return w.children, store.Done, nil
 		case work.Err() != nil && errors.Is(err, context.Canceled):
 			// One attempt, not a wait: shutdown has a deadline, and a unit left as it
 			// was is run again by a resume all the same.
 			if err := r.opts.Store.EndUnit(final, ref, store.Interrupted, "interrupted by shutdown"); err != nil {
 				env.Logger.Error("recording an interrupted unit", "unit", u.Key, "err", err)
 			}
-			return nil, store.Interrupted
+			return nil, store.Interrupted, nil
 		}
 		if f, sink := store.AsFault(err); sink && f.Temporary() && r.waitStore(work, env, f, deadline) {
 			if out != nil { // fetched already: written again from what the task holds
@@ -99,7 +106,7 @@ func (r *runner) unit(work context.Context, task tasks.Task, env *tasks.Env, u s
 			continue
 		}
 		prog.failed()
-		return nil, r.deadLetter(final, env, u, err)
+		return nil, r.deadLetter(final, env, u, err), err
 	}
 }
 
@@ -107,48 +114,69 @@ func (r *runner) unit(work context.Context, task tasks.Task, env *tasks.Env, u s
 type written struct {
 	counts   store.Counts
 	children []store.Unit
-	redo     []byte // set when the task's Check asked for the unit to be executed again
-	rejected *tasks.RejectedError
+	redo     []byte        // set when the verdict on the response asks for the unit to be executed again
+	verdict  tasks.Verdict // the verdict on the output's response; Complete when it had none
+	failure  error         // the unit's dead letter, committed with what it stored: refused or missing features
+}
+
+// follower is the task's planner of what follows a verdict; nil when it has none.
+func follower(task tasks.Task) tasks.Follower {
+	f, _ := task.(tasks.Follower)
+	return f
 }
 
 // write drains out into the unit's transaction: features, file rows, then the unit's
-// done state with its counts and children; all of it commits, or none. When the stream
-// refused features and fail is set, the unit commits failed instead, with the dead
-// letter fail makes.
-func (r *runner) write(ctx context.Context, ref store.UnitRef, out *tasks.Output, start time.Time,
-	fail func(*tasks.RejectedError) dlq.Entry) (written, error) {
+// done state with its counts and children; all of it commits, or none. A response of
+// features is judged once written (tasks.Decide): a Split rolls back and returns the spec
+// to execute the unit again with, PageOn plans the rest, and Incomplete (or features the
+// stream refused) commits the unit failed with the dead letter fail makes, when fail is
+// set.
+func (r *runner) write(ctx context.Context, env *tasks.Env, ref store.UnitRef, u store.Unit, out *tasks.Output, fl tasks.Follower, start time.Time,
+	fail func(error) dlq.Entry) (written, error) {
 	tx, err := r.opts.Store.BeginUnit(ctx, ref)
 	if err != nil {
 		return written{}, err
 	}
 	defer tx.Rollback(ctx)
 	w := written{counts: out.Counts, children: out.Children}
-	if out.Features != nil {
-		src, err := out.Features()
+	if resp := out.Response; resp != nil {
+		body, err := resp.Body.Reader()
 		if err != nil {
 			return w, err
 		}
+		src := resp.Decoding.Open(body)
 		c, err := tx.WriteFeatures(ctx, out.Table, src)
 		if err != nil {
 			return w, err
 		}
 		w.counts.Add(c)
-		if out.Rejected != nil {
-			if w.rejected = out.Rejected(); w.rejected != nil {
-				w.counts.Rejected = int64(w.rejected.Total)
-			}
+		ev := resp.Evidence
+		rejected := src.Observe(&ev)
+		w.verdict = tasks.Decide(ev)
+		var redo json.RawMessage
+		var more []store.Unit
+		if fl != nil {
+			redo, more = fl.Follow(env, u, ev, w.verdict)
 		}
-		if out.Check != nil {
-			v, err := out.Check(c)
-			if err != nil {
-				return w, err
+		switch w.verdict.Kind {
+		case tasks.Split:
+			if redo == nil {
+				return w, fmt.Errorf("unit %s: the response must be split (%s) but the task cannot plan it", u.Key, w.verdict.Reason)
 			}
-			if v != nil && v.Redo != nil {
-				return written{redo: v.Redo}, nil // rolled back by the deferred Rollback
-			}
-			if v != nil {
-				w.children = append(w.children[:len(w.children):len(w.children)], v.Children...)
-				w.counts.Short += v.Short
+			return written{redo: redo, verdict: w.verdict}, nil // rolled back by the deferred Rollback
+		case tasks.PageOn:
+			w.children = append(w.children[:len(w.children):len(w.children)], more...)
+		case tasks.Incomplete:
+			w.failure = w.verdict.Err(u.Key)
+		case tasks.Complete:
+			w.counts.Short += w.verdict.Missing // proven not to exist: the task's check writes them off
+		}
+		if rejected != nil {
+			w.counts.Rejected = int64(rejected.Total)
+			if w.failure == nil {
+				w.failure = rejected
+			} else {
+				w.failure = fmt.Errorf("%w; and %w", w.failure, rejected)
 			}
 		}
 	}
@@ -167,12 +195,22 @@ func (r *runner) write(ctx context.Context, ref store.UnitRef, out *tasks.Output
 	if err := tx.Complete(ctx, w.counts, w.children, failedUnits(out.Failed), start); err != nil {
 		return w, err
 	}
-	if w.rejected != nil && fail != nil {
-		if err := tx.Fail(ctx, fail(w.rejected)); err != nil {
+	if w.failure != nil && fail != nil {
+		if err := tx.Fail(ctx, fail(w.failure)); err != nil {
 			return w, err
 		}
 	}
 	return w, tx.Commit(ctx)
+}
+
+// removeFiles deletes files a committed unit no longer needs; a failure is logged, not
+// the unit's: the rows point at the new files already.
+func removeFiles(env *tasks.Env, paths []string) {
+	for _, p := range paths {
+		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+			env.Logger.Warn("removing a file the unit replaced", "path", p, "err", err)
+		}
+	}
 }
 
 func failedUnits(fs []tasks.Failure) []store.Unit {
@@ -284,7 +322,7 @@ func ExecuteUnit(ctx context.Context, st store.Runner, task tasks.Task, env *tas
 		if err != nil {
 			return nil, err
 		}
-		w, err := r.write(ctx, ref, out, time.Now(), nil)
+		w, err := r.write(ctx, env, ref, u, out, follower(task), time.Now(), nil)
 		out.Close()
 		switch {
 		case err != nil:
@@ -293,15 +331,13 @@ func ExecuteUnit(ctx context.Context, st store.Runner, task tasks.Task, env *tas
 			u.Spec = w.redo
 			continue
 		}
-		if out.Committed != nil {
-			out.Committed()
-		}
+		removeFiles(env, out.Remove)
 		var errs []error
 		for _, f := range out.Failed {
 			errs = append(errs, fmt.Errorf("unit %s: %w", f.Unit.Key, f.Err))
 		}
-		if w.rejected != nil {
-			errs = append(errs, fmt.Errorf("unit %s: %w", u.Key, w.rejected))
+		if w.failure != nil {
+			errs = append(errs, fmt.Errorf("unit %s: %w", u.Key, w.failure))
 		}
 		return w.children, errors.Join(errs...)
 	}

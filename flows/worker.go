@@ -128,7 +128,7 @@ func (w *UnitWorker) Execute(ctx context.Context, job store.UnitJob) error {
 	uctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancel()
 	defer context.AfterFunc(ctx, cancel)()
-	_, end := wr.r.unit(uctx, wt.task, wt.env, u, nil, func(_ store.Unit, st store.State) {
+	_, end, _ := wr.r.unit(uctx, wt.task, wt.env, u, nil, func(_ store.Unit, st store.State) {
 		if st == store.Failed {
 			w.failed.Add(1) // a unit the output listed as failed
 		}

@@ -14,6 +14,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 
@@ -38,21 +39,17 @@ type Task interface {
 	Execute(ctx context.Context, env *Env, u store.Unit) (*Output, error)
 }
 
-// Output is what executing one unit produced. The runner writes, in one transaction:
-// the features (if any), the tile and asset rows, the unit's done state with Counts, and
-// Children as new pending units. Close releases what it holds; the runner calls it once
-// the unit has ended, committed or not.
+// Output is what executing one unit produced: data for the runner, which writes, in one
+// transaction, the features of Response (if any), the tile and asset rows, the unit's done
+// state with Counts, and Children as new pending units. Where the output holds a response
+// of features, the runner judges it once written (Decide on its Evidence) and alone
+// decides what follows: commit, execute the unit again as a split, plan the rest, or
+// commit and dead-letter the unit as incomplete. Close releases what it holds; the runner
+// calls it once the unit has ended, committed or not.
 type Output struct {
-	// Table and Features: a feature stream to write into Table. Features opens the
-	// stream; it may be called again after a store fault, and must then yield the same
-	// features (the response is spooled, never fetched twice for the store's sake).
+	// Table and Response: a spooled response whose features are written into Table.
 	Table    *store.FeatureTable
-	Features func() (store.FeatureSource, error)
-	// Check, when set, judges the features once written, inside the transaction, with
-	// what was written and how many features the stream refused (curves). It returns
-	// further units to plan, or a Redo to discard the features and execute the unit
-	// again with another spec (a tile that held more than one response must be split).
-	Check func(written store.Counts) (*Verdict, error)
+	Response *Response
 
 	// Tiles and Assets: rows of files already in place on disk, for TileTable and
 	// AssetTable.
@@ -71,19 +68,46 @@ type Output struct {
 	Failed []Failure
 	// Counts are what the unit did, as far as the task knows it: files new, rewritten
 	// or not modified (the task looked the file up before fetching it), response bytes
-	// read. The runner adds what writing Features reports; rows of files add nothing.
+	// read. The runner adds what writing the Response reports; rows of files add nothing.
 	Counts store.Counts
+	// Remove are files to delete once the unit has committed (a tile's previous file,
+	// which must outlive a rollback).
+	Remove []string
+}
 
-	// Rejected, when set, is called once Features were written: it returns the features
-	// the stream refused, or nil. The unit commits what it stored and is then
-	// dead-lettered with the error, so that an incomplete harvest shows.
-	Rejected func() *RejectedError
+// Response is one response of a feature source, read off the network in full before the
+// unit's transaction opens, with the ledger of what was asked and claimed.
+type Response struct {
+	// Body is the spooled response; the Output's Close closes it.
+	Body *Spool
+	// Decoding reads Body's features. The runner opens a new stream for every write of
+	// the unit (again after a store fault): each must yield the same features.
+	Decoding Decoding
+	// Evidence is what was asked and what the server claimed before the body was read;
+	// the stream completes it with what it observed.
+	Evidence Evidence
+}
 
-	// Committed, when set, runs once the unit has committed (removing a file the unit
-	// replaced, which must outlive a rollback).
-	Committed func()
-	// Release, when set, frees what the output holds (a spooled response).
-	Release func()
+// Decoding opens a response's features for the sink.
+type Decoding interface {
+	Open(body io.Reader) Stream
+}
+
+// Stream is one reading of a response's features. Once the sink has drained it, Observe
+// completes the response's evidence with what the stream saw (features returned, the
+// response's own counts and links, a fingerprint of its ids) and returns the features it
+// refused, or nil.
+type Stream interface {
+	store.FeatureSource
+	Observe(e *Evidence) *RejectedError
+}
+
+// Follower is implemented by tasks whose outputs carry a Response: it turns the runner's
+// verdict on a response into what the task does next. For Split it returns the spec the
+// unit is executed again with; for PageOn the unit (or units) asking for the rest. It
+// plans; it does not judge.
+type Follower interface {
+	Follow(env *Env, u store.Unit, e Evidence, v Verdict) (redo json.RawMessage, children []store.Unit)
 }
 
 // OutsideArea is what Plan returns when the run's area (--bbox) does not touch the
@@ -106,21 +130,10 @@ type Failure struct {
 
 // Close releases the output's resources; it is safe on a nil Output and more than once.
 func (o *Output) Close() {
-	if o != nil && o.Release != nil {
-		o.Release()
-		o.Release = nil
+	if o != nil && o.Response != nil && o.Response.Body != nil {
+		o.Response.Body.Close()
+		o.Response.Body = nil
 	}
-}
-
-// Verdict is a Check's judgement.
-type Verdict struct {
-	// Children are more units to plan alongside the features.
-	Children []store.Unit
-	// Redo discards the features written and executes the unit again with this spec.
-	Redo json.RawMessage
-	// Short are features the server counted for the unit beyond what it returned,
-	// recorded with the unit (store.Counts.Short) for the task's completeness check.
-	Short int64
 }
 
 // Finisher is implemented by tasks that finish their work once no unit is left to run

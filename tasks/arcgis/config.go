@@ -41,7 +41,8 @@ type Config struct {
 	// Headers are sent with every request.
 	Headers map[string]string   `yaml:"headers"`
 	Target  tasks.FeatureTarget `yaml:"target"`
-	// Limits bound one feature of a response; past them the unit fails as too_large.
+	// Limits bound one feature of a response (past them the unit fails as too_large) and
+	// the work the harvest may plan (past them the task fails, naming the key).
 	Limits tasks.FeatureLimits `yaml:"limits"`
 }
 

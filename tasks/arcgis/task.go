@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"net/http"
 	"net/url"
 	"os"
@@ -14,7 +13,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/paulmach/orb"
@@ -33,12 +31,12 @@ import (
 var (
 	_ tasks.Task     = (*Task)(nil)
 	_ tasks.Finisher = (*Task)(nil)
+	_ tasks.Follower = (*Task)(nil)
+	_ harvest.Lister = (*protocol)(nil)
 )
 
-// maxDepth bounds the splitting of id tiles: 2^-20 of the area is far below a parcel.
-const maxDepth = 20
-
-// Task is a configured arcgis_features task; Execute is safe for concurrent use.
+// Task is a configured arcgis_features task: the harvest engine lists each tile's object
+// ids and fetches them in batches by id; Execute is safe for concurrent use.
 type Task struct {
 	id            string
 	cfg           Config
@@ -47,9 +45,6 @@ type Task struct {
 
 	once sync.Mutex
 	p    *prepared
-
-	expected atomic.Int64 // the server's count of the area, -1 unknown
-	missing  atomic.Int64 // ids listed but absent from their batch's answer (deleted since)
 }
 
 // prepared is what the task learned from the layer; read-only once set.
@@ -59,15 +54,7 @@ type prepared struct {
 	dates    map[string]bool // fields of epoch-millisecond dates
 	area     orb.Bound
 	table    *store.FeatureTable
-}
-
-// spec is what a unit carries.
-type spec struct {
-	Depth int   `json:"d,omitempty"`
-	IDs   []int `json:"ids,omitempty"` // a batch: these object ids; none: list the tile's ids
-	// Count, on the root unit, is the server's count of the area when planned (a
-	// replay's finish reads it); nil when it gave none.
-	Count *int64 `json:"n,omitempty"`
+	eng      *harvest.Engine
 }
 
 func newTask(id string, c Config) (*Task, error) {
@@ -79,7 +66,6 @@ func newTask(id string, c Config) (*Task, error) {
 	if c.TokenEnv != "" {
 		t.token = os.Getenv(c.TokenEnv)
 	}
-	t.expected.Store(-1)
 	return t, nil
 }
 
@@ -208,41 +194,60 @@ func (t *Task) prepare(ctx context.Context, env *tasks.Env) (*prepared, error) {
 	if err := env.Store.EnsureFeatureTable(ctx, p.table); err != nil {
 		return nil, err
 	}
+	p.eng = harvest.New(harvest.Config{
+		Protocol: &protocol{t: t, p: p},
+		// Counts for the area; features by id need neither sorting nor offsets.
+		Caps:  harvest.Caps{Counts: true, Sorts: true, Pages: true},
+		Table: p.table, Area: p.area, PageSize: int64(p.batch), Geographic: true,
+		Budget: t.cfg.Limits.Budget(), MaxDeleteFraction: t.cfg.Target.DeleteFraction(),
+	})
 	env.Logger.Info("arcgis_features negotiated", "layer", redact.URL(t.cfg.URL), "geometry", l.GeometryType,
 		"object_id_field", p.oidField, "batch", p.batch, "table", p.table.Schema+"."+p.table.Name)
 	t.p = p
 	return p, nil
 }
 
-// Plan implements tasks.Task: the area is counted, then one unit lists its object ids.
+// Plan implements tasks.Task: the engine counts the area and plans its root tile.
 func (t *Task) Plan(ctx context.Context, env *tasks.Env) ([]store.Unit, error) {
 	p, err := t.prepare(ctx, env)
 	if err != nil {
 		return nil, err
 	}
-	area := p.area
-	if env.Area != nil {
-		if !area.Intersects(*env.Area) {
-			return nil, &tasks.OutsideArea{Area: area}
-		}
-		area = harvest.Intersect(area, *env.Area)
+	return p.eng.Plan(ctx, env)
+}
+
+// Execute implements tasks.Task: the engine lists a tile's object ids (cut into smaller
+// tiles where a listing is cut short) and fetches them in batches.
+func (t *Task) Execute(ctx context.Context, env *tasks.Env, u store.Unit) (*tasks.Output, error) {
+	p, err := t.prepare(ctx, env)
+	if err != nil {
+		return nil, err
 	}
-	t.expected.Store(-1)
-	var count struct {
-		Count *int64 `json:"count"`
+	return p.eng.Execute(ctx, env, u)
+}
+
+// Follow implements tasks.Follower: the engine plans what a verdict calls for (the rest
+// of a batch the server held part of back).
+func (t *Task) Follow(env *tasks.Env, u store.Unit, e tasks.Evidence, v tasks.Verdict) (json.RawMessage, []store.Unit) {
+	if p := t.prepared(); p != nil {
+		return p.eng.Follow(env, u, e, v)
 	}
-	if err := t.query(ctx, env, "plan", t.boxQuery(area, url.Values{"returnCountOnly": {"true"}}), &count); err != nil {
-		env.Logger.Warn("could not count the area's features; completeness will not be checked", "err", err)
-	} else if count.Count != nil {
-		t.expected.Store(*count.Count)
-		env.Logger.Info("server count for the area", "count", *count.Count, "bbox", harvest.FormatBound(area))
+	return nil, nil
+}
+
+// Finish implements tasks.Finisher: the engine's indexes, the server's count of the area
+// against the distinct features stored, and a mirror's changes.
+func (t *Task) Finish(ctx context.Context, env *tasks.Env) error {
+	if p := t.prepared(); p != nil {
+		return p.eng.Finish(ctx, env)
 	}
-	root := spec{}
-	if n := t.expected.Load(); n >= 0 {
-		root.Count = &n
-	}
-	sp, _ := json.Marshal(root)
-	return []store.Unit{{Key: "q", BBox: &area, Spec: sp}}, nil
+	return nil
+}
+
+func (t *Task) prepared() *prepared {
+	t.once.Lock()
+	defer t.once.Unlock()
+	return t.p
 }
 
 // boxQuery is a query of the features intersecting b, with the task's where.
@@ -262,13 +267,186 @@ func (t *Task) boxQuery(b orb.Bound, more url.Values) url.Values {
 	return v
 }
 
+// protocol is how the harvest engine counts, lists, asks and decodes an ArcGIS layer.
+type protocol struct {
+	t *Task
+	p *prepared
+}
+
+// Count implements harvest.Protocol: returnCountOnly; -1 when the answer has no count.
+func (pr *protocol) Count(ctx context.Context, env *tasks.Env, unit string, box orb.Bound) (int64, error) {
+	var count struct {
+		Count *int64 `json:"count"`
+	}
+	if err := pr.t.query(ctx, env, unit, pr.t.boxQuery(box, url.Values{"returnCountOnly": {"true"}}), &count); err != nil {
+		return -1, err
+	}
+	if count.Count == nil {
+		return -1, nil
+	}
+	return *count.Count, nil
+}
+
+// List implements harvest.Lister: returnIdsOnly, read as it arrives and no further than
+// max+1 ids, so that a listing of millions costs no more memory than the budget allows.
+func (pr *protocol) List(ctx context.Context, env *tasks.Env, unit string, box orb.Bound, max int64) (ids []string, exceeded bool, err error) {
+	req := pr.t.request(env, unit, http.MethodPost, pr.t.cfg.URL+"/query", pr.t.boxQuery(box, url.Values{"returnIdsOnly": {"true"}}))
+	err = env.HTTP.Do(ctx, req, func(resp *http.Response) error {
+		if err := tasks.RefuseHTML(resp); err != nil {
+			return err
+		}
+		ids, exceeded, err = readIDs(resp.Body, max)
+		return err
+	})
+	return ids, exceeded, err
+}
+
+// Request implements harvest.Protocol: the features of a batch of object ids (the engine
+// asks a Lister's layer by id only; a query without ids asks for the whole box).
+func (pr *protocol) Request(env *tasks.Env, unit string, q harvest.Query) retry.Request {
+	form := url.Values{
+		"outFields":      {"*"},
+		"returnGeometry": {"true"},
+		"outSR":          {"4326"},
+		"f":              {"json"},
+	}
+	if len(q.IDs) > 0 {
+		form.Set("objectIds", strings.Join(q.IDs, ","))
+	} else {
+		form = pr.t.boxQuery(q.Box, form)
+	}
+	if len(pr.t.cfg.OutFields) > 0 {
+		form.Set("outFields", strings.Join(append([]string{pr.p.oidField}, pr.t.cfg.OutFields...), ","))
+	}
+	return pr.t.request(env, unit, http.MethodPost, pr.t.cfg.URL+"/query", form)
+}
+
+// CheckResponse implements harvest.Protocol.
+func (pr *protocol) CheckResponse(resp *http.Response) error { return tasks.RefuseHTML(resp) }
+
+// Classify implements harvest.Protocol.
+func (pr *protocol) Classify(err error) error { return classify(err) }
+
+// Decode implements harvest.Protocol: Esri JSON features, epoch-millisecond dates made
+// timestamps.
+func (pr *protocol) Decode(env *tasks.Env, body io.Reader) harvest.Decoder {
+	return &decoder{r: esrijson.NewReader(body, esrijson.Options{IDField: pr.p.oidField, Limits: pr.t.cfg.Limits.Spatial()}), dates: pr.p.dates}
+}
+
+// decoder is a batch's features with dates made timestamps.
+type decoder struct {
+	r     *esrijson.Reader
+	dates map[string]bool
+}
+
+// Meta implements harvest.Decoder: ArcGIS answers carry no counts.
+func (d *decoder) Meta() spatial.Meta { return d.r.Meta() }
+
+// Next implements harvest.Decoder.
+func (d *decoder) Next() (*spatial.Feature, error) {
+	f, err := d.r.Next()
+	if err != nil {
+		return nil, err
+	}
+	for k := range d.dates {
+		if v, ok := f.Properties[k]; ok && v != nil {
+			if ms, ok := epochMillis(v); ok {
+				f.Properties[k] = time.UnixMilli(ms).UTC().Format(time.RFC3339Nano)
+			}
+		}
+	}
+	return f, nil
+}
+
+// readIDs reads an id listing ({"objectIdFieldName":..., "objectIds":[...],
+// "exceededTransferLimit":...}) as it arrives, stopping after max+1 ids. An {"error":...}
+// answer is the server's error, classified.
+func readIDs(r io.Reader, max int64) (ids []string, exceeded bool, err error) {
+	dec := json.NewDecoder(r)
+	dec.UseNumber()
+	cut := func(err error) (bool, error) {
+		if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+			return false, retry.Transient(dlq.ClassTruncated, fmt.Errorf("id listing cut off: %w", err))
+		}
+		var syn *json.SyntaxError
+		if errors.As(err, &syn) {
+			return false, retry.Permanent(dlq.ClassParse, fmt.Errorf("the id listing is not JSON: %w", err))
+		}
+		return false, err
+	}
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		if err == nil {
+			err = fmt.Errorf("the id listing is not a JSON object (starts with %v)", tok)
+			return nil, false, retry.Permanent(dlq.ClassParse, err)
+		}
+		_, err = cut(err)
+		return nil, false, err
+	}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			_, err = cut(err)
+			return nil, false, err
+		}
+		switch key, _ := tok.(string); key {
+		case "objectIds":
+			tok, err := dec.Token()
+			if err != nil {
+				_, err = cut(err)
+				return nil, false, err
+			}
+			if tok == nil {
+				continue // null: no ids
+			}
+			if tok != json.Delim('[') {
+				return nil, false, retry.Permanent(dlq.ClassParse, fmt.Errorf("objectIds is not a list (%v)", tok))
+			}
+			for dec.More() {
+				var id json.Number
+				if err := dec.Decode(&id); err != nil {
+					_, err = cut(err)
+					return nil, false, err
+				}
+				if ids = append(ids, id.String()); int64(len(ids)) > max {
+					return ids, exceeded, nil // past the budget: the tile is cut, the rest unread
+				}
+			}
+			if _, err := dec.Token(); err != nil {
+				_, err = cut(err)
+				return nil, false, err
+			}
+		case "exceededTransferLimit":
+			if err := dec.Decode(&exceeded); err != nil {
+				_, err = cut(err)
+				return nil, false, err
+			}
+		case "error":
+			var v any
+			if err := dec.Decode(&v); err != nil {
+				_, err = cut(err)
+				return nil, false, err
+			}
+			if v != nil {
+				return nil, false, classify(esrijson.ServiceErrorOf(v))
+			}
+		default:
+			var skip json.RawMessage
+			if err := dec.Decode(&skip); err != nil {
+				_, err = cut(err)
+				return nil, false, err
+			}
+		}
+	}
+	return ids, exceeded, nil
+}
+
 // query POSTs a query whose answer is one small JSON object into v.
 func (t *Task) query(ctx context.Context, env *tasks.Env, unit string, form url.Values, v any) error {
 	return env.HTTP.Do(ctx, t.request(env, unit, http.MethodPost, t.cfg.URL+"/query", form), func(resp *http.Response) error {
 		if err := tasks.RefuseHTML(resp); err != nil {
 			return err
 		}
-		body, err := io.ReadAll(io.LimitReader(resp.Body, 256<<20))
+		body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 		if err != nil {
 			return retry.Transient(dlq.ClassTruncated, fmt.Errorf("answer cut off: %w", err))
 		}
@@ -285,210 +463,6 @@ func (t *Task) query(ctx context.Context, env *tasks.Env, unit string, form url.
 	})
 }
 
-// Execute implements tasks.Task: a tile lists its object ids (split where the server caps
-// the list) and plans batches of them; a batch fetches its features.
-func (t *Task) Execute(ctx context.Context, env *tasks.Env, u store.Unit) (*tasks.Output, error) {
-	p, err := t.prepare(ctx, env)
-	if err != nil {
-		return nil, err
-	}
-	var sp spec
-	if len(u.Spec) > 0 {
-		if err := json.Unmarshal(u.Spec, &sp); err != nil {
-			return nil, retry.Permanent(dlq.ClassInvalid, fmt.Errorf("unit %s: bad spec: %w", u.Key, err))
-		}
-	}
-	if u.BBox == nil {
-		return nil, retry.Permanent(dlq.ClassInvalid, fmt.Errorf("unit %s has no bbox", u.Key))
-	}
-	if len(sp.IDs) > 0 {
-		return t.fetch(ctx, env, p, u, sp)
-	}
-	return t.list(ctx, env, p, u, sp)
-}
-
-func (t *Task) list(ctx context.Context, env *tasks.Env, p *prepared, u store.Unit, sp spec) (*tasks.Output, error) {
-	var ids struct {
-		ObjectIDs []int `json:"objectIds"`
-		Exceeded  bool  `json:"exceededTransferLimit"`
-	}
-	if err := t.query(ctx, env, u.Key, t.boxQuery(*u.BBox, url.Values{"returnIdsOnly": {"true"}}), &ids); err != nil {
-		return nil, err
-	}
-	b := *u.BBox
-	if ids.Exceeded {
-		if sp.Depth >= maxDepth || b.Max[0]-b.Min[0] < 1e-9 {
-			return nil, retry.Permanent(dlq.ClassParse, fmt.Errorf("tile %s cannot be split further and the server still caps its id list at %d", u.Key, len(ids.ObjectIDs)))
-		}
-		c := b.Center()
-		var children []store.Unit
-		for i, q := range []orb.Bound{
-			{Min: b.Min, Max: c}, {Min: orb.Point{c[0], b.Min[1]}, Max: orb.Point{b.Max[0], c[1]}},
-			{Min: orb.Point{b.Min[0], c[1]}, Max: orb.Point{c[0], b.Max[1]}}, {Min: c, Max: b.Max},
-		} {
-			cs, _ := json.Marshal(spec{Depth: sp.Depth + 1})
-			children = append(children, store.Unit{Key: fmt.Sprintf("%s.%d", u.Key, i), BBox: &q, Spec: cs})
-		}
-		env.Logger.Debug("the server capped the id list; splitting the tile", "unit", u.Key, "ids", len(ids.ObjectIDs))
-		return &tasks.Output{Children: children}, nil
-	}
-	// A feature crossing two tiles is listed by both and fetched twice, once per tile: its
-	// payload is one row. (Deduplicating across units would need state that a unit executed
-	// again after a store fault must not see.)
-	mine := slices.Compact(slices.Sorted(slices.Values(ids.ObjectIDs)))
-	var children []store.Unit
-	for start := 0; start < len(mine); start += p.batch {
-		batch := mine[start:min(start+p.batch, len(mine))]
-		cs, _ := json.Marshal(spec{Depth: sp.Depth, IDs: batch})
-		children = append(children, store.Unit{Key: fmt.Sprintf("%s/o%d", u.Key, batch[0]), BBox: &b, Spec: cs})
-	}
-	return &tasks.Output{Children: children}, nil
-}
-
-// fetch downloads one batch of features into a spool and returns it as the unit's output.
-// Ids the answer left out (exceededTransferLimit, a server capping below maxRecordCount)
-// are asked for again as another batch.
-func (t *Task) fetch(ctx context.Context, env *tasks.Env, p *prepared, u store.Unit, sp spec) (*tasks.Output, error) {
-	form := url.Values{
-		"objectIds":      {joinInts(sp.IDs)},
-		"outFields":      {"*"},
-		"returnGeometry": {"true"},
-		"outSR":          {"4326"},
-		"f":              {"json"},
-	}
-	if len(t.cfg.OutFields) > 0 {
-		form.Set("outFields", strings.Join(append([]string{p.oidField}, t.cfg.OutFields...), ","))
-	}
-	var body *tasks.Spool
-	err := env.HTTP.Do(ctx, t.request(env, u.Key, http.MethodPost, t.cfg.URL+"/query", form), func(resp *http.Response) error {
-		body.Close()
-		body = tasks.NewSpool()
-		if err := tasks.RefuseHTML(resp); err != nil {
-			return err
-		}
-		// The head is decoded as it arrives: an error object answered with 200 shows before
-		// the rest is spooled.
-		r := esrijson.NewReader(io.TeeReader(resp.Body, body), esrijson.Options{IDField: p.oidField, Limits: t.cfg.Limits.Spatial()})
-		if _, err := r.Next(); err != nil && err != io.EOF {
-			var fe *spatial.FeatureError
-			if !errors.As(err, &fe) {
-				if _, sink := store.AsFault(err); sink {
-					return err
-				}
-				return classify(err)
-			}
-		}
-		_, err := body.ReadFrom(resp.Body)
-		return err
-	})
-	if err != nil {
-		body.Close()
-		return nil, err
-	}
-	var last *source
-	out := &tasks.Output{
-		Table:   p.table,
-		Counts:  store.Counts{Bytes: body.Len()},
-		Release: body.Close,
-		Features: func() (store.FeatureSource, error) {
-			r, err := body.Reader()
-			if err != nil {
-				return nil, err
-			}
-			last = &source{r: esrijson.NewReader(r, esrijson.Options{IDField: p.oidField, Limits: t.cfg.Limits.Spatial()}),
-				dates: p.dates, seen: map[string]bool{}, env: env, unit: u.Key}
-			return last, nil
-		},
-		Rejected: func() *tasks.RejectedError {
-			if last == nil || last.refused.Total == 0 {
-				return nil
-			}
-			rej := last.refused
-			return &rej
-		},
-	}
-	out.Check = func(store.Counts) (*tasks.Verdict, error) {
-		var rest []int
-		for _, id := range sp.IDs {
-			if !last.seen[strconv.Itoa(id)] {
-				rest = append(rest, id)
-			}
-		}
-		switch {
-		case len(rest) == 0:
-			return nil, nil
-		case last.count > 0:
-			// The server held back part of the batch (its own cap, below what it
-			// advertises, with exceededTransferLimit or without): ask for the rest. An
-			// answer with none of them ends it, whatever its flag says, so that ids
-			// deleted since the listing cannot make a batch plan itself forever. The
-			// rest's key extends the batch's, so it can never be the batch's own.
-			cs, _ := json.Marshal(spec{Depth: sp.Depth, IDs: rest})
-			b := *u.BBox
-			return &tasks.Verdict{Children: []store.Unit{{Key: fmt.Sprintf("%s/r%d", u.Key, rest[0]), BBox: &b, Spec: cs}}}, nil
-		}
-		t.missing.Add(int64(len(rest)))
-		env.Logger.Warn("object ids listed but not answered (deleted since the listing?)", "unit", u.Key, "ids", len(rest))
-		return &tasks.Verdict{Short: int64(len(rest))}, nil
-	}
-	return out, nil
-}
-
-func joinInts(ids []int) string {
-	s := make([]string, len(ids))
-	for i, id := range ids {
-		s[i] = strconv.Itoa(id)
-	}
-	return strings.Join(s, ",")
-}
-
-// source is a batch's features for the sink: epoch-millisecond dates made timestamps,
-// features refused by the decoder logged and counted, ids seen recorded.
-type source struct {
-	r       *esrijson.Reader
-	dates   map[string]bool
-	seen    map[string]bool
-	count   int
-	refused tasks.RejectedError
-	env     *tasks.Env
-	unit    string
-}
-
-// Next implements store.FeatureSource.
-func (s *source) Next() (*spatial.Feature, error) {
-	for {
-		f, err := s.r.Next()
-		var fe *spatial.FeatureError
-		if errors.As(err, &fe) {
-			s.seen[fe.ID] = true
-			s.refused.Add(tasks.Reject{ID: fe.ID, Index: fe.Index, Reason: fe.Err.Error()})
-			s.env.Logger.Error("feature refused", "unit", s.unit, "feature", fe.ID, "err", fe.Err)
-			continue
-		}
-		if err != nil {
-			if errors.Is(err, spatial.ErrTooLarge) {
-				err = retry.Permanent(dlq.ClassTooLarge, err)
-			}
-			return nil, err
-		}
-		s.count++
-		s.seen[f.ID] = true
-		for k := range s.dates {
-			if v, ok := f.Properties[k]; ok && v != nil {
-				if ms, ok := epochMillis(v); ok {
-					f.Properties[k] = time.UnixMilli(ms).UTC().Format(time.RFC3339Nano)
-				}
-			}
-		}
-		if f.Geometry != nil && !finiteLonLat(f.Geometry) {
-			s.refused.Add(tasks.Reject{ID: f.ID, Index: s.count - 1, Reason: "coordinates outside longitude -180..180, latitude -90..90, or not finite"})
-			s.env.Logger.Error("feature refused", "unit", s.unit, "feature", f.ID, "err", "coordinates outside the lon/lat domain")
-			continue
-		}
-		return f, nil
-	}
-}
-
 func epochMillis(v any) (int64, bool) {
 	switch x := v.(type) {
 	case json.Number:
@@ -502,98 +476,4 @@ func epochMillis(v any) (int64, bool) {
 		return int64(x), true
 	}
 	return 0, false
-}
-
-func finiteLonLat(g orb.Geometry) bool {
-	b := g.Bound()
-	for _, v := range []float64{b.Min[0], b.Min[1], b.Max[0], b.Max[1]} {
-		if math.IsNaN(v) || math.IsInf(v, 0) {
-			return false
-		}
-	}
-	return b.Min[0] >= -180.001 && b.Max[0] <= 180.001 && b.Min[1] >= -90.001 && b.Max[1] <= 90.001
-}
-
-// Finish implements tasks.Finisher: indexes, then the server's count of the area against
-// the distinct features stored, and the changes of a keyed table (tasks.FinishChanges: a
-// mirror's deletions, on evidence of a complete harvest).
-func (t *Task) Finish(ctx context.Context, env *tasks.Env) error {
-	t.once.Lock()
-	p := t.p
-	t.once.Unlock()
-	if p == nil {
-		return nil
-	}
-	if err := env.Store.FinishFeatureTable(ctx, p.table); err != nil {
-		return err
-	}
-	want := t.expected.Load()
-	if want < 0 && p.table.Keyed() {
-		// A replay plans nothing: the count is the one the run planned with.
-		var err error
-		if want, err = t.plannedCount(ctx, env); err != nil {
-			return err
-		}
-	}
-	area := p.area
-	if env.Area != nil {
-		area = harvest.Intersect(area, *env.Area)
-	}
-	var incomplete error
-	if want >= 0 && p.table.Mode != store.ModeMirror {
-		var err error
-		if incomplete, err = t.checkStored(ctx, env, p, area, want); err != nil {
-			return err
-		}
-	}
-	if err := tasks.FinishChanges(ctx, env, tasks.Harvest{Table: p.table, Area: area, Expected: want,
-		MaxDeleteFraction: t.cfg.Target.DeleteFraction()}); err != nil {
-		return err
-	}
-	return incomplete
-}
-
-// plannedCount is the server's count the task's root unit was planned with; -1 when the
-// server gave none.
-func (t *Task) plannedCount(ctx context.Context, env *tasks.Env) (int64, error) {
-	u, _, err := env.Store.Unit(ctx, store.UnitRef{RunID: env.RunID, TaskID: env.TaskID, Key: "q"})
-	if errors.Is(err, store.ErrNotFound) {
-		return -1, nil
-	}
-	if err != nil {
-		return -1, err
-	}
-	var sp spec
-	if json.Unmarshal(u.Spec, &sp) != nil || sp.Count == nil {
-		return -1, nil
-	}
-	return *sp.Count, nil
-}
-
-// checkStored compares the server's count with the distinct features stored in area: an
-// INCOMPLETE error (not a failure of the check) when fewer are.
-func (t *Task) checkStored(ctx context.Context, env *tasks.Env, p *prepared, area orb.Bound, want int64) (incomplete, err error) {
-	got, err := env.Store.CountFeatures(ctx, p.table, area)
-	if err != nil {
-		if errors.Is(err, store.ErrNoTransform) {
-			return nil, nil
-		}
-		return nil, err
-	}
-	if merged, err := env.Store.MergedFeatures(ctx, env.RunID, env.TaskID); err == nil {
-		got += merged
-	}
-	m := t.missing.Load()
-	if short, err := env.Store.ShortFeatures(ctx, env.RunID, env.TaskID); err == nil {
-		m = max(m, short) // recorded by the units, wherever they ran
-	}
-	if got < want && m > 0 {
-		env.Logger.Warn("fewer features stored than the server counted; ids it listed were not answered", "count", want, "stored_distinct", got, "not_answered", m)
-	}
-	if got < want {
-		return fmt.Errorf("INCOMPLETE: the server counted %d features in %s but %d distinct features are stored there (%d missing)",
-			want, harvest.FormatBound(area), got, want-got), nil
-	}
-	env.Logger.Info("complete: every feature the server counted is stored", "count", want, "stored_distinct", got)
-	return nil, nil
 }

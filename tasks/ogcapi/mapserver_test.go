@@ -126,7 +126,7 @@ END
 	if !strings.Contains(h.logs.String(), "the server ignores offset") {
 		t.Errorf("Debian's MapServer 8.0.0 ignores offset on PostGIS, and the task did not notice:\n%s", tail(h.logs.String()))
 	}
-	if !strings.Contains(h.logs.String(), "complete: every feature the server matched is stored") {
+	if !strings.Contains(h.logs.String(), "complete: every feature the server counted is stored") {
 		t.Errorf("no completeness report:\n%s", tail(h.logs.String()))
 	}
 }

@@ -158,7 +158,7 @@ func TestHarvestComplete(t *testing.T) {
 				t.Fatalf("run %s: %v\n%s", res.Status, res.FailedTasks, tail(h.logs.String()))
 			}
 			h.checkComplete("public.parcels", extent)
-			if !tt.opts.SkipNumberMatched && !strings.Contains(h.logs.String(), "complete: every feature the server matched is stored") {
+			if !tt.opts.SkipNumberMatched && !strings.Contains(h.logs.String(), "complete: every feature the server counted is stored") {
 				t.Errorf("no completeness report in the logs:\n%s", tail(h.logs.String()))
 			}
 			if strings.Contains(tt.keys, "page_size") && !strings.Contains(h.logs.String(), "maximum=250") {

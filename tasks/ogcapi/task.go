@@ -3,6 +3,7 @@ package ogcapi
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strconv"
@@ -76,6 +77,17 @@ func (t *Task) Execute(ctx context.Context, env *tasks.Env, u store.Unit) (*task
 		return nil, err
 	}
 	return p.eng.Execute(ctx, env, u)
+}
+
+// Follow implements tasks.Follower: the harvest engine plans what a verdict calls for.
+func (t *Task) Follow(env *tasks.Env, u store.Unit, e tasks.Evidence, v tasks.Verdict) (json.RawMessage, []store.Unit) {
+	t.once.Lock()
+	p := t.p
+	t.once.Unlock()
+	if p == nil {
+		return nil, nil
+	}
+	return p.eng.Follow(env, u, e, v)
 }
 
 // Finish implements tasks.Finisher: the stored distinct count is checked against the
@@ -184,6 +196,7 @@ func (t *Task) prepare(ctx context.Context, env *tasks.Env) (*prepared, error) {
 		Area:       area,
 		PageSize:   ps,
 		Geographic: p.srid == 4326, // the box is CRS84: a wrong swap is caught and undone
+		Budget:     t.cfg.Limits.Budget(),
 
 		MaxDeleteFraction: t.cfg.Target.DeleteFraction(),
 	})

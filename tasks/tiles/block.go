@@ -232,7 +232,7 @@ func (t *Task) block(ctx context.Context, env *tasks.Env, u store.Unit, key stri
 		env.Logger.Info("the block holds as much tile content as it may: its remaining tiles are units of their own",
 			"unit", u.Key, "bytes", held, "tiles_left", len(out.Children))
 	}
-	out.Committed = t.removeOld(env, old...)
+	out.Remove = removeOld(old...)
 	return out, nil
 }
 

@@ -254,7 +254,7 @@ func (t *Task) fetch(ctx context.Context, env *tasks.Env, u store.Unit, z, x, y 
 	}
 	out := &tasks.Output{TileTable: t.table}
 	got.addTo(out)
-	out.Committed = t.removeOld(env, got.oldPath)
+	out.Remove = removeOld(got.oldPath)
 	return out, nil
 }
 
@@ -273,25 +273,16 @@ func (g got) addTo(out *tasks.Output) {
 	out.Counts.Add(g.counts)
 }
 
-// removeOld returns what removes a tile's previous files once its row has committed (a
-// file of another format, or a tile the server no longer has); nil when there are none.
-func (t *Task) removeOld(env *tasks.Env, paths ...string) func() {
+// removeOld lists the files tiles no longer need once their rows commit (a tile whose
+// format changed has its previous file under another name), for Output.Remove.
+func removeOld(paths ...string) []string {
 	var old []string
 	for _, p := range paths {
 		if p != "" {
 			old = append(old, p)
 		}
 	}
-	if len(old) == 0 {
-		return nil
-	}
-	return func() {
-		for _, p := range old {
-			if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
-				env.Logger.Warn("removing a tile's previous file", "path", p, "err", err)
-			}
-		}
-	}
+	return old
 }
 
 // get downloads tile z/x/y, revalidating what is stored of it, and puts its file in

@@ -48,7 +48,8 @@ type Config struct {
 	// Headers are sent with every request (an API key header, say).
 	Headers map[string]string `yaml:"headers"`
 	Target  Target            `yaml:"target"`
-	// Limits bound one feature of a response; past them the unit fails as too_large.
+	// Limits bound one feature of a response (past them the unit fails as too_large) and
+	// the work the harvest may plan (past them the task fails, naming the key).
 	Limits tasks.FeatureLimits `yaml:"limits"`
 }
 

@@ -119,7 +119,7 @@ func (t *Task) prepare(ctx context.Context, env *tasks.Env) (*prepared, error) {
 		Protocol: &protocol{t: t, p: p},
 		Caps: harvest.Caps{Counts: caps.Hits, MatchedInResponse: p.version == "2.0.0",
 			Sorts: caps.ImplementsSorting && p.sortBy != "", Pages: true},
-		Table: p.table, Area: p.area, PageSize: ps, Geographic: p.latLonCRS, SplitBudget: splitBudget,
+		Table: p.table, Area: p.area, PageSize: ps, Geographic: p.latLonCRS, Budget: t.cfg.Limits.Budget(),
 		MaxDeleteFraction: t.cfg.Target.DeleteFraction(),
 	})
 	env.Logger.Info("wfs negotiated", "version", p.version, "typename", p.typeName, "format", firstNonEmpty(p.format, "GML (server default)"),

@@ -2,6 +2,7 @@ package wfs
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"sync"
@@ -19,13 +20,11 @@ import (
 var (
 	_ tasks.Task     = (*Task)(nil)
 	_ tasks.Finisher = (*Task)(nil)
+	_ tasks.Follower = (*Task)(nil)
 )
 
 // defaultPageSize is the features per request when the server advertises no CountDefault.
 const defaultPageSize = 1000
-
-// splitBudget bounds the tiles a task may plan by splitting (a test lowers it).
-var splitBudget = harvest.DefaultSplitBudget
 
 // Task is a configured wfs task. Its setup (capabilities, schema, target table) happens
 // once, on the first Plan or Execute; Execute is safe for concurrent use.
@@ -105,4 +104,15 @@ func (t *Task) Finish(ctx context.Context, env *tasks.Env) error {
 		return nil
 	}
 	return p.eng.Finish(ctx, env)
+}
+
+// Follow implements tasks.Follower: the harvest engine plans what a verdict calls for.
+func (t *Task) Follow(env *tasks.Env, u store.Unit, e tasks.Evidence, v tasks.Verdict) (json.RawMessage, []store.Unit) {
+	t.once.Lock()
+	p := t.p
+	t.once.Unlock()
+	if p == nil {
+		return nil, nil
+	}
+	return p.eng.Follow(env, u, e, v)
 }

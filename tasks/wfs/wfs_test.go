@@ -177,7 +177,7 @@ func TestHarvestComplete(t *testing.T) {
 			if n := testdb.Int64(t, h.dbURL, "SELECT count(*) FROM pg_indexes WHERE tablename = 'parcels' AND indexdef LIKE '%USING gist (geom)%'"); n != 1 {
 				t.Errorf("%d spatial indexes on the new table after the harvest, want 1 (built at the end)", n)
 			}
-			if !strings.Contains(h.logs.String(), "complete: every feature the server matched is stored") && !strings.Contains(keys, "1.0.0") {
+			if !strings.Contains(h.logs.String(), "complete: every feature the server counted is stored") && !strings.Contains(keys, "1.0.0") {
 				t.Errorf("no completeness report in the logs")
 			}
 			// A rerun stores nothing new: every feature is already present.

@@ -2,6 +2,7 @@ package harvest
 
 import (
 	"bytes"
+	"errors"
 	"io"
 	"log/slog"
 	"math"
@@ -12,6 +13,7 @@ import (
 	"github.com/paulmach/orb"
 
 	"github.com/geoflow/geoflow/spatial"
+	"github.com/geoflow/geoflow/store"
 	"github.com/geoflow/geoflow/tasks"
 )
 
@@ -59,5 +61,42 @@ func TestCoordinatesOutsideTheDomainRefused(t *testing.T) {
 		if !strings.Contains(logs.String(), "not finite") || (geographic && !strings.Contains(logs.String(), "outside longitude -180..180")) {
 			t.Errorf("the reasons are not logged:\n%s", logs.String())
 		}
+	}
+}
+
+// TestSplitBudgets: what a task plans is bounded by geoflow's limits, never by the server's
+// count: a count of 10^12 fails the unit naming the key to raise instead of planning a
+// billion pages.
+func TestSplitBudgets(t *testing.T) {
+	env := &tasks.Env{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	area := orb.Bound{Min: orb.Point{11, 48}, Max: orb.Point{12, 49}}
+	tests := []struct {
+		name     string
+		budget   tasks.Budget
+		sp       spec
+		n        int64
+		wantKey  string
+		children int
+	}{
+		{name: "within the budget", n: 5000, children: 9},
+		{name: "units", budget: tasks.Budget{Units: 50}, n: 2_000_000, wantKey: "limits.max_units"},
+		{name: "pages of a tile that cannot be cut", budget: tasks.Budget{Depth: 1, PagesPerTile: 5}, sp: spec{Depth: 1}, n: 1_000_000_000_000,
+			wantKey: "limits.max_pages_per_tile"},
+		{name: "pages within the budget", budget: tasks.Budget{Depth: 1}, sp: spec{Depth: 1}, n: 4500, children: 5},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := New(Config{Caps: Caps{Pages: true, Sorts: true}, PageSize: 1000, Budget: tt.budget})
+			out, err := e.split(env, store.Unit{Key: "q", BBox: &area}, tt.sp, area, tt.n)
+			var over *tasks.BudgetError
+			switch {
+			case tt.wantKey != "" && (!errors.As(err, &over) || over.Key != tt.wantKey):
+				t.Fatalf("err %v; want the budget %s crossed", err, tt.wantKey)
+			case tt.wantKey != "" && !strings.Contains(err.Error(), tt.wantKey):
+				t.Errorf("%q does not name the key", err)
+			case tt.wantKey == "" && (err != nil || len(out.Children) != tt.children):
+				t.Fatalf("err %v, %v children; want %d", err, out, tt.children)
+			}
+		})
 	}
 }

@@ -51,6 +51,9 @@ type Query struct {
 	// Sorted asks for a stable order, where the protocol can ask for one: the pages of a
 	// tile that cannot be split must neither overlap nor leave gaps.
 	Sorted bool
+	// IDs, when set, asks for exactly these features by id (a Lister's batch); Box,
+	// Start and Count are then unused.
+	IDs []string
 }
 
 // Decoder yields the features of one response; Meta is complete once Next returned
@@ -90,35 +93,21 @@ type Config struct {
 	// checked against its box (servers that write latitude first against their own
 	// declaration are caught), and coordinates outside -180..180, -90..90 refused.
 	Geographic bool
-	// SplitBudget bounds the tiles the task may plan by splitting, given the area's count
-	// and the page size. Defaults to DefaultSplitBudget.
-	SplitBudget func(expected, pageSize int64) int64
+	// Budget bounds the units the task plans, the pages of a tile and the depth of its
+	// splitting; zero fields keep tasks' defaults.
+	Budget tasks.Budget
 	// MaxDeleteFraction is a mirror table's safety rail (tasks.FeatureTarget).
 	MaxDeleteFraction float64
 }
 
-// DefaultSplitBudget is the backstop on the tiles one task may plan by splitting: 64 for
-// every page of the area's count, and at least 100,000, far more than real data needs (a
-// harvest plans about one and a half tiles a page). A server whose counts keep tiles
-// looking overfull however small they get would otherwise have the task split without
-// end; past the budget the task pages what is left instead, and says so.
-func DefaultSplitBudget(expected, pageSize int64) int64 {
-	return max(100_000, 64*expected/max(pageSize, 1))
-}
-
 // Defaults of the harvest.
 const (
-	// maxDepth bounds the quadtree: 2^-24 of the root box is far below a parcel.
-	maxDepth = 24
 	// minTileDeg is the smallest tile side worth splitting further.
 	minTileDeg = 1e-7
 	// fill is the share of a page a tile is cut to hold, leaving room for uneven density
 	// so that tiles estimated from their parent's count can be fetched without counting
 	// first.
 	fill = 0.7
-	// inflatedProofs is how many tiles must have proved the server's count high (the rest
-	// asked for, none came) before the task stops asking for the rest of short tiles.
-	inflatedProofs = 3
 )
 
 // Engine harvests one layer for one task. Make one with New once the task has
@@ -138,21 +127,13 @@ type Engine struct {
 	// optimistic counts tiles fetched on an estimated count, overflows those that held
 	// more than a page after all: uneven data makes estimates wrong.
 	optimistic, overflows atomic.Int64
-	// miscounted is how many features the server counted beyond what it returned in
-	// tiles that came back short of a full page; inflated counts the tiles where asking
-	// for the rest proved the count high.
-	miscounted, inflated atomic.Int64
-	warnedCount          atomic.Bool
-	// split counts the tiles planned by splitting, against the split budget.
-	splitTiles  atomic.Int64
-	warnedSplit atomic.Bool
+	// planned counts the units the task planned, against its budget.
+	planned atomic.Int64
 }
 
 // New returns the engine of a task configured with cfg.
 func New(cfg Config) *Engine {
-	if cfg.SplitBudget == nil {
-		cfg.SplitBudget = DefaultSplitBudget
-	}
+	cfg.Budget = cfg.Budget.OrDefault()
 	e := &Engine{cfg: cfg}
 	e.pageSize.Store(max(cfg.PageSize, 1))
 	e.expected.Store(-1)
@@ -180,8 +161,20 @@ type spec struct {
 	// smaller tiles (Count is then what the server matched, 0 when unknown).
 	Split bool `json:"sp,omitempty"`
 	// Probe marks a page asking for the rest of a tile whose response was short of
-	// the server's count without being full: nothing back proves the count high.
+	// the server's count without being full.
 	Probe bool `json:"pr,omitempty"`
+	// Up is the count of the tile this one was cut from, 0 unknown: a box cannot hold
+	// more features than its container, so a larger count of this tile is proven wrong
+	// (Disowned).
+	Up       int64 `json:"u,omitempty"`
+	Disowned bool  `json:"dw,omitempty"`
+	// Print is the fingerprint of the full response of the tile this one was cut from
+	// (or, on a split, of the tile's own): a server ignoring the box answers the same.
+	Print uint64 `json:"f,omitempty"`
+	// IDs make the unit a batch of features asked for by id (a Lister's); Cap is the
+	// length of the flagged listing of the tile this one was cut from.
+	IDs []string `json:"ids,omitempty"`
+	Cap int64    `json:"c,omitempty"`
 }
 
 // Plan returns the task's one root tile over its area (cut to the run's --bbox), counted
@@ -268,7 +261,7 @@ func (e *Engine) plannedCount(ctx context.Context, env *tasks.Env) (int64, error
 }
 
 // checkStored compares the server's count with the distinct features stored in area: an
-// INCOMPLETE error (not a failure of the check) when fewer are.
+// *tasks.IncompleteError (not a failure of the check) when fewer are, unexplained.
 func (e *Engine) checkStored(ctx context.Context, env *tasks.Env, area orb.Bound, want int64) (incomplete, err error) {
 	table := e.cfg.Table
 	got, err := env.Store.CountFeatures(ctx, table, area)
@@ -291,30 +284,32 @@ func (e *Engine) checkStored(ctx context.Context, env *tasks.Env, area orb.Bound
 			"features", merged)
 		got += merged
 	}
-	// What the units recorded, wherever they ran (a distributed run's workers), or what
-	// this process saw if more (units recorded before the count was kept).
-	miscounted, err := env.Store.ShortFeatures(ctx, env.RunID, env.TaskID)
+	// Features the server claimed and an observation proved not to exist (asked for by
+	// id, or a count the server itself contradicted), as the units recorded them,
+	// wherever they ran (a distributed run's workers).
+	proven, err := env.Store.ShortFeatures(ctx, env.RunID, env.TaskID)
 	if err != nil {
 		return nil, err
 	}
-	miscounted = max(miscounted, e.miscounted.Load())
-	if miscounted > 0 {
-		env.Logger.Warn("the server counted more features than it returned in some tiles; its totals are checked against what is stored",
-			"counted_beyond_returned", miscounted, "tiles_proven_high", e.inflated.Load())
+	return Shortfall(env, area, want, got, proven), nil
+}
+
+// Shortfall compares the server's count of area (want) with the distinct features stored
+// there (got): nil when every feature counted is stored, or when the shortfall is no more
+// than the features proven not to exist (logged, with the evidence); otherwise an
+// *tasks.IncompleteError. A server's count is never taken as wrong without such proof.
+func Shortfall(env *tasks.Env, area orb.Bound, want, got, proven int64) error {
+	switch {
+	case got >= want:
+		env.Logger.Info("complete: every feature the server counted is stored", "counted", want, "stored_distinct", got)
+		return nil
+	case want-got <= proven:
+		env.Logger.Warn("complete: the features the server counted beyond those stored were proven not to exist (asked for by id, or counts the server contradicted)",
+			"counted", want, "stored_distinct", got, "proven_absent", proven)
+		return nil
 	}
-	if got < want && miscounted > 0 {
-		// The server's own counts ran high in this harvest: its total is not proof
-		// of anything missing.
-		env.Logger.Warn("the server matched more features than are stored, but its counts ran high in this harvest: not taken as missing",
-			"number_matched", want, "stored_distinct", got, "counted_beyond_returned", miscounted)
-		return nil, nil
-	}
-	if got < want {
-		return fmt.Errorf("INCOMPLETE: the server matched %d features in %s but %d distinct features are stored there (%d missing)",
-			want, FormatBound(area), got, want-got), nil
-	}
-	env.Logger.Info("complete: every feature the server matched is stored", "number_matched", want, "stored_distinct", got)
-	return nil, nil
+	return &tasks.IncompleteError{Where: FormatBound(area), Missing: want - got - proven,
+		Reason: fmt.Sprintf("the server counted %d features in the area, %d distinct are stored and %d were proven not to exist", want, got, proven)}
 }
 
 // FormatBound writes a box as minx,miny,maxx,maxy.

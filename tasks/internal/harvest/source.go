@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"math"
+	"slices"
 	"sync/atomic"
 
 	"github.com/paulmach/orb"
@@ -23,24 +24,70 @@ type featureSource struct {
 	env     *tasks.Env
 	unit    string
 	bbox    orb.Bound
-	check   bool // geographic: compare the first coordinates with the box
+	slack   orb.Bound // bbox with a margin, for outside
+	check   bool      // geographic: compare the first coordinates with the box
 	decided bool
 	swap    bool
 	refused tasks.RejectedError
 	index   int // features read, refused ones included
-	// limit, when above zero, makes the first Next fail with *shortPage as soon as the
-	// response says it matched more features than one page holds: a tile fetched on an
-	// estimate that needs splitting is abandoned before its page is downloaded.
-	limit   int64
-	started bool
-	err     error        // the decoder's final error, if any
-	warned  *atomic.Bool // shared by the task: the swap is logged once
+	// print sums a hash of every id returned: an order-free fingerprint of the response.
+	print uint64
+	// outside counts features wholly outside the box asked for (lon/lat only).
+	outside int64
+	// asked are a batch's ids, true once answered; nil for a box's response.
+	asked  map[string]bool
+	err    error        // the decoder's final error, if any
+	warned *atomic.Bool // shared by the task: the swap is logged once
+}
+
+// Observe implements tasks.Stream: what the response said and held.
+func (s *featureSource) Observe(e *tasks.Evidence) *tasks.RejectedError {
+	m := s.metaFn()
+	e.Returned, e.Matched, e.Next, e.Outside = int64(s.index), m.NumberMatched, m.Next != "", s.outside
+	if s.print != 0 {
+		e.Print = s.print | 1 // never 0, which says "no ids"
+	}
+	if s.asked != nil {
+		e.Answered, e.Unanswered = 0, nil
+		for id, answered := range s.asked {
+			if answered {
+				e.Answered++
+			} else {
+				e.Unanswered = append(e.Unanswered, id)
+			}
+		}
+		slices.Sort(e.Unanswered)
+	}
+	if s.refused.Total == 0 {
+		return nil
+	}
+	rej := s.refused
+	return &rej
+}
+
+// answer marks a batch's id as answered.
+func (s *featureSource) answer(id string) {
+	if _, ok := s.asked[id]; ok {
+		s.asked[id] = true
+	}
+}
+
+// idHash is the FNV-1a hash of a feature id.
+func idHash(id string) uint64 {
+	h := uint64(14695981039346656037)
+	for i := 0; i < len(id); i++ {
+		h ^= uint64(id[i])
+		h *= 1099511628211
+	}
+	return h
 }
 
 // source decodes a response for the sink.
 func (e *Engine) source(env *tasks.Env, unit string, body io.Reader, bbox orb.Bound) *featureSource {
 	d := e.cfg.Protocol.Decode(env, body)
-	return &featureSource{env: env, unit: unit, bbox: bbox, check: e.cfg.Geographic, warned: &e.warnedSwap, next: d.Next, metaFn: d.Meta}
+	// A feature on the box's edge may be written a rounding away from it.
+	slack := bbox.Pad(1e-6 * max(1, bbox.Max[0]-bbox.Min[0], bbox.Max[1]-bbox.Min[1]))
+	return &featureSource{env: env, unit: unit, bbox: bbox, slack: slack, check: e.cfg.Geographic, warned: &e.warnedSwap, next: d.Next, metaFn: d.Meta}
 }
 
 func (s *featureSource) meta() spatial.Meta { return s.metaFn() }
@@ -49,16 +96,16 @@ func (s *featureSource) meta() spatial.Meta { return s.metaFn() }
 func (s *featureSource) Next() (*spatial.Feature, error) {
 	for {
 		f, err := s.next()
-		if !s.started && err == nil && s.limit > 0 {
-			s.started = true
-			if m := s.metaFn().NumberMatched; m > s.limit {
-				s.err = &shortPage{got: 0, matched: m}
-				return nil, s.err
-			}
-		}
 		var fe *spatial.FeatureError
 		if err == nil || errors.As(err, &fe) {
 			s.index++
+		}
+		if err == nil && f.ID != "" {
+			s.print += idHash(f.ID)
+			s.answer(f.ID)
+		} else if fe != nil && fe.ID != "" {
+			s.print += idHash(fe.ID)
+			s.answer(fe.ID)
 		}
 		if fe != nil {
 			s.refused.Add(tasks.Reject{ID: fe.ID, Index: fe.Index, Reason: fe.Err.Error()})
@@ -86,6 +133,9 @@ func (s *featureSource) Next() (*spatial.Feature, error) {
 			}
 			if s.swap {
 				f.Geometry = spatial.SwapXY(f.Geometry)
+			}
+			if !f.Geometry.Bound().Intersects(s.slack) {
+				s.outside++
 			}
 		}
 		if f.Geometry != nil {
