@@ -29,15 +29,19 @@ import (
 )
 
 var (
-	_ tasks.Task     = (*Task)(nil)
-	_ tasks.Finisher = (*Task)(nil)
-	_ tasks.Follower = (*Task)(nil)
-	_ harvest.Lister = (*protocol)(nil)
+	_ tasks.Task         = (*Task)(nil)
+	_ tasks.Finisher     = (*Task)(nil)
+	_ tasks.Follower     = (*Task)(nil)
+	_ harvest.Lister     = (*protocol)(nil)
+	_ harvest.Negotiator = (*Task)(nil)
 )
 
 // Task is a configured arcgis_features task: the harvest engine lists each tile's object
 // ids and fetches them in batches by id; Execute is safe for concurrent use.
 type Task struct {
+	// Task makes Plan, Execute, Follow and Finish the harvest engine's, once negotiated.
+	harvest.Task
+
 	id            string
 	cfg           Config
 	schema, table string
@@ -63,6 +67,7 @@ func newTask(id string, c Config) (*Task, error) {
 		return nil, err
 	}
 	t := &Task{id: id, cfg: c, schema: schema, table: table}
+	t.Task.Source = t
 	if c.TokenEnv != "" {
 		t.token = os.Getenv(c.TokenEnv)
 	}
@@ -207,47 +212,13 @@ func (t *Task) prepare(ctx context.Context, env *tasks.Env) (*prepared, error) {
 	return p, nil
 }
 
-// Plan implements tasks.Task: the engine counts the area and plans its root tile.
-func (t *Task) Plan(ctx context.Context, env *tasks.Env) ([]store.Unit, error) {
+// Negotiate implements harvest.Negotiator.
+func (t *Task) Negotiate(ctx context.Context, env *tasks.Env) (*harvest.Engine, error) {
 	p, err := t.prepare(ctx, env)
 	if err != nil {
 		return nil, err
 	}
-	return p.eng.Plan(ctx, env)
-}
-
-// Execute implements tasks.Task: the engine lists a tile's object ids (cut into smaller
-// tiles where a listing is cut short) and fetches them in batches.
-func (t *Task) Execute(ctx context.Context, env *tasks.Env, u store.Unit) (*tasks.Output, error) {
-	p, err := t.prepare(ctx, env)
-	if err != nil {
-		return nil, err
-	}
-	return p.eng.Execute(ctx, env, u)
-}
-
-// Follow implements tasks.Follower: the engine plans what a verdict calls for (the rest
-// of a batch the server held part of back).
-func (t *Task) Follow(env *tasks.Env, u store.Unit, e tasks.Evidence, v tasks.Verdict) (json.RawMessage, []store.Unit) {
-	if p := t.prepared(); p != nil {
-		return p.eng.Follow(env, u, e, v)
-	}
-	return nil, nil
-}
-
-// Finish implements tasks.Finisher: the engine's indexes, the server's count of the area
-// against the distinct features stored, and a mirror's changes.
-func (t *Task) Finish(ctx context.Context, env *tasks.Env) error {
-	if p := t.prepared(); p != nil {
-		return p.eng.Finish(ctx, env)
-	}
-	return nil
-}
-
-func (t *Task) prepared() *prepared {
-	t.once.Lock()
-	defer t.once.Unlock()
-	return t.p
+	return p.eng, nil
 }
 
 // boxQuery is a query of the features intersecting b, with the task's where.

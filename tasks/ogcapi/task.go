@@ -3,7 +3,6 @@ package ogcapi
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strconv"
@@ -29,6 +28,9 @@ var (
 // collection, the target table) happens once, on the first Plan or Execute; Execute is
 // safe for concurrent use.
 type Task struct {
+	// Task makes Plan, Execute, Follow and Finish the harvest engine's, once negotiated.
+	harvest.Task
+
 	id            string
 	cfg           Config
 	schema, table string
@@ -57,49 +59,18 @@ func newTask(id string, c Config) (*Task, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Task{id: id, cfg: c, schema: schema, table: table}, nil
+	t := &Task{id: id, cfg: c, schema: schema, table: table}
+	t.Task.Source = t
+	return t, nil
 }
 
-// Plan implements tasks.Task: one root tile over the area, counted where the server
-// counts; tiles split as they learn how many features they hold.
-func (t *Task) Plan(ctx context.Context, env *tasks.Env) ([]store.Unit, error) {
+// Negotiate implements harvest.Negotiator.
+func (t *Task) Negotiate(ctx context.Context, env *tasks.Env) (*harvest.Engine, error) {
 	p, err := t.prepare(ctx, env)
 	if err != nil {
 		return nil, err
 	}
-	return p.eng.Plan(ctx, env)
-}
-
-// Execute implements tasks.Task.
-func (t *Task) Execute(ctx context.Context, env *tasks.Env, u store.Unit) (*tasks.Output, error) {
-	p, err := t.prepare(ctx, env)
-	if err != nil {
-		return nil, err
-	}
-	return p.eng.Execute(ctx, env, u)
-}
-
-// Follow implements tasks.Follower: the harvest engine plans what a verdict calls for.
-func (t *Task) Follow(env *tasks.Env, u store.Unit, e tasks.Evidence, v tasks.Verdict) (json.RawMessage, []store.Unit) {
-	t.once.Lock()
-	p := t.p
-	t.once.Unlock()
-	if p == nil {
-		return nil, nil
-	}
-	return p.eng.Follow(env, u, e, v)
-}
-
-// Finish implements tasks.Finisher: the stored distinct count is checked against the
-// server's count for the area.
-func (t *Task) Finish(ctx context.Context, env *tasks.Env) error {
-	t.once.Lock()
-	p := t.p
-	t.once.Unlock()
-	if p == nil {
-		return nil
-	}
-	return p.eng.Finish(ctx, env)
+	return p.eng, nil
 }
 
 // prepare reads the landing page, conformance and collection once, checks that the server

@@ -107,5 +107,7 @@ func (c *Config) New(id string) (tasks.Task, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Task{id: id, cfg: *c, schema: schema, table: table}, nil
+	t := &Task{id: id, cfg: *c, schema: schema, table: table}
+	t.Task.Source = t
+	return t, nil
 }

@@ -11,18 +11,7 @@ import (
 	"github.com/geoflow/geoflow/retry"
 	"github.com/geoflow/geoflow/spatial"
 	"github.com/geoflow/geoflow/store"
-	"github.com/geoflow/geoflow/tasks"
 )
-
-// Execute implements tasks.Task: the harvest engine fetches, splits or pages the unit's
-// tile.
-func (t *Task) Execute(ctx context.Context, env *tasks.Env, u store.Unit) (*tasks.Output, error) {
-	p, err := t.prepare(ctx, env)
-	if err != nil {
-		return nil, err
-	}
-	return p.eng.Execute(ctx, env, u)
-}
 
 // classify marks a decode error of a response's head for the retry handler.
 func classify(err error) error {

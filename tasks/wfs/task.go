@@ -2,7 +2,6 @@ package wfs
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"sync"
@@ -18,9 +17,10 @@ import (
 )
 
 var (
-	_ tasks.Task     = (*Task)(nil)
-	_ tasks.Finisher = (*Task)(nil)
-	_ tasks.Follower = (*Task)(nil)
+	_ tasks.Task         = (*Task)(nil)
+	_ tasks.Finisher     = (*Task)(nil)
+	_ tasks.Follower     = (*Task)(nil)
+	_ harvest.Negotiator = (*Task)(nil)
 )
 
 // defaultPageSize is the features per request when the server advertises no CountDefault.
@@ -29,6 +29,9 @@ const defaultPageSize = 1000
 // Task is a configured wfs task. Its setup (capabilities, schema, target table) happens
 // once, on the first Plan or Execute; Execute is safe for concurrent use.
 type Task struct {
+	// Task makes Plan, Execute, Follow and Finish the harvest engine's, once negotiated.
+	harvest.Task
+
 	id            string
 	cfg           Config
 	schema, table string
@@ -52,16 +55,6 @@ type prepared struct {
 	table     *store.FeatureTable
 	sortBy    string
 	eng       *harvest.Engine
-}
-
-// Plan implements tasks.Task: one root tile over the area; tiles split as they learn
-// how many features they hold.
-func (t *Task) Plan(ctx context.Context, env *tasks.Env) ([]store.Unit, error) {
-	p, err := t.prepare(ctx, env)
-	if err != nil {
-		return nil, err
-	}
-	return p.eng.Plan(ctx, env)
 }
 
 // hits asks the server how many features a box holds.
@@ -93,26 +86,11 @@ func mercatorToLonLat(b orb.Bound) orb.Bound {
 	return orb.Bound{Min: project.Mercator.ToWGS84(b.Min), Max: project.Mercator.ToWGS84(b.Max)}
 }
 
-// Finish implements tasks.Finisher: the engine builds the indexes deferred while a new
-// table was first filled, and compares the server's count for the area with the distinct
-// features stored there.
-func (t *Task) Finish(ctx context.Context, env *tasks.Env) error {
-	t.once.Lock()
-	p := t.p
-	t.once.Unlock()
-	if p == nil {
-		return nil
+// Negotiate implements harvest.Negotiator.
+func (t *Task) Negotiate(ctx context.Context, env *tasks.Env) (*harvest.Engine, error) {
+	p, err := t.prepare(ctx, env)
+	if err != nil {
+		return nil, err
 	}
-	return p.eng.Finish(ctx, env)
-}
-
-// Follow implements tasks.Follower: the harvest engine plans what a verdict calls for.
-func (t *Task) Follow(env *tasks.Env, u store.Unit, e tasks.Evidence, v tasks.Verdict) (json.RawMessage, []store.Unit) {
-	t.once.Lock()
-	p := t.p
-	t.once.Unlock()
-	if p == nil {
-		return nil, nil
-	}
-	return p.eng.Follow(env, u, e, v)
+	return p.eng, nil
 }
