@@ -155,7 +155,8 @@ func polyline(paths [][][]float64) (orb.Geometry, error) {
 // none), nesting
 // decides instead: a ring inside an even number of rings is an exterior, in an odd number
 // a hole. A hole inside no exterior is an exterior. Rings are written as GeoJSON winds
-// them: exteriors counter-clockwise, holes clockwise.
+// them: exteriors counter-clockwise, holes clockwise. A ring that is not closed is an
+// error; an empty one is no ring (the REST API's null shape is "rings": []).
 func polygon(rings [][][]float64) (orb.Geometry, error) {
 	type ring struct {
 		r    orb.Ring
@@ -176,7 +177,9 @@ func polygon(rings [][][]float64) (orb.Geometry, error) {
 			continue
 		}
 		if !r.Closed() {
-			r = append(r, r[0])
+			// Not closed for the server: refused, not closed here, as every reader does
+			// (see spatial.Validate); the ArcGIS REST API writes every ring closed.
+			return nil, fmt.Errorf("ring %d is not closed (first %g,%g last %g,%g)", i, r[0][0], r[0][1], r[len(r)-1][0], r[len(r)-1][1])
 		}
 		if len(r) < 4 {
 			return nil, fmt.Errorf("ring %d has %d points, fewer than a closed ring needs", i, len(r))
