@@ -480,6 +480,11 @@ func (s *source) Next() (*spatial.Feature, error) {
 				}
 			}
 		}
+		if err := spatial.Validate(f.Geometry); err != nil {
+			s.refused.Add(tasks.Reject{ID: f.ID, Index: s.count - 1, Reason: err.Error()})
+			s.env.Logger.Error("feature refused", "unit", s.unit, "feature", f.ID, "err", err)
+			continue
+		}
 		if f.Geometry != nil && !finiteLonLat(f.Geometry) {
 			s.refused.Add(tasks.Reject{ID: f.ID, Index: s.count - 1, Reason: "coordinates outside longitude -180..180, latitude -90..90, or not finite"})
 			s.env.Logger.Error("feature refused", "unit", s.unit, "feature", f.ID, "err", "coordinates outside the lon/lat domain")

@@ -16,8 +16,9 @@ import (
 )
 
 // TestCoordinatesOutsideTheDomainRefused: POINT(1e308 1e308) in EPSG:4326, and
-// coordinates that are not finite in any CRS, were stored; they are refused as
-// features, with the reason, and the others go on.
+// coordinates that are not finite in any CRS, were stored; an unclosed ring failed the
+// whole unit in PostGIS. They are refused as features, with the reason, and the others
+// go on.
 func TestCoordinatesOutsideTheDomainRefused(t *testing.T) {
 	feats := []*spatial.Feature{
 		{ID: "ok", Geometry: orb.Point{11.5, 48.1}},
@@ -25,6 +26,8 @@ func TestCoordinatesOutsideTheDomainRefused(t *testing.T) {
 		{ID: "nan", Geometry: orb.LineString{{11.5, 48.1}, {math.NaN(), 48.1}}},
 		{ID: "edge", Geometry: orb.Point{180.0000001, -90}},
 		{ID: "inf", Geometry: orb.Point{math.Inf(1), 0}},
+		{ID: "unclosed", Geometry: orb.Polygon{{{11.1, 48.1}, {11.2, 48.1}, {11.2, 48.2}, {11.1, 48.2}}}},
+		{ID: "empty", Geometry: orb.MultiPolygon{}},
 	}
 	for _, geographic := range []bool{true, false} {
 		i := 0
@@ -55,6 +58,16 @@ func TestCoordinatesOutsideTheDomainRefused(t *testing.T) {
 		}
 		if strings.Join(got, ",") != want || s.refused.Total != len(feats)-len(strings.Split(want, ",")) {
 			t.Errorf("geographic %v: kept %v, refused %d; want %s", geographic, got, s.refused.Total, want)
+		}
+		reasons := map[string]string{}
+		for _, r := range s.refused.Features {
+			reasons[r.ID] = r.Reason
+		}
+		if want := "invalid geometry: polygon ring 0 is not closed (first 11.1,48.1 last 11.1,48.2)"; reasons["unclosed"] != want {
+			t.Errorf("geographic %v: unclosed refused for %q, want %q", geographic, reasons["unclosed"], want)
+		}
+		if want := "invalid geometry: multipolygon is empty"; reasons["empty"] != want {
+			t.Errorf("geographic %v: empty refused for %q, want %q", geographic, reasons["empty"], want)
 		}
 		if !strings.Contains(logs.String(), "not finite") || (geographic && !strings.Contains(logs.String(), "outside longitude -180..180")) {
 			t.Errorf("the reasons are not logged:\n%s", logs.String())

@@ -3,7 +3,6 @@ package harvest
 import (
 	"errors"
 	"io"
-	"math"
 	"sync/atomic"
 
 	"github.com/paulmach/orb"
@@ -89,9 +88,11 @@ func (s *featureSource) Next() (*spatial.Feature, error) {
 			}
 		}
 		if f.Geometry != nil {
-			if why := outsideDomain(f.Geometry, s.check); why != "" {
-				// POINT(1e308 1e308) in EPSG:4326 is no place on Earth: storing it would
-				// poison the table's extent, its index and every map of it.
+			if why := unstorable(f.Geometry, s.check); why != "" {
+				// An unclosed ring would fail the whole unit's write in PostGIS (and be
+				// stored by a GeoPackage); POINT(1e308 1e308) in EPSG:4326 is no place on
+				// Earth: storing it would poison the table's extent, its index and every
+				// map of it. Either is the server's fault, and one feature's.
 				s.refused.Add(tasks.Reject{ID: f.ID, Index: s.index - 1, Reason: why})
 				s.env.Logger.Error("feature refused", "unit", s.unit, "feature", f.ID, "err", why)
 				continue
@@ -101,66 +102,17 @@ func (s *featureSource) Next() (*spatial.Feature, error) {
 	}
 }
 
-// outsideDomain says why g's coordinates cannot be stored, or "": infinite or not a
-// number in any CRS, and beyond longitude -180..180, latitude -90..90 in a geographic
-// one.
-func outsideDomain(g orb.Geometry, geographic bool) string {
-	if !finite(g) {
-		return "coordinates that are not finite numbers"
+// unstorable says why g cannot be stored, or "": a geometry spatial.Validate refuses
+// (unclosed or short rings, empty or degenerate parts, coordinates that are not finite
+// numbers), or one beyond longitude -180..180, latitude -90..90 in a geographic CRS.
+func unstorable(g orb.Geometry, geographic bool) string {
+	if err := spatial.Validate(g); err != nil {
+		return err.Error()
 	}
 	if b := g.Bound(); geographic && (!lonLatDomain.Contains(b.Min) || !lonLatDomain.Contains(b.Max)) {
 		return "coordinates outside longitude -180..180, latitude -90..90: " + FormatBound(b)
 	}
 	return ""
-}
-
-// finite tells whether every coordinate of g is a finite number (a bound skips NaN).
-func finite(g orb.Geometry) bool {
-	ok := func(ps []orb.Point) bool {
-		for _, p := range ps {
-			if math.IsInf(p[0], 0) || math.IsNaN(p[0]) || math.IsInf(p[1], 0) || math.IsNaN(p[1]) {
-				return false
-			}
-		}
-		return true
-	}
-	switch g := g.(type) {
-	case orb.Point:
-		return ok([]orb.Point{g})
-	case orb.MultiPoint:
-		return ok(g)
-	case orb.LineString:
-		return ok(g)
-	case orb.Ring:
-		return ok(g)
-	case orb.MultiLineString:
-		for _, l := range g {
-			if !ok(l) {
-				return false
-			}
-		}
-	case orb.Polygon:
-		for _, r := range g {
-			if !ok(r) {
-				return false
-			}
-		}
-	case orb.MultiPolygon:
-		for _, p := range g {
-			if !finite(p) {
-				return false
-			}
-		}
-	case orb.Collection:
-		for _, c := range g {
-			if !finite(c) {
-				return false
-			}
-		}
-	case orb.Bound:
-		return ok([]orb.Point{g.Min, g.Max})
-	}
-	return true
 }
 
 // lonLatDomain is where a geographic CRS's coordinates can be, with a margin for the
