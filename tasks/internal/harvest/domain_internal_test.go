@@ -2,6 +2,7 @@ package harvest
 
 import (
 	"bytes"
+	"errors"
 	"io"
 	"log/slog"
 	"math"
@@ -72,5 +73,36 @@ func TestCoordinatesOutsideTheDomainRefused(t *testing.T) {
 		if !strings.Contains(logs.String(), "not finite") || (geographic && !strings.Contains(logs.String(), "outside longitude -180..180")) {
 			t.Errorf("the reasons are not logged:\n%s", logs.String())
 		}
+	}
+}
+
+// TestStoreRefusalsAreReported: a feature the store refuses after the source passed it
+// (store.ValidFeatures) is counted among the unit's refusals, with its index and reason,
+// so the unit is still a rejected dead letter naming it.
+func TestStoreRefusalsAreReported(t *testing.T) {
+	feats := []*spatial.Feature{{ID: "a", Geometry: orb.Point{11.5, 48.1}}, {ID: "b", Geometry: orb.Point{11.6, 48.2}}}
+	i := 0
+	var logs bytes.Buffer
+	s := &featureSource{env: &tasks.Env{Logger: slog.New(slog.NewTextHandler(&logs, nil))}, unit: "u", warned: &atomic.Bool{},
+		next: func() (*spatial.Feature, error) {
+			if i == len(feats) {
+				return nil, io.EOF
+			}
+			i++
+			return feats[i-1], nil
+		}, metaFn: func() spatial.Meta { return spatial.Meta{} }}
+	if _, err := s.Next(); err != nil {
+		t.Fatal(err)
+	}
+	f, err := s.Next()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Refuse(f, errors.New("refused by the store"))
+	if s.refused.Total != 1 || s.refused.Features[0] != (tasks.Reject{ID: "b", Index: 1, Reason: "refused by the store"}) {
+		t.Errorf("refused %+v, want b (#1) with the store's reason", s.refused)
+	}
+	if !strings.Contains(logs.String(), "refused by the store") {
+		t.Errorf("the refusal is not logged:\n%s", logs.String())
 	}
 }

@@ -10,8 +10,11 @@ import (
 	"github.com/geoflow/geoflow/dlq"
 	"github.com/geoflow/geoflow/retry"
 	"github.com/geoflow/geoflow/spatial"
+	"github.com/geoflow/geoflow/store"
 	"github.com/geoflow/geoflow/tasks"
 )
+
+var _ store.Refuser = (*featureSource)(nil)
 
 // featureSource decodes a response for the sink: it fixes the axis order where the
 // server wrote latitude first against its own declaration, and skips features the
@@ -100,6 +103,14 @@ func (s *featureSource) Next() (*spatial.Feature, error) {
 		}
 		return f, nil
 	}
+}
+
+// Refuse implements store.Refuser: a feature the store refused (its own check of the
+// geometry, the same spatial.Validate) is reported like the ones refused here, so that
+// the unit is still a rejected dead letter naming it.
+func (s *featureSource) Refuse(f *spatial.Feature, err error) {
+	s.refused.Add(tasks.Reject{ID: f.ID, Index: s.index - 1, Reason: err.Error()})
+	s.env.Logger.Error("feature refused", "unit", s.unit, "feature", f.ID, "err", err)
 }
 
 // unstorable says why g cannot be stored, or "": a geometry spatial.Validate refuses
