@@ -3,7 +3,6 @@ package spatial
 import (
 	"errors"
 	"fmt"
-	"math"
 	"strconv"
 	"strings"
 
@@ -201,9 +200,8 @@ func distinctAt(ps []orb.Point, n int) string {
 	return strings.Join(s, " and ")
 }
 
-func finitePoint(p orb.Point) bool {
-	return !math.IsNaN(p[0]) && !math.IsInf(p[0], 0) && !math.IsNaN(p[1]) && !math.IsInf(p[1], 0)
-}
+// finitePoint: x-x is 0 for every finite x and NaN for an infinite or NaN one.
+func finitePoint(p orb.Point) bool { return p[0]-p[0] == 0 && p[1]-p[1] == 0 }
 
 func xy(p orb.Point) string {
 	return strconv.FormatFloat(p[0], 'g', -1, 64) + "," + strconv.FormatFloat(p[1], 'g', -1, 64)

@@ -224,3 +224,38 @@ func invalid(g orb.Geometry) string {
 	}
 	return ""
 }
+
+// BenchmarkValidate measures one pass over a polygon of a million vertices: Validate runs
+// in the task's source and again in the store, beside WKB encoding of the same points.
+func BenchmarkValidate(b *testing.B) {
+	ring := make(orb.Ring, 0, 1_000_001)
+	for i := range 1_000_000 {
+		a := 2 * math.Pi * float64(i) / 1_000_000
+		ring = append(ring, orb.Point{11.5 + 0.01*math.Cos(a), 48.1 + 0.01*math.Sin(a)})
+	}
+	ring = append(ring, ring[0])
+	p := orb.Polygon{ring}
+	b.SetBytes(int64(len(ring)) * 16)
+	for b.Loop() {
+		if err := Validate(p); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkWKB is the same polygon's WKB encoding, for comparison.
+func BenchmarkWKB(b *testing.B) {
+	ring := make(orb.Ring, 0, 1_000_001)
+	for i := range 1_000_000 {
+		a := 2 * math.Pi * float64(i) / 1_000_000
+		ring = append(ring, orb.Point{11.5 + 0.01*math.Cos(a), 48.1 + 0.01*math.Sin(a)})
+	}
+	ring = append(ring, ring[0])
+	p := orb.Polygon{ring}
+	b.SetBytes(int64(len(ring)) * 16)
+	for b.Loop() {
+		if _, err := wkb.Marshal(p); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
