@@ -18,7 +18,8 @@ var _ store.Refuser = (*featureSource)(nil)
 
 // featureSource decodes a response for the sink: it fixes the axis order where the
 // server wrote latitude first against its own declaration, and skips features the
-// decoder refuses (curves), logging each one.
+// decoder refuses (curves) and those it cannot store (spatial.Validate, the CRS's
+// domain), logging and recording each one.
 type featureSource struct {
 	next    func() (*spatial.Feature, error)
 	metaFn  func() spatial.Meta
