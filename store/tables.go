@@ -21,6 +21,45 @@ type FeatureSource interface {
 	Next() (*spatial.Feature, error)
 }
 
+// Refuser is a FeatureSource that wants to hear of the features a store refused
+// (ValidFeatures), so that its task reports them as it reports its own refusals.
+type Refuser interface {
+	// Refuse is called once per refused feature, before the next Next, with the reason
+	// (a *spatial.GeometryError).
+	Refuse(f *spatial.Feature, err error)
+}
+
+// ValidFeatures is what every store's WriteFeatures reads instead of its source: the
+// source's features whose geometry spatial.Validate accepts, one at a time. A feature it
+// refuses is skipped, counted in Refused and told to the source when it is a Refuser, so
+// that one bad geometry (an unclosed ring PostGIS would fail the whole write on, and a
+// GeoPackage store) costs that feature, not its page, and both stores refuse exactly the
+// same features. Tasks validate before the store sees a feature; this is the store's own
+// guard, for any path that did not. It is used by one goroutine.
+type ValidFeatures struct {
+	Src FeatureSource
+	// Refused counts the features skipped so far.
+	Refused int64
+}
+
+// Next implements FeatureSource.
+func (v *ValidFeatures) Next() (*spatial.Feature, error) {
+	for {
+		f, err := v.Src.Next()
+		if err != nil {
+			return f, err
+		}
+		if err := spatial.Validate(f.Geometry); err != nil {
+			v.Refused++
+			if r, ok := v.Src.(Refuser); ok {
+				r.Refuse(f, err)
+			}
+			continue
+		}
+		return f, nil
+	}
+}
+
 // ColumnType is the type a feature property is stored as, named as PostgreSQL names it;
 // other stores map each to their nearest type.
 type ColumnType string

@@ -155,7 +155,8 @@ func polyline(paths [][][]float64) (orb.Geometry, error) {
 // none), nesting
 // decides instead: a ring inside an even number of rings is an exterior, in an odd number
 // a hole. A hole inside no exterior is an exterior. Rings are written as GeoJSON winds
-// them: exteriors counter-clockwise, holes clockwise.
+// them: exteriors counter-clockwise, holes clockwise. A ring that is not closed is an
+// error; an empty one is no ring (the REST API's null shape is "rings": []).
 func polygon(rings [][][]float64) (orb.Geometry, error) {
 	type ring struct {
 		r    orb.Ring
@@ -164,7 +165,7 @@ func polygon(rings [][][]float64) (orb.Geometry, error) {
 	}
 	var rs []ring
 	for i, rc := range rings {
-		r := make(orb.Ring, 0, len(rc)+1)
+		r := make(orb.Ring, 0, len(rc))
 		for _, c := range rc {
 			p, err := point(c)
 			if err != nil {
@@ -175,11 +176,13 @@ func polygon(rings [][][]float64) (orb.Geometry, error) {
 		if len(r) == 0 {
 			continue
 		}
-		if !r.Closed() {
-			r = append(r, r[0])
-		}
 		if len(r) < 4 {
 			return nil, fmt.Errorf("ring %d has %d points, fewer than a closed ring needs", i, len(r))
+		}
+		if first, last := r[0], r[len(r)-1]; first != last {
+			// Not closed by the server: refused, not closed here, as every reader does
+			// (see spatial.Validate); the ArcGIS REST API writes every ring closed.
+			return nil, fmt.Errorf("ring %d is not closed (first %g,%g last %g,%g)", i, first[0], first[1], last[0], last[1])
 		}
 		rs = append(rs, ring{r: r, area: planar.Area(r), b: r.Bound()}) // a ring's area is signed
 	}

@@ -70,7 +70,6 @@ func TestGeometry(t *testing.T) {
 			want: "MultiPolygon[2 1]", area: 64 + 4},
 		{name: "a counter-clockwise ring outside every exterior", geometry: `{"rings":[` + square(0, 0, 10, 10, true) + `,` + square(20, 0, 25, 5, false) + `]}`,
 			want: "MultiPolygon[1 1]", area: 125},
-		{name: "unclosed ring", geometry: `{"rings":[[[0,0],[0,1],[1,1],[1,0]]]}`, want: "Polygon[1]", area: 1},
 		{name: "envelope", geometry: `{"xmin":0,"ymin":0,"xmax":2,"ymax":3}`, want: "Polygon[1]", area: 6},
 		{name: "null", geometry: `null`, want: "<nil>"},
 	}
@@ -98,7 +97,8 @@ func TestGeometry(t *testing.T) {
 			}
 		})
 	}
-	for _, bad := range []string{`{"curveRings":[[[0,0],{"c":[[1,1],[0.5,0.5]]}]]}`, `{"rings":[[[0,0],[1]]]}`, `{"paths":[[[0,0]]]}`, `{"x":"a","y":1}`} {
+	for _, bad := range []string{`{"curveRings":[[[0,0],{"c":[[1,1],[0.5,0.5]]}]]}`, `{"rings":[[[0,0],[1]]]}`, `{"paths":[[[0,0]]]}`,
+		`{"rings":[[[0,0],[0,1],[1,1],[1,0]]]}`, `{"rings":[[[0,0],[0,1],[0,0]]]}`, `{"x":"a","y":1}`} {
 		if _, err := esrijson.Geometry([]byte(bad), 0); err == nil {
 			t.Errorf("%s: no error", bad)
 		}

@@ -102,8 +102,17 @@ type featureRow []any
 // WriteFeatures implements store.UnitTx. It reads the whole source first, encoding each
 // feature as its row (GeoPackage geometry, payload hash, typed values), and only then
 // takes the writer: decoding a page costs more than inserting it, and other units write
-// meanwhile. A page is bounded (the task's page size), so memory is too.
+// meanwhile. A page is bounded (the task's page size), so memory is too. A feature whose
+// geometry spatial.Validate refuses is counted as Rejected and left out
+// (store.ValidFeatures), as the PostGIS store does.
 func (u *unitTx) WriteFeatures(ctx context.Context, t *store.FeatureTable, src store.FeatureSource) (store.Counts, error) {
+	valid := &store.ValidFeatures{Src: src}
+	c, err := u.writeFeatures(ctx, t, valid)
+	c.Rejected += valid.Refused
+	return c, err
+}
+
+func (u *unitTx) writeFeatures(ctx context.Context, t *store.FeatureTable, src store.FeatureSource) (store.Counts, error) {
 	name := tableName(t.Schema, t.Name)
 	fetched, srs := ts(time.Now()), srsID(t.SRID)
 	var rows []featureRow

@@ -119,8 +119,17 @@ func stagingName(t *store.FeatureTable) string {
 }
 
 // WriteFeatures implements store.UnitTx: binary COPY into a staging table, then one
-// INSERT ... ON CONFLICT.
+// INSERT ... ON CONFLICT. A feature whose geometry spatial.Validate refuses is counted
+// as Rejected and left out (store.ValidFeatures), as the GeoPackage store does; PostGIS
+// would otherwise fail the whole page on an unclosed ring.
 func (u *unitTx) WriteFeatures(ctx context.Context, t *store.FeatureTable, src store.FeatureSource) (store.Counts, error) {
+	valid := &store.ValidFeatures{Src: src}
+	c, err := u.writeFeatures(ctx, t, valid)
+	c.Rejected += valid.Refused
+	return c, err
+}
+
+func (u *unitTx) writeFeatures(ctx context.Context, t *store.FeatureTable, src store.FeatureSource) (store.Counts, error) {
 	stage := stagingName(t)
 	var cols strings.Builder
 	names := []string{"gf_feature_id", "gf_payload_hash", "gf_wkb"}

@@ -57,6 +57,7 @@ func tests() []test {
 		{"WriteFeaturesUpsertCompositeKey", testWriteUpsertCompositeKey},
 		{"WriteFeaturesBadValue", testWriteBadValue},
 		{"WriteFeaturesSourceError", testWriteSourceError},
+		{"WriteFeaturesInvalidGeometry", testWriteInvalidGeometry},
 		{"CountFeatures", testCountFeatures},
 		{"Mirror", testMirror},
 		{"MirrorArea", testMirrorArea},

@@ -18,8 +18,9 @@ import (
 )
 
 // TestCoordinatesOutsideTheDomainRefused: POINT(1e308 1e308) in EPSG:4326, and
-// coordinates that are not finite in any CRS, were stored; they are refused as
-// features, with the reason, and the others go on.
+// coordinates that are not finite in any CRS, were stored; an unclosed ring failed the
+// whole unit in PostGIS. They are refused as features, with the reason, and the others
+// go on.
 func TestCoordinatesOutsideTheDomainRefused(t *testing.T) {
 	feats := []*spatial.Feature{
 		{ID: "ok", Geometry: orb.Point{11.5, 48.1}},
@@ -27,6 +28,8 @@ func TestCoordinatesOutsideTheDomainRefused(t *testing.T) {
 		{ID: "nan", Geometry: orb.LineString{{11.5, 48.1}, {math.NaN(), 48.1}}},
 		{ID: "edge", Geometry: orb.Point{180.0000001, -90}},
 		{ID: "inf", Geometry: orb.Point{math.Inf(1), 0}},
+		{ID: "unclosed", Geometry: orb.Polygon{{{11.1, 48.1}, {11.2, 48.1}, {11.2, 48.2}, {11.1, 48.2}}}},
+		{ID: "empty", Geometry: orb.MultiPolygon{}},
 	}
 	for _, geographic := range []bool{true, false} {
 		i := 0
@@ -57,6 +60,16 @@ func TestCoordinatesOutsideTheDomainRefused(t *testing.T) {
 		}
 		if strings.Join(got, ",") != want || s.refused.Total != len(feats)-len(strings.Split(want, ",")) {
 			t.Errorf("geographic %v: kept %v, refused %d; want %s", geographic, got, s.refused.Total, want)
+		}
+		reasons := map[string]string{}
+		for _, r := range s.refused.Features {
+			reasons[r.ID] = r.Reason
+		}
+		if want := "invalid geometry: polygon ring 0 is not closed (first 11.1,48.1 last 11.1,48.2)"; reasons["unclosed"] != want {
+			t.Errorf("geographic %v: unclosed refused for %q, want %q", geographic, reasons["unclosed"], want)
+		}
+		if want := "invalid geometry: multipolygon is empty"; reasons["empty"] != want {
+			t.Errorf("geographic %v: empty refused for %q, want %q", geographic, reasons["empty"], want)
 		}
 		if !strings.Contains(logs.String(), "not finite") || (geographic && !strings.Contains(logs.String(), "outside longitude -180..180")) {
 			t.Errorf("the reasons are not logged:\n%s", logs.String())
@@ -98,5 +111,36 @@ func TestSplitBudgets(t *testing.T) {
 				t.Fatalf("err %v, %v children; want %d", err, out, tt.children)
 			}
 		})
+	}
+}
+
+// TestStoreRefusalsAreReported: a feature the store refuses after the source passed it
+// (store.ValidFeatures) is counted among the unit's refusals, with its index and reason,
+// so the unit is still a rejected dead letter naming it.
+func TestStoreRefusalsAreReported(t *testing.T) {
+	feats := []*spatial.Feature{{ID: "a", Geometry: orb.Point{11.5, 48.1}}, {ID: "b", Geometry: orb.Point{11.6, 48.2}}}
+	i := 0
+	var logs bytes.Buffer
+	s := &featureSource{env: &tasks.Env{Logger: slog.New(slog.NewTextHandler(&logs, nil))}, unit: "u", warned: &atomic.Bool{},
+		next: func() (*spatial.Feature, error) {
+			if i == len(feats) {
+				return nil, io.EOF
+			}
+			i++
+			return feats[i-1], nil
+		}, metaFn: func() spatial.Meta { return spatial.Meta{} }}
+	if _, err := s.Next(); err != nil {
+		t.Fatal(err)
+	}
+	f, err := s.Next()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Refuse(f, errors.New("refused by the store"))
+	if s.refused.Total != 1 || s.refused.Features[0] != (tasks.Reject{ID: "b", Index: 1, Reason: "refused by the store"}) {
+		t.Errorf("refused %+v, want b (#1) with the store's reason", s.refused)
+	}
+	if !strings.Contains(logs.String(), "refused by the store") {
+		t.Errorf("the refusal is not logged:\n%s", logs.String())
 	}
 }

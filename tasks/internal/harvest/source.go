@@ -3,7 +3,6 @@ package harvest
 import (
 	"errors"
 	"io"
-	"math"
 	"slices"
 	"sync/atomic"
 
@@ -12,12 +11,16 @@ import (
 	"github.com/geoflow/geoflow/dlq"
 	"github.com/geoflow/geoflow/retry"
 	"github.com/geoflow/geoflow/spatial"
+	"github.com/geoflow/geoflow/store"
 	"github.com/geoflow/geoflow/tasks"
 )
 
+var _ store.Refuser = (*featureSource)(nil)
+
 // featureSource decodes a response for the sink: it fixes the axis order where the
 // server wrote latitude first against its own declaration, and skips features the
-// decoder refuses (curves), logging each one.
+// decoder refuses (curves) and those it cannot store (spatial.Validate, the CRS's
+// domain), logging and recording each one.
 type featureSource struct {
 	next    func() (*spatial.Feature, error)
 	metaFn  func() spatial.Meta
@@ -139,9 +142,11 @@ func (s *featureSource) Next() (*spatial.Feature, error) {
 			}
 		}
 		if f.Geometry != nil {
-			if why := outsideDomain(f.Geometry, s.check); why != "" {
-				// POINT(1e308 1e308) in EPSG:4326 is no place on Earth: storing it would
-				// poison the table's extent, its index and every map of it.
+			if why := unstorable(f.Geometry, s.check); why != "" {
+				// An unclosed ring would fail the whole unit's write in PostGIS (and be
+				// stored by a GeoPackage); POINT(1e308 1e308) in EPSG:4326 is no place on
+				// Earth: storing it would poison the table's extent, its index and every
+				// map of it. Either is the server's fault, and one feature's.
 				s.refused.Add(tasks.Reject{ID: f.ID, Index: s.index - 1, Reason: why})
 				s.env.Logger.Error("feature refused", "unit", s.unit, "feature", f.ID, "err", why)
 				continue
@@ -151,66 +156,25 @@ func (s *featureSource) Next() (*spatial.Feature, error) {
 	}
 }
 
-// outsideDomain says why g's coordinates cannot be stored, or "": infinite or not a
-// number in any CRS, and beyond longitude -180..180, latitude -90..90 in a geographic
-// one.
-func outsideDomain(g orb.Geometry, geographic bool) string {
-	if !finite(g) {
-		return "coordinates that are not finite numbers"
+// Refuse implements store.Refuser: a feature the store refused (its own check of the
+// geometry, the same spatial.Validate) is reported like the ones refused here, so that
+// the unit is still a rejected dead letter naming it.
+func (s *featureSource) Refuse(f *spatial.Feature, err error) {
+	s.refused.Add(tasks.Reject{ID: f.ID, Index: s.index - 1, Reason: err.Error()})
+	s.env.Logger.Error("feature refused", "unit", s.unit, "feature", f.ID, "err", err)
+}
+
+// unstorable says why g cannot be stored, or "": a geometry spatial.Validate refuses
+// (unclosed or short rings, empty or degenerate parts, coordinates that are not finite
+// numbers), or one beyond longitude -180..180, latitude -90..90 in a geographic CRS.
+func unstorable(g orb.Geometry, geographic bool) string {
+	if err := spatial.Validate(g); err != nil {
+		return err.Error()
 	}
 	if b := g.Bound(); geographic && (!lonLatDomain.Contains(b.Min) || !lonLatDomain.Contains(b.Max)) {
 		return "coordinates outside longitude -180..180, latitude -90..90: " + FormatBound(b)
 	}
 	return ""
-}
-
-// finite tells whether every coordinate of g is a finite number (a bound skips NaN).
-func finite(g orb.Geometry) bool {
-	ok := func(ps []orb.Point) bool {
-		for _, p := range ps {
-			if math.IsInf(p[0], 0) || math.IsNaN(p[0]) || math.IsInf(p[1], 0) || math.IsNaN(p[1]) {
-				return false
-			}
-		}
-		return true
-	}
-	switch g := g.(type) {
-	case orb.Point:
-		return ok([]orb.Point{g})
-	case orb.MultiPoint:
-		return ok(g)
-	case orb.LineString:
-		return ok(g)
-	case orb.Ring:
-		return ok(g)
-	case orb.MultiLineString:
-		for _, l := range g {
-			if !ok(l) {
-				return false
-			}
-		}
-	case orb.Polygon:
-		for _, r := range g {
-			if !ok(r) {
-				return false
-			}
-		}
-	case orb.MultiPolygon:
-		for _, p := range g {
-			if !finite(p) {
-				return false
-			}
-		}
-	case orb.Collection:
-		for _, c := range g {
-			if !finite(c) {
-				return false
-			}
-		}
-	case orb.Bound:
-		return ok([]orb.Point{g.Min, g.Max})
-	}
-	return true
 }
 
 // lonLatDomain is where a geographic CRS's coordinates can be, with a margin for the
