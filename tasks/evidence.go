@@ -96,6 +96,9 @@ type Evidence struct {
 	// cap the server showed.
 	Exceeded  bool
 	ParentCap int64
+	// Sampled is how many of a listing's ids were asked for by id to check it, and
+	// SampleAnswered how many of them the server answered.
+	Sampled, SampleAnswered int64
 }
 
 // AskKind is what a response was asked for.
@@ -212,6 +215,11 @@ func decideList(e Evidence) Verdict {
 	case e.ParentPrint != 0 && e.Print == e.ParentPrint:
 		return Verdict{Kind: Incomplete, Missing: -1,
 			Reason: "the tile's id listing is the very listing of the tile it was cut from: the server ignores the box, so smaller tiles cannot find the rest"}
+	case e.Sampled > 0 && 2*e.SampleAnswered < e.Sampled:
+		// Most of the ids it names do not exist when asked for by id: the listing is
+		// no evidence of what smaller tiles would hold.
+		return Verdict{Kind: Incomplete, Missing: -1,
+			Reason: fmt.Sprintf("the listing names more than %d ids, but asked for %d of them by id the server answered %d", e.Size, e.Sampled, e.SampleAnswered)}
 	case !over && e.ParentCap > 0 && e.Returned < e.ParentCap:
 		// The server showed it cuts listings at ParentCap ids: one flagged with fewer
 		// was not cut.

@@ -37,6 +37,13 @@ func (e *Engine) list(ctx context.Context, env *tasks.Env, l Lister, u store.Uni
 	ids = slices.Compact(slices.Sorted(slices.Values(ids)))
 	ev := tasks.Evidence{Unit: u.Key, Kind: tasks.AskList, Size: limit, Returned: int64(len(ids)),
 		Exceeded: exceeded, ParentCap: sp.Cap, ParentPrint: sp.Print, Print: printOf(ids)}
+	if ev.Returned > limit {
+		// Before cutting the tile for a listing this long, check a sample of it by id: a
+		// listing of ids that do not exist would have smaller tiles list them again.
+		if ev.Sampled, ev.SampleAnswered, err = e.sample(ctx, env, u.Key, bbox, ids); err != nil {
+			return nil, err
+		}
+	}
 	v := tasks.Decide(ev)
 	if v.Reason != "" {
 		env.Logger.Debug("id listing judged", "unit", u.Key, "verdict", v.Kind, "why", v.Reason)
@@ -134,6 +141,46 @@ func (e *Engine) fetchIDs(ctx context.Context, env *tasks.Env, u store.Unit, sp 
 		Response: &tasks.Response{Body: body, Decoding: decoding{e: e, env: env, unit: u.Key, bbox: bbox, asked: sp.IDs},
 			Evidence: tasks.Evidence{Unit: u.Key, Kind: tasks.AskBatch, Size: int64(len(sp.IDs))}},
 	}, nil
+}
+
+// listingSample is how many ids of an overlong listing are asked for by id to check it.
+const listingSample = 100
+
+// sample asks for listingSample ids spread over a listing by id and counts those the
+// server answers; the features are not kept.
+func (e *Engine) sample(ctx context.Context, env *tasks.Env, unit string, bbox orb.Bound, ids []string) (asked, answered int64, err error) {
+	n := min(int64(len(ids)), listingSample, e.pageSize.Load())
+	some := make([]string, 0, n)
+	for i := range n {
+		some = append(some, ids[i*int64(len(ids))/n])
+	}
+	err = env.HTTP.Do(ctx, e.cfg.Protocol.Request(env, unit+"/sample", Query{Box: bbox, IDs: some}), func(resp *http.Response) error {
+		answered = 0
+		if err := e.cfg.Protocol.CheckResponse(resp); err != nil {
+			return err
+		}
+		s := e.source(env, unit, resp.Body, bbox)
+		s.asked = make(map[string]bool, len(some))
+		for _, id := range some {
+			s.asked[id] = false
+		}
+		for {
+			_, err := s.Next()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				return e.cfg.Protocol.Classify(err)
+			}
+		}
+		for _, ok := range s.asked {
+			if ok {
+				answered++
+			}
+		}
+		return nil
+	})
+	return int64(len(some)), answered, err
 }
 
 // printOf is an order-free fingerprint of ids; 0 for none.
