@@ -265,10 +265,10 @@ func Parse(file string, src []byte, opts Options) (*Flow, error) {
 		d.errorf(d.keys["max_parallel_tasks"], "max_parallel_tasks must not be negative")
 	}
 	if doc.StoreWait != nil {
-		if *doc.StoreWait <= 0 {
-			d.errorf(d.keys["store_wait"], "store_wait: %s must be above zero (default %s)", *doc.StoreWait, DefaultStoreWait)
+		if *doc.StoreWait == 0 {
+			d.errorf(d.keys["store_wait"], "store_wait: 0s must be above zero (default %s)", DefaultStoreWait)
 		}
-		f.StoreWait = max(*doc.StoreWait, 0)
+		f.StoreWait = max(*doc.StoreWait, 0) // a negative one is refused by the decoder
 	}
 	d.checkRetry(doc.Defaults.Retry, "defaults.retry")
 	d.checkRateLimit(doc.Defaults.RateLimit, "defaults.rate_limit")

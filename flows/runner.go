@@ -235,7 +235,10 @@ func Run(ctx context.Context, f *Flow, opts RunOptions) (*Result, error) {
 		return err
 	}); err != nil {
 		if res.StoreDown != nil {
-			err = fmt.Errorf("%w; %w", res.StoreDown, err)
+			// Nothing can be recorded in a store that is down: the run lists as crashed
+			// (running, held by no process) until a resume takes it over.
+			return nil, fmt.Errorf("run %d stopped: %w; its end could not be recorded either (it lists as crashed until resumed): %w",
+				run.ID, res.StoreDown, err)
 		}
 		return nil, fmt.Errorf("run %d: %w (the run stays resumable: geoflow run --resume)", run.ID, err)
 	}

@@ -174,12 +174,13 @@ func (r *runner) probeRound(ctx context.Context, log *slog.Logger, round *probeR
 	d := o.next
 	o.next = min(2*o.next, storeProbeMax)
 	deadline := o.since.Add(r.storeWait())
+	probe := o.probes + 1
 	o.mu.Unlock()
 	wait := d/2 + rand.N(d/2+1)
 	if left := time.Until(deadline); wait > left {
 		wait = max(left, 0)
 	}
-	log.Debug("probing the store", "probe_in", wait.Round(time.Millisecond), "class", f.Class)
+	log.Debug("probing the store", "probe", probe, "probe_in", wait.Round(time.Millisecond), "class", f.Class)
 	t := time.NewTimer(wait)
 	select {
 	case <-ctx.Done():
