@@ -163,6 +163,7 @@ func Run(ctx context.Context, f *Flow, opts RunOptions) (*Result, error) {
 	r.replan = res.FlowUsed == "current"
 	// Hard-stop context for in-flight work: cancelled grace after ctx, never before.
 	work, cancelWork := context.WithCancel(context.WithoutCancel(ctx))
+	r.halt = work.Done()
 	defer cancelWork()
 	stopTimer := context.AfterFunc(ctx, func() {
 		log.Warn("stopping: no new units; in-flight units may finish", "grace", grace)

@@ -57,7 +57,7 @@ type outage struct {
 	next    time.Duration // the backoff before the next probe
 	last    *store.Fault  // the latest fault, for the log and the run's error
 	round   *probeRound   // the probe going on, which later waiters join
-	gone    error         // set once the outage outlasted the store wait; then final
+	gone    error         // set once the outage outlasted the store wait; final in a run
 	stopped bool          // the run has been told to stop
 }
 
@@ -83,6 +83,27 @@ func (r *runner) storeGone() error {
 	return r.outage.gone
 }
 
+// leftForResume tells a unit that ends with err while its store is down and the run is
+// stopping (the store wait spent, or a signal) from a unit that failed: the store's fault
+// is not the unit's, and a dead letter could not be recorded anyway. The unit is left as
+// it is recorded, and a resume runs it again.
+func (r *runner) leftForResume(work context.Context, err error) bool {
+	if _, sink := store.AsFault(err); !sink {
+		return false
+	}
+	return r.storeGone() != nil || work.Err() != nil
+}
+
+// halted tells whether the run's in-flight work has been cut.
+func (r *runner) halted() bool {
+	select {
+	case <-r.halt:
+		return true
+	default:
+		return false
+	}
+}
+
 // storeAnswered ends an outage: a write went through, so the store is back. It is cheap
 // when there is no outage (every unit calls it when it commits).
 func (r *runner) storeAnswered(log *slog.Logger) {
@@ -92,12 +113,12 @@ func (r *runner) storeAnswered(log *slog.Logger) {
 	o := &r.outage
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if !o.down || o.gone != nil {
-		return
+	if !o.down || (o.gone != nil && r.stopRun != nil) {
+		return // a run that gave up on its store is stopping; a worker's goes on
 	}
 	log.Info("the store answers again: a write went through", "down_for", time.Since(o.since).Round(time.Millisecond),
 		"faults", o.faults, "probes", o.probes)
-	o.down, o.faults, o.probes, o.last = false, 0, 0, nil
+	o.down, o.faults, o.probes, o.last, o.gone = false, 0, 0, nil, nil
 	r.storeDown.Store(false)
 }
 
@@ -110,7 +131,9 @@ func (r *runner) storeAnswered(log *slog.Logger) {
 // write, after the same backoff. Every other waiter of the moment takes that probe's
 // answer.
 //
-// It reports false once ctx is done, or when the outage has lasted the run's store wait:
+// It reports false once ctx is done or the run's in-flight work is cut (a stop's grace
+// spent: bookkeeping then makes one attempt, as shutdown has a deadline), or when the
+// outage has lasted the run's store wait:
 // the run then stops (see storeGone), and every waiter gets false. deadline is the unit's
 // own (zero for none): once it has passed, a unit whose fault began a new outage, after
 // the store had taken other writes since that deadline, stops waiting, because the store
@@ -120,6 +143,9 @@ func (r *runner) waitStore(ctx context.Context, env *tasks.Env, f *store.Fault, 
 	log := r.log
 	if env != nil {
 		log = env.Logger
+	}
+	if r.halted() {
+		return false // the run's grace is spent: one attempt, no wait
 	}
 	o := &r.outage
 	o.mu.Lock()
@@ -157,6 +183,8 @@ func (r *runner) waitStore(ctx context.Context, env *tasks.Env, f *store.Fault, 
 		case <-round.done:
 		case <-ctx.Done():
 			return false
+		case <-r.halt:
+			return false
 		}
 		if round.ok {
 			return ctx.Err() == nil
@@ -185,6 +213,8 @@ func (r *runner) probeRound(ctx context.Context, log *slog.Logger, round *probeR
 	select {
 	case <-ctx.Done():
 		t.Stop()
+	case <-r.halt:
+		t.Stop()
 	case <-t.C:
 		round.ok = r.probe(ctx, f) == nil
 	}
@@ -192,7 +222,7 @@ func (r *runner) probeRound(ctx context.Context, log *slog.Logger, round *probeR
 	o.probes++
 	o.round = nil
 	var stop bool
-	if !round.ok && ctx.Err() == nil && !time.Now().Before(deadline) {
+	if !round.ok && ctx.Err() == nil && !r.halted() && !time.Now().Before(deadline) {
 		o.gone = fmt.Errorf("%w: down for %s (%d faults, %d probes), last: %v", ErrStoreDown,
 			time.Since(o.since).Round(time.Second), o.faults, o.probes, o.last)
 		stop, o.stopped = !o.stopped, true

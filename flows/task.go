@@ -51,6 +51,10 @@ type runner struct {
 	// stopRun, when set, stops the run (no new units, as on a signal) with a cause: the
 	// store stayed down past its store wait. Nil for runners of no run of their own.
 	stopRun func(cause error)
+	// halt is closed when the run's in-flight work is cut (its grace spent after a stop):
+	// from then on nothing waits for the store, bookkeeping included; nil for runners of
+	// no run of their own.
+	halt <-chan struct{}
 	// queue is set for a distributed run: its units are the pool's jobs, which the
 	// runner follows instead of executing them.
 	queue store.Queue

@@ -99,8 +99,8 @@ func (r *runner) unit(work context.Context, task tasks.Task, env *tasks.Env, u s
 			}
 			continue
 		}
-		if r.storeGone() != nil {
-			return nil, store.Interrupted // the run stops: a resume runs the unit again
+		if r.leftForResume(work, err) {
+			return nil, store.Interrupted
 		}
 		prog.failed()
 		return nil, r.deadLetter(final, env, u, err)
