@@ -51,7 +51,8 @@ echo "binary: $bin ($("$bin" version 2>/dev/null | head -1)); tmpfs of $size; $f
 start=$(date +%s.%N)
 "$bin" --database "$gpkg" run "$out/diskfull.yaml" --progress off --log-format text --log-level debug "${extra[@]}" >"$out/run.log" 2>&1 & run_pid=$!
 ended=""
-for _ in $(seq 1 $(( window * 10 ))); do kill -0 $run_pid 2>/dev/null || { ended=yes; break; }; sleep 0.1; done
+until_s=$(( $(date +%s) + window ))
+while [ "$(date +%s)" -lt "$until_s" ]; do kill -0 $run_pid 2>/dev/null || { ended=yes; break; }; sleep 0.1; done
 # What it logged in the window, at info level and up (debug lines are the probes' waits).
 grep -v 'level=DEBUG' "$out/run.log" >"$out/window.log" || true
 lines=$(wc -l <"$out/window.log")
@@ -60,7 +61,8 @@ about=$(grep -Eci 'store|writing the unit again' "$out/window.log" || true)
 stop=""
 if [ -z "$ended" ]; then
   kill -TERM $run_pid
-  for _ in $(seq 1 600); do kill -0 $run_pid 2>/dev/null || break; sleep 0.1; done
+  until_s=$(( $(date +%s) + 60 ))
+  while [ "$(date +%s)" -lt "$until_s" ]; do kill -0 $run_pid 2>/dev/null || break; sleep 0.1; done
   if kill -0 $run_pid 2>/dev/null; then kill -KILL $run_pid; stop="; still going after ${window}s: SIGTERM, and SIGKILL 60s later"
   else stop="; still going after ${window}s: SIGTERM"; fi
 fi
