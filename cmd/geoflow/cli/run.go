@@ -127,17 +127,20 @@ func runFlow(ctx context.Context, g *globals, path string, rf runFlags) error {
 		Distributed:     rf.distributed,
 	})
 	stopDisplay()
-	if errors.Is(err, flows.ErrStoreDown) {
+	var se *SignalError
+	switch {
+	case errors.Is(err, flows.ErrStoreDown):
 		return &exitError{code: ExitStoreDown, err: fmt.Errorf("%w; continue it with: geoflow run %s --resume", err, path)}
-	}
-	if err != nil {
+	case err != nil && errors.As(context.Cause(ctx), &se):
+		// Stopped by a signal while its store was down: its end could not be recorded.
+		return &exitError{code: se.ExitCode(), err: fmt.Errorf("interrupted by %s: %w; continue it with: geoflow run %s --resume", se.Name(), err, path)}
+	case err != nil:
 		return err
 	}
 	printSummary(g, f, res, handler.Hosts())
 	if res.StoreDown != nil {
 		return &exitError{code: ExitStoreDown, err: fmt.Errorf("run %d recorded as interrupted: %w; continue it with: geoflow run %s --resume", res.RunID, res.StoreDown, path)}
 	}
-	var se *SignalError
 	if errors.As(context.Cause(ctx), &se) {
 		return &exitError{code: se.ExitCode(), err: fmt.Errorf("interrupted by %s: run %d recorded as interrupted; continue it with: geoflow run %s --resume", se.Name(), res.RunID, path)}
 	}

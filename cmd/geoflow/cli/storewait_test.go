@@ -1,18 +1,22 @@
 package cli_test
 
 import (
+	"context"
 	"errors"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -286,4 +290,83 @@ func (p *tcpProxy) forward(c net.Conn) {
 	delete(p.conns, c)
 	delete(p.conns, s)
 	p.mu.Unlock()
+}
+
+// TestStoreWaitSignal: SIGTERM while PostgreSQL is away and the store wait (the default,
+// 10m) is far from spent. The run stops within its grace, exits 143 saying how to resume
+// (its end cannot be recorded in a database that is down), and a resume once the database
+// is back stores every feature once.
+func TestStoreWaitSignal(t *testing.T) {
+	bin := buildGeoflow(t)
+	direct := testdb.URL(t)
+	u, err := url.Parse(direct)
+	if err != nil {
+		t.Fatal(err)
+	}
+	px := newTCPProxy(t, u.Host)
+	u.Host = px.addr()
+	db := u.String()
+	const features = 3000
+	fx := wfsserver.New(wfsserver.Options{Features: features, CountDefault: 200, ImplementsSorting: true})
+	var pages atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.EqualFold(r.URL.Query().Get("REQUEST"), "GetFeature") && r.URL.Query().Get("RESULTTYPE") == "" {
+			if pages.Add(1) == 4 {
+				px.setDown(true)
+			}
+		}
+		fx.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	path := writeFlow(t, `name: dbsignal
+tasks:
+  parcels:
+    type: wfs
+    url: `+srv.URL+`/wfs
+    typename: gf:parcels
+    target: {table: parcels}
+`)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "run", path, "--progress", "off", "--grace", "2s")
+	cmd.Env = append(os.Environ(), "GEOFLOW_DATABASE_URL="+db)
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(time.Minute); !px.isDown(); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the database never went away\n%s", out.String())
+		}
+	}
+	time.Sleep(time.Second) // the run is waiting for its store
+	sent := time.Now()
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	err = cmd.Wait()
+	took := time.Since(sent)
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 143 || !strings.Contains(out.String(), "geoflow run "+path+" --resume") {
+		t.Fatalf("SIGTERM while the database is away: %v, want exit 143 with how to resume\n%s", err, out.String())
+	}
+	if took > 15*time.Second {
+		t.Errorf("the run took %s to stop after SIGTERM with --grace 2s\n%s", took, out.String())
+	}
+	t.Logf("stopped %s after SIGTERM", took.Round(time.Millisecond))
+	if n := strings.Count(out.String(), `msg="the store failed`); n != 1 {
+		t.Errorf("the outage logged %d times, want once\n%s", n, out.String())
+	}
+
+	px.setDown(false)
+	code, o, errs := geoflow(t, map[string]string{"GEOFLOW_DATABASE_URL": db}, "run", path, "--resume", "--progress", "off", "--log-level", "warn")
+	if code != 0 {
+		t.Fatalf("resume with the database back: exit %d\n%s%s", code, o, errs)
+	}
+	rows := testdb.Count(t, direct, "SELECT count(*) FROM parcels")
+	distinct := testdb.Count(t, direct, "SELECT count(DISTINCT gf_feature_id) FROM parcels")
+	if rows != features || distinct != features {
+		t.Errorf("after the resume: %d rows, %d distinct features, want %d of each", rows, distinct, features)
+	}
 }
