@@ -48,6 +48,11 @@ bench-recovery: build
 bench-pgrestart: build
 	bash bench/pgrestart.sh $(BIN)
 
+## bench-diskfull: the disk under a GeoPackage fills up mid-harvest (a 3 MB tmpfs; needs root): what the run logs, how it ends, then --resume
+.PHONY: bench-diskfull
+bench-diskfull: build
+	bash bench/diskfull.sh $(BIN)
+
 ## bench-gpkg: the GeoPackage store end to end (ogrinfo, GDAL's validator, ogr2ogr into PostGIS, rerun, --bbox, --resume) and against PostGIS
 bench-gpkg: build
 	$(POSTGIS) run --env GEOFLOW_DATABASE_URL -- bash bench/gpkg.sh $(BIN)

@@ -43,7 +43,10 @@ type Flow struct {
 	// Distributed runs the flow's units on the pool of geoflow worker processes
 	// (distributed: true), as geoflow run --distributed does.
 	Distributed bool
-	Tasks       []*Task // in file order
+	// StoreWait is how long a run waits for its store to come back after a fault before
+	// it stops, interrupted (store_wait); zero for the default, DefaultStoreWait.
+	StoreWait time.Duration
+	Tasks     []*Task // in file order
 	// Source is the flow's text as written (${VAR} references unexpanded, so no secret
 	// from the environment is recorded with a run); runs record it and its Hash, and
 	// resume and replay parse it again rather than the file.
@@ -118,16 +121,17 @@ func (e *ValidationError) Error() string {
 // The YAML shapes of a flow. Pointers tell "not set" from zero so that a task inherits
 // only what it does not set itself.
 type flowDoc struct {
-	Name             string   `yaml:"name"`
-	Schedule         string   `yaml:"schedule"`
-	Timezone         string   `yaml:"timezone"`
-	Overlap          string   `yaml:"overlap" enum:"skip,queue,allow"`
-	Catchup          string   `yaml:"catchup" enum:"none,last,all"`
-	MaxParallelTasks int      `yaml:"max_parallel_tasks"`
-	Distributed      bool     `yaml:"distributed"`
-	Defaults         defaults `yaml:"defaults"`
-	Tasks            deferred `yaml:"tasks"` // decoded by decodeTasks, which knows each task's type
-	Description      string   `yaml:"description"`
+	Name             string         `yaml:"name"`
+	Schedule         string         `yaml:"schedule"`
+	Timezone         string         `yaml:"timezone"`
+	Overlap          string         `yaml:"overlap" enum:"skip,queue,allow"`
+	Catchup          string         `yaml:"catchup" enum:"none,last,all"`
+	MaxParallelTasks int            `yaml:"max_parallel_tasks"`
+	Distributed      bool           `yaml:"distributed"`
+	StoreWait        *time.Duration `yaml:"store_wait"`
+	Defaults         defaults       `yaml:"defaults"`
+	Tasks            deferred       `yaml:"tasks"` // decoded by decodeTasks, which knows each task's type
+	Description      string         `yaml:"description"`
 }
 
 type defaults struct {
@@ -259,6 +263,12 @@ func Parse(file string, src []byte, opts Options) (*Flow, error) {
 	}
 	if doc.MaxParallelTasks < 0 {
 		d.errorf(d.keys["max_parallel_tasks"], "max_parallel_tasks must not be negative")
+	}
+	if doc.StoreWait != nil {
+		if *doc.StoreWait == 0 {
+			d.errorf(d.keys["store_wait"], "store_wait: 0s must be above zero (default %s)", DefaultStoreWait)
+		}
+		f.StoreWait = max(*doc.StoreWait, 0) // a negative one is refused by the decoder
 	}
 	d.checkRetry(doc.Defaults.Retry, "defaults.retry")
 	d.checkRateLimit(doc.Defaults.RateLimit, "defaults.rate_limit")

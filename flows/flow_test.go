@@ -226,3 +226,34 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// TestStoreWaitKey: store_wait takes a duration above zero; unset, the flow leaves it to
+// the run (DefaultStoreWait unless --store-wait says otherwise).
+func TestStoreWaitKey(t *testing.T) {
+	tests := []struct {
+		name, line string
+		want       time.Duration
+		err        string
+	}{
+		{name: "unset", want: 0},
+		{name: "minutes", line: "store_wait: 30m\n", want: 30 * time.Minute},
+		{name: "seconds", line: "store_wait: 45s\n", want: 45 * time.Second},
+		{name: "zero", line: "store_wait: 0s\n", err: "store_wait: 0s must be above zero (default 10m0s)"},
+		{name: "negative", line: "store_wait: -1m\n", err: "store_wait: duration -1m must not be negative"},
+		{name: "not a duration", line: "store_wait: soon\n", err: "store_wait"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f, err := Parse("w.yaml", []byte("name: w\n"+tt.line+"tasks:\n  a: {type: fake}\n"), Options{Registry: testRegistry(nil)})
+			if tt.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.err) {
+					t.Fatalf("error = %v, want one with %q", err, tt.err)
+				}
+				return
+			}
+			if err != nil || f.StoreWait != tt.want {
+				t.Fatalf("StoreWait = %v (err %v), want %v", f, err, tt.want)
+			}
+		})
+	}
+}

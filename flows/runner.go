@@ -45,9 +45,10 @@ type RunOptions struct {
 	// Grace is how long in-flight units may take to commit or roll back once ctx is
 	// cancelled. Defaults to 30s.
 	Grace time.Duration
-	// StoreWait is how long the runner waits for the store to come back after a fault
-	// (a restart, a lost connection) before it gives up on what it was recording.
-	// Defaults to 5m; a unit waits at most its retry policy's max_elapsed.
+	// StoreWait is how long the run waits for its store to come back after a fault (a
+	// restart, a lost connection, a full disk), probing it with a backoff that grows to
+	// 30s, before it stops: interrupted, resumable, with Result.StoreDown set. Zero
+	// means the flow's store_wait, else DefaultStoreWait (10m).
 	StoreWait time.Duration
 	// Progress, when set, is updated as units finish (for a live display).
 	Progress *Progress
@@ -79,6 +80,10 @@ type Result struct {
 	FlowChanges []string
 	FlowUsed    string // "recorded" or "current"; "" when the file had not changed
 	Elapsed     time.Duration
+	// StoreDown is set (wrapping ErrStoreDown and the store's last fault) when the run
+	// stopped because its store stayed unavailable past the store wait; Status is then
+	// store.Interrupted.
+	StoreDown error
 }
 
 // DeadLetters returns the number of units that failed for good.
@@ -142,7 +147,15 @@ func Run(ctx context.Context, f *Flow, opts RunOptions) (*Result, error) {
 	if run.Resumed && run.Distributed != distributed {
 		log.Warn("resuming the run as it started: its units run on "+map[bool]string{true: "the pool's workers", false: "this process"}[run.Distributed], "run", run.ID)
 	}
+	if opts.StoreWait <= 0 {
+		opts.StoreWait = cmp.Or(f.StoreWait, DefaultStoreWait)
+	}
+	// A store that stays down past the store wait stops the run as a signal does: no
+	// new units, the units in flight end, and the run is recorded as interrupted.
+	ctx, stopRun := context.WithCancelCause(ctx)
+	defer stopRun(nil)
 	r := newRunner(f, opts, log, run.ID)
+	r.stopRun = stopRun
 	if run.Distributed {
 		r.queue = queue
 	}
@@ -150,6 +163,7 @@ func Run(ctx context.Context, f *Flow, opts RunOptions) (*Result, error) {
 	r.replan = res.FlowUsed == "current"
 	// Hard-stop context for in-flight work: cancelled grace after ctx, never before.
 	work, cancelWork := context.WithCancel(context.WithoutCancel(ctx))
+	r.halt = work.Done()
 	defer cancelWork()
 	stopTimer := context.AfterFunc(ctx, func() {
 		log.Warn("stopping: no new units; in-flight units may finish", "grace", grace)
@@ -212,11 +226,21 @@ func Run(ctx context.Context, f *Flow, opts RunOptions) (*Result, error) {
 	if ctx.Err() != nil {
 		status = store.Interrupted
 	}
+	res.StoreDown = r.storeGone()
+	if res.StoreDown != nil {
+		errMsg = res.StoreDown.Error()
+	}
 	var sum store.RunSummary
 	if err := r.persist(final, "recording the run's end", func(ctx context.Context) error {
 		sum, err = opts.Store.FinishRun(ctx, run.ID, status, errMsg)
 		return err
 	}); err != nil {
+		if res.StoreDown != nil {
+			// Nothing can be recorded in a store that is down: the run lists as crashed
+			// (running, held by no process) until a resume takes it over.
+			return nil, fmt.Errorf("run %d stopped: %w; its end could not be recorded either (it lists as crashed until resumed): %w",
+				run.ID, res.StoreDown, err)
+		}
 		return nil, fmt.Errorf("run %d: %w (the run stays resumable: geoflow run --resume)", run.ID, err)
 	}
 	res.Status, res.Summary, res.TaskStates, res.FailedTasks, res.Elapsed = status, sum, r.state, r.fails, time.Since(start)

@@ -43,8 +43,18 @@ type runner struct {
 	// unrecorded counts units whose outcome the store could not take, even after waiting:
 	// they are left for a resume.
 	unrecorded atomic.Int64
-	// storeDown is set while the store is known to be unreachable, to log an outage once.
+	// storeDown is set while the store is known to be unreachable (outage.down), read
+	// without a lock by every unit that commits.
 	storeDown atomic.Bool
+	// outage is the store's outage, shared by every unit and bookkeeping write.
+	outage outage
+	// stopRun, when set, stops the run (no new units, as on a signal) with a cause: the
+	// store stayed down past its store wait. Nil for runners of no run of their own.
+	stopRun func(cause error)
+	// halt is closed when the run's in-flight work is cut (its grace spent after a stop):
+	// from then on nothing waits for the store, bookkeeping included; nil for runners of
+	// no run of their own.
+	halt <-chan struct{}
 	// queue is set for a distributed run: its units are the pool's jobs, which the
 	// runner follows instead of executing them.
 	queue store.Queue

@@ -71,6 +71,7 @@ func (r *runner) unit(work context.Context, task tasks.Task, env *tasks.Env, u s
 			out, u.Spec = nil, w.redo
 			continue
 		case err == nil:
+			r.storeAnswered(env.Logger)
 			removeFiles(env, out.Remove)
 			for _, f := range out.Failed {
 				prog.addTotal(1)
@@ -101,9 +102,12 @@ func (r *runner) unit(work context.Context, task tasks.Task, env *tasks.Env, u s
 		}
 		if f, sink := store.AsFault(err); sink && f.Temporary() && r.waitStore(work, env, f, deadline) {
 			if out != nil { // fetched already: written again from what the task holds
-				env.Logger.Info("writing the unit again after a store fault", "unit", u.Key, "class", f.Class)
+				env.Logger.Debug("writing the unit again after a store fault", "unit", u.Key, "class", f.Class)
 			}
 			continue
+		}
+		if r.leftForResume(work, err) {
+			return nil, store.Interrupted, nil
 		}
 		prog.failed()
 		return nil, r.deadLetter(final, env, u, err), err
@@ -261,49 +265,22 @@ func (r *runner) entry(env *tasks.Env, u store.Unit, err error) dlq.Entry {
 }
 
 // persist runs fn, and runs it again while it fails with a temporary store fault and the
-// store comes back within opts.StoreWait: bookkeeping waits out a database restart
-// instead of losing what the run did.
+// store comes back within the run's store wait (see waitStore): bookkeeping waits out a
+// database restart instead of losing what the run did. Once the store wait is spent, fn
+// is tried once and not waited for.
 func (r *runner) persist(ctx context.Context, what string, fn func(ctx context.Context) error) error {
-	deadline := time.Now().Add(cmp.Or(r.opts.StoreWait, 5*time.Minute))
 	for {
 		err := fn(ctx)
+		if err == nil {
+			r.storeAnswered(r.log)
+			return nil
+		}
 		f, sink := store.AsFault(err)
-		if err == nil || !sink || !f.Temporary() {
+		if !sink || !f.Temporary() {
 			return err
 		}
-		if !r.waitStore(ctx, nil, f, deadline) {
+		if !r.waitStore(ctx, nil, f, time.Time{}) {
 			return fmt.Errorf("%s: %w", what, err)
-		}
-	}
-}
-
-// waitStore waits for the store to answer again after fault f, pinging it with a
-// backoff from 250ms to 5s, until deadline. It reports whether the store is back.
-func (r *runner) waitStore(ctx context.Context, env *tasks.Env, f *store.Fault, deadline time.Time) bool {
-	log := r.log
-	if env != nil {
-		log = env.Logger
-	}
-	if r.storeDown.CompareAndSwap(false, true) {
-		log.Warn("the store failed; units wait for it to come back (the source hosts are not charged)",
-			"class", f.Class, "err", f.Error())
-	}
-	for delay := 250 * time.Millisecond; ; delay = min(2*delay, 5*time.Second) {
-		if time.Now().Add(delay).After(deadline) {
-			return false
-		}
-		t := time.NewTimer(delay)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return false
-		case <-t.C:
-		}
-		if f.Class != dlq.ClassDatabase || r.opts.Store.Ping(ctx) == nil {
-			if r.storeDown.CompareAndSwap(true, false) {
-				log.Info("the store answers again")
-			}
-			return true
 		}
 	}
 }

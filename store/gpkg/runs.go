@@ -42,6 +42,7 @@ func (s *Store) StartRun(ctx context.Context, st store.RunStart) (*store.Run, er
 		return nil, err
 	}
 	run.Release = func() { releaseRun(); releaseFlow() }
+	s.reserve() // room to record the run's end on a disk that fills up (see FinishRun)
 	return run, nil
 }
 
@@ -332,6 +333,16 @@ func (s *Store) EndUnit(ctx context.Context, ref store.UnitRef, state store.Stat
 // one statement flushes the WAL, with every unit committed before it), so a run that
 // reported done stays done through an OS crash.
 func (s *Store) FinishRun(ctx context.Context, runID int64, status store.State, errMsg string) (store.RunSummary, error) {
+	sum, err := s.finishRun(ctx, runID, status, errMsg)
+	if diskFull(err) && s.release() {
+		// The disk filled up: the reserve StartRun kept makes room for this commit, so
+		// that the run reads as it ended (interrupted, resumable), not crashed.
+		sum, err = s.finishRun(ctx, runID, status, errMsg)
+	}
+	return sum, err
+}
+
+func (s *Store) finishRun(ctx context.Context, runID int64, status store.State, errMsg string) (store.RunSummary, error) {
 	var sum store.RunSummary
 	what := fmt.Sprintf("finishing run %d", runID)
 	conn, err := s.w.Conn(ctx)

@@ -315,6 +315,9 @@ func translate(what string, err error) error {
 	if errors.As(err, &se) {
 		f.Code = fmt.Sprint(se.Code())
 		f.Temp = temporary(se.Code())
+		if se.Code()&0xff == 13 { // SQLITE_FULL: the file's disk, not the database
+			f.Class = dlq.ClassDisk
+		}
 	}
 	return f
 }

@@ -77,8 +77,8 @@ target: {table: fault_parcels}
 			}
 		}
 	}
-	if !strings.Contains(h.logs.String(), "units wait for it to come back") {
-		t.Errorf("the outage was not logged\n%s", tail(h.logs.String()))
+	if logs := h.logs.String(); strings.Count(logs, "units wait for it with a growing backoff") != 1 || !strings.Contains(logs, "the store answers again") {
+		t.Errorf("the outage was not logged once, with its end\n%s", tail(logs))
 	}
 	t.Logf("%d connections terminated; run %s, %d units", killed.Load(), res.Status, res.Summary.UnitsTotal)
 }

@@ -26,6 +26,7 @@ const (
 	ExitOK          = 0
 	ExitError       = 1 // bad input, cannot run
 	ExitDeadLetters = 2 // finished, but some units ended in the dead-letter queue
+	ExitStoreDown   = 4 // interrupted: the store stayed unavailable past store_wait (resumable)
 )
 
 // Version is set at build time with -ldflags "-X github.com/geoflow/geoflow/cmd/geoflow/cli.Version=...".

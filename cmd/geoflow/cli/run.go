@@ -33,6 +33,7 @@ type runFlags struct {
 	progress        string
 	cpuProfile      string
 	distributed     bool
+	storeWait       time.Duration
 }
 
 func newRunCmd(g *globals) *cobra.Command {
@@ -42,7 +43,8 @@ func newRunCmd(g *globals) *cobra.Command {
 		Short: "Run a flow once, end to end",
 		Long: "Run a flow: migrations first, then its tasks in dependency order.\n\n" +
 			"Exit codes: 0 success; 1 error; 2 finished, but some units ended in the dead-letter queue;\n" +
-			"130/143 interrupted by SIGINT/SIGTERM (resume with --resume).",
+			"4 interrupted: the store (the database, the GeoPackage's disk) stayed unavailable for --store-wait\n" +
+			"(resume with --resume once it is back); 130/143 interrupted by SIGINT/SIGTERM (resume with --resume).",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runFlow(cmd.Context(), g, args[0], rf)
@@ -59,6 +61,7 @@ func newRunCmd(g *globals) *cobra.Command {
 	f.DurationVar(&rf.grace, "grace", 30*time.Second, "on SIGINT/SIGTERM, how long in-flight units may take to finish")
 	f.BoolVar(&rf.allowMassDelete, "allow-mass-delete", false, "let mirror tasks delete more than their target.max_delete_fraction (default 10%) of a table; with --resume, applies the deletions a run's safety rail stopped")
 	f.BoolVar(&rf.distributed, "distributed", false, "hand the run's units to the pool of geoflow worker processes on the same PostgreSQL database (this process plans, follows and finishes the run)")
+	f.DurationVar(&rf.storeWait, "store-wait", 0, "how long to wait for the store to come back after a fault (a database down, a full disk) before the run stops, interrupted and resumable, with exit code 4 (default: the flow's store_wait, else 10m)")
 	f.StringVar(&rf.progress, "progress", "auto", "progress display: auto (live on a terminal), live, log or off")
 	f.StringVar(&rf.cpuProfile, "cpuprofile", "", "write a CPU profile to this file (for benchmarks)")
 	_ = f.MarkHidden("cpuprofile")
@@ -80,6 +83,9 @@ func runFlow(ctx context.Context, g *globals, path string, rf runFlags) error {
 			return err
 		}
 		defer pprof.StopCPUProfile()
+	}
+	if rf.storeWait < 0 {
+		return fmt.Errorf("--store-wait %s: want a duration above zero, such as 10m", rf.storeWait)
 	}
 	f, err := g.loadFlow(path, registry())
 	if err != nil {
@@ -113,6 +119,7 @@ func runFlow(ctx context.Context, g *globals, path string, rf runFlags) error {
 		Resume:    rf.resume != "",
 		ResumeRun: resumeRun,
 		Grace:     rf.grace,
+		StoreWait: rf.storeWait,
 		Progress:  progress,
 
 		UseCurrentFlow:  rf.useCurrentFlow,
@@ -120,11 +127,20 @@ func runFlow(ctx context.Context, g *globals, path string, rf runFlags) error {
 		Distributed:     rf.distributed,
 	})
 	stopDisplay()
-	if err != nil {
+	var se *SignalError
+	switch {
+	case errors.Is(err, flows.ErrStoreDown):
+		return &exitError{code: ExitStoreDown, err: fmt.Errorf("%w; continue it with: geoflow run %s --resume", err, path)}
+	case err != nil && errors.As(context.Cause(ctx), &se):
+		// Stopped by a signal while its store was down: its end could not be recorded.
+		return &exitError{code: se.ExitCode(), err: fmt.Errorf("interrupted by %s: %w; continue it with: geoflow run %s --resume", se.Name(), err, path)}
+	case err != nil:
 		return err
 	}
 	printSummary(g, f, res, handler.Hosts())
-	var se *SignalError
+	if res.StoreDown != nil {
+		return &exitError{code: ExitStoreDown, err: fmt.Errorf("run %d recorded as interrupted: %w; continue it with: geoflow run %s --resume", res.RunID, res.StoreDown, path)}
+	}
 	if errors.As(context.Cause(ctx), &se) {
 		return &exitError{code: se.ExitCode(), err: fmt.Errorf("interrupted by %s: run %d recorded as interrupted; continue it with: geoflow run %s --resume", se.Name(), res.RunID, path)}
 	}
