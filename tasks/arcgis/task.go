@@ -547,7 +547,7 @@ func (t *Task) Finish(ctx context.Context, env *tasks.Env) error {
 		}
 	}
 	if err := tasks.FinishChanges(ctx, env, tasks.Harvest{Table: p.table, Area: area, Expected: want,
-		MaxDeleteFraction: t.cfg.Target.DeleteFraction()}); err != nil {
+		MaxDeleteFraction: t.cfg.Target.DeleteFraction(), Lookup: t.lookup(p), DeleteAfter: t.cfg.Target.AbsentRuns()}); err != nil {
 		return err
 	}
 	return incomplete

@@ -95,6 +95,11 @@ type Config struct {
 	SplitBudget func(expected, pageSize int64) int64
 	// MaxDeleteFraction is a mirror table's safety rail (tasks.FeatureTarget).
 	MaxDeleteFraction float64
+	// Lookup asks the server for features by id before a mirror deletes a row it did not
+	// see (tasks.Harvest.Lookup); nil when the source cannot be asked. DeleteAfter is the
+	// target's tasks.FeatureTarget.AbsentRuns.
+	Lookup      tasks.IDLookup
+	DeleteAfter int
 }
 
 // DefaultSplitBudget is the backstop on the tiles one task may plan by splitting: 64 for
@@ -244,7 +249,7 @@ func (e *Engine) Finish(ctx context.Context, env *tasks.Env) error {
 		}
 	}
 	if err := tasks.FinishChanges(ctx, env, tasks.Harvest{Table: table, Area: area, Expected: want,
-		MaxDeleteFraction: e.cfg.MaxDeleteFraction}); err != nil {
+		MaxDeleteFraction: e.cfg.MaxDeleteFraction, Lookup: e.cfg.Lookup, DeleteAfter: e.cfg.DeleteAfter}); err != nil {
 		return err
 	}
 	return incomplete
