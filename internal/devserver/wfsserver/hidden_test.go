@@ -35,6 +35,11 @@ func TestHiddenListing(t *testing.T) {
 	}
 	hits := parsePage(t, get(t, ts, kvp("SERVICE", "WFS", "VERSION", "2.0.0", "REQUEST", "GetFeature", "TYPENAMES", "gf:parcels",
 		"RESULTTYPE", "hits", "BBOX", "-180,-90,180,90,urn:ogc:def:crs:EPSG::4326")))
+	inBox := parsePage(t, get(t, ts, kvp("SERVICE", "WFS", "VERSION", "2.0.0", "REQUEST", "GetFeature", "TYPENAMES", "gf:parcels",
+		"OUTPUTFORMAT", "application/json", "COUNT", "1000", "BBOX", "-90,-180,90,180,urn:ogc:def:crs:EPSG::4326")))
+	if len(inBox.ids) != 376 {
+		t.Errorf("listing by BBOX: %d features, want 376 (the hidden ones left out)", len(inBox.ids))
+	}
 	if hits.numberMatched != "376" {
 		t.Errorf("hits over the world = %s, want 376 (lowered to match)", hits.numberMatched)
 	}

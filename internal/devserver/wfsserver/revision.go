@@ -94,6 +94,9 @@ type revision struct {
 	// listed is the revision listings see: the Hidden parcels deleted too; nil when
 	// nothing is hidden (listings see this revision).
 	listed *revision
+	// hideLo and hideHi are the slots a listing leaves out besides the deleted ones
+	// ([Deleted+Edited, Deleted+Edited+Hidden) in the listing revision, empty otherwise).
+	hideLo, hideHi int
 	// Parcel i has slot (i-off)*inv mod base, and slot j is parcel j*mul+off mod base:
 	// slots [0, Deleted) are deleted, [Deleted, Deleted+Edited) edited.
 	mul, inv, off uint64
@@ -146,6 +149,7 @@ func newRevision(rev int, c Changes, empty bool, n int, seed uint64) (*revision,
 				l.deleted = append(l.deleted, v.parcel(j))
 			}
 			sort.Ints(l.deleted)
+			l.hideLo, l.hideHi = c.Deleted+c.Edited, c.Deleted+c.Edited+c.Hidden
 			v.listed = &l
 		}
 	}
@@ -210,7 +214,11 @@ func (v *revision) present(i int) bool {
 	if i >= v.limit {
 		return false
 	}
-	return v.rev == 0 || i >= v.base || v.slot(i) >= v.c.Deleted
+	if v.rev == 0 || i >= v.base {
+		return true
+	}
+	j := v.slot(i)
+	return j >= v.c.Deleted && (j < v.hideLo || j >= v.hideHi)
 }
 
 // edit is parcel i's edit at this revision.
