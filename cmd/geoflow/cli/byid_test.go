@@ -14,7 +14,9 @@ import (
 // really deleted upstream are closed in the same run; a --bbox rerun closes nothing more.
 func TestMirrorHiddenListing(t *testing.T) {
 	for _, kind := range []string{"wfs", "ogcapi_features", "arcgis_features"} {
-		t.Run(kind, func(t *testing.T) { eachStore(t, func(t *testing.T, db string) { testMirrorHiddenListing(t, db, kind) }) })
+		t.Run(kind, func(t *testing.T) {
+			eachStore(t, func(t *testing.T, db string) { testMirrorHiddenListing(t, db, kind) })
+		})
 	}
 }
 
