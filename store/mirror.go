@@ -15,37 +15,50 @@ const (
 	ChangeDeleted  = "deleted"
 )
 
-// Deletion asks DeleteUnseen to delete, from a mirror table, the features a run's task
-// did not see in its area.
-type Deletion struct {
-	RunID      int64
-	Flow, Task string
+// UnseenQuery asks UnseenFeatures for the current rows of a mirror table that a run's
+// task did not see in its area.
+type UnseenQuery struct {
+	RunID int64
+	Task  string
 	// Area is the lon/lat area the run harvested (the task's area, cut to its --bbox):
-	// only features whose geometry intersects it are candidates (the server's BBOX
-	// filter would have returned them), and the safety rail weighs them against the
-	// current features there. A feature stored without a geometry is never deleted.
+	// only rows whose geometry intersects it are candidates (the server's BBOX filter
+	// would have returned them). A row stored without a geometry is never one.
 	Area orb.Bound
-	// Partial says a --bbox cut the task's area: then only features wholly inside it
-	// are candidates, since one reaching beyond it may have moved out of it upstream.
+	// Partial says a --bbox cut the task's area: then only rows wholly inside it are
+	// candidates, since one reaching beyond it may have moved out of it upstream.
 	Partial bool
-	// MaxFraction is the safety rail: when the candidates are more than this share of
-	// the table's current features, nothing is deleted (Stopped) unless AllowMass.
-	MaxFraction float64
-	AllowMass   bool
 }
 
-// DeletionResult is what DeleteUnseen did.
-type DeletionResult struct {
-	// Deleted is how many features were deleted (with history, whose versions were
-	// closed); Candidates how many were absent from the run; Current how many current
-	// features the area held before (those whose box overlaps it: the rail's base).
-	Deleted, Candidates, Current int64
-	// Stopped says the safety rail held: Candidates exceeded MaxFraction of Current
-	// and nothing was deleted.
-	Stopped bool
-	// SupersededBy is a later run of the same flow and task: deleting on this run's
-	// evidence could remove what that run stored, so nothing was deleted.
-	SupersededBy int64
+// UnseenFeature is a current row of a mirror table that a run did not see.
+type UnseenFeature struct {
+	Key       string // gf_key
+	FeatureID string // gf_feature_id, "" when the row has none
+}
+
+// Unseen is what UnseenFeatures found: facts, not a decision.
+type Unseen struct {
+	// Features are the candidates, by key: current rows in the area, written by the run
+	// or before (a row a later run wrote is that run's business), that no unit of the
+	// run saw.
+	Features []UnseenFeature
+	// Current is how many current rows the area held (those whose box overlaps it),
+	// candidates included: the base a safety rail weighs deletions against.
+	Current int64
+}
+
+// DeleteKeys asks DeleteFeatures to delete rows of a mirror table by key.
+type DeleteKeys struct {
+	RunID int64
+	Task  string
+	Keys  []string
+}
+
+// Absence asks NoteAbsent to count the complete runs a mirror's rows were absent from.
+type Absence struct {
+	Flow, Task string
+	RunID      int64
+	// Keys are the rows the run did not see and could not have confirmed gone.
+	Keys []string
 }
 
 // MassDeleteError is a mirror run's deletion stopped by the safety rail.
@@ -62,18 +75,35 @@ func (e *MassDeleteError) Error() string {
 		e.Candidates, e.Current, e.Table, 100*float64(e.Candidates)/float64(max(e.Current, 1)), e.MaxFraction, e.RunID)
 }
 
-// Mirrors is what mirror mode needs of the store, besides writing units.
+// Mirrors is what mirror mode needs of the store, besides writing units. They are
+// primitives: what to delete, and when, is decided above the store (tasks.FinishChanges).
 type Mirrors interface {
 	// SeenFeatures counts the distinct features (keys) the units of a run's task wrote
 	// into the mirror table t, over every attempt and session of the run.
 	SeenFeatures(ctx context.Context, t *FeatureTable, runID int64, task string) (int64, error)
-	// DeleteUnseen deletes (with history, closes) in one transaction the current rows
-	// of t that d's run did not see, recording each in the change log and the count on
-	// the run's task, unless the safety rail holds or a later run supersedes d's run.
-	// Only rows written by d's run or earlier are candidates. The keys earlier runs of
-	// the flow's task saw are dropped (this run supersedes them), the run's own too when
-	// a later run superseded it.
-	DeleteUnseen(ctx context.Context, t *FeatureTable, d Deletion) (DeletionResult, error)
+	// UnseenFeatures lists the current rows of t in q's area that q's run did not see
+	// (Unseen), and how many current rows the area holds. It changes nothing. A store
+	// that cannot bring the area into t's CRS fails wrapping ErrNoTransform, unless the
+	// query is not Partial: then every row is taken as inside the task's area.
+	UnseenFeatures(ctx context.Context, t *FeatureTable, q UnseenQuery) (Unseen, error)
+	// DeleteFeatures deletes (with history, closes) in one transaction the current rows
+	// of t with d's keys that d's run or an earlier one wrote, recording each in the
+	// change log (with what it held) and the count on the run's task, and forgets their
+	// absence counts (NoteAbsent). It returns how many rows it deleted.
+	DeleteFeatures(ctx context.Context, t *FeatureTable, d DeleteKeys) (int64, error)
+	// WriteConfirmed writes features the run's task found by asking the server for them
+	// by id (rows it did not see in the listing) into t as the unit ref of their own,
+	// recorded done in the same transaction: a changed row is updated (with history, a
+	// version opened), an unchanged one costs nothing, and their keys count as seen.
+	WriteConfirmed(ctx context.Context, ref UnitRef, t *FeatureTable, src FeatureSource) (Counts, error)
+	// NoteAbsent ends the absence streak of every row of t that a's run saw, then adds
+	// a's run to the streak of each of a.Keys (once per run, however often it is
+	// called) and returns, by key, how many complete runs each has been absent from.
+	NoteAbsent(ctx context.Context, t *FeatureTable, a Absence) (map[string]int, error)
+	// LaterRun is the latest run of the flow's task after runID that ran (its state
+	// past pending); 0 when none did. Deleting on an earlier run's evidence could
+	// remove what that run stored.
+	LaterRun(ctx context.Context, flow, task string, runID int64) (int64, error)
 	// ForgetSeen drops the seen keys of the flow's task recorded by runs before run
 	// (their deletions can no longer apply).
 	ForgetSeen(ctx context.Context, flow, task string, before int64) error

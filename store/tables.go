@@ -91,7 +91,7 @@ const (
 	ModeAppend Mode = "append" // key on the payload hash: a feature already stored is skipped
 	ModeUpsert Mode = "upsert" // key on Key: a changed feature is updated in place
 	// ModeMirror keys rows on the feature (its id, or Key): a changed feature replaces
-	// its row, and a feature absent from a complete harvest is deleted (DeleteUnseen).
+	// its row, and a feature absent from a complete harvest is deleted (tasks.FinishChanges decides, with the Mirrors primitives).
 	ModeMirror Mode = "mirror"
 )
 

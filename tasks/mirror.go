@@ -1,14 +1,40 @@
 package tasks
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"strings"
 
 	"github.com/paulmach/orb"
 
+	"github.com/geoflow/geoflow/spatial"
 	"github.com/geoflow/geoflow/store"
 )
+
+// IDLookup asks a source for features by id: the only evidence that a feature the
+// listing left out is gone (a listing filtered by an access rule or a view can drop
+// features its server still serves). Implementations are per source (tasks/wfs,
+// tasks/ogcapi, tasks/arcgis) and safe for concurrent use.
+type IDLookup interface {
+	// LookupIDs asks the server, in one request, for the features with these ids (at
+	// most BatchSize of them) and returns those it still serves, as the harvest would
+	// have stored them. An id the server answers absent for (empty, 404) is left out; an
+	// error means the ids' fate is unknown.
+	LookupIDs(ctx context.Context, env *Env, ids []string) ([]*spatial.Feature, error)
+	// BatchSize is how many ids one request may ask for; at least 1.
+	BatchSize() int
+}
+
+// DefaultLookupRequests bounds the requests one finish spends asking the server for the
+// features its listing left out; ids beyond it are treated as a source that cannot be
+// asked treats them (FeatureTarget.DeleteAfter).
+const DefaultLookupRequests = 200
+
+// confirmedUnit is the key of the unit a finish writes the features it found by id as.
+const confirmedUnit = "confirmed-by-id"
 
 // Harvest is what a feature task's finish knows of the harvest it just ended, as
 // FinishChanges needs it to decide about deletions.
@@ -20,15 +46,29 @@ type Harvest struct {
 	Expected int64
 	// MaxDeleteFraction is the target's safety rail (FeatureTarget.DeleteFraction).
 	MaxDeleteFraction float64
+	// Lookup asks the server for features by id before a mirror deletes them; nil when
+	// the source cannot be asked (then DeleteAfter applies to every row).
+	Lookup IDLookup
+	// DeleteAfter is how many consecutive complete runs a row must be absent from before
+	// it is deleted, where the server could not be asked about it
+	// (FeatureTarget.AbsentRuns). Zero means DefaultDeleteAfter.
+	DeleteAfter int
+	// LookupRequests bounds the requests Lookup may make. Zero means
+	// DefaultLookupRequests.
+	LookupRequests int
 }
 
 // FinishChanges ends the changes a feature task made to a keyed table (mirror mode, or
 // history); other tables are left alone. In mirror mode, features absent from the run are
-// deleted only on evidence that the harvest was complete: every unit of the task done
-// (env.UnitsLeft is 0), the server's count known, and as many distinct features seen as
-// it counted. Otherwise nothing is deleted and the task's record says why; a replay that
-// completes the task calls this again and applies them then. A deletion larger than the
-// safety rail allows fails with *store.MassDeleteError, having deleted nothing.
+// deleted only on evidence: every unit of the task done (env.UnitsLeft is 0), the server's
+// count known, as many distinct features seen as it counted, and for each row the run
+// did not see, the server's own word that it is gone (h.Lookup answered nothing for its
+// id) or, where it could not be asked, its absence from h.DeleteAfter consecutive
+// complete runs. A row the server still serves by id is kept (and stored if it changed),
+// and the inconsistency of its listing is reported on the task. Otherwise nothing is
+// deleted and the task's record says why; a replay that completes the task calls this
+// again and applies them then. A deletion larger than the safety rail allows fails with
+// *store.MassDeleteError, having deleted nothing.
 func FinishChanges(ctx context.Context, env *Env, h Harvest) error {
 	t := h.Table
 	if t == nil || !t.Keyed() {
@@ -43,6 +83,9 @@ func FinishChanges(ctx context.Context, env *Env, h Harvest) error {
 		}
 		if c.Note, stopped, err = deleteUnseen(ctx, env, h, c.Seen); err != nil {
 			return err
+		}
+		if c.Seen, err = env.Store.SeenFeatures(ctx, t, env.RunID, env.TaskID); err != nil {
+			return err // the rows found by id count as seen
 		}
 	}
 	if err := env.Store.NoteChanges(ctx, env.RunID, env.TaskID, c); err != nil {
@@ -63,6 +106,11 @@ func deleteUnseen(ctx context.Context, env *Env, h Harvest, seen int64) (note st
 	if err := env.Store.ForgetSeen(ctx, env.Flow, env.TaskID, env.RunID); err != nil {
 		return "", nil, err
 	}
+	// Rows this run saw exist, whatever else it concludes: their absence streaks end.
+	absence := store.Absence{Flow: env.Flow, Task: env.TaskID, RunID: env.RunID}
+	if _, err := env.Store.NoteAbsent(ctx, h.Table, absence); err != nil {
+		return "", nil, err
+	}
 	switch {
 	case env.UnitsLeft > 0:
 		return withhold(fmt.Sprintf("%d units of the task are not done (dead letters, or not run); they apply once the units are replayed", env.UnitsLeft))
@@ -81,28 +129,163 @@ func deleteUnseen(ctx context.Context, env *Env, h Harvest, seen int64) (note st
 		env.Logger.Warn("mirror: the run saw more distinct features than the server counted (ids that change between requests, or a count that runs low)",
 			"counted", h.Expected, "seen", seen)
 	}
-	d := store.Deletion{RunID: env.RunID, Flow: env.Flow, Task: env.TaskID, Area: h.Area, Partial: env.Area != nil,
-		MaxFraction: h.MaxDeleteFraction, AllowMass: env.AllowMassDelete}
-	res, err := env.Store.DeleteUnseen(ctx, h.Table, d)
+	later, err := env.Store.LaterRun(ctx, env.Flow, env.TaskID, env.RunID)
+	if err != nil {
+		return "", nil, err
+	}
+	if later > 0 {
+		if err := env.Store.ForgetSeen(ctx, env.Flow, env.TaskID, env.RunID+1); err != nil {
+			return "", nil, err
+		}
+		return withhold(fmt.Sprintf("run %d of this task has run since; deleting on this run's evidence could remove what it stored", later))
+	}
+	unseen, err := env.Store.UnseenFeatures(ctx, h.Table, store.UnseenQuery{RunID: env.RunID, Task: env.TaskID, Area: h.Area, Partial: env.Area != nil})
 	if errors.Is(err, store.ErrNoTransform) {
 		return withhold("this store cannot tell which stored features lie in the area (" + err.Error() + ")")
 	}
 	if err != nil {
 		return "", nil, err
 	}
-	switch {
-	case res.SupersededBy > 0:
-		return withhold(fmt.Sprintf("run %d of this task has run since; deleting on this run's evidence could remove what it stored", res.SupersededBy))
-	case res.Stopped:
-		e := &store.MassDeleteError{RunID: env.RunID, Table: h.Table.Name, Candidates: res.Candidates, Current: res.Current, MaxFraction: h.MaxDeleteFraction}
+	v, err := confirmGone(ctx, env, h, unseen.Features)
+	if err != nil {
+		return "", nil, err
+	}
+	var parts []string
+	if v.kept > 0 {
+		env.Logger.Warn(fmt.Sprintf("mirror: the server's listing left out %d features it still serves by id: kept (and stored where they changed)", v.kept),
+			"table", h.Table.Name, "counted", h.Expected, "seen", seen, "kept", v.kept, "updated", v.written.Updated)
+		parts = append(parts, fmt.Sprintf("the server's listing left out %d features it still serves by id (kept, %d changed)", v.kept, v.written.Updated))
+	}
+	absence.Keys = v.unasked
+	runs, err := env.Store.NoteAbsent(ctx, h.Table, absence)
+	if err != nil {
+		return "", nil, err
+	}
+	del := v.gone
+	waiting := 0
+	for _, k := range v.unasked {
+		if runs[k] >= cmp.Or(h.DeleteAfter, DefaultDeleteAfter) {
+			del = append(del, k)
+		} else {
+			waiting++
+		}
+	}
+	if waiting > 0 {
+		parts = append(parts, fmt.Sprintf("%d absent features not asked for by id are kept until absent from %d complete runs (target.delete_after)",
+			waiting, cmp.Or(h.DeleteAfter, DefaultDeleteAfter)))
+		env.Logger.Info("mirror: absent features kept until target.delete_after complete runs have missed them", "table", h.Table.Name, "kept", waiting)
+	}
+	n := int64(len(del))
+	if n > 0 && float64(n) > h.MaxDeleteFraction*float64(unseen.Current) && !env.AllowMassDelete {
+		e := &store.MassDeleteError{RunID: env.RunID, Table: h.Table.Name, Candidates: n, Current: unseen.Current, MaxFraction: h.MaxDeleteFraction}
 		env.Logger.Error("mirror: "+e.Error(), "table", h.Table.Name)
-		return "deletions stopped: " + e.Error(), e, nil
+		return strings.Join(append(parts, "deletions stopped: "+e.Error()), "; "), e, nil
+	}
+	deleted, err := env.Store.DeleteFeatures(ctx, h.Table, store.DeleteKeys{RunID: env.RunID, Task: env.TaskID, Keys: del})
+	if err != nil {
+		return "", nil, err
 	}
 	verb := "deleted"
 	if h.Table.History {
 		verb = "closed"
 	}
 	env.Logger.Info("mirror: complete harvest; features absent upstream "+verb,
-		"table", h.Table.Name, "counted", h.Expected, "seen", seen, verb, res.Deleted, "table_features", res.Current)
-	return fmt.Sprintf("complete (%d counted, %d seen): %d of %d features %s", h.Expected, seen, res.Deleted, res.Current, verb), nil, nil
+		"table", h.Table.Name, "counted", h.Expected, "seen", seen, verb, deleted, "confirmed_gone", len(v.gone),
+		"lookup_requests", v.requests, "table_features", unseen.Current)
+	parts = append([]string{fmt.Sprintf("complete (%d counted, %d seen): %d of %d features %s", h.Expected, seen, deleted, unseen.Current, verb)}, parts...)
+	return strings.Join(parts, "; "), nil, nil
+}
+
+// confirmation is what asking the server by id showed of the rows a run did not see.
+type confirmation struct {
+	gone     []string     // keys the server answered absent for
+	unasked  []string     // keys it was not (or could not be) asked about
+	kept     int          // rows it still serves
+	written  store.Counts // what storing those did
+	requests int
+}
+
+// confirmGone asks h.Lookup for the features behind the rows a run did not see, in
+// batches, within the request budget, and stores those it still serves.
+func confirmGone(ctx context.Context, env *Env, h Harvest, unseen []store.UnseenFeature) (confirmation, error) {
+	var v confirmation
+	if h.Lookup == nil || len(h.Table.Key) > 0 {
+		// Keyed on properties, a row's key is not the server's id.
+		for _, f := range unseen {
+			v.unasked = append(v.unasked, f.Key)
+		}
+		return v, nil
+	}
+	byID := make(map[string]string, len(unseen)) // feature id -> key
+	var ids []string
+	for _, f := range unseen {
+		if f.FeatureID == "" {
+			v.unasked = append(v.unasked, f.Key)
+			continue
+		}
+		byID[f.FeatureID] = f.Key
+		ids = append(ids, f.FeatureID)
+	}
+	size, budget := max(h.Lookup.BatchSize(), 1), cmp.Or(h.LookupRequests, DefaultLookupRequests)
+	var found []*spatial.Feature
+	for start := 0; start < len(ids); start += size {
+		batch := ids[start:min(start+size, len(ids))]
+		if v.requests >= budget {
+			env.Logger.Warn("mirror: the budget of requests by id is spent; the rest wait for target.delete_after complete runs",
+				"requests", v.requests, "not_asked", len(ids)-start)
+			for _, id := range ids[start:] {
+				v.unasked = append(v.unasked, byID[id])
+			}
+			break
+		}
+		v.requests++
+		fs, err := h.Lookup.LookupIDs(ctx, env, batch)
+		if err != nil {
+			if ctx.Err() != nil {
+				return v, ctx.Err()
+			}
+			env.Logger.Warn("mirror: asking the server for features by id failed; those not confirmed gone wait for target.delete_after complete runs",
+				"err", err, "not_asked", len(ids)-start)
+			for _, id := range ids[start:] {
+				v.unasked = append(v.unasked, byID[id])
+			}
+			break
+		}
+		served := make(map[string]bool, len(fs))
+		for _, f := range fs {
+			if _, ok := byID[f.ID]; ok && !served[f.ID] {
+				served[f.ID] = true
+				found = append(found, f)
+			}
+		}
+		for _, id := range batch {
+			if !served[id] {
+				v.gone = append(v.gone, byID[id])
+			}
+		}
+	}
+	v.kept = len(found)
+	if len(found) > 0 {
+		ref := store.UnitRef{RunID: env.RunID, TaskID: env.TaskID, Key: confirmedUnit}
+		var err error
+		if v.written, err = env.Store.WriteConfirmed(ctx, ref, h.Table, &featureList{fs: found}); err != nil {
+			return v, fmt.Errorf("storing the %d features the server still serves by id: %w", len(found), err)
+		}
+	}
+	return v, nil
+}
+
+// featureList is a store.FeatureSource over features in memory.
+type featureList struct {
+	fs []*spatial.Feature
+	i  int
+}
+
+// Next implements store.FeatureSource.
+func (l *featureList) Next() (*spatial.Feature, error) {
+	if l.i >= len(l.fs) {
+		return nil, io.EOF
+	}
+	l.i++
+	return l.fs[l.i-1], nil
 }

@@ -23,6 +23,22 @@ type FeatureTarget struct {
 	// this share of the table deletes nothing and fails, unless --allow-mass-delete.
 	// Nil means DefaultMaxDeleteFraction.
 	MaxDeleteFraction *float64 `yaml:"max_delete_fraction"`
+	// DeleteAfter is how many consecutive complete runs a mirror's row must be absent
+	// from before it is deleted, where the server cannot be asked whether the feature
+	// still exists (by id). Nil means DefaultDeleteAfter.
+	DeleteAfter *int `yaml:"delete_after"`
+}
+
+// DefaultDeleteAfter is how many consecutive complete runs a mirror's row must be
+// absent from, where the server cannot be asked by id, before it is deleted.
+const DefaultDeleteAfter = 2
+
+// AbsentRuns is the target's DeleteAfter or its default.
+func (t *FeatureTarget) AbsentRuns() int {
+	if t.DeleteAfter == nil {
+		return DefaultDeleteAfter
+	}
+	return *t.DeleteAfter
 }
 
 // DefaultMaxDeleteFraction is the share of a mirror table one run may delete unasked.
@@ -60,6 +76,14 @@ func (t *FeatureTarget) Check(p Problems) {
 			p.At("target.max_delete_fraction", "only used with mode: mirror (no other mode deletes)")
 		case *f < 0 || *f > 1 || *f != *f:
 			p.At("target.max_delete_fraction", "%g is not a share of the table: use a number from 0 to 1 (0.1 = 10%%)", *f)
+		}
+	}
+	if n := t.DeleteAfter; n != nil {
+		switch {
+		case t.Mode != store.ModeMirror:
+			p.At("target.delete_after", "only used with mode: mirror (no other mode deletes)")
+		case *n < 1:
+			p.At("target.delete_after", "%d: a row is deleted after it was absent from this many complete runs; use 1 or more (default %d)", *n, DefaultDeleteAfter)
 		}
 	}
 }

@@ -159,19 +159,29 @@ func (s *Store) SeenFeatures(ctx context.Context, t *store.FeatureTable, runID i
 	return n, translate(fmt.Sprintf("counting the features task %q saw", task), err)
 }
 
-// DeleteUnseen implements store.Mirrors, in one transaction on the writer. The run's seen
-// keys are gathered into a temporary table with a key, which the deletion probes once
-// per current row. With an area, the candidates are the rows whose geometry's box
-// overlaps it (through the R-tree): the box, not the geometry itself, as PostGIS's
-// ST_Intersects would; the area is brought into the table's CRS as CountFeatures does,
-// and a CRS other than lon/lat and Web Mercator fails wrapping store.ErrNoTransform.
-func (s *Store) DeleteUnseen(ctx context.Context, t *store.FeatureTable, d store.Deletion) (store.DeletionResult, error) {
-	var res store.DeletionResult
+// LaterRun implements store.Mirrors.
+func (s *Store) LaterRun(ctx context.Context, flow, task string, runID int64) (int64, error) {
+	var later sql.NullInt64
+	err := s.r.QueryRowContext(ctx, `SELECT max(t.run_id) FROM geoflow_run_tasks t JOIN geoflow_runs r ON r.id = t.run_id
+		WHERE r.flow = ? AND t.task = ? AND t.run_id > ? AND t.state NOT IN ('pending', 'upstream_failed')`,
+		flow, task, runID).Scan(&later)
+	return later.Int64, translate(fmt.Sprintf("looking for a run of task %q after run %d", task, runID), err)
+}
+
+// UnseenFeatures implements store.Mirrors, in one transaction on the writer (the
+// temporary table of seen keys lives on its connection). The run's seen keys are
+// gathered into a temporary table with a key, which the query probes once per current
+// row. With an area, the candidates are the rows whose geometry's box overlaps it
+// (through the R-tree): the box, not the geometry itself, as PostGIS's ST_Intersects
+// would; the area is brought into the table's CRS as CountFeatures does, and a CRS other
+// than lon/lat and Web Mercator fails wrapping store.ErrNoTransform for a Partial query.
+func (s *Store) UnseenFeatures(ctx context.Context, t *store.FeatureTable, q store.UnseenQuery) (store.Unseen, error) {
+	var res store.Unseen
 	name := tableName(t.Schema, t.Name)
-	what := fmt.Sprintf("deleting from %s the features run %d did not see", name, d.RunID)
-	area, err := areaIn(t.SRID, d.Area)
+	what := fmt.Sprintf("listing the features of %s run %d did not see", name, q.RunID)
+	area, err := areaIn(t.SRID, q.Area)
 	whole := false
-	if errors.Is(err, store.ErrNoTransform) && !d.Partial {
+	if errors.Is(err, store.ErrNoTransform) && !q.Partial {
 		// A full run over a table in a CRS this store cannot bring the area into:
 		// every row is in the task's area (the server's extent, or the flow's bbox).
 		whole, err = true, nil
@@ -183,41 +193,23 @@ func (s *Store) DeleteUnseen(ctx context.Context, t *store.FeatureTable, d store
 	if err != nil {
 		return res, translate(what, err)
 	}
-	defer func() { _ = tx.Rollback() }()
-	// Deleting on this run's evidence after a later run wrote could remove features
-	// that run stored.
-	var later sql.NullInt64
-	if err := tx.QueryRowContext(ctx, `SELECT max(t.run_id) FROM geoflow_run_tasks t JOIN geoflow_runs r ON r.id = t.run_id
-		WHERE r.flow = ? AND t.task = ? AND t.run_id > ? AND t.state NOT IN ('pending', 'upstream_failed')`,
-		d.Flow, d.Task, d.RunID).Scan(&later); err != nil {
-		return res, translate(what, err)
-	}
-	if later.Valid {
-		res.SupersededBy = later.Int64
-		if err := dropSeen(ctx, tx, d.Flow, d.Task, d.RunID+1); err != nil {
-			return res, translate(what, err)
-		}
-		return res, translate(what, tx.Commit())
-	}
-	// The temporary table is part of the transaction: a rollback drops it too.
-	for _, q := range []string{`DROP TABLE IF EXISTS temp.gf_seen_keys`,
+	defer func() { _ = tx.Rollback() }() // the temporary table goes with it
+	for _, sq := range []string{`DROP TABLE IF EXISTS temp.gf_seen_keys`,
 		`CREATE TEMP TABLE gf_seen_keys (k TEXT PRIMARY KEY) WITHOUT ROWID`} {
-		if _, err := tx.ExecContext(ctx, q); err != nil {
+		if _, err := tx.ExecContext(ctx, sq); err != nil {
 			return res, translate(what, err)
 		}
 	}
 	if _, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO temp.gf_seen_keys SELECT j.value FROM geoflow_seen s, json_each(s.keys) j
-		WHERE s.run_id = ? AND s.task = ?`, d.RunID, d.Task); err != nil {
+		WHERE s.run_id = ? AND s.task = ?`, q.RunID, q.Task); err != nil {
 		return res, translate(what, err)
 	}
-	// The current rows in the area, written by this run or before (a row a later run
-	// wrote is that run's business): those whose box overlaps it, or for a --bbox run
-	// lies wholly inside it (one reaching beyond may have moved out upstream).
-	inArea := fmt.Sprintf("t.gf_run_id <= %d", d.RunID)
+	inArea := fmt.Sprintf("t.gf_run_id <= %d", q.RunID)
 	if t.History {
 		inArea += " AND t.gf_valid_to IS NULL"
 	}
-	// The rail weighs the candidates against the features whose box overlaps the area.
+	// The rail's base: the rows whose box overlaps the area; the candidates: those, or
+	// for a --bbox run those whose box lies wholly inside it.
 	base, match := inArea, "TRUE"
 	var baseArgs, areaArgs []any
 	if !whole {
@@ -227,7 +219,7 @@ func (s *Store) DeleteUnseen(ctx context.Context, t *store.FeatureTable, d store
 		}
 		base, baseArgs = inArea+" AND "+overlap, args
 		match, areaArgs = overlap, args
-		if d.Partial {
+		if q.Partial {
 			if match, areaArgs, err = boxMatch(ctx, tx, name, "t", area, true); err != nil {
 				return res, translate(what, err)
 			}
@@ -236,38 +228,130 @@ func (s *Store) DeleteUnseen(ctx context.Context, t *store.FeatureTable, d store
 	if err := tx.QueryRowContext(ctx, fmt.Sprintf(`SELECT count(*) FROM %s t WHERE %s`, quote(name), base), baseArgs...).Scan(&res.Current); err != nil {
 		return res, translate(what, err)
 	}
-	inArea += " AND " + match
-	cond := inArea + " AND NOT EXISTS (SELECT 1 FROM temp.gf_seen_keys s WHERE s.k = t.gf_key)"
-	if err := tx.QueryRowContext(ctx, fmt.Sprintf(`SELECT count(*) FROM %s t WHERE %s`, quote(name), cond), areaArgs...).Scan(&res.Candidates); err != nil {
+	cond := inArea + " AND " + match + " AND NOT EXISTS (SELECT 1 FROM temp.gf_seen_keys s WHERE s.k = t.gf_key)"
+	rows, err := tx.QueryContext(ctx, fmt.Sprintf(`SELECT t.gf_key, coalesce(t.gf_feature_id, '') FROM %s t WHERE %s ORDER BY t.gf_key`,
+		quote(name), cond), areaArgs...)
+	if err != nil {
 		return res, translate(what, err)
 	}
-	if res.Candidates > 0 && float64(res.Candidates) > d.MaxFraction*float64(res.Current) && !d.AllowMass {
-		res.Stopped = true
-		return res, nil // rolled back: the seen keys stay for a resume that allows it
-	}
-	if res.Candidates > 0 {
-		if res.Deleted, err = s.deleteRows(ctx, tx, t, name, d, cond, areaArgs); err != nil {
+	defer rows.Close()
+	for rows.Next() {
+		var f store.UnseenFeature
+		if err := rows.Scan(&f.Key, &f.FeatureID); err != nil {
 			return res, translate(what, err)
+		}
+		res.Features = append(res.Features, f)
+	}
+	if err := rows.Err(); err != nil {
+		return res, translate(what, err)
+	}
+	return res, nil
+}
+
+// DeleteFeatures implements store.Mirrors, in one transaction on the writer.
+func (s *Store) DeleteFeatures(ctx context.Context, t *store.FeatureTable, d store.DeleteKeys) (int64, error) {
+	if len(d.Keys) == 0 {
+		return 0, nil
+	}
+	name := tableName(t.Schema, t.Name)
+	what := fmt.Sprintf("deleting %d features from %s for run %d", len(d.Keys), name, d.RunID)
+	keys, err := json.Marshal(d.Keys)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", what, err)
+	}
+	var n int64
+	err = s.writeTx(ctx, func(tx *sql.Tx) error {
+		cond := fmt.Sprintf("t.gf_run_id <= %d", d.RunID)
+		if t.History {
+			cond += " AND t.gf_valid_to IS NULL"
+		}
+		cond += " AND t.gf_key IN (SELECT value FROM json_each(?))"
+		var err error
+		if n, err = s.deleteRows(ctx, tx, t, name, d.RunID, d.Task, cond, []any{string(keys)}); err != nil {
+			return err
 		}
 		if _, err := tx.ExecContext(ctx, `UPDATE geoflow_run_tasks SET features_deleted = features_deleted + ? WHERE run_id = ? AND task = ?`,
-			res.Deleted, d.RunID, d.Task); err != nil {
-			return res, translate(what, err)
+			n, d.RunID, d.Task); err != nil {
+			return err
 		}
+		_, err = tx.ExecContext(ctx, `DELETE FROM geoflow_absent WHERE target = ? AND gf_key IN (SELECT value FROM json_each(?))`,
+			targetName(t), string(keys))
+		return err
+	})
+	return n, translate(what, err)
+}
+
+// WriteConfirmed implements store.Mirrors, through a unit transaction like any unit's.
+func (s *Store) WriteConfirmed(ctx context.Context, ref store.UnitRef, t *store.FeatureTable, src store.FeatureSource) (store.Counts, error) {
+	start := time.Now()
+	u := &unitTx{s: s, ref: ref}
+	defer u.Rollback(ctx)
+	tx, err := u.begin(ctx, addUnitSQL)
+	if err != nil {
+		return store.Counts{}, err
 	}
-	if err := dropSeen(ctx, tx, d.Flow, d.Task, d.RunID); err != nil {
-		return res, translate(what, err)
+	if err := s.addUnits(ctx, tx, ref.RunID, ref.TaskID, []store.Unit{{Key: ref.Key}}); err != nil {
+		return store.Counts{}, translate(fmt.Sprintf("recording unit %s", ref.Key), err)
 	}
-	if _, err := tx.ExecContext(ctx, `DROP TABLE temp.gf_seen_keys`); err != nil {
-		return res, translate(what, err)
+	c, err := u.WriteFeatures(ctx, t, src)
+	if err != nil {
+		return c, err
 	}
-	return res, translate(what, tx.Commit())
+	if err := u.Complete(ctx, c, nil, nil, start); err != nil {
+		return c, err
+	}
+	return c, u.Commit(ctx)
+}
+
+// NoteAbsent implements store.Mirrors, in one transaction on the writer.
+func (s *Store) NoteAbsent(ctx context.Context, t *store.FeatureTable, a store.Absence) (map[string]int, error) {
+	what := fmt.Sprintf("counting the runs features of %s were absent from", targetName(t))
+	keys, err := json.Marshal(a.Keys)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	out := make(map[string]int, len(a.Keys))
+	err = s.writeTx(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM geoflow_absent WHERE flow = ?1 AND task = ?2 AND target = ?3
+			AND EXISTS (SELECT 1 FROM geoflow_absent WHERE flow = ?1 AND task = ?2 AND target = ?3)
+			AND gf_key IN (SELECT j.value FROM geoflow_seen s, json_each(s.keys) j WHERE s.run_id = ?4 AND s.task = ?2)`,
+			a.Flow, a.Task, targetName(t), a.RunID); err != nil {
+			return err
+		}
+		if len(a.Keys) == 0 {
+			return nil
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO geoflow_absent (flow, task, target, gf_key, runs, last_run)
+			SELECT ?1, ?2, ?3, value, 1, ?4 FROM json_each(?5) WHERE TRUE
+			ON CONFLICT (flow, task, target, gf_key) DO UPDATE
+				SET runs = runs + CASE WHEN last_run < excluded.last_run THEN 1 ELSE 0 END,
+				last_run = max(last_run, excluded.last_run)`, a.Flow, a.Task, targetName(t), a.RunID, string(keys)); err != nil {
+			return err
+		}
+		rows, err := tx.QueryContext(ctx, `SELECT gf_key, runs FROM geoflow_absent WHERE flow = ?1 AND task = ?2 AND target = ?3
+			AND gf_key IN (SELECT value FROM json_each(?4))`, a.Flow, a.Task, targetName(t), string(keys))
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var k string
+			var n int
+			if err := rows.Scan(&k, &n); err != nil {
+				return err
+			}
+			out[k] = n
+		}
+		return rows.Err()
+	})
+	return out, translate(what, err)
 }
 
 // deleteRows deletes (with history, closes) the rows of table name under alias t that
 // meet cond, logging each in the change log first: without history with its geometry,
 // srs_id and properties, which the table no longer keeps. It returns how many it deleted.
-func (s *Store) deleteRows(ctx context.Context, tx *sql.Tx, t *store.FeatureTable, name string, d store.Deletion, cond string, condArgs []any) (int64, error) {
-	logArgs := append([]any{d.RunID, d.Task, targetName(t)}, condArgs...)
+func (s *Store) deleteRows(ctx context.Context, tx *sql.Tx, t *store.FeatureTable, name string, runID int64, task string, cond string, condArgs []any) (int64, error) {
+	logArgs := append([]any{runID, task, targetName(t)}, condArgs...)
 	var logSQL, delSQL string
 	var delArgs []any
 	if t.History {
@@ -275,7 +359,7 @@ func (s *Store) deleteRows(ctx context.Context, tx *sql.Tx, t *store.FeatureTabl
 			SELECT ?, ?, ?, t.gf_key, t.gf_feature_id, 'deleted', t.gf_payload_hash FROM %s t WHERE %s
 			ON CONFLICT (run_id, task, gf_key) DO UPDATE SET change = 'deleted', payload_hash = excluded.payload_hash`, quote(name), cond)
 		delSQL = fmt.Sprintf(`UPDATE %s AS t SET gf_valid_to = ?, gf_closed_run = ? WHERE %s`, quote(name), cond)
-		delArgs = append([]any{ts(time.Now()), d.RunID}, condArgs...)
+		delArgs = append([]any{ts(time.Now()), runID}, condArgs...)
 	} else {
 		cols, err := tableColumns(ctx, tx, name)
 		if err != nil {

@@ -1,6 +1,7 @@
 package gpkg_test
 
 import (
+	"context"
 	"database/sql"
 	"errors"
 	"math"
@@ -168,9 +169,8 @@ func TestMirror(t *testing.T) {
 	if keys != `["p.e","p.b"]` {
 		t.Errorf("the unit that wrote twice saw %s, want both writes' keys", keys)
 	}
-	res, err := st.DeleteUnseen(ctx, table, store.Deletion{RunID: run1.ID, Flow: "m", Task: "a", Area: world, MaxFraction: 0.1})
-	if err != nil || res != (store.DeletionResult{Current: 5}) {
-		t.Errorf("DeleteUnseen after run 1 = %+v (%v), want nothing to delete of 5", res, err)
+	if res, err := delUnseen(ctx, st, table, run1.ID, world, false, false); err != nil || res != (deletion{current: 5}) {
+		t.Errorf("after run 1: %+v (%v), want nothing to delete of 5", res, err)
 	}
 	endRun(t, st, run1)
 
@@ -180,25 +180,22 @@ func TestMirror(t *testing.T) {
 	if want := [][]store.Counts{{{Skipped: 1, Updated: 1}}, {{Updated: 1}}}; !slices.EqualFunc(counts, want, slices.Equal) {
 		t.Errorf("run 2 wrote %+v, want %+v", counts, want)
 	}
-	del := store.Deletion{RunID: run2.ID, Flow: "m", Task: "a", Area: world, MaxFraction: 0.2}
-	res, err = st.DeleteUnseen(ctx, table, del)
-	if err != nil || res != (store.DeletionResult{Candidates: 2, Current: 5, Stopped: true}) {
-		t.Fatalf("DeleteUnseen of 2 of 5 past a 20%% rail = %+v (%v), want it stopped", res, err)
+	if res, err := delUnseen(ctx, st, table, run2.ID, world, false, true); err != nil || res != (deletion{candidates: 2, current: 5}) {
+		t.Fatalf("listing run 2's candidates = %+v (%v), want 2 of 5", res, err)
 	}
 	if n, err := st.CountFeatures(ctx, table, world); err != nil || n != 5 {
-		t.Errorf("after the rail held, CountFeatures = %d (%v), want 5", n, err)
+		t.Errorf("after listing the candidates, CountFeatures = %d (%v), want 5", n, err)
 	}
 	if n, err := st.SeenFeatures(ctx, table, run2.ID, "a"); err != nil || n != 3 {
-		t.Errorf("after the rail held, SeenFeatures = %d (%v), want 3 kept", n, err)
+		t.Errorf("after listing the candidates, SeenFeatures = %d (%v), want 3 kept", n, err)
 	}
 	if got, _ := listChanges(t, st, store.ChangeFilter{RunID: run2.ID}); !slices.Equal(got, []string{"updated p.b", "updated p.c"}) {
-		t.Errorf("after the rail held, run 2 changes %q, want the updates only", got)
+		t.Errorf("after listing the candidates, run 2 changes %q, want the updates only", got)
 	}
-	// Around d only: e, far away, is not a candidate; the rail weighs the area (1 of 1).
-	del.Area, del.Partial, del.AllowMass = orb.Bound{Min: orb.Point{3.9, 3.9}, Max: orb.Point{4.1, 4.1}}, true, true
-	res, err = st.DeleteUnseen(ctx, table, del)
-	if err != nil || res != (store.DeletionResult{Deleted: 1, Candidates: 1, Current: 1}) {
-		t.Fatalf("DeleteUnseen around d = %+v (%v), want d deleted", res, err)
+	// Around d only: e, far away, is not a candidate; the rail's base is the area (1 of 1).
+	res, err := delUnseen(ctx, st, table, run2.ID, orb.Bound{Min: orb.Point{3.9, 3.9}, Max: orb.Point{4.1, 4.1}}, true, false)
+	if err != nil || res != (deletion{deleted: 1, candidates: 1, current: 1}) {
+		t.Fatalf("deleting around d = %+v (%v), want d deleted", res, err)
 	}
 	if n, err := st.CountFeatures(ctx, table, world); err != nil || n != 4 {
 		t.Errorf("after the deletion, CountFeatures = %d (%v), want 4", n, err)
@@ -298,9 +295,9 @@ func TestMirrorHistory(t *testing.T) {
 
 	run3, _ := mirrorRun(t, st, table, [][]*spatial.Feature{{a2, c}})
 	area := orb.Bound{Min: orb.Point{11, 48}, Max: orb.Point{12, 49}}
-	res, err := st.DeleteUnseen(ctx, table, store.Deletion{RunID: run3.ID, Flow: "m", Task: "a", Area: area, Partial: true, MaxFraction: 0.5})
-	if err != nil || res != (store.DeletionResult{Deleted: 1, Candidates: 1, Current: 3}) {
-		t.Fatalf("DeleteUnseen = %+v (%v), want b's version closed", res, err)
+	res, err := delUnseen(ctx, st, table, run3.ID, area, true, false)
+	if err != nil || res != (deletion{deleted: 1, candidates: 1, current: 3}) {
+		t.Fatalf("deleting the unseen = %+v (%v), want b's version closed", res, err)
 	}
 	if err := st.NoteChanges(ctx, run3.ID, "a", store.TaskChanges{History: true, Seen: -1}); err != nil {
 		t.Fatal(err)
@@ -408,12 +405,12 @@ func TestMirrorTables(t *testing.T) {
 	endRun(t, st, run1)
 	run2, _ := mirrorRun(t, st, mirror, [][]*spatial.Feature{{f("1")}})
 	area := orb.Bound{Min: orb.Point{11, 48}, Max: orb.Point{12, 49}}
-	if res, err := st.DeleteUnseen(ctx, mirror, store.Deletion{RunID: run2.ID, Flow: "m", Task: "a", Area: area, Partial: true, MaxFraction: 1}); !errors.Is(err, store.ErrNoTransform) || res.Deleted != 0 {
-		t.Errorf("DeleteUnseen in an area of EPSG:25832 = %+v (%v), want store.ErrNoTransform", res, err)
+	if res, err := delUnseen(ctx, st, mirror, run2.ID, area, true, false); !errors.Is(err, store.ErrNoTransform) || res.deleted != 0 {
+		t.Errorf("deleting in an area of EPSG:25832 = %+v (%v), want store.ErrNoTransform", res, err)
 	}
-	res, err := st.DeleteUnseen(ctx, mirror, store.Deletion{RunID: run2.ID, Flow: "m", Task: "a", Area: world, MaxFraction: 1})
-	if err != nil || res != (store.DeletionResult{Deleted: 1, Candidates: 1, Current: 2}) {
-		t.Errorf("DeleteUnseen without an area = %+v (%v), want 2 deleted", res, err)
+	res, err := delUnseen(ctx, st, mirror, run2.ID, world, false, false)
+	if err != nil || res != (deletion{deleted: 1, candidates: 1, current: 2}) {
+		t.Errorf("deleting without an area = %+v (%v), want 2 deleted", res, err)
 	}
 	_, all := listChanges(t, st, store.ChangeFilter{RunID: run2.ID, Features: true})
 	if ch := all["2"]; ch.Kind != store.ChangeDeleted || ch.SRID != 25832 || !orb.Equal(ch.Geometry, orb.Point{690000, 5330000}) {
@@ -423,3 +420,28 @@ func TestMirrorTables(t *testing.T) {
 
 // world is every lon/lat.
 var world = orb.Bound{Min: orb.Point{-180, -90}, Max: orb.Point{180, 90}}
+
+// deletion is what delUnseen did.
+type deletion struct{ deleted, candidates, current int64 }
+
+// delUnseen deletes, through the store's primitives, the rows of table in area that
+// run did not see (only lists them with listOnly), as a finish that found them gone does.
+func delUnseen(ctx context.Context, st store.Store, table *store.FeatureTable, runID int64, area orb.Bound, partial, listOnly bool) (deletion, error) {
+	u, err := st.UnseenFeatures(ctx, table, store.UnseenQuery{RunID: runID, Task: "a", Area: area, Partial: partial})
+	if err != nil {
+		return deletion{}, err
+	}
+	res := deletion{candidates: int64(len(u.Features)), current: u.Current}
+	if listOnly {
+		return res, nil
+	}
+	keys := make([]string, len(u.Features))
+	for i, f := range u.Features {
+		keys[i] = f.Key
+	}
+	res.deleted, err = st.DeleteFeatures(ctx, table, store.DeleteKeys{RunID: runID, Task: "a", Keys: keys})
+	if err != nil {
+		return res, err
+	}
+	return res, st.ForgetSeen(ctx, "m", "a", runID)
+}

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/paulmach/orb/encoding/wkb"
@@ -123,113 +124,184 @@ func (s *Store) SeenFeatures(ctx context.Context, t *store.FeatureTable, runID i
 	return n, translate(fmt.Sprintf("counting the features task %q saw", task), err)
 }
 
-// DeleteUnseen implements store.Mirrors.
-func (s *Store) DeleteUnseen(ctx context.Context, t *store.FeatureTable, d store.Deletion) (store.DeletionResult, error) {
-	var res store.DeletionResult
+// LaterRun implements store.Mirrors.
+func (s *Store) LaterRun(ctx context.Context, flow, task string, runID int64) (int64, error) {
+	var later *int64
+	err := s.pool.QueryRow(ctx, `SELECT max(t.run_id) FROM geoflow_run_tasks t JOIN geoflow_runs r ON r.id = t.run_id
+		WHERE r.flow = $1 AND t.task = $2 AND t.run_id > $3 AND t.state NOT IN ('pending', 'upstream_failed')`,
+		flow, task, runID).Scan(&later)
+	if err != nil || later == nil {
+		return 0, translate(fmt.Sprintf("looking for a run of task %q after run %d", task, runID), err)
+	}
+	return *later, nil
+}
+
+// lonlatGeom is alias's geometry in lon/lat, where the area is a box (in a projected CRS
+// its edges are curves).
+func lonlatGeom(t *store.FeatureTable, alias string) string {
+	switch {
+	case t.SRID == 0:
+		return "ST_SetSRID(" + alias + ".geom, 4326)"
+	case t.SRID != 4326:
+		return "ST_Transform(" + alias + ".geom, 4326)"
+	}
+	return alias + ".geom"
+}
+
+// currentCond selects the current rows of t written by run or before.
+func currentCond(t *store.FeatureTable, run int64) string {
+	c := fmt.Sprintf("t.gf_run_id <= %d", run)
+	if t.History {
+		c += " AND t.gf_valid_to IS NULL"
+	}
+	return c
+}
+
+// UnseenFeatures implements store.Mirrors.
+func (s *Store) UnseenFeatures(ctx context.Context, t *store.FeatureTable, q store.UnseenQuery) (store.Unseen, error) {
+	var res store.Unseen
 	target := tableIdent(t)
-	what := fmt.Sprintf("deleting from %s the features run %d did not see", target, d.RunID)
+	what := fmt.Sprintf("listing the features of %s run %d did not see", target, q.RunID)
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
 		return res, translate(what, err)
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	// Deleting on this run's evidence after a later run wrote could remove features
-	// that run stored.
-	var later *int64
-	if err := tx.QueryRow(ctx, `SELECT max(t.run_id) FROM geoflow_run_tasks t JOIN geoflow_runs r ON r.id = t.run_id
-		WHERE r.flow = $1 AND t.task = $2 AND t.run_id > $3 AND t.state NOT IN ('pending', 'upstream_failed')`,
-		d.Flow, d.Task, d.RunID).Scan(&later); err != nil {
-		return res, translate(what, err)
-	}
-	if later != nil {
-		res.SupersededBy = *later
-		if err := dropSeen(ctx, tx, d.Flow, d.Task, d.RunID+1); err != nil {
-			return res, translate(what, err)
-		}
-		return res, translate(what, tx.Commit(ctx))
-	}
 	// With a key: a table just filled has no statistics yet, and the planner, taking it
 	// for nearly empty, may probe the seen keys once per row; indexed, that is cheap.
 	if _, err := tx.Exec(ctx, `CREATE TEMP TABLE gf_seen_keys (k text PRIMARY KEY) ON COMMIT DROP`); err != nil {
 		return res, translate(what, err)
 	}
 	if _, err := tx.Exec(ctx, `INSERT INTO gf_seen_keys SELECT DISTINCT k FROM geoflow_seen, unnest(keys) k
-		WHERE run_id = $1 AND task = $2`, d.RunID, d.Task); err != nil {
+		WHERE run_id = $1 AND task = $2`, q.RunID, q.Task); err != nil {
 		return res, translate(what, err)
 	}
 	if _, err := tx.Exec(ctx, `ANALYZE gf_seen_keys`); err != nil {
 		return res, translate(what, err)
 	}
-	// The current rows in the area (wholly inside it, for a --bbox run), written by
-	// this run or before: a row a later run wrote is that run's business. Tested in
-	// lon/lat, where the area is a box (in a projected CRS its edges are curves).
 	num := func(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) } // exact literals
-	a := d.Area
+	a := q.Area
 	env := fmt.Sprintf("ST_MakeEnvelope(%s, %s, %s, %s, 4326)", num(a.Min[0]), num(a.Min[1]), num(a.Max[0]), num(a.Max[1]))
-	lonlat := func(alias string) string {
-		switch {
-		case t.SRID == 0:
-			return "ST_SetSRID(" + alias + ".geom, 4326)"
-		case t.SRID != 4326:
-			return "ST_Transform(" + alias + ".geom, 4326)"
-		}
-		return alias + ".geom"
-	}
 	rel := "ST_Intersects"
-	if d.Partial {
+	if q.Partial {
 		rel = "ST_CoveredBy"
 	}
-	current := fmt.Sprintf("t.gf_run_id <= %d", d.RunID)
-	if t.History {
-		current += " AND t.gf_valid_to IS NULL"
-	}
-	// The area's features by their boxes (the GiST index), which the rail weighs the
-	// candidates against; the exact test runs on the few absent ones only.
-	inBox := current + " AND " + lonlat("t") + " && " + env
+	// The area's rows by their boxes (the GiST index); the exact test runs on the few
+	// absent ones only.
+	inBox := currentCond(t, q.RunID) + " AND " + lonlatGeom(t, "t") + " && " + env
 	if err := tx.QueryRow(ctx, fmt.Sprintf(`SELECT count(*) FROM %s t WHERE %s`, target, inBox)).Scan(&res.Current); err != nil {
 		return res, translate(what, err)
 	}
-	cond := fmt.Sprintf(`%s AND t.gf_key IN (SELECT c.gf_key FROM (SELECT t.gf_key, t.geom FROM %s t WHERE %s
-		AND NOT EXISTS (SELECT 1 FROM gf_seen_keys s WHERE s.k = t.gf_key) OFFSET 0) c WHERE %s(%s, %s))`,
-		current, target, inBox, rel, lonlat("c"), env)
-	args := []any{d.RunID, d.Task, targetName(t)}
-	if err := tx.QueryRow(ctx, fmt.Sprintf(`SELECT count(*) FROM %s t WHERE %s`, target, cond)).Scan(&res.Candidates); err != nil {
+	rows, err := tx.Query(ctx, fmt.Sprintf(`SELECT c.gf_key, coalesce(c.gf_feature_id, '') FROM (SELECT t.gf_key, t.gf_feature_id, t.geom FROM %s t WHERE %s
+		AND NOT EXISTS (SELECT 1 FROM gf_seen_keys s WHERE s.k = t.gf_key) OFFSET 0) c WHERE %s(%s, %s) ORDER BY c.gf_key`,
+		target, inBox, rel, lonlatGeom(t, "c"), env))
+	if err != nil {
 		return res, translate(what, err)
 	}
-	if res.Candidates > 0 && float64(res.Candidates) > d.MaxFraction*float64(res.Current) && !d.AllowMass {
-		res.Stopped = true
-		return res, nil // rolled back: the seen keys stay for a resume that allows it
+	res.Features, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.UnseenFeature, error) {
+		var f store.UnseenFeature
+		return f, r.Scan(&f.Key, &f.FeatureID)
+	})
+	return res, translate(what, err)
+}
+
+// DeleteFeatures implements store.Mirrors.
+func (s *Store) DeleteFeatures(ctx context.Context, t *store.FeatureTable, d store.DeleteKeys) (int64, error) {
+	if len(d.Keys) == 0 {
+		return 0, nil
 	}
-	if res.Candidates > 0 {
-		var sql string
-		if t.History {
-			sql = fmt.Sprintf(`WITH d AS (UPDATE %s t SET gf_valid_to = now(), gf_closed_run = $1 WHERE %s
-					RETURNING gf_key, gf_feature_id, gf_payload_hash)
-				INSERT INTO geoflow_changes (run_id, task, target, gf_key, feature_id, change, payload_hash)
-				SELECT $1, $2, $3, gf_key, gf_feature_id, 'deleted', gf_payload_hash FROM d
-				ON CONFLICT (run_id, task, gf_key) DO UPDATE SET change = 'deleted', payload_hash = EXCLUDED.payload_hash`, target, cond)
-		} else {
-			sql = fmt.Sprintf(`WITH d AS (DELETE FROM %s t WHERE %s
-					RETURNING gf_key, gf_feature_id, gf_payload_hash, geom, to_jsonb(t) - %s AS props)
-				INSERT INTO geoflow_changes (run_id, task, target, gf_key, feature_id, change, payload_hash, geom, properties)
-				SELECT $1, $2, $3, gf_key, gf_feature_id, 'deleted', gf_payload_hash, geom, props FROM d
-				ON CONFLICT (run_id, task, gf_key) DO UPDATE SET change = 'deleted', payload_hash = EXCLUDED.payload_hash,
-					geom = EXCLUDED.geom, properties = EXCLUDED.properties`, target, cond, bookkeeping)
-		}
-		tag, err := tx.Exec(ctx, sql, args...)
+	target := tableIdent(t)
+	what := fmt.Sprintf("deleting %d features from %s for run %d", len(d.Keys), target, d.RunID)
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return 0, translate(what, err)
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	cond := currentCond(t, d.RunID) + " AND t.gf_key = ANY ($4::text[])"
+	var sql string
+	if t.History {
+		sql = fmt.Sprintf(`WITH d AS (UPDATE %s t SET gf_valid_to = now(), gf_closed_run = $1 WHERE %s
+				RETURNING gf_key, gf_feature_id, gf_payload_hash)
+			INSERT INTO geoflow_changes (run_id, task, target, gf_key, feature_id, change, payload_hash)
+			SELECT $1, $2, $3, gf_key, gf_feature_id, 'deleted', gf_payload_hash FROM d
+			ON CONFLICT (run_id, task, gf_key) DO UPDATE SET change = 'deleted', payload_hash = EXCLUDED.payload_hash`, target, cond)
+	} else {
+		sql = fmt.Sprintf(`WITH d AS (DELETE FROM %s t WHERE %s
+				RETURNING gf_key, gf_feature_id, gf_payload_hash, geom, to_jsonb(t) - %s AS props)
+			INSERT INTO geoflow_changes (run_id, task, target, gf_key, feature_id, change, payload_hash, geom, properties)
+			SELECT $1, $2, $3, gf_key, gf_feature_id, 'deleted', gf_payload_hash, geom, props FROM d
+			ON CONFLICT (run_id, task, gf_key) DO UPDATE SET change = 'deleted', payload_hash = EXCLUDED.payload_hash,
+				geom = EXCLUDED.geom, properties = EXCLUDED.properties`, target, cond, bookkeeping)
+	}
+	tag, err := tx.Exec(ctx, sql, d.RunID, d.Task, targetName(t), d.Keys)
+	if err != nil {
+		return 0, translate(what, err)
+	}
+	n := tag.RowsAffected()
+	if _, err := tx.Exec(ctx, `UPDATE geoflow_run_tasks SET features_deleted = features_deleted + $3 WHERE run_id = $1 AND task = $2`,
+		d.RunID, d.Task, n); err != nil {
+		return 0, translate(what, err)
+	}
+	if _, err := tx.Exec(ctx, `DELETE FROM geoflow_absent WHERE target = $1 AND gf_key = ANY ($2::text[])`, targetName(t), d.Keys); err != nil {
+		return 0, translate(what, err)
+	}
+	return n, translate(what, tx.Commit(ctx))
+}
+
+// WriteConfirmed implements store.Mirrors, through a unit transaction like any unit's.
+func (s *Store) WriteConfirmed(ctx context.Context, ref store.UnitRef, t *store.FeatureTable, src store.FeatureSource) (store.Counts, error) {
+	start := time.Now()
+	utx, err := s.BeginUnit(ctx, ref)
+	if err != nil {
+		return store.Counts{}, err
+	}
+	u := utx.(*unitTx)
+	defer u.Rollback(ctx)
+	if err := addUnits(ctx, u.tx, ref.RunID, ref.TaskID, []store.Unit{{Key: ref.Key}}); err != nil {
+		return store.Counts{}, translate(fmt.Sprintf("recording unit %s", ref.Key), err)
+	}
+	c, err := u.WriteFeatures(ctx, t, src)
+	if err != nil {
+		return c, err
+	}
+	if err := u.Complete(ctx, c, nil, nil, start); err != nil {
+		return c, err
+	}
+	return c, u.Commit(ctx)
+}
+
+// NoteAbsent implements store.Mirrors.
+func (s *Store) NoteAbsent(ctx context.Context, t *store.FeatureTable, a store.Absence) (map[string]int, error) {
+	what := fmt.Sprintf("counting the runs features of %s were absent from", targetName(t))
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return nil, translate(what, err)
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	if _, err := tx.Exec(ctx, `DELETE FROM geoflow_absent WHERE flow = $1 AND task = $2 AND target = $3
+		AND EXISTS (SELECT 1 FROM geoflow_absent WHERE flow = $1 AND task = $2 AND target = $3)
+		AND gf_key IN (SELECT k FROM geoflow_seen, unnest(keys) k WHERE run_id = $4 AND task = $2)`,
+		a.Flow, a.Task, targetName(t), a.RunID); err != nil {
+		return nil, translate(what, err)
+	}
+	out := make(map[string]int, len(a.Keys))
+	if len(a.Keys) > 0 {
+		rows, err := tx.Query(ctx, `INSERT INTO geoflow_absent AS a (flow, task, target, gf_key, runs, last_run)
+			SELECT $1, $2, $3, k, 1, $4 FROM unnest($5::text[]) k
+			ON CONFLICT (flow, task, target, gf_key) DO UPDATE
+				SET runs = a.runs + CASE WHEN a.last_run < EXCLUDED.last_run THEN 1 ELSE 0 END,
+				last_run = greatest(a.last_run, EXCLUDED.last_run)
+			RETURNING gf_key, runs`, a.Flow, a.Task, targetName(t), a.RunID, a.Keys)
 		if err != nil {
-			return res, translate(what, err)
+			return nil, translate(what, err)
 		}
-		res.Deleted = tag.RowsAffected()
-		if _, err := tx.Exec(ctx, `UPDATE geoflow_run_tasks SET features_deleted = features_deleted + $3 WHERE run_id = $1 AND task = $2`,
-			d.RunID, d.Task, res.Deleted); err != nil {
-			return res, translate(what, err)
+		var k string
+		var n int
+		if _, err := pgx.ForEachRow(rows, []any{&k, &n}, func() error { out[k] = n; return nil }); err != nil {
+			return nil, translate(what, err)
 		}
 	}
-	if err := dropSeen(ctx, tx, d.Flow, d.Task, d.RunID); err != nil {
-		return res, translate(what, err)
-	}
-	return res, translate(what, tx.Commit(ctx))
+	return out, translate(what, tx.Commit(ctx))
 }
 
 // dropSeen forgets the seen keys of the flow's task recorded by runs before run.

@@ -50,6 +50,40 @@ func mirrorRun(t *testing.T, s store.Store, table *store.FeatureTable, pages ...
 	return run, counts
 }
 
+// unseen lists what run did not see in area, as keys, and the rail's base.
+func unseen(t *testing.T, s store.Store, table *store.FeatureTable, runID int64, area orb.Bound, partial bool) ([]string, int64) {
+	t.Helper()
+	u, err := s.UnseenFeatures(t.Context(), table, store.UnseenQuery{RunID: runID, Task: "a", Area: area, Partial: partial})
+	if err != nil {
+		t.Fatalf("UnseenFeatures(run %d, %v): %v", runID, area, err)
+	}
+	keys := []string{}
+	for _, f := range u.Features {
+		keys = append(keys, f.Key)
+		if f.FeatureID != f.Key {
+			t.Errorf("unseen %+v: want the feature id the key (a mirror keyed on the id)", f)
+		}
+	}
+	slices.Sort(keys) // the stores' collations differ
+	return keys, u.Current
+}
+
+// deleteUnseen deletes what run did not see in area, as a finish that found every
+// candidate gone would, and forgets the seen keys of earlier runs; it returns how many it
+// deleted, the candidates and the rail's base.
+func deleteUnseen(t *testing.T, s store.Store, table *store.FeatureTable, runID int64, area orb.Bound, partial bool) (deleted int64, keys []string, current int64) {
+	t.Helper()
+	keys, current = unseen(t, s, table, runID, area, partial)
+	deleted, err := s.DeleteFeatures(t.Context(), table, store.DeleteKeys{RunID: runID, Task: "a", Keys: keys})
+	if err != nil {
+		t.Fatalf("DeleteFeatures(run %d, %q): %v", runID, keys, err)
+	}
+	if err := s.ForgetSeen(t.Context(), "m", "a", runID); err != nil {
+		t.Fatal(err)
+	}
+	return deleted, keys, current
+}
+
 // testMirror: a mirror table keyed on the feature id: unchanged features are skipped, a
 // changed one updated, each change logged; the features a run did not see are deleted
 // only past the safety rail when allowed, each logged with what it held.
@@ -71,9 +105,8 @@ func testMirror(t *testing.T, s store.Store) {
 	if want := []string{"inserted p.a", "inserted p.b", "inserted p.c", "inserted p.d"}; !slices.Equal(got, want) {
 		t.Errorf("run 1 changes %q, want %q", got, want)
 	}
-	res, err := s.DeleteUnseen(ctx, table, store.Deletion{RunID: run1.ID, Flow: "m", Task: "a", Area: world, MaxFraction: 0.1})
-	if err != nil || res.Deleted != 0 || res.Candidates != 0 || res.Current != 4 {
-		t.Errorf("DeleteUnseen after run 1 = %+v (%v), want nothing to delete of 4", res, err)
+	if n, keys, cur := deleteUnseen(t, s, table, run1.ID, world, false); n != 0 || len(keys) != 0 || cur != 4 {
+		t.Errorf("after run 1: %d deleted of candidates %q, %d current; want nothing to delete of 4", n, keys, cur)
 	}
 	if _, err := s.FinishRun(ctx, run1.ID, store.Done, ""); err != nil {
 		t.Fatal(err)
@@ -86,21 +119,24 @@ func testMirror(t *testing.T, s store.Store) {
 	if want := []store.Counts{{Skipped: 1, Updated: 1}, {Skipped: 1, Inserted: 1}}; !slices.Equal(counts, want) {
 		t.Errorf("run 2 wrote %+v, want %+v", counts, want)
 	}
-	del := store.Deletion{RunID: run2.ID, Flow: "m", Task: "a", Area: world, MaxFraction: 0.1}
-	res, err = s.DeleteUnseen(ctx, table, del)
-	if err != nil || !res.Stopped || res.Deleted != 0 || res.Candidates != 1 || res.Current != 5 {
-		t.Fatalf("DeleteUnseen of 1 of 5 past a 10%% rail = %+v (%v), want it stopped with nothing deleted", res, err)
+	// Listing the candidates changes nothing.
+	for range 2 {
+		if keys, cur := unseen(t, s, table, run2.ID, world, false); !slices.Equal(keys, []string{"p.c"}) || cur != 5 {
+			t.Fatalf("UnseenFeatures of run 2 = %q of %d, want p.c of 5", keys, cur)
+		}
 	}
 	if n, err := s.CountFeatures(ctx, table, world); err != nil || n != 5 {
-		t.Errorf("after the rail held, CountFeatures = %d (%v), want 5", n, err)
+		t.Errorf("after listing the candidates, CountFeatures = %d (%v), want 5", n, err)
 	}
-	if n, err := s.SeenFeatures(ctx, table, run2.ID, "a"); err != nil || n != 4 {
-		t.Errorf("after the rail held, SeenFeatures = %d (%v), want 4 kept for a resume", n, err)
+	// A key that is no current row, or one a later run wrote, is left alone.
+	if n, err := s.DeleteFeatures(ctx, table, store.DeleteKeys{RunID: run1.ID, Task: "a", Keys: []string{"p.e", "p.none"}}); err != nil || n != 0 {
+		t.Errorf("DeleteFeatures of run 1 of p.e (written by run 2) and an unknown key = %d (%v), want 0", n, err)
 	}
-	del.AllowMass = true
-	res, err = s.DeleteUnseen(ctx, table, del)
-	if err != nil || res.Stopped || res.Deleted != 1 || res.Candidates != 1 {
-		t.Fatalf("DeleteUnseen allowed = %+v (%v), want c deleted", res, err)
+	if n, err := s.DeleteFeatures(ctx, table, store.DeleteKeys{RunID: run2.ID, Task: "a", Keys: []string{"p.c"}}); err != nil || n != 1 {
+		t.Fatalf("DeleteFeatures(p.c) = %d (%v), want c deleted", n, err)
+	}
+	if err := s.ForgetSeen(ctx, "m", "a", run2.ID); err != nil {
+		t.Fatal(err)
 	}
 	if n, err := s.CountFeatures(ctx, table, world); err != nil || n != 4 {
 		t.Errorf("after the deletion, CountFeatures = %d (%v), want 4", n, err)
@@ -182,11 +218,11 @@ func testMirrorArea(t *testing.T, s store.Store) {
 	run1.Close()
 	run2, _ := mirrorRun(t, s, table, []*spatial.Feature{parcel("p.3", 1.5, 1.5, "")})
 	area := orb.Bound{Min: orb.Point{0, 0}, Max: orb.Point{2, 2}}
-	res, err := s.DeleteUnseen(ctx, table, store.Deletion{RunID: run2.ID, Flow: "m", Task: "a", Area: area, Partial: true, MaxFraction: 1})
+	n, keys, cur := deleteUnseen(t, s, table, run2.ID, area, true)
 	// The rail's base: the boxes overlapping the area, p.edge's too where the store's
 	// boxes are single precision (PostGIS rounds them outward).
-	if err != nil || res.Deleted != 1 || res.Candidates != 1 || res.Current < 3 || res.Current > 4 {
-		t.Fatalf("DeleteUnseen in %v = %+v (%v), want p.1 deleted, of the 3 features whose box overlaps the area; p.2, p.L and p.edge (not inside) kept", area, res, err)
+	if n != 1 || !slices.Equal(keys, []string{"p.1"}) || cur < 3 || cur > 4 {
+		t.Fatalf("in %v: %d deleted of %q, %d current; want p.1 deleted, of the 3 features whose box overlaps the area; p.2, p.L and p.edge (not inside) kept", area, n, keys, cur)
 	}
 	got, _ := changes(t, s, store.ChangeFilter{RunID: run2.ID})
 	if want := []string{"deleted p.1"}; !slices.Equal(got, want) {
@@ -207,9 +243,16 @@ func testMirrorArea(t *testing.T, s store.Store) {
 	run3.Close()
 	run4, _ := mirrorRun(t, s, table, []*spatial.Feature{parcel("p.2", 5, 5, ""), parcel("p.3", 1.5, 1.5, "")})
 	_ = run4
-	res, err = s.DeleteUnseen(ctx, table, store.Deletion{RunID: run3.ID, Flow: "m", Task: "a", Area: world, MaxFraction: 1})
-	if err != nil || res.SupersededBy != run4.ID || res.Deleted != 0 {
-		t.Fatalf("DeleteUnseen of run 3 after run 4 = %+v (%v), want superseded by %d and nothing deleted", res, err, run4.ID)
+	if later, err := s.LaterRun(ctx, "m", "a", run3.ID); err != nil || later != run4.ID {
+		t.Fatalf("LaterRun(run 3) = %d (%v), want run 4 (%d)", later, err, run4.ID)
+	}
+	if later, err := s.LaterRun(ctx, "m", "a", run4.ID); err != nil || later != 0 {
+		t.Fatalf("LaterRun(run 4) = %d (%v), want 0", later, err)
+	}
+	// Listing run 3's candidates still works (the decision not to act on them is the
+	// caller's): p.3 is the only one it saw.
+	if keys, _ := unseen(t, s, table, run3.ID, world, false); !slices.Equal(keys, []string{"p.2", "p.L", "p.edge"}) {
+		t.Errorf("UnseenFeatures of run 3 = %q, want p.2, p.L and p.edge", keys)
 	}
 	if n, err := s.CountFeatures(ctx, table, world); err != nil || n != 4 {
 		t.Errorf("CountFeatures = %d (%v), want 4: p.2, p.3, p.L, p.edge", n, err)
@@ -245,18 +288,16 @@ func testHistory(t *testing.T, s store.Store) {
 	if n, err := s.CountFeatures(ctx, table, world); err != nil || n != 3 {
 		t.Errorf("CountFeatures = %d (%v), want 3 current features", n, err)
 	}
-	res, err := s.DeleteUnseen(ctx, table, store.Deletion{RunID: run2.ID, Flow: "m", Task: "a", Area: world, MaxFraction: 0.1})
-	if err != nil || res.Deleted != 0 || res.Current != 3 {
-		t.Errorf("DeleteUnseen = %+v (%v), want nothing of 3 current", res, err)
+	if n, _, cur := deleteUnseen(t, s, table, run2.ID, world, false); n != 0 || cur != 3 {
+		t.Errorf("after run 2: %d deleted of %d current, want nothing of 3 current", n, cur)
 	}
 	if _, err := s.FinishRun(ctx, run2.ID, store.Done, ""); err != nil {
 		t.Fatal(err)
 	}
 	run2.Close()
 	run3, _ := mirrorRun(t, s, table, []*spatial.Feature{a2, c})
-	res, err = s.DeleteUnseen(ctx, table, store.Deletion{RunID: run3.ID, Flow: "m", Task: "a", Area: world, MaxFraction: 0.5})
-	if err != nil || res.Deleted != 1 || res.Current != 3 {
-		t.Fatalf("DeleteUnseen = %+v (%v), want b's version closed", res, err)
+	if n, keys, cur := deleteUnseen(t, s, table, run3.ID, world, false); n != 1 || cur != 3 || !slices.Equal(keys, []string{"p.b"}) {
+		t.Fatalf("after run 3: %d deleted of %q, %d current; want b's version closed", n, keys, cur)
 	}
 	if n, err := s.CountFeatures(ctx, table, world); err != nil || n != 2 {
 		t.Errorf("after b was deleted, CountFeatures = %d (%v), want 2 current", n, err)
@@ -338,4 +379,113 @@ func testMirrorKeyColumns(t *testing.T, s store.Store) {
 	if err := s.EnsureFeatureTable(ctx, plain); !errors.As(err, &inc) {
 		t.Errorf("an append table taken as a mirror: %v, want an IncompatibleTableError naming gf_key", err)
 	}
+}
+
+// testMirrorConfirmed: features found by asking the server by id are written as a unit
+// of their own: a changed one updated and logged, an unchanged one costing nothing, and
+// both count as seen.
+func testMirrorConfirmed(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	for _, history := range []bool{false, true} {
+		table := mirrorTable(map[bool]string{false: "confirmed", true: "confirmed_history"}[history], history)
+		if err := s.EnsureFeatureTable(ctx, table); err != nil {
+			t.Fatal(err)
+		}
+		a, b, c := parcel("p.a", 1, 1, "a"), parcel("p.b", 2, 2, "b"), parcel("p.c", 3, 3, "c")
+		run1, _ := mirrorRun(t, s, table, []*spatial.Feature{a, b, c})
+		if _, err := s.FinishRun(ctx, run1.ID, store.Done, ""); err != nil {
+			t.Fatal(err)
+		}
+		run1.Close()
+		// The listing leaves b and c out; asked by id, the server returns both, b edited.
+		run2, _ := mirrorRun(t, s, table, []*spatial.Feature{a})
+		if keys, _ := unseen(t, s, table, run2.ID, world, false); !slices.Equal(keys, []string{"p.b", "p.c"}) {
+			t.Fatalf("history %v: UnseenFeatures = %q, want p.b and p.c", history, keys)
+		}
+		b2 := parcel("p.b", 2, 2, "b, edited")
+		src := features{b2, c}
+		ref := store.UnitRef{RunID: run2.ID, TaskID: "a", Key: "confirmed-by-id"}
+		got, err := s.WriteConfirmed(ctx, ref, table, &src)
+		if err != nil || got.Updated != 1 || got.Skipped != 1 || got.Inserted != 0 {
+			t.Fatalf("history %v: WriteConfirmed = %+v (%v), want b updated and c skipped", history, got, err)
+		}
+		if keys, _ := unseen(t, s, table, run2.ID, world, false); len(keys) != 0 {
+			t.Errorf("history %v: after WriteConfirmed, UnseenFeatures = %q, want none (they count as seen)", history, keys)
+		}
+		if n, err := s.SeenFeatures(ctx, table, run2.ID, "a"); err != nil || n != 3 {
+			t.Errorf("history %v: SeenFeatures = %d (%v), want 3", history, n, err)
+		}
+		if _, st, err := s.Unit(ctx, ref); err != nil || st != store.Done {
+			t.Errorf("history %v: the confirming unit is %v (%v), want done", history, st, err)
+		}
+		if got, _ := changes(t, s, store.ChangeFilter{RunID: run2.ID}); !slices.Equal(got, []string{"updated p.b"}) {
+			t.Errorf("history %v: run 2 changes %q, want b updated", history, got)
+		}
+		if n, err := s.CountFeatures(ctx, table, world); err != nil || n != 3 {
+			t.Errorf("history %v: CountFeatures = %d (%v), want 3 current", history, n, err)
+		}
+		run2.Close()
+	}
+}
+
+// testMirrorAbsent: the absence streaks of rows a source cannot be asked about count
+// complete runs, once per run, end when a run sees the row and go with the row.
+func testMirrorAbsent(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	table := mirrorTable("absent", false)
+	if err := s.EnsureFeatureTable(ctx, table); err != nil {
+		t.Fatal(err)
+	}
+	a, b, c := parcel("p.a", 1, 1, "a"), parcel("p.b", 2, 2, "b"), parcel("p.c", 3, 3, "c")
+	finish := func(r *store.Run) {
+		t.Helper()
+		if _, err := s.FinishRun(ctx, r.ID, store.Done, ""); err != nil {
+			t.Fatal(err)
+		}
+		r.Close()
+	}
+	note := func(runID int64, keys ...string) map[string]int {
+		t.Helper()
+		got, err := s.NoteAbsent(ctx, table, store.Absence{Flow: "m", Task: "a", RunID: runID, Keys: keys})
+		if err != nil {
+			t.Fatalf("NoteAbsent(run %d, %q): %v", runID, keys, err)
+		}
+		return got
+	}
+	run1, _ := mirrorRun(t, s, table, []*spatial.Feature{a, b, c})
+	finish(run1)
+	run2, _ := mirrorRun(t, s, table, []*spatial.Feature{a})
+	if got := note(run2.ID, "p.b", "p.c"); got["p.b"] != 1 || got["p.c"] != 1 || len(got) != 2 {
+		t.Fatalf("run 2: NoteAbsent = %v, want b and c absent from 1 run", got)
+	}
+	if got := note(run2.ID, "p.b", "p.c"); got["p.b"] != 1 || got["p.c"] != 1 {
+		t.Errorf("run 2 again (a finish retried): NoteAbsent = %v, want still 1 run each", got)
+	}
+	finish(run2)
+	// Run 3 sees b again: its streak ends; c's grows.
+	run3, _ := mirrorRun(t, s, table, []*spatial.Feature{a, b})
+	if got := note(run3.ID, "p.c"); got["p.c"] != 2 || len(got) != 1 {
+		t.Fatalf("run 3: NoteAbsent = %v, want c absent from 2 runs", got)
+	}
+	if n, err := s.DeleteFeatures(ctx, table, store.DeleteKeys{RunID: run3.ID, Task: "a", Keys: []string{"p.c"}}); err != nil || n != 1 {
+		t.Fatalf("DeleteFeatures(p.c) = %d (%v), want 1", n, err)
+	}
+	finish(run3)
+	// Run 4 misses b: a new streak, from 1. c comes back and goes again: from 1 too.
+	run4, _ := mirrorRun(t, s, table, []*spatial.Feature{a, c})
+	finish(run4)
+	run5, _ := mirrorRun(t, s, table, []*spatial.Feature{a})
+	if got := note(run5.ID, "p.b", "p.c"); got["p.b"] != 1 || got["p.c"] != 1 {
+		t.Errorf("run 5: NoteAbsent = %v, want b and c absent from 1 run each (b was seen by run 3, c deleted)", got)
+	}
+	// Nothing to count: the streaks of what the run saw still end.
+	run5.Close()
+	run6, _ := mirrorRun(t, s, table, []*spatial.Feature{a, b})
+	if got := note(run6.ID); len(got) != 0 {
+		t.Errorf("run 6 without keys: NoteAbsent = %v, want none", got)
+	}
+	if got := note(run6.ID, "p.c"); got["p.c"] != 2 || len(got) != 1 {
+		t.Errorf("run 6: NoteAbsent = %v, want c absent from 2 runs", got)
+	}
+	run6.Close()
 }

@@ -62,6 +62,8 @@ func tests() []test {
 		{"Mirror", testMirror},
 		{"MirrorArea", testMirrorArea},
 		{"MirrorKeyColumns", testMirrorKeyColumns},
+		{"MirrorConfirmed", testMirrorConfirmed},
+		{"MirrorAbsent", testMirrorAbsent},
 		{"History", testHistory},
 		{"Tiles", testTiles},
 		{"TilesInStore", testTilesInStore},

@@ -205,6 +205,7 @@ func (t *Task) prepare(ctx context.Context, env *tasks.Env) (*prepared, error) {
 		Caps:  harvest.Caps{Counts: true, Sorts: true, Pages: true},
 		Table: p.table, Area: p.area, PageSize: int64(p.batch), Geographic: true,
 		Budget: t.cfg.Limits.Budget(), MaxDeleteFraction: t.cfg.Target.DeleteFraction(),
+		Lookup: t.lookup(p), DeleteAfter: t.cfg.Target.AbsentRuns(),
 	})
 	env.Logger.Info("arcgis_features negotiated", "layer", redact.URL(t.cfg.URL), "geometry", l.GeometryType,
 		"object_id_field", p.oidField, "batch", p.batch, "table", p.table.Schema+"."+p.table.Name)

@@ -169,7 +169,7 @@ func (t *Task) prepare(ctx context.Context, env *tasks.Env) (*prepared, error) {
 		Geographic: p.srid == 4326, // the box is CRS84: a wrong swap is caught and undone
 		Budget:     t.cfg.Limits.Budget(),
 
-		MaxDeleteFraction: t.cfg.Target.DeleteFraction(),
+		MaxDeleteFraction: t.cfg.Target.DeleteFraction(), Lookup: t.lookup(p), DeleteAfter: t.cfg.Target.AbsentRuns(),
 	})
 	env.Logger.Info("ogcapi_features negotiated", "collection", t.cfg.Collection, "items", redact.URL(p.items), "page_size", ps,
 		"number_matched", counts, "paging", cmp.Or(p.offsetParam, "none"), "crs", cmp.Or(p.crsParam, "CRS84"),

@@ -120,7 +120,7 @@ func (t *Task) prepare(ctx context.Context, env *tasks.Env) (*prepared, error) {
 		Caps: harvest.Caps{Counts: caps.Hits, MatchedInResponse: p.version == "2.0.0",
 			Sorts: caps.ImplementsSorting && p.sortBy != "", Pages: true},
 		Table: p.table, Area: p.area, PageSize: ps, Geographic: p.latLonCRS, Budget: t.cfg.Limits.Budget(),
-		MaxDeleteFraction: t.cfg.Target.DeleteFraction(),
+		MaxDeleteFraction: t.cfg.Target.DeleteFraction(), Lookup: t.lookup(p), DeleteAfter: t.cfg.Target.AbsentRuns(),
 	})
 	env.Logger.Info("wfs negotiated", "version", p.version, "typename", p.typeName, "format", firstNonEmpty(p.format, "GML (server default)"),
 		"page_size", ps, "hits", caps.Hits, "sorting", caps.ImplementsSorting, "table", p.table.Schema+"."+p.table.Name, "srid", p.srid)

@@ -243,12 +243,13 @@ const devRevisionHelp = "The data can change between two harvests, as an edited 
 // devControlBanner is the banner's second line for the servers with control endpoints.
 const devControlBanner = "\ndata control: POST http://{addr}/_dev/revision?rev=N, POST http://{addr}/_dev/empty?on=1, GET http://{addr}/_dev/state"
 
-// devRevisionFlags declares --revision, --edited, --deleted, --added and --empty.
+// devRevisionFlags declares --revision, --edited, --deleted, --added, --hidden and --empty.
 func devRevisionFlags(f *pflag.FlagSet, rev *int, c *wfsserver.Changes, empty *bool) {
 	f.IntVar(rev, "revision", 0, "data revision served first (0: without --added parcels; 1 and later: without --deleted ones, --edited ones changed)")
 	f.IntVar(&c.Edited, "edited", 0, "parcels whose attributes (and for half of them geometry) change from revision 1 on, ids kept")
 	f.IntVar(&c.Deleted, "deleted", 0, "parcels served at revision 0 only")
 	f.IntVar(&c.Added, "added", 0, "parcels (the last of --features) served from revision 1 on only")
+	f.IntVar(&c.Hidden, "hidden", 0, "parcels left out of every listing and count from revision 1 on, yet still answered by id (a listing filtered by an access rule or a view)")
 	f.BoolVar(empty, "empty", false, "answer every query with no features and a count of 0 (POST /_dev/empty?on=0 heals it)")
 }
 

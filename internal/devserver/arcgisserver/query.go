@@ -73,7 +73,19 @@ func (s *Server) serveQuery(w http.ResponseWriter, r *http.Request) {
 			}
 			want[n] = true
 		}
-		ids = slices.DeleteFunc(ids, func(id int) bool { return !want[id] })
+		if q.Get("geometry") == "" && !s.Empty() {
+			// Asked by id alone: every id the data holds, hidden from listings or not
+			// (wfsserver.Changes.Hidden).
+			ids = ids[:0]
+			for id := range want {
+				if s.Exists(id) {
+					ids = append(ids, id)
+				}
+			}
+			slices.Sort(ids)
+		} else {
+			ids = slices.DeleteFunc(ids, func(id int) bool { return !want[id] })
+		}
 	}
 	idsOnly, countOnly := q.Get("returnIdsOnly") == "true", q.Get("returnCountOnly") == "true"
 	switch {

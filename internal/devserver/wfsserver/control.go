@@ -20,7 +20,7 @@ var _ Switcher = (*Server)(nil)
 // ControlHandler returns the control endpoints of a dev server, for changing its data
 // between two harvests without a restart. Mount it at "/_dev/" on dev servers only:
 //
-//	POST /_dev/revision?rev=N[&edited=E&deleted=D&added=A]  switch to revision N; counts not given stay
+//	POST /_dev/revision?rev=N[&edited=E&deleted=D&added=A&hidden=H]  switch to revision N; counts not given stay
 //	POST /_dev/empty?on=1 (or on=0)                          switch the empty mode
 //	GET  /_dev/state                                         the current state
 //
@@ -47,7 +47,7 @@ func ControlHandler(sw Switcher) http.Handler {
 			for _, p := range []struct {
 				name string
 				to   *int
-			}{{"rev", &rev}, {"edited", &c.Edited}, {"deleted", &c.Deleted}, {"added", &c.Added}} {
+			}{{"rev", &rev}, {"edited", &c.Edited}, {"deleted", &c.Deleted}, {"added", &c.Added}, {"hidden", &c.Hidden}} {
 				x := q.Get(p.name)
 				if x == "" {
 					continue
@@ -78,6 +78,6 @@ func ControlHandler(sw Switcher) http.Handler {
 		rev, c := sw.Revision()
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(map[string]any{"revision": rev, "edited": c.Edited,
-			"deleted": c.Deleted, "added": c.Added, "empty": sw.Empty()})
+			"deleted": c.Deleted, "added": c.Added, "hidden": c.Hidden, "empty": sw.Empty()})
 	})
 }

@@ -107,6 +107,9 @@ func (s *Server) serveGetFeature(w http.ResponseWriter, r *http.Request, q *quer
 		return
 	}
 	rev := s.state()
+	if !q.hasIDs {
+		rev = rev.listing() // a query by id sees what a listing hides
+	}
 	var sel *selection
 	if q.bbox != nil {
 		sel = s.grid.selectBound(*q.bbox, rev)

@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
+	"path"
 	"strconv"
 	"strings"
 
@@ -38,6 +39,10 @@ func (s *Server) serveOGCAPI(w http.ResponseWriter, r *http.Request, root, rest 
 		return
 	}
 	coll := "/collections/" + s.local
+	if path.Dir(rest) == coll+"/items" {
+		s.serveOGCAPIItem(w, r, base, fs, path.Base(rest))
+		return
+	}
 	switch strings.TrimSuffix(rest, "/") {
 	case "":
 		s.other.Add(1)
@@ -127,6 +132,33 @@ func (s *Server) ogcapiCollection(base string) map[string]any {
 			{"rel": "items", "type": "application/geo+json", "href": href + "/items?f=json"},
 		},
 	}
+}
+
+// serveOGCAPIItem answers items/{featureId}: the feature as the WFS answers it by
+// RESOURCEID (a query by id sees the parcels a listing hides, Changes.Hidden), or 404
+// when the revision does not serve it. The answer is a collection of that one feature,
+// which readers of items take as well as a bare Feature.
+func (s *Server) serveOGCAPIItem(w http.ResponseWriter, r *http.Request, base string, fs *faultState, id string) {
+	tail, ok := strings.CutPrefix(id, s.local+".")
+	n, err := strconv.Atoi(tail)
+	if !ok || err != nil || n < 0 || n >= s.grid.n || !s.state().present(n) || s.state().empty {
+		s.other.Add(1)
+		s.ogcapiError(w, http.StatusNotFound, "NotFound", "no such feature: "+id)
+		return
+	}
+	q := &query{request: "getfeature", version: "2.0.0", params: map[string]string{}, format: fmtJSON,
+		count: 1, countGiven: true, ogcapi: true, hasIDs: true, ids: []int{n}}
+	if c := r.URL.Query().Get("crs"); c != "" {
+		if !s.opts.OGCAPICRS || (c != crs84 && c != epsg4326) {
+			s.other.Add(1)
+			s.ogcapiError(w, http.StatusBadRequest, "InvalidParameterValue", "crs "+c+" is not supported")
+			return
+		}
+		q.ogcapiLatLon = c == epsg4326
+		w.Header().Set("Content-Crs", "<"+c+">")
+	}
+	q.ogcapiItems = base + "/collections/" + s.local + "/items"
+	s.serveGetFeature(w, r, q, fs)
 }
 
 // serveOGCAPIItems answers /items as the WFS answers a GetFeature: the same selection,

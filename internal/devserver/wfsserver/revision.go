@@ -10,6 +10,7 @@ import (
 	"iter"
 	"math"
 	"math/bits"
+	"slices"
 	"sort"
 )
 
@@ -33,6 +34,12 @@ type Changes struct {
 	// Added parcels, the last Added indexes Features-Added..Features-1, are served
 	// from revision 1 on only.
 	Added int
+	// Hidden parcels, taken after the Edited ones from the same stride, are left out of
+	// every listing from revision 1 on (bbox and whole-layer queries, their counts and
+	// numberMatched lowered to match) while still answered by id (RESOURCEID/FEATUREID,
+	// OGC API items/{id}, ArcGIS objectIds): a server whose listing an access rule or a
+	// view filters, consistently wrong and looking right.
+	Hidden int
 }
 
 // Change is what Changes does to one parcel.
@@ -84,6 +91,12 @@ type revision struct {
 	// deleted lists, sorted, the parcels absent from revision 1 on; nil at revision 0,
 	// where they are served.
 	deleted []int
+	// listed is the revision listings see: the Hidden parcels deleted too; nil when
+	// nothing is hidden (listings see this revision).
+	listed *revision
+	// hideLo and hideHi are the slots a listing leaves out besides the deleted ones
+	// ([Deleted+Edited, Deleted+Edited+Hidden) in the listing revision, empty otherwise).
+	hideLo, hideHi int
 	// Parcel i has slot (i-off)*inv mod base, and slot j is parcel j*mul+off mod base:
 	// slots [0, Deleted) are deleted, [Deleted, Deleted+Edited) edited.
 	mul, inv, off uint64
@@ -95,12 +108,12 @@ var errNegativeRevision = errors.New("wfsserver: negative revision")
 // above features, or Edited+Deleted above features-Added.
 func (c Changes) Validate(features int) error {
 	switch {
-	case c.Edited < 0 || c.Deleted < 0 || c.Added < 0:
-		return fmt.Errorf("wfsserver: negative change counts (edited %d, deleted %d, added %d)", c.Edited, c.Deleted, c.Added)
+	case c.Edited < 0 || c.Deleted < 0 || c.Added < 0 || c.Hidden < 0:
+		return fmt.Errorf("wfsserver: negative change counts (edited %d, deleted %d, added %d, hidden %d)", c.Edited, c.Deleted, c.Added, c.Hidden)
 	case c.Added > features:
 		return fmt.Errorf("wfsserver: %d parcels added, but there are only %d", c.Added, features)
-	case c.Edited+c.Deleted > features-c.Added:
-		return fmt.Errorf("wfsserver: %d parcels edited and %d deleted, but revision 0 has only %d", c.Edited, c.Deleted, features-c.Added)
+	case c.Edited+c.Deleted+c.Hidden > features-c.Added:
+		return fmt.Errorf("wfsserver: %d parcels edited, %d deleted and %d hidden, but revision 0 has only %d", c.Edited, c.Deleted, c.Hidden, features-c.Added)
 	}
 	return nil
 }
@@ -129,8 +142,26 @@ func newRevision(rev int, c Changes, empty bool, n int, seed uint64) (*revision,
 			v.deleted[j] = v.parcel(j)
 		}
 		sort.Ints(v.deleted)
+		if c.Hidden > 0 {
+			l := *v
+			l.deleted = slices.Clone(v.deleted)
+			for j := c.Deleted + c.Edited; j < c.Deleted+c.Edited+c.Hidden; j++ {
+				l.deleted = append(l.deleted, v.parcel(j))
+			}
+			sort.Ints(l.deleted)
+			l.hideLo, l.hideHi = c.Deleted+c.Edited, c.Deleted+c.Edited+c.Hidden
+			v.listed = &l
+		}
 	}
 	return v, nil
+}
+
+// listing is the revision a listing sees: without the Hidden parcels.
+func (v *revision) listing() *revision {
+	if v.listed != nil {
+		return v.listed
+	}
+	return v
 }
 
 // modInverse is a's inverse modulo m, for a coprime to m.
@@ -183,7 +214,11 @@ func (v *revision) present(i int) bool {
 	if i >= v.limit {
 		return false
 	}
-	return v.rev == 0 || i >= v.base || v.slot(i) >= v.c.Deleted
+	if v.rev == 0 || i >= v.base {
+		return true
+	}
+	j := v.slot(i)
+	return j >= v.c.Deleted && (j < v.hideLo || j >= v.hideHi)
 }
 
 // edit is parcel i's edit at this revision.

@@ -412,11 +412,11 @@ func TestControlHandler(t *testing.T) {
 		status             int
 		body               string
 	}{
-		{"state", "GET", "/_dev/state", 200, `{"added":0,"deleted":0,"edited":0,"empty":false,"revision":0}`},
-		{"revision with changes", "POST", "/_dev/revision?rev=1&edited=5&deleted=3&added=2", 200, `{"added":2,"deleted":3,"edited":5,"empty":false,"revision":1}`},
-		{"revision keeps counts", "POST", "/_dev/revision?rev=2", 200, `{"added":2,"deleted":3,"edited":5,"empty":false,"revision":2}`},
-		{"empty on", "POST", "/_dev/empty?on=1", 200, `{"added":2,"deleted":3,"edited":5,"empty":true,"revision":2}`},
-		{"empty off", "POST", "/_dev/empty?on=false", 200, `{"added":2,"deleted":3,"edited":5,"empty":false,"revision":2}`},
+		{"state", "GET", "/_dev/state", 200, `{"added":0,"deleted":0,"edited":0,"empty":false,"hidden":0,"revision":0}`},
+		{"revision with changes", "POST", "/_dev/revision?rev=1&edited=5&deleted=3&added=2", 200, `{"added":2,"deleted":3,"edited":5,"empty":false,"hidden":0,"revision":1}`},
+		{"revision keeps counts", "POST", "/_dev/revision?rev=2", 200, `{"added":2,"deleted":3,"edited":5,"empty":false,"hidden":0,"revision":2}`},
+		{"empty on", "POST", "/_dev/empty?on=1", 200, `{"added":2,"deleted":3,"edited":5,"empty":true,"hidden":0,"revision":2}`},
+		{"empty off", "POST", "/_dev/empty?on=false", 200, `{"added":2,"deleted":3,"edited":5,"empty":false,"hidden":0,"revision":2}`},
 		{"revision missing", "POST", "/_dev/revision?edited=1", 400, "rev is required"},
 		{"too many", "POST", "/_dev/revision?rev=1&added=101", 400, "only 100"},
 		{"not a number", "POST", "/_dev/revision?rev=x", 400, "integer"},

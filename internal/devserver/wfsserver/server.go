@@ -322,11 +322,12 @@ func (s *Server) Feature(i int) Feature {
 	return Feature{Index: i, ID: s.local + "." + itoa(i), Geometry: sh.geometry(), Properties: a.properties()}
 }
 
-// FeaturesIn returns, in index order, the parcels served at the current revision
-// whose geometry intersects the lon/lat bound b (the BBOX operator's semantics).
+// FeaturesIn returns, in index order, the parcels a listing shows at the current
+// revision (the Hidden ones left out) whose geometry intersects the lon/lat bound b (the
+// BBOX operator's semantics).
 // The empty mode does not change it: it is what the data holds.
 func (s *Server) FeaturesIn(b orb.Bound) []int {
-	sel := s.grid.selectBound(b, s.state())
+	sel := s.grid.selectBound(b, s.state().listing())
 	return sel.appendRange(nil, 0, s.grid.n)
 }
 

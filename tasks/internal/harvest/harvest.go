@@ -98,6 +98,11 @@ type Config struct {
 	Budget tasks.Budget
 	// MaxDeleteFraction is a mirror table's safety rail (tasks.FeatureTarget).
 	MaxDeleteFraction float64
+	// Lookup asks the server for features by id before a mirror deletes a row it did not
+	// see (tasks.Harvest.Lookup); nil when the source cannot be asked. DeleteAfter is the
+	// target's tasks.FeatureTarget.AbsentRuns.
+	Lookup      tasks.IDLookup
+	DeleteAfter int
 }
 
 // Defaults of the harvest.
@@ -237,7 +242,7 @@ func (e *Engine) Finish(ctx context.Context, env *tasks.Env) error {
 		}
 	}
 	if err := tasks.FinishChanges(ctx, env, tasks.Harvest{Table: table, Area: area, Expected: want,
-		MaxDeleteFraction: e.cfg.MaxDeleteFraction}); err != nil {
+		MaxDeleteFraction: e.cfg.MaxDeleteFraction, Lookup: e.cfg.Lookup, DeleteAfter: e.cfg.DeleteAfter}); err != nil {
 		return err
 	}
 	return incomplete
