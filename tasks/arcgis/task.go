@@ -570,8 +570,9 @@ func (t *Task) plannedCount(ctx context.Context, env *tasks.Env) (int64, error) 
 	return *sp.Count, nil
 }
 
-// checkStored compares the server's count with the distinct features stored in area: an
-// INCOMPLETE error (not a failure of the check) when fewer are.
+// checkStored compares the server's count with the distinct features stored in area: a
+// *tasks.IncompleteError (not a failure of the check) when fewer are, which ends the task
+// incomplete.
 func (t *Task) checkStored(ctx context.Context, env *tasks.Env, p *prepared, area orb.Bound, want int64) (incomplete, err error) {
 	got, err := env.Store.CountFeatures(ctx, p.table, area)
 	if err != nil {
@@ -591,8 +592,8 @@ func (t *Task) checkStored(ctx context.Context, env *tasks.Env, p *prepared, are
 		env.Logger.Warn("fewer features stored than the server counted; ids it listed were not answered", "count", want, "stored_distinct", got, "not_answered", m)
 	}
 	if got < want {
-		return fmt.Errorf("INCOMPLETE: the server counted %d features in %s but %d distinct features are stored there (%d missing)",
-			want, harvest.FormatBound(area), got, want-got), nil
+		return &tasks.IncompleteError{Where: harvest.FormatBound(area), Missing: want - got,
+			Reason: fmt.Sprintf("the server counted %d features but %d distinct features are stored there", want, got)}, nil
 	}
 	env.Logger.Info("complete: every feature the server counted is stored", "count", want, "stored_distinct", got)
 	return nil, nil

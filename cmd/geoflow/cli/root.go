@@ -26,6 +26,9 @@ const (
 	ExitOK          = 0
 	ExitError       = 1 // bad input, cannot run
 	ExitDeadLetters = 2 // finished, but some units ended in the dead-letter queue
+	// ExitIncomplete: finished, nothing failed, but some task's harvest cannot be proved
+	// complete (the server counted features that are not stored).
+	ExitIncomplete = 3
 )
 
 // Version is set at build time with -ldflags "-X github.com/geoflow/geoflow/cmd/geoflow/cli.Version=...".

@@ -215,7 +215,7 @@ func (e *Engine) Plan(ctx context.Context, env *tasks.Env) ([]store.Unit, error)
 
 // Finish builds the indexes deferred while a new table was first filled, then compares
 // the server's count for the area with the distinct features stored there (a shortfall is
-// an error, which the runner logs loudly), and ends the changes of a keyed table
+// a *tasks.IncompleteError, which ends the task incomplete), and ends the changes of a keyed table
 // (tasks.FinishChanges: a mirror's deletions, on evidence of a complete harvest).
 func (e *Engine) Finish(ctx context.Context, env *tasks.Env) error {
 	want := e.expected.Load()
@@ -267,8 +267,9 @@ func (e *Engine) plannedCount(ctx context.Context, env *tasks.Env) (int64, error
 	return sp.Count, nil
 }
 
-// checkStored compares the server's count with the distinct features stored in area: an
-// INCOMPLETE error (not a failure of the check) when fewer are.
+// checkStored compares the server's count with the distinct features stored in area: a
+// *tasks.IncompleteError (not a failure of the check) when fewer are, which ends the task
+// incomplete.
 func (e *Engine) checkStored(ctx context.Context, env *tasks.Env, area orb.Bound, want int64) (incomplete, err error) {
 	table := e.cfg.Table
 	got, err := env.Store.CountFeatures(ctx, table, area)
@@ -310,8 +311,8 @@ func (e *Engine) checkStored(ctx context.Context, env *tasks.Env, area orb.Bound
 		return nil, nil
 	}
 	if got < want {
-		return fmt.Errorf("INCOMPLETE: the server matched %d features in %s but %d distinct features are stored there (%d missing)",
-			want, FormatBound(area), got, want-got), nil
+		return &tasks.IncompleteError{Where: FormatBound(area), Missing: want - got,
+			Reason: fmt.Sprintf("the server matched %d features but %d distinct features are stored there", want, got)}, nil
 	}
 	env.Logger.Info("complete: every feature the server matched is stored", "number_matched", want, "stored_distinct", got)
 	return nil, nil
