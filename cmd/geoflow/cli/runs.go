@@ -137,7 +137,7 @@ func printRun(w io.Writer, r store.RunRecord) error {
 		fmt.Fprintf(tw, "equal payloads\t%d features had the payload of a stored feature with another id, and are that row\n", r.FeaturesMerged)
 	}
 	if r.Status == store.Incomplete {
-		fmt.Fprintf(tw, "incomplete\tfewer features are stored than the server counted; the short units are dead letters of class incomplete (geoflow dlq list --run %d --class incomplete)\n", r.ID)
+		fmt.Fprintf(tw, "incomplete\tfewer features are stored than the server counted; units found short are dead letters of class incomplete (geoflow dlq list --run %d --class incomplete)\n", r.ID)
 	}
 	if r.Error != "" {
 		fmt.Fprintf(tw, "error\t%s\n", r.Error)
@@ -167,7 +167,7 @@ func printRun(w io.Writer, r store.RunRecord) error {
 	}
 	for _, t := range r.Tasks {
 		if t.State == store.Incomplete {
-			fmt.Fprintf(w, "\n%s is incomplete: %s\n", t.Task, t.Error)
+			fmt.Fprintf(w, "\n%s: %s\n", t.Task, t.Error)
 		}
 		if t.MirrorNote != "" {
 			fmt.Fprintf(w, "\n%s: %s\n", t.Task, t.MirrorNote)
