@@ -150,3 +150,31 @@ func testIncompleteRun(t *testing.T, db string) {
 		t.Errorf("after the replay: %+v, want the run and its task done", r)
 	}
 }
+
+// TestIncompleteMirror: a mirror whose harvest the server's count says is short deletes
+// nothing, not even what a complete earlier run stored and this one did not see, and ends
+// incomplete (exit 3).
+func TestIncompleteMirror(t *testing.T) { eachStore(t, testIncompleteMirror) }
+
+func testIncompleteMirror(t *testing.T, db string) {
+	var fixed atomic.Bool
+	fixed.Store(true)
+	url, total, hidden := hidingFixture(t, &fixed)
+	env := map[string]string{"GEOFLOW_DATABASE_URL": db}
+	flow := writeFlow(t, mirrorFlow("type: wfs\n    url: "+url+"/wfs\n    typename: gf:parcels\n    bbox: [11.45, 48.05, 11.55, 48.15]", "parcels", "mirror", false))
+	if code, out, errs := geoflow(t, env, "run", flow, "--progress", "off"); code != 0 {
+		t.Fatalf("first run against the whole server: exit %d\n%s%s", code, out, errs)
+	}
+	fixed.Store(false)
+	code, out, errs := geoflow(t, env, "run", flow, "--progress", "off")
+	if code != cli.ExitIncomplete || !strings.Contains(out, "incomplete") {
+		t.Fatalf("run against the hiding server: exit %d, want %d\n%s%s", code, cli.ExitIncomplete, out, errs)
+	}
+	if n := testdb.Count(t, db, "SELECT count(*) FROM parcels"); n != total {
+		t.Errorf("the mirror holds %d rows after the short run, want all %d (the %d hidden ones not deleted)", n, total, hidden)
+	}
+	code, out, _ = geoflow(t, env, "runs", "show", "2")
+	if code != 0 || !strings.Contains(out, "deletions withheld") || !strings.Contains(out, "20 features missing") {
+		t.Errorf("runs show 2: exit %d\n%s", code, out)
+	}
+}
