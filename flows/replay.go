@@ -51,6 +51,9 @@ type ReplayResult struct {
 	Units, Dead, Interrupted int64
 	// Notes are things a person should know, such as downstream tasks left to rerun.
 	Notes []string
+	// Incomplete lists the runs the replay left incomplete: their units replayed, but a
+	// task's evidence still does not add up (its finish still finds features missing).
+	Incomplete []int64
 }
 
 // OK reports whether every entry was replayed and every unit it planned succeeded.
@@ -391,6 +394,11 @@ func (rp *replayer) settleRun(ctx context.Context, info store.RunInfo, f *Flow) 
 		rp.mu.Lock()
 		rp.res.Notes = append(rp.res.Notes, fmt.Sprintf("run %d: tasks %v did not run because an upstream task failed; run them with: geoflow run %s --task %s --with-downstream",
 			info.ID, upstream, info.FlowFile, upstream[0]))
+		rp.mu.Unlock()
+	}
+	if status == store.Incomplete {
+		rp.mu.Lock()
+		rp.res.Incomplete = append(rp.res.Incomplete, info.ID)
 		rp.mu.Unlock()
 	}
 	_, err := rs.FinishRun(ctx, info.ID, status, "")

@@ -528,8 +528,9 @@ func (t *Task) Finish(ctx context.Context, env *tasks.Env) error {
 		return err
 	}
 	want := t.expected.Load()
-	if want < 0 && p.table.Keyed() {
-		// A replay plans nothing: the count is the one the run planned with.
+	if want < 0 {
+		// A replay plans nothing: the count is the one the run planned with, so
+		// that a replay is held to the same evidence as the run (any mode).
 		var err error
 		if want, err = t.plannedCount(ctx, env); err != nil {
 			return err

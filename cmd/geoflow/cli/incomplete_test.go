@@ -138,6 +138,17 @@ func testIncompleteRun(t *testing.T, db string) {
 		t.Errorf("dlq stats: exit %d\n%s", code, out)
 	}
 
+	// Replayed while the server still hides them: the unit succeeds, the task's
+	// evidence still does not add up, and the run stays incomplete.
+	code, out, errs = geoflow(t, env, "dlq", "replay", "--class", "incomplete")
+	if code != cli.ExitIncomplete || !strings.Contains(errs, "still incomplete") {
+		t.Errorf("dlq replay against the server still hiding: exit %d, want %d\n%s%s", code, cli.ExitIncomplete, out, errs)
+	}
+	if r := showRun(t, env); r.Status != "incomplete" || r.Tasks[0].State != "incomplete" {
+		t.Errorf("after a replay against the server still hiding: %+v, want the run and its task incomplete", r)
+	}
+
+	recordIncomplete(t, db, 1, "parcels", "q")
 	fixed.Store(true)
 	code, out, errs = geoflow(t, env, "dlq", "replay", "--class", "incomplete")
 	if code != 0 {

@@ -223,8 +223,9 @@ func (e *Engine) Finish(ctx context.Context, env *tasks.Env) error {
 	if err := env.Store.FinishFeatureTable(ctx, table); err != nil {
 		return err
 	}
-	if want < 0 && table.Keyed() {
-		// A replay plans nothing: the count is the one the run planned with.
+	if want < 0 {
+		// A replay plans nothing: the count is the one the run planned with, so
+		// that a replay is held to the same evidence as the run (any mode).
 		var err error
 		if want, err = e.plannedCount(ctx, env); err != nil {
 			return err
