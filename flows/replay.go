@@ -51,6 +51,9 @@ type ReplayResult struct {
 	Units, Dead, Interrupted int64
 	// Notes are things a person should know, such as downstream tasks left to rerun.
 	Notes []string
+	// Incomplete lists the runs the replay left incomplete: their units replayed, but a
+	// task's evidence still does not add up (its finish still finds features missing).
+	Incomplete []int64
 }
 
 // OK reports whether every entry was replayed and every unit it planned succeeded.
@@ -172,6 +175,15 @@ func (rp *replayer) run(ctx, work context.Context, runID int64, idx []int) error
 		}
 		err := rp.task(ctx, work, r, t, runID, byTask[id])
 		var fin *finishError
+		var inc *tasks.IncompleteError
+		if errors.As(err, &fin) && errors.As(err, &inc) {
+			// The units replayed, but the task's finish still finds the harvest short:
+			// the task stays incomplete, with the finish's reason.
+			if err := rp.settleTask(final, runID, t, fin); err != nil {
+				rp.log.Error("recording the task after the replay", "task", id, "err", err)
+			}
+			continue
+		}
 		if errors.As(err, &fin) {
 			// The units are done, but the task's finish needs a decision (the mirror's
 			// safety rail): the task stays failed, for a resume that allows it.
@@ -184,7 +196,7 @@ func (rp *replayer) run(ctx, work context.Context, runID int64, idx []int) error
 			rp.fail(byTask[id], err.Error())
 			continue
 		}
-		if err := rp.settleTask(final, runID, t); err != nil {
+		if err := rp.settleTask(final, runID, t, nil); err != nil {
 			rp.log.Error("recording the task after the replay", "task", id, "err", err)
 		}
 	}
@@ -319,31 +331,47 @@ func (rp *replayer) ok(ctx context.Context, i int, note string) {
 	o.Entry.History = append(slices.Clone(o.Entry.History), item)
 }
 
-// settleTask records a task that failed because of dead units as done once none are left.
-func (rp *replayer) settleTask(ctx context.Context, runID int64, t *Task) error {
+// settleTask records a task that failed or was incomplete because of dead units, or of
+// its finish (fin, nil when the finish found nothing wrong), as the runner would have
+// ended it now: done once no units are left and the finish is content, incomplete while
+// what is left is only incomplete, failed otherwise.
+func (rp *replayer) settleTask(ctx context.Context, runID int64, t *Task, fin *finishError) error {
 	rs := rp.opts.Store
 	state, err := rs.TaskState(ctx, runID, t.ID)
-	if err != nil || state != store.Failed {
+	if err != nil || (state != store.Failed && state != store.Incomplete) {
 		return err
 	}
 	open, err := rs.OpenUnits(ctx, runID, t.ID)
 	if err != nil {
 		return err
 	}
-	if len(open) == 0 {
-		return rs.SetTaskState(ctx, runID, t.ID, t.Type, store.Done, "")
+	end := taskEnd{dead: int64(len(open))}
+	if fin != nil {
+		end.finish = fin.error
 	}
-	return rs.SetTaskState(ctx, runID, t.ID, t.Type, store.Failed, fmt.Sprintf("%d units failed", len(open)))
+	if len(open) > 0 {
+		rows, err := rs.DeadLetterStats(ctx, dlq.Filter{RunID: runID, Task: t.ID, Status: dlq.StatusOpen})
+		if err != nil {
+			return err
+		}
+		end.deadByClass = map[dlq.Class]int64{}
+		for _, row := range rows {
+			end.deadByClass[row.Class] += row.N
+		}
+	}
+	state, msg := end.state()
+	return rs.SetTaskState(ctx, runID, t.ID, t.Type, state, msg)
 }
 
-// settleRun records a failed run done once all its tasks are, and otherwise refreshes its
-// counts and says which downstream tasks are left to run.
+// settleRun records a failed or incomplete run done once all its tasks are (incomplete
+// while some task is and none failed), and otherwise refreshes its counts and says which
+// downstream tasks are left to run.
 func (rp *replayer) settleRun(ctx context.Context, info store.RunInfo, f *Flow) error {
-	if info.Status != store.Failed && info.Status != store.Done {
+	if info.Status != store.Failed && info.Status != store.Done && info.Status != store.Incomplete {
 		return nil // interrupted or running: a resume finishes it
 	}
 	rs := rp.opts.Store
-	status := store.Done
+	states := map[string]store.State{}
 	var upstream []string
 	for _, t := range f.Tasks {
 		st, err := rs.TaskState(ctx, info.ID, t.ID)
@@ -351,18 +379,26 @@ func (rp *replayer) settleRun(ctx context.Context, info store.RunInfo, f *Flow) 
 			return err
 		}
 		switch st {
-		case store.Pending, store.Done: // not selected in that run, or done
+		case store.Pending: // not selected in that run
+			continue
 		case store.UpstreamFailed:
 			upstream = append(upstream, t.ID)
-			status = store.Failed
+		case store.Done, store.Failed, store.Incomplete:
 		default:
-			status = store.Failed
+			st = store.Failed // running or interrupted: not finished
 		}
+		states[t.ID] = st
 	}
+	status := runState(states)
 	if len(upstream) > 0 {
 		rp.mu.Lock()
 		rp.res.Notes = append(rp.res.Notes, fmt.Sprintf("run %d: tasks %v did not run because an upstream task failed; run them with: geoflow run %s --task %s --with-downstream",
 			info.ID, upstream, info.FlowFile, upstream[0]))
+		rp.mu.Unlock()
+	}
+	if status == store.Incomplete {
+		rp.mu.Lock()
+		rp.res.Incomplete = append(rp.res.Incomplete, info.ID)
 		rp.mu.Unlock()
 	}
 	_, err := rs.FinishRun(ctx, info.ID, status, "")

@@ -68,7 +68,7 @@ type RunOptions struct {
 // Result is the outcome of a run.
 type Result struct {
 	RunID       int64
-	Status      store.State // done, failed or interrupted
+	Status      store.State // done, incomplete, failed or interrupted
 	Resumed     bool
 	Summary     store.RunSummary
 	TaskStates  map[string]store.State
@@ -195,12 +195,7 @@ func Run(ctx context.Context, f *Flow, opts RunOptions) (*Result, error) {
 	}); err != nil {
 		log.Error("closing the dead letters of units now done", "err", err)
 	}
-	status := store.Done
-	for _, st := range r.state {
-		if st == store.Failed || st == store.UpstreamFailed {
-			status = store.Failed
-		}
-	}
+	status := runState(r.state)
 	errMsg := ""
 	if opts.Area != nil && len(r.outside) > 0 && ctx.Err() == nil {
 		// Every task that ran found the --bbox outside its area: nothing was done, and
@@ -253,6 +248,23 @@ func Run(ctx context.Context, f *Flow, opts RunOptions) (*Result, error) {
 		"units_done", sum.UnitsDone, "units_total", sum.UnitsTotal, "dead", sum.UnitsDead,
 		"inserted", sum.Inserted, "skipped", sum.Skipped, "updated", sum.Updated, "elapsed", res.Elapsed.Round(time.Millisecond))
 	return res, nil
+}
+
+// runState is the state of a run whose tasks ended in states: failed when a task failed
+// or did not run because an upstream task failed, else incomplete when a task is, else
+// done. (An interrupted run, and a run whose units could not all be recorded, are decided
+// by the caller.)
+func runState(states map[string]store.State) store.State {
+	status := store.Done
+	for _, st := range states {
+		switch {
+		case st == store.Failed || st == store.UpstreamFailed:
+			return store.Failed
+		case st == store.Incomplete:
+			status = store.Incomplete
+		}
+	}
+	return status
 }
 
 func sameArea(a, b *orb.Bound) bool {

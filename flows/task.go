@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/geoflow/geoflow/dlq"
 	"github.com/geoflow/geoflow/internal/redact"
 	"github.com/geoflow/geoflow/retry"
 	"github.com/geoflow/geoflow/store"
@@ -105,6 +106,13 @@ func (r *runner) runTask(ctx, work context.Context, t *Task, sem chan struct{}) 
 		st, ran := r.getState(dep)
 		if !ran {
 			continue // not selected in this run (--task): its output is taken as it stands
+		}
+		if st == store.Incomplete {
+			// What the upstream task stored is there, short as it is: this task works
+			// on it, as it would on any partial upstream data, and the run shows the
+			// upstream task incomplete.
+			r.log.Warn("an upstream task is incomplete; this task runs on what it stored", "task", t.ID, "upstream", dep)
+			continue
 		}
 		if st != store.Done {
 			if st == store.Interrupted || ctx.Err() != nil {
@@ -244,16 +252,80 @@ func (r *runner) execute(ctx, work context.Context, t *Task) (state store.State,
 		return store.Failed, halted.Error(), 0
 	}
 	env.UnitsLeft = dead + unrecorded
-	if err := r.finish(final, task, env); err != nil {
-		return store.Failed, err.Error(), dead
+	end := taskEnd{finish: r.finish(final, task, env), unrecorded: unrecorded, dead: dead}
+	if dead > 0 {
+		end.deadByClass = r.deadByClass(final, env)
 	}
+	state, msg = end.state()
+	return state, msg, dead
+}
+
+// taskEnd is what decides how a task whose units have all ended ends: its Finisher's
+// verdict, the units whose outcome could not be recorded, and its dead letters.
+type taskEnd struct {
+	// finish is the error of the task's finish that decides its state: a
+	// *store.MassDeleteError, a *tasks.IncompleteError, or nil (runner.finish).
+	finish error
+	// unrecorded counts units whose outcome the store could not take.
+	unrecorded int64
+	// dead counts the task's units that failed for good; deadByClass counts its open
+	// dead letters by class (nil when it could not be read).
+	dead        int64
+	deadByClass map[dlq.Class]int64
+}
+
+// state is the task's final state and, unless done, why. A failure wins over
+// incompleteness: units left unrecorded, a mass deletion that needs a person, or dead
+// letters of any class other than incomplete fail the task. A task is incomplete when its
+// finish found the evidence short, or when all its dead letters are of class incomplete
+// (what came is stored; a replay asks again).
+func (e taskEnd) state() (store.State, string) {
+	var inc *tasks.IncompleteError
+	isIncomplete := errors.As(e.finish, &inc)
+	var open int64
+	for _, n := range e.deadByClass {
+		open += n
+	}
+	onlyIncomplete := open > 0 && e.deadByClass[dlq.ClassIncomplete] == open
 	switch {
-	case unrecorded > 0:
-		return store.Failed, fmt.Sprintf("%d units could not be recorded (the store was unavailable); resume the run", unrecorded), dead
-	case dead > 0:
-		return store.Failed, fmt.Sprintf("%d units failed", dead), dead
+	case e.unrecorded > 0:
+		return store.Failed, fmt.Sprintf("%d units could not be recorded (the store was unavailable); resume the run", e.unrecorded)
+	case e.finish != nil && !isIncomplete:
+		return store.Failed, e.finish.Error()
+	case e.dead > 0 && !onlyIncomplete:
+		return store.Failed, fmt.Sprintf("%d units failed", e.dead)
+	case isIncomplete && e.dead > 0:
+		return store.Incomplete, fmt.Sprintf("%v; %d units incomplete (dead letters of class incomplete)", e.finish, e.dead)
+	case isIncomplete:
+		return store.Incomplete, e.finish.Error()
+	case e.dead > 0:
+		return store.Incomplete, fmt.Sprintf("%d units incomplete (dead letters of class incomplete)", e.dead)
 	}
-	return store.Done, "", 0
+	return store.Done, ""
+}
+
+// deadByClass counts the task's open dead letters by class; nil when the store cannot
+// say (the task then counts as failed by them). Entries of units a resume has since done
+// are closed first, so that only the units still failed count.
+func (r *runner) deadByClass(ctx context.Context, env *tasks.Env) map[dlq.Class]int64 {
+	var rows []dlq.StatsRow
+	err := r.persist(ctx, "counting the task's dead letters", func(ctx context.Context) error {
+		if _, err := r.opts.Store.CloseDeadLetters(ctx, env.RunID); err != nil {
+			return err
+		}
+		var err error
+		rows, err = r.opts.Store.DeadLetterStats(ctx, dlq.Filter{RunID: env.RunID, Task: env.TaskID, Status: dlq.StatusOpen})
+		return err
+	})
+	if err != nil {
+		env.Logger.Error("counting the task's dead letters", "err", err)
+		return nil
+	}
+	out := map[dlq.Class]int64{}
+	for _, row := range rows {
+		out[row.Class] += row.N
+	}
+	return out
 }
 
 // workers is how many of t's units run at once: one for each request the task may have in
@@ -269,8 +341,9 @@ func workers(t *Task) int {
 
 // finish lets a task finish its work (index its table, check completeness, apply a
 // mirror's deletions). A problem is reported loudly but does not undo work that is
-// stored; the error it returns is one that fails the task: a mirror's deletion stopped by
-// the safety rail, which needs a person's decision.
+// stored; the error it returns decides the task's state: a mirror's deletion stopped by
+// the safety rail (*store.MassDeleteError), which fails the task for a person's decision,
+// or evidence that the harvest is short (*tasks.IncompleteError), which ends it incomplete.
 func (r *runner) finish(ctx context.Context, task tasks.Task, env *tasks.Env) error {
 	fin, ok := task.(tasks.Finisher)
 	if !ok {
@@ -278,10 +351,14 @@ func (r *runner) finish(ctx context.Context, task tasks.Task, env *tasks.Env) er
 	}
 	err := r.persist(ctx, "finishing the task", func(ctx context.Context) error { return fin.Finish(ctx, env) })
 	var mass *store.MassDeleteError
-	if errors.As(err, &mass) {
+	var inc *tasks.IncompleteError
+	switch {
+	case errors.As(err, &mass):
 		return err
-	}
-	if err != nil {
+	case errors.As(err, &inc):
+		env.Logger.Error("task incomplete: the harvest cannot be proved complete", "where", inc.Where, "missing", inc.Missing, "err", r.secrets.String(err.Error()))
+		return err
+	case err != nil:
 		env.Logger.Error("task finished with a problem", "err", err)
 	}
 	return nil

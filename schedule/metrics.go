@@ -29,7 +29,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	m := &Metrics{
 		runs: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "geoflow_runs_total",
-			Help: "Runs that ended, by flow and final status (done, failed, interrupted).",
+			Help: "Runs that ended, by flow and final status (done, incomplete, failed, interrupted).",
 		}, []string{"flow", "status"}),
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "geoflow_run_duration_seconds",
@@ -81,7 +81,7 @@ func (m *Metrics) flowLoaded(flow string) {
 	if m == nil {
 		return
 	}
-	for _, st := range []store.State{store.Done, store.Failed, store.Interrupted} {
+	for _, st := range []store.State{store.Done, store.Incomplete, store.Failed, store.Interrupted} {
 		m.runs.WithLabelValues(flow, string(st))
 	}
 	m.inFlight.WithLabelValues(flow)

@@ -97,3 +97,59 @@ func (c *poolCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(poolAliveDesc, prometheus.GaugeValue, float64(n), st)
 	}
 }
+
+// The latest run of each flow in the store and its tasks, by state: what a dashboard or
+// an alert asks ("is the parcels harvest's last run incomplete?"), whichever process ran
+// it (a CLI run, the scheduler, the UI).
+var (
+	lastRunDesc = prometheus.NewDesc("geoflow_flow_last_run",
+		"1 for the status of each flow's latest run in the store (running, done, incomplete, failed, interrupted, crashed), read at each scrape.",
+		[]string{"flow", "status"}, nil)
+	lastRunTasksDesc = prometheus.NewDesc("geoflow_flow_last_run_tasks",
+		"The tasks of each flow's latest run in the store, by state (done, incomplete, failed, upstream_failed, ...), read at each scrape.",
+		[]string{"flow", "state"}, nil)
+)
+
+// lastRunLimit caps the runs a scrape reads to find each flow's latest.
+const lastRunLimit = 500
+
+// lastRunCollector reads each flow's latest run from the store at each scrape.
+type lastRunCollector struct {
+	st  store.History
+	log *slog.Logger
+}
+
+func (c *lastRunCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- lastRunDesc
+	ch <- lastRunTasksDesc
+}
+
+func (c *lastRunCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	runs, err := c.st.ListRuns(ctx, store.RunFilter{Limit: lastRunLimit})
+	if err != nil {
+		c.log.Warn("reading the latest runs for /metrics", "err", err)
+		return
+	}
+	seen := map[string]bool{}
+	for _, r := range runs { // latest first
+		if seen[r.Flow] {
+			continue
+		}
+		seen[r.Flow] = true
+		ch <- prometheus.MustNewConstMetric(lastRunDesc, prometheus.GaugeValue, 1, r.Flow, string(r.Status))
+		full, err := c.st.GetRun(ctx, r.ID)
+		if err != nil {
+			c.log.Warn("reading a run's tasks for /metrics", "run", r.ID, "err", err)
+			continue
+		}
+		n := map[store.State]int{}
+		for _, t := range full.Tasks {
+			n[t.State]++
+		}
+		for st, k := range n {
+			ch <- prometheus.MustNewConstMetric(lastRunTasksDesc, prometheus.GaugeValue, float64(k), r.Flow, string(st))
+		}
+	}
+}

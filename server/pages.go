@@ -197,7 +197,7 @@ func (h *handler) runsPage(w http.ResponseWriter, r *http.Request) {
 		More               bool
 		Problem            string
 	}{page: h.page(r, "Runs", "runs"), Filter: filter{q.Get("flow"), q.Get("status"), q.Get("trigger"), q.Get("since")},
-		Statuses: []string{string(store.Running), string(store.Done), string(store.Failed), string(store.Interrupted)},
+		Statuses: []string{string(store.Running), string(store.Done), string(store.Incomplete), string(store.Failed), string(store.Interrupted)},
 		Triggers: []string{store.TriggerManual, store.TriggerSchedule, store.TriggerReplay, store.TriggerUI}}
 	var since time.Time
 	if data.Filter.Since != "" {

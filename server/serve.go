@@ -125,6 +125,9 @@ func Handler(opts Options) (http.Handler, error) {
 	if err := opts.Registry.Register(&deadLetterCollector{st: opts.Store, log: h.log}); err != nil {
 		return nil, err
 	}
+	if err := opts.Registry.Register(&lastRunCollector{st: opts.Store, log: h.log}); err != nil {
+		return nil, err
+	}
 	if q, ok := opts.Store.(store.Queue); ok {
 		if err := opts.Registry.Register(&poolCollector{q: q, log: h.log}); err != nil {
 			return nil, err

@@ -262,6 +262,27 @@ func TestAPIRunAndTriage(t *testing.T) {
 	if got, want := u.storedIn(harvestArea), int64(len(u.fx.FeaturesIn(harvestArea))); got != want {
 		t.Errorf("%d features stored, want all %d", got, want)
 	}
+	// Each flow's latest run and its tasks by state, whichever process ran it: an
+	// incomplete run recorded by another process shows as such.
+	ctx := context.Background()
+	short, err := u.db.StartRun(ctx, store.RunStart{Flow: "short"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := u.db.SetTaskState(ctx, short.ID, "layer", "ogcapi", store.Incomplete, "incomplete: 3 features missing"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := u.db.FinishRun(ctx, short.ID, store.Incomplete, ""); err != nil {
+		t.Fatal(err)
+	}
+	short.Close()
+	_, metrics, _ = u.do("GET", "/metrics", "")
+	for _, want := range []string{`geoflow_flow_last_run{flow="parcels",status="done"} 1`, `geoflow_flow_last_run_tasks{flow="parcels",state="done"} 1`,
+		`geoflow_flow_last_run{flow="short",status="incomplete"} 1`, `geoflow_flow_last_run_tasks{flow="short",state="incomplete"} 1`} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("/metrics lacks %s:\n%s", want, metrics)
+		}
+	}
 }
 
 // TestTokenAndCrossSite: with a token, nothing but the probes, /metrics and the static

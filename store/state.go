@@ -4,7 +4,7 @@ package store
 // they never change.
 type State string
 
-// The states. A run is running, then done, failed or interrupted; a task and a unit also
+// The states. A run is running, then done, incomplete, failed or interrupted; a task and a unit also
 // start pending, and a task whose upstream task did not succeed is upstream_failed. A
 // unit is failed when it has a dead letter (or could not get one recorded).
 const (

@@ -68,7 +68,8 @@ type Harvest struct {
 // and the inconsistency of its listing is reported on the task. Otherwise nothing is
 // deleted and the task's record says why; a replay that completes the task calls this
 // again and applies them then. A deletion larger than the safety rail allows fails with
-// *store.MassDeleteError, having deleted nothing.
+// *store.MassDeleteError, having deleted nothing; a run that saw fewer distinct
+// features than the server counted ends with an *IncompleteError, having deleted nothing.
 func FinishChanges(ctx context.Context, env *Env, h Harvest) error {
 	t := h.Table
 	if t == nil || !t.Keyed() {
@@ -122,8 +123,11 @@ func deleteUnseen(ctx context.Context, env *Env, h Harvest, seen int64) (note st
 		return withhold("the server gave no count of the area, so a feature's absence cannot be told from a partial harvest")
 	}
 	if seen < h.Expected {
-		return withhold(fmt.Sprintf("the server counted %d features in the area but the run saw %d distinct (%d missing)",
+		// Nothing deleted, and the task ends incomplete: the evidence does not add up.
+		note, _, _ := withhold(fmt.Sprintf("the server counted %d features in the area but the run saw %d distinct (%d missing)",
 			h.Expected, seen, h.Expected-seen))
+		return note, &IncompleteError{Where: fmt.Sprintf("%g,%g,%g,%g", h.Area.Min[0], h.Area.Min[1], h.Area.Max[0], h.Area.Max[1]),
+			Missing: h.Expected - seen, Reason: fmt.Sprintf("the server counted %d features but the run saw %d distinct; nothing deleted", h.Expected, seen)}, nil
 	}
 	if seen > h.Expected {
 		env.Logger.Warn("mirror: the run saw more distinct features than the server counted (ids that change between requests, or a count that runs low)",

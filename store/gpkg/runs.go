@@ -224,7 +224,7 @@ func (s *Store) SetTaskState(ctx context.Context, runID int64, task, typ string,
 				state = excluded.state,
 				type = excluded.type,
 				started_at = CASE WHEN excluded.state = 'running' THEN `+now+` ELSE geoflow_run_tasks.started_at END,
-				finished_at = CASE WHEN excluded.state IN ('done', 'failed', 'upstream_failed', 'interrupted') THEN `+now+` END,
+				finished_at = CASE WHEN excluded.state IN ('done', 'incomplete', 'failed', 'upstream_failed', 'interrupted') THEN `+now+` END,
 				error = excluded.error`, runID, task, typ, string(state), errMsg); err != nil {
 			return err
 		}

@@ -166,7 +166,7 @@ func (s *Store) SetTaskState(ctx context.Context, runID int64, task, typ string,
 			state = EXCLUDED.state,
 			type = EXCLUDED.type,
 			started_at = CASE WHEN EXCLUDED.state = 'running' THEN now() ELSE geoflow_run_tasks.started_at END,
-			finished_at = CASE WHEN EXCLUDED.state IN ('done', 'failed', 'upstream_failed', 'interrupted') THEN now() END,
+			finished_at = CASE WHEN EXCLUDED.state IN ('done', 'incomplete', 'failed', 'upstream_failed', 'interrupted') THEN now() END,
 			error = EXCLUDED.error`, runID, task, typ, state, errMsg)
 	if err != nil {
 		return translate(fmt.Sprintf("recording task %q as %s", task, state), err)

@@ -268,6 +268,60 @@ func testTaskState(t *testing.T, s store.Store) {
 	}
 }
 
+// testIncompleteState: a task and a run record the state incomplete (the schema allows
+// it), with the task's reason and finish time, and ListRuns filters by it; the run is
+// not one --resume continues (its units are done or dead-lettered).
+func testIncompleteState(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	run := startRun(t, s, store.RunStart{Flow: "short"})
+	addUnits(t, s, run.ID, "a", 2)
+	completeUnit(t, s, store.UnitRef{RunID: run.ID, TaskID: "a", Key: unitKey(0)}, store.Counts{Inserted: 3})
+	recordDead(t, s, "short", run.ID, "a", 1, dlq.ClassIncomplete, "https://example.com/ogc")
+	if err := s.SetTaskState(ctx, run.ID, "a", "ogcapi", store.Running, ""); err != nil {
+		t.Fatal(err)
+	}
+	const why = "incomplete: 2 features missing in 0,0,1,1: the server matched 5 features but 3 distinct features are stored there"
+	if err := s.SetTaskState(ctx, run.ID, "a", "ogcapi", store.Incomplete, why); err != nil {
+		t.Fatalf("recording a task incomplete: %v", err)
+	}
+	if st, err := s.TaskState(ctx, run.ID, "a"); err != nil || st != store.Incomplete {
+		t.Errorf("TaskState = %q, %v; want incomplete", st, err)
+	}
+	sum, err := s.FinishRun(ctx, run.ID, store.Incomplete, "")
+	if err != nil {
+		t.Fatalf("finishing a run incomplete: %v", err)
+	}
+	if sum.Status != store.Incomplete || sum.UnitsDone != 1 || sum.UnitsDead != 1 {
+		t.Errorf("FinishRun = %+v, want incomplete, 1 unit done, 1 dead", sum)
+	}
+	rec, err := s.GetRun(ctx, run.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.Status != store.Incomplete || len(rec.Tasks) != 1 {
+		t.Fatalf("GetRun = %+v, want incomplete with its task", rec)
+	}
+	if a := rec.Tasks[0]; a.State != store.Incomplete || a.Error != why || a.FinishedAt == nil || a.UnitsDead != 1 {
+		t.Errorf("task = %+v, want incomplete, its reason, finished, 1 dead", a)
+	}
+	other := startRun(t, s, store.RunStart{Flow: "other"})
+	if _, err := s.FinishRun(ctx, other.ID, store.Done, ""); err != nil {
+		t.Fatal(err)
+	}
+	runs, err := s.ListRuns(ctx, store.RunFilter{Status: string(store.Incomplete)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(runs) != 1 || runs[0].ID != run.ID {
+		t.Errorf("ListRuns(incomplete) = %d runs, want run %d alone", len(runs), run.ID)
+	}
+	run.Close()
+	if r, err := s.StartRun(ctx, store.RunStart{Flow: "short", Resume: true}); !errors.Is(err, store.ErrNothingToResume) {
+		r.Close()
+		t.Errorf("resuming an incomplete run: %v; want ErrNothingToResume (a replay of its dead letters completes it)", err)
+	}
+}
+
 // testListRuns: ListRuns filters by flow and status, caps with a limit, lists latest
 // first, and counts a running run's units live.
 func testListRuns(t *testing.T, s store.Store) {

@@ -38,6 +38,7 @@ func tests() []test {
 		{"StartRun", testStartRun},
 		{"FinishRun", testFinishRun},
 		{"TaskState", testTaskState},
+		{"IncompleteState", testIncompleteState},
 		{"ListRuns", testListRuns},
 		{"ListRunsDefaultLimit", testListRunsDefaultLimit},
 		{"Resume", testResume},

@@ -72,7 +72,7 @@ func TestNewcomerPapercuts(t *testing.T) {
 		{name: "dev wms", args: []string{"dev", "wms", "--help"}, code: 0, out: "flows/imagery.yaml"},
 		{name: "runs list --status crashed", args: []string{"runs", "list", "--status", "crashed", "--database", filepath.Join(empty, "z.gpkg")}, code: 0, out: "no runs"},
 		{name: "runs list --status bogus", args: []string{"runs", "list", "--status", "bogus", "--database", filepath.Join(empty, "x.gpkg")}, code: 1,
-			errs: `--status "bogus": use running, done, failed, interrupted or crashed`},
+			errs: `--status "bogus": use running, done, incomplete, failed, interrupted or crashed`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -322,7 +322,8 @@ func newDLQReplayCmd(g *globals) *cobra.Command {
 		Long: "Replay executes exactly the units of the named open dead letters again (or, with --all or\n" +
 			"filters, of every open entry they select) under their original run, loading the run's flow file.\n" +
 			"A success marks the entry replayed; a failure updates it.\n\n" +
-			"Exit codes: 0 every unit succeeded; 1 error; 2 some units failed again.",
+			"Exit codes: 0 every unit succeeded; 1 error; 2 some units failed again; 3 every unit succeeded,\n" +
+			"but a run is still incomplete (a task's server still counts features that are not stored).",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return replayDLQ(cmd, g, args, ff, all, dryRun, grace)
 		},
@@ -408,6 +409,9 @@ func replayDLQ(cmd *cobra.Command, g *globals, args []string, ff filterFlags, al
 	}
 	if !res.OK() {
 		return &exitError{code: ExitDeadLetters, err: errors.New("some units failed again: geoflow dlq list --status open")}
+	}
+	if len(res.Incomplete) > 0 {
+		return &exitError{code: ExitIncomplete, err: fmt.Errorf("runs %v are still incomplete: geoflow runs show %d", res.Incomplete, res.Incomplete[0])}
 	}
 	return nil
 }

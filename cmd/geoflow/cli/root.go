@@ -26,7 +26,10 @@ const (
 	ExitOK          = 0
 	ExitError       = 1 // bad input, cannot run
 	ExitDeadLetters = 2 // finished, but some units ended in the dead-letter queue
-	ExitStoreDown   = 4 // interrupted: the store stayed unavailable past store_wait (resumable)
+	// ExitIncomplete: finished, nothing failed, but some task's harvest cannot be proved
+	// complete (the server counted features that are not stored).
+	ExitIncomplete = 3
+	ExitStoreDown  = 4 // interrupted: the store stayed unavailable past store_wait (resumable)
 )
 
 // Version is set at build time with -ldflags "-X github.com/geoflow/geoflow/cmd/geoflow/cli.Version=...".

@@ -42,9 +42,13 @@ func newRunCmd(g *globals) *cobra.Command {
 		Use:   "run FLOW",
 		Short: "Run a flow once, end to end",
 		Long: "Run a flow: migrations first, then its tasks in dependency order.\n\n" +
-			"Exit codes: 0 success; 1 error; 2 finished, but some units ended in the dead-letter queue;\n" +
+			"Exit codes: 0 success; 1 error (a task failed); 2 finished, but some units ended in the dead-letter queue;\n" +
+			"3 finished and nothing failed, but the run is incomplete: a task stored fewer features than\n" +
+			"its server counted (geoflow runs show, geoflow dlq list --class incomplete);\n" +
 			"4 interrupted: the store (the database, the GeoPackage's disk) stayed unavailable for --store-wait\n" +
-			"(resume with --resume once it is back); 130/143 interrupted by SIGINT/SIGTERM (resume with --resume).",
+			"(resume with --resume once it is back); 130/143 interrupted by SIGINT/SIGTERM (resume with --resume).\n" +
+			"When several apply, the first of 130/143, 4, 1, 2, 3 wins: a run with a failed task exits 1\n" +
+			"even if another is incomplete.",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runFlow(cmd.Context(), g, args[0], rf)
@@ -151,13 +155,47 @@ func runFlow(ctx context.Context, g *globals, path string, rf runFlags) error {
 		}
 		return &exitError{code: ExitError, err: fmt.Errorf("run %d failed: %s", res.RunID, strings.Join(parts, "; "))}
 	}
-	if res.DeadLetters() > 0 {
-		return &exitError{code: ExitDeadLetters}
+	switch code := exitCode(res); code {
+	case ExitOK:
+		return nil
+	case ExitIncomplete:
+		return &exitError{code: code, err: fmt.Errorf("run %d is incomplete: %s", res.RunID, incompleteTasks(res))}
+	case ExitDeadLetters:
+		return &exitError{code: code}
+	default:
+		return &exitError{code: code, err: fmt.Errorf("run %d ended %s", res.RunID, res.Status)}
 	}
-	if res.Status != store.Done {
-		return &exitError{code: ExitError, err: fmt.Errorf("run %d ended %s", res.RunID, res.Status)}
+}
+
+// exitCode is the exit code of a run that ended (not by a signal): 1 when a task failed
+// outright or the run failed otherwise, 2 when it has dead letters and is not merely
+// incomplete, 3 when it is incomplete (every dead letter of class incomplete, or a
+// task's finish found fewer features stored than its server counted), 0 when done.
+func exitCode(res *flows.Result) int {
+	switch {
+	case len(res.FailedTasks) > 0:
+		return ExitError
+	case res.Status == store.Incomplete:
+		return ExitIncomplete
+	case res.DeadLetters() > 0:
+		return ExitDeadLetters
+	case res.Status != store.Done:
+		return ExitError
 	}
-	return nil
+	return ExitOK
+}
+
+// incompleteTasks names a run's incomplete tasks, for its exit message.
+func incompleteTasks(res *flows.Result) string {
+	var ids []string
+	for id, st := range res.TaskStates {
+		if st == store.Incomplete {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	return fmt.Sprintf("task%s %s stored fewer features than the server counted (geoflow runs show %d; geoflow dlq list --run %d --class incomplete)",
+		plural(len(ids)), strings.Join(ids, ", "), res.RunID, res.RunID)
 }
 
 func printSummary(g *globals, f *flows.Flow, res *flows.Result, hosts []retry.HostStats) {

@@ -34,9 +34,9 @@ func newRunsListCmd(g *globals) *cobra.Command {
 				return fmt.Errorf("--limit must be at least 1")
 			}
 			switch store.State(filter.Status) {
-			case "", store.Running, store.Done, store.Failed, store.Interrupted, store.Crashed:
+			case "", store.Running, store.Done, store.Incomplete, store.Failed, store.Interrupted, store.Crashed:
 			default:
-				return fmt.Errorf("--status %q: use running, done, failed, interrupted or crashed", filter.Status)
+				return fmt.Errorf("--status %q: use running, done, incomplete, failed, interrupted or crashed", filter.Status)
 			}
 			st, err := openStore(cmd.Context(), g, true)
 			if err != nil {
@@ -62,7 +62,7 @@ func newRunsListCmd(g *globals) *cobra.Command {
 	}
 	f := cmd.Flags()
 	f.StringVar(&filter.Flow, "flow", "", "only runs of this flow")
-	f.StringVar(&filter.Status, "status", "", "only runs in this status: running, done, failed, interrupted, crashed (recorded as running, but no process holds it)")
+	f.StringVar(&filter.Status, "status", "", "only runs in this status: running, done, incomplete (fewer features stored than the server counted), failed, interrupted, crashed (recorded as running, but no process holds it)")
 	f.IntVar(&filter.Limit, "limit", 50, "list at most this many runs")
 	f.BoolVar(&asJS, "json", false, "print a JSON array, for scripts")
 	return cmd
@@ -136,6 +136,9 @@ func printRun(w io.Writer, r store.RunRecord) error {
 	if r.FeaturesMerged > 0 {
 		fmt.Fprintf(tw, "equal payloads\t%d features had the payload of a stored feature with another id, and are that row\n", r.FeaturesMerged)
 	}
+	if r.Status == store.Incomplete {
+		fmt.Fprintf(tw, "incomplete\tfewer features are stored than the server counted; units found short are dead letters of class incomplete (geoflow dlq list --run %d --class incomplete)\n", r.ID)
+	}
 	if r.Error != "" {
 		fmt.Fprintf(tw, "error\t%s\n", r.Error)
 	}
@@ -163,6 +166,9 @@ func printRun(w io.Writer, r store.RunRecord) error {
 		return err
 	}
 	for _, t := range r.Tasks {
+		if t.State == store.Incomplete {
+			fmt.Fprintf(w, "\n%s: %s\n", t.Task, t.Error)
+		}
 		if t.MirrorNote != "" {
 			fmt.Fprintf(w, "\n%s: %s\n", t.Task, t.MirrorNote)
 		}

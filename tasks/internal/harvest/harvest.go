@@ -213,7 +213,7 @@ func (e *Engine) Plan(ctx context.Context, env *tasks.Env) ([]store.Unit, error)
 
 // Finish builds the indexes deferred while a new table was first filled, then compares
 // the server's count for the area with the distinct features stored there (a shortfall is
-// an error, which the runner logs loudly), and ends the changes of a keyed table
+// a *tasks.IncompleteError, which ends the task incomplete), and ends the changes of a keyed table
 // (tasks.FinishChanges: a mirror's deletions, on evidence of a complete harvest).
 func (e *Engine) Finish(ctx context.Context, env *tasks.Env) error {
 	want := e.expected.Load()
@@ -221,8 +221,9 @@ func (e *Engine) Finish(ctx context.Context, env *tasks.Env) error {
 	if err := env.Store.FinishFeatureTable(ctx, table); err != nil {
 		return err
 	}
-	if want < 0 && table.Keyed() {
-		// A replay plans nothing: the count is the one the run planned with.
+	if want < 0 {
+		// A replay plans nothing: the count is the one the run planned with, so
+		// that a replay is held to the same evidence as the run (any mode).
 		var err error
 		if want, err = e.plannedCount(ctx, env); err != nil {
 			return err
