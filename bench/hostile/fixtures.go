@@ -21,9 +21,6 @@ import (
 	"github.com/geoflow/geoflow/internal/devserver/wfsserver"
 )
 
-// everywhere is a bound around every sample parcel.
-var everywhere = orb.Bound{Min: orb.Point{-180, -90}, Max: orb.Point{180, 90}}
-
 // itemsRewriter wraps the sample server's OGC API: every 200 answer of .../items (a
 // FeatureCollection) is decoded, handed to rewrite with its request, and written again.
 // Other paths pass through unchanged.
@@ -181,7 +178,7 @@ func (v *filteredView) rewrite(r *http.Request, fc map[string]json.RawMessage) e
 	}
 	b, ok := requestBound(r)
 	if !ok {
-		b = everywhere
+		b = orb.Bound{Min: orb.Point{-180, -90}, Max: orb.Point{180, 90}} // every parcel
 	}
 	for _, i := range v.srv.FeaturesIn(b) {
 		if v.hidden(i) {

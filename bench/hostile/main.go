@@ -95,8 +95,8 @@ func main() {
 		o.only = map[int]bool{}
 		for _, f := range strings.Split(only, ",") {
 			n, err := strconv.Atoi(strings.TrimSpace(f))
-			if err != nil || n < 1 || n > len(scenarios) {
-				fmt.Fprintf(os.Stderr, "hostile: -only %q: rows are 1 to %d\n", only, len(scenarios))
+			if err != nil || n < 1 || n > len(scenarios()) {
+				fmt.Fprintf(os.Stderr, "hostile: -only %q: rows are 1 to %d\n", only, len(scenarios()))
 				os.Exit(2)
 			}
 			o.only[n] = true
@@ -126,8 +126,9 @@ func main() {
 	fmt.Println("| # | what the server did | exit | run | task | stored (distinct) / real | units planned | dead letters | peak RSS | wall | mirror: deleted/closed | notes |")
 	fmt.Println("|---|---|---|---|---|---:|---:|---|---:|---:|---|---|")
 	failed := false
-	for i := range scenarios {
-		s := &scenarios[i]
+	all := scenarios()
+	for i := range all {
+		s := &all[i]
 		if o.only != nil && !o.only[s.row] {
 			continue
 		}
@@ -402,7 +403,7 @@ func (b *bench) single(ctx context.Context, s *scenario, h http.Handler, task st
 	if err != nil {
 		return outcome{}, err
 	}
-	o := outcome{exits: []string{x.exit}, rssKB: x.rssKB, wall: x.wall, real: real}
+	o := outcome{exits: []string{x.exit}, rssKB: x.rssKB, wall: x.wall, real: real, note: readSummary(filepath.Join(b.dir, name+".log"))}
 	stop()
 	return o, b.finish(&o, db, name, "hostile", "")
 }
@@ -413,45 +414,48 @@ const ogcapiTask = `    type: ogcapi_features
     target: {table: hostile}
 `
 
-var scenarios = []scenario{
-	{row: 1, what: "OGC API, append: 5,000 features; 3 silently left out of every page, counts correct", run: func(ctx context.Context, b *bench, s *scenario) (outcome, error) {
-		srv := wfsserver.New(wfsserver.Options{Features: 5000, Seed: 1})
-		o, err := b.single(ctx, s, omitting(srv, 17, 2500, 4999), ogcapiTask, srv.Len())
-		if err == nil {
-			o.note = logNote(filepath.Join(b.dir, "hostile_1.log"), "not taken as missing", "INCOMPLETE", "incomplete")
-		}
-		return o, err
-	}},
-	{row: 2, what: "OGC API mirror with history, 5,000 features: after a full run, 5% hidden from the listing, count lowered to match, still answered by id; then a --bbox rerun of a quarter", run: runMirror},
-	{row: 3, what: "OGC API: numberMatched 1,000,000,000,000 on every answer (5,000 real)", run: func(ctx context.Context, b *bench, s *scenario) (outcome, error) {
-		srv := wfsserver.New(wfsserver.Options{Features: 5000, Seed: 1})
-		return b.single(ctx, s, countingHigh(srv, 1_000_000_000_000), ogcapiTask, srv.Len())
-	}},
-	{row: 4, what: "OGC API: no count, every page full with the same 500 ids, next pointing at itself", run: func(ctx context.Context, b *bench, s *scenario) (outcome, error) {
-		srv := wfsserver.New(wfsserver.Options{Features: 5000, Seed: 1, CountDefault: 500})
-		h, err := newSamePage(srv, 500)
-		if err != nil {
-			return outcome{}, err
-		}
-		return b.single(ctx, s, h, ogcapiTask, 500)
-	}},
-	{row: 5, what: "ArcGIS, 5,000 features: exceededTransferLimit true on every id listing", run: func(ctx context.Context, b *bench, s *scenario) (outcome, error) {
-		srv := arcgisserver.New(arcgisserver.Options{Features: 5000, Seed: 1})
-		return b.single(ctx, s, alwaysExceeded(srv), arcgisTask, srv.Len())
-	}},
-	{row: 6, what: "ArcGIS: 5,000,000 object ids listed and counted, 5,000 real", run: func(ctx context.Context, b *bench, s *scenario) (outcome, error) {
-		srv := arcgisserver.New(arcgisserver.Options{Features: 5000, Seed: 1})
-		o, err := b.single(ctx, s, phantomIDs(srv, 5_000_000), arcgisTask, srv.Len())
-		if err == nil {
-			o.note = logNote(filepath.Join(b.dir, "hostile_6.log"), "INCOMPLETE")
-		}
-		return o, err
-	}},
-	{row: 7, what: "OGC API: 4 polygons of 4,990,000 vertices (about 120 MB each), one a page, in 4 quadrants fetched at once", run: func(ctx context.Context, b *bench, s *scenario) (outcome, error) {
-		return b.single(ctx, s, newGiants(4, 4_990_000), strings.ReplaceAll(ogcapiTask, "parcels", "giants"), 4)
-	}},
-	{row: 8, what: "PostGIS target: one polygon of 7 with an unclosed exterior ring (OGC API)", run: runUnclosed},
-	{row: 9, what: "GeoPackage on a 24 MiB tmpfs that fills up: 100,000 features (OGC API)", run: runDiskFull},
+// scenarios are the rows of the table, in order.
+func scenarios() []scenario {
+	return []scenario{
+		{row: 1, what: "OGC API, append: 5,000 features; 3 silently left out of every page, counts correct", run: func(ctx context.Context, b *bench, s *scenario) (outcome, error) {
+			srv := wfsserver.New(wfsserver.Options{Features: 5000, Seed: 1})
+			o, err := b.single(ctx, s, omitting(srv, 17, 2500, 4999), ogcapiTask, srv.Len())
+			if err == nil {
+				o.note = joinNotes(o.note, logNote(filepath.Join(b.dir, "hostile_1.log"), "not taken as missing", "INCOMPLETE"))
+			}
+			return o, err
+		}},
+		{row: 2, what: "OGC API mirror with history, 5,000 features: after a full run, 5% hidden from the listing, count lowered to match, still answered by id; then shown again, and hidden for a --bbox rerun of 9% of the area", run: runMirror},
+		{row: 3, what: "OGC API: numberMatched 1,000,000,000,000 on every answer (5,000 real)", run: func(ctx context.Context, b *bench, s *scenario) (outcome, error) {
+			srv := wfsserver.New(wfsserver.Options{Features: 5000, Seed: 1})
+			return b.single(ctx, s, countingHigh(srv, 1_000_000_000_000), ogcapiTask, srv.Len())
+		}},
+		{row: 4, what: "OGC API: no count, every page full with the same 500 ids, next pointing at itself", run: func(ctx context.Context, b *bench, s *scenario) (outcome, error) {
+			srv := wfsserver.New(wfsserver.Options{Features: 5000, Seed: 1, CountDefault: 500})
+			h, err := newSamePage(srv, 500)
+			if err != nil {
+				return outcome{}, err
+			}
+			return b.single(ctx, s, h, ogcapiTask, 500)
+		}},
+		{row: 5, what: "ArcGIS, 5,000 features: exceededTransferLimit true on every id listing", run: func(ctx context.Context, b *bench, s *scenario) (outcome, error) {
+			srv := arcgisserver.New(arcgisserver.Options{Features: 5000, Seed: 1})
+			return b.single(ctx, s, alwaysExceeded(srv), arcgisTask, srv.Len())
+		}},
+		{row: 6, what: "ArcGIS: 5,000,000 object ids listed and counted, 5,000 real", run: func(ctx context.Context, b *bench, s *scenario) (outcome, error) {
+			srv := arcgisserver.New(arcgisserver.Options{Features: 5000, Seed: 1})
+			o, err := b.single(ctx, s, phantomIDs(srv, 5_000_000), arcgisTask, srv.Len())
+			if err == nil {
+				o.note = joinNotes(o.note, logNote(filepath.Join(b.dir, "hostile_6.log"), "INCOMPLETE"))
+			}
+			return o, err
+		}},
+		{row: 7, what: "OGC API: 4 polygons of 4,990,000 vertices (about 120 MB each), one a page, in 4 quadrants fetched at once", run: func(ctx context.Context, b *bench, s *scenario) (outcome, error) {
+			return b.single(ctx, s, newGiants(4, 4_990_000), strings.ReplaceAll(ogcapiTask, "parcels", "giants"), 4)
+		}},
+		{row: 8, what: "PostGIS target: one polygon of 7 with an unclosed exterior ring (OGC API)", run: runUnclosed},
+		{row: 9, what: "GeoPackage on a 24 MiB tmpfs that fills up: 100,000 features (OGC API)", run: runDiskFull},
+	}
 }
 
 const arcgisTask = `    type: arcgis_features
@@ -474,7 +478,7 @@ func logNote(log string, needles ...string) string {
 			}
 		}
 		if c > 0 {
-			parts = append(parts, fmt.Sprintf("%d log lines with %q", c, n))
+			parts = append(parts, fmt.Sprintf("%s log lines with %q", thousands(int64(c)), n))
 		}
 	}
 	return strings.Join(parts, "; ")
@@ -503,7 +507,10 @@ func runMirror(ctx context.Context, b *bench, s *scenario) (outcome, error) {
 	}{
 		{"full run", false, nil},
 		{"hidden", true, nil},
-		{"--bbox", true, []string{"--bbox", "11.45,48.05,11.50,48.10"}},
+		// Shown again, the hidden features come back as new versions; hidden once more,
+		// a rerun of part of the area is the other way to close them.
+		{"shown", false, nil},
+		{"hidden --bbox", true, []string{"--bbox", "11.47,48.07,11.50,48.10"}},
 	} {
 		view.Hide.Store(step.hide)
 		x, err := b.run(ctx, db, flow, log, step.args...)
@@ -599,7 +606,8 @@ func runDiskFull(ctx context.Context, b *bench, s *scenario) (outcome, error) {
 	}
 	o := outcome{exits: []string{x.exit}, rssKB: x.rssKB, wall: x.wall, real: srv.Len()}
 	lines, errs := countLog(log)
-	o.note = fmt.Sprintf("%s log lines, %s at level ERROR", thousands(int64(lines)), thousands(int64(errs)))
+	o.note = fmt.Sprintf("%s log lines, %s at level ERROR; %s", thousands(int64(lines)), thousands(int64(errs)),
+		logNote(log, "the store failed", "the store answers again"))
 	// The run's record is in the full GeoPackage: read it from a copy on the disk, with
 	// room for SQLite to recover its journal.
 	cp := filepath.Join(b.dir, name+"-copy.gpkg")
@@ -611,6 +619,30 @@ func runDiskFull(ctx context.Context, b *bench, s *scenario) (outcome, error) {
 		}
 	}
 	return o, b.finish(&o, cp, name, "hostile", "")
+}
+
+// readSummary is what the end of a run's report says geoflow read ("2845.9 MB read"),
+// or "" when the run did not get there.
+func readSummary(log string) string {
+	data, err := os.ReadFile(log)
+	if err != nil {
+		return ""
+	}
+	for _, l := range strings.Split(string(data), "\n") {
+		if _, after, ok := strings.Cut(l, "features: "); ok {
+			if _, mb, ok := strings.Cut(after, "; "); ok && strings.HasSuffix(mb, "MB read") {
+				return mb
+			}
+		}
+	}
+	return ""
+}
+
+func joinNotes(a, b string) string {
+	if a == "" || b == "" {
+		return a + b
+	}
+	return a + "; " + b
 }
 
 // countLog counts a log's lines and those at level ERROR.
