@@ -403,7 +403,8 @@ func (b *bench) single(ctx context.Context, s *scenario, h http.Handler, task st
 	if err != nil {
 		return outcome{}, err
 	}
-	o := outcome{exits: []string{x.exit}, rssKB: x.rssKB, wall: x.wall, real: real, note: readSummary(filepath.Join(b.dir, name+".log"))}
+	o := outcome{exits: []string{x.exit}, rssKB: x.rssKB, wall: x.wall, real: real,
+		note: joinNotes(readSummary(filepath.Join(b.dir, name+".log")), fileSize(db))}
 	stop()
 	return o, b.finish(&o, db, name, "hostile", "")
 }
@@ -636,6 +637,17 @@ func readSummary(log string) string {
 		}
 	}
 	return ""
+}
+
+// fileSize is the size of a GeoPackage with its write-ahead log, for the notes column.
+func fileSize(db string) string {
+	var n int64
+	for _, suffix := range []string{"", "-wal"} {
+		if fi, err := os.Stat(db + suffix); err == nil {
+			n += fi.Size()
+		}
+	}
+	return fmt.Sprintf("GeoPackage %s MB", thousands(n>>20))
 }
 
 func joinNotes(a, b string) string {
