@@ -48,6 +48,9 @@ type options struct {
 	cap     time.Duration
 	keep    bool
 	pg      string // PostgreSQL URL for row 8; "" skips it
+	// storeWait, when set, is passed to row 9's run as --store-wait (a geoflow that has
+	// the flag waits that long for a full disk before it stops the run).
+	storeWait time.Duration
 }
 
 // bench is one invocation's shared state: the options and the workspace.
@@ -85,6 +88,7 @@ func main() {
 	flag.StringVar(&o.geoflow, "geoflow", "bin/geoflow", "the geoflow binary")
 	flag.StringVar(&only, "only", "", "comma-separated rows to run (1-9); default all")
 	flag.DurationVar(&o.cap, "cap", 150*time.Second, "hard cap per scenario: a geoflow run still going is killed and reported as no end")
+	flag.DurationVar(&o.storeWait, "store-wait", 0, "pass --store-wait to row 9's geoflow run (0: not passed; geoflow without the flag refuses it)")
 	flag.BoolVar(&o.keep, "keep", false, "keep the workspace (flows, logs, GeoPackages) and print where it is")
 	flag.Parse()
 	o.pg = os.Getenv("GEOFLOW_DATABASE_URL")
@@ -601,7 +605,11 @@ func runDiskFull(ctx context.Context, b *bench, s *scenario) (outcome, error) {
 		return outcome{}, err
 	}
 	db, log := filepath.Join(mnt, name+".gpkg"), filepath.Join(b.dir, name+".log")
-	x, err := b.run(ctx, db, flow, log)
+	var args []string
+	if b.storeWait > 0 {
+		args = []string{"--store-wait", b.storeWait.String()}
+	}
+	x, err := b.run(ctx, db, flow, log, args...)
 	if err != nil {
 		return outcome{}, err
 	}
