@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -67,16 +68,9 @@ func writeJSON(w http.ResponseWriter, ct string, v any) {
 		http.Error(w, fmt.Sprintf("hostile proxy: encoding: %v", err), http.StatusInternalServerError)
 		return
 	}
-	w.Header().Set("Content-Type", cmpOr(ct, "application/geo+json"))
+	w.Header().Set("Content-Type", cmp.Or(ct, "application/geo+json"))
 	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
 	_, _ = w.Write(b)
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
 
 // feature is the part of a GeoJSON feature the proxies look at; the rest is kept raw.
@@ -314,7 +308,7 @@ func alwaysExceeded(srv *arcgisserver.Server) http.Handler {
 // phantomIDs is row 6: id listings name object ids from the real ones up to total, and
 // counts say total; asked for, the phantom ids return nothing.
 func phantomIDs(srv *arcgisserver.Server, total int) http.Handler {
-	real := srv.Len()
+	held := srv.Len()
 	return &arcgisRewriter{next: srv,
 		ids: func(doc map[string]json.RawMessage) error {
 			var ids []int
@@ -330,7 +324,7 @@ func phantomIDs(srv *arcgisserver.Server, total int) http.Handler {
 				}
 				b.WriteString(strconv.Itoa(id))
 			}
-			for id := real + 1; id <= total; id++ {
+			for id := held + 1; id <= total; id++ {
 				if b.Len() > 1 {
 					b.WriteByte(',')
 				}
@@ -345,7 +339,7 @@ func phantomIDs(srv *arcgisserver.Server, total int) http.Handler {
 			if err := json.Unmarshal(doc["count"], &n); err != nil {
 				return fmt.Errorf("decoding count: %w", err)
 			}
-			doc["count"] = json.RawMessage(strconv.Itoa(n + total - real))
+			doc["count"] = json.RawMessage(strconv.Itoa(n + total - held))
 			return nil
 		},
 	}

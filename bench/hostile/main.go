@@ -216,7 +216,7 @@ func (b *bench) flow(name, task string) (string, error) {
 	return p, os.WriteFile(p, []byte(fmt.Sprintf("name: %s\ntasks:\n  parcels:\n%s", name, task)), 0o644)
 }
 
-// exec is one geoflow run.
+// execResult is how one geoflow run ended.
 type execResult struct {
 	exit  string
 	rssKB int64
@@ -391,7 +391,7 @@ func (b *bench) finish(o *outcome, db, flow, table, where string) error {
 }
 
 // single is a scenario of one run against h, into a fresh GeoPackage.
-func (b *bench) single(ctx context.Context, s *scenario, h http.Handler, task string, real int) (outcome, error) {
+func (b *bench) single(ctx context.Context, s *scenario, h http.Handler, task string, held int) (outcome, error) {
 	addr, stop, err := serve(h)
 	if err != nil {
 		return outcome{}, err
@@ -407,7 +407,7 @@ func (b *bench) single(ctx context.Context, s *scenario, h http.Handler, task st
 	if err != nil {
 		return outcome{}, err
 	}
-	o := outcome{exits: []string{x.exit}, rssKB: x.rssKB, wall: x.wall, real: real,
+	o := outcome{exits: []string{x.exit}, rssKB: x.rssKB, wall: x.wall, real: held,
 		note: joinNotes(readSummary(filepath.Join(b.dir, name+".log")), fileSize(db))}
 	stop()
 	return o, b.finish(&o, db, name, "hostile", "")
