@@ -100,6 +100,11 @@ bench-mirror: build
 	$(POSTGIS) run --env GEOFLOW_DATABASE_URL -- bash bench/mirror.sh $(BIN)
 	GEOFLOW_DATABASE_URL=$$(mktemp -d)/bench-mirror.gpkg bash bench/mirror.sh $(BIN)
 
+## bench-hostile: geoflow against servers that misbehave on purpose (omitted features, lying counts, endless next links and transfer limits, phantom ids, giant features, a broken ring, a full disk), each cut off after 150 s; ONLY=3,4 for some rows, HOSTILE_FLAGS for more
+.PHONY: bench-hostile
+bench-hostile: build
+	$(POSTGIS) run --env GEOFLOW_DATABASE_URL -- $(GO) run ./bench/hostile -geoflow $(BIN)$(if $(ONLY), -only $(ONLY)) $(HOSTILE_FLAGS)
+
 ## fuzz: run every fuzz target for FUZZTIME each (default 30s)
 FUZZTIME ?= 30s
 fuzz:
