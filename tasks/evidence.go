@@ -51,9 +51,6 @@ func (e *BudgetError) FailureClass() dlq.Class { return dlq.ClassParse }
 // into a Verdict. It is plain data: the task fills in the ask and the claims, the
 // response's stream the observations.
 type Evidence struct {
-	// Unit is the unit's key, for the verdict's words.
-	Unit string
-
 	// What was asked.
 	Kind  AskKind
 	Start int64 // a page's offset within its tile

@@ -14,7 +14,7 @@ import (
 // unproven nor asks for more without end.
 func TestDecide(t *testing.T) {
 	tile := func(size, counted int64) tasks.Evidence {
-		return tasks.Evidence{Unit: "q", Kind: tasks.AskTile, Size: size, Counted: counted, Matched: -1, CountsInResponse: true, Pages: true}
+		return tasks.Evidence{Kind: tasks.AskTile, Size: size, Counted: counted, Matched: -1, CountsInResponse: true, Pages: true}
 	}
 	with := func(e tasks.Evidence, f func(*tasks.Evidence)) tasks.Evidence { f(&e); return e }
 	tests := []struct {

@@ -208,7 +208,7 @@ func (e *Engine) fetch(ctx context.Context, env *tasks.Env, u store.Unit, sp spe
 	// Pages are sorted where the server sorts, so that they neither overlap nor leave
 	// gaps; a probe for the rest of a tile asks in the order the tile was fetched in.
 	q := Query{Box: bbox, Start: start, Count: count, Sorted: !mayShort && !sp.Probe}
-	ev := tasks.Evidence{Unit: u.Key, Kind: tasks.AskTile, Start: start, Size: count, Total: sp.Total,
+	ev := tasks.Evidence{Kind: tasks.AskTile, Start: start, Size: count, Total: sp.Total,
 		Counted: expected, CountsInResponse: e.cfg.Caps.MatchedInResponse, Pages: e.cfg.Caps.Pages,
 		CountDisowned: sp.Disowned, NextTrusted: e.nextTrusted(u.Key)}
 	switch {

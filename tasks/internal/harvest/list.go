@@ -35,7 +35,7 @@ func (e *Engine) list(ctx context.Context, env *tasks.Env, l Lister, u store.Uni
 		return nil, err
 	}
 	ids = slices.Compact(slices.Sorted(slices.Values(ids)))
-	ev := tasks.Evidence{Unit: u.Key, Kind: tasks.AskList, Size: limit, Returned: int64(len(ids)),
+	ev := tasks.Evidence{Kind: tasks.AskList, Size: limit, Returned: int64(len(ids)),
 		Exceeded: exceeded, ParentCap: sp.Cap, ParentPrint: sp.Print, Print: printOf(ids)}
 	if ev.Returned > limit {
 		// Before cutting the tile for a listing this long, check a sample of it by id: a
@@ -75,9 +75,9 @@ func (e *Engine) quarter(env *tasks.Env, u store.Unit, sp spec, b orb.Bound, ev 
 	if err := e.plan(4, u.Key); err != nil {
 		return nil, err
 	}
-	var cap int64
+	var cut int64 // the cut the server showed, for the children to hold their flags to
 	if ev.Exceeded && ev.Returned <= ev.Size {
-		cap = ev.Returned
+		cut = ev.Returned
 	}
 	c := b.Center()
 	var children []store.Unit
@@ -85,7 +85,7 @@ func (e *Engine) quarter(env *tasks.Env, u store.Unit, sp spec, b orb.Bound, ev 
 		{Min: b.Min, Max: c}, {Min: orb.Point{c[0], b.Min[1]}, Max: orb.Point{b.Max[0], c[1]}},
 		{Min: orb.Point{b.Min[0], c[1]}, Max: orb.Point{c[0], b.Max[1]}}, {Min: c, Max: b.Max},
 	} {
-		cs, _ := json.Marshal(spec{Depth: sp.Depth + 1, Cap: cap, Print: ev.Print})
+		cs, _ := json.Marshal(spec{Depth: sp.Depth + 1, Cap: cut, Print: ev.Print})
 		children = append(children, store.Unit{Key: fmt.Sprintf("%s.%d", u.Key, i), BBox: &q, Spec: cs})
 	}
 	env.Logger.Debug("the id listing was cut short; quartering the tile", "unit", u.Key, "ids", ev.Returned, "why", v.Reason)
@@ -139,7 +139,7 @@ func (e *Engine) fetchIDs(ctx context.Context, env *tasks.Env, u store.Unit, sp 
 		Table:  e.cfg.Table,
 		Counts: store.Counts{Bytes: body.Len()},
 		Response: &tasks.Response{Body: body, Decoding: decoding{e: e, env: env, unit: u.Key, bbox: bbox, asked: sp.IDs},
-			Evidence: tasks.Evidence{Unit: u.Key, Kind: tasks.AskBatch, Size: int64(len(sp.IDs))}},
+			Evidence: tasks.Evidence{Kind: tasks.AskBatch, Size: int64(len(sp.IDs))}},
 	}, nil
 }
 
