@@ -43,6 +43,10 @@ type Flow struct {
 	// Distributed runs the flow's units on the pool of geoflow worker processes
 	// (distributed: true), as geoflow run --distributed does.
 	Distributed bool
+	// MemoryLimit is the run's budget in bytes for responses, spools and decoded
+	// features in flight (memory_limit:); zero takes tasks.DefaultMemoryLimit, and
+	// geoflow run --memory-limit overrides it.
+	MemoryLimit int64
 	Tasks       []*Task // in file order
 	// Source is the flow's text as written (${VAR} references unexpanded, so no secret
 	// from the environment is recorded with a run); runs record it and its Hash, and
@@ -118,16 +122,17 @@ func (e *ValidationError) Error() string {
 // The YAML shapes of a flow. Pointers tell "not set" from zero so that a task inherits
 // only what it does not set itself.
 type flowDoc struct {
-	Name             string   `yaml:"name"`
-	Schedule         string   `yaml:"schedule"`
-	Timezone         string   `yaml:"timezone"`
-	Overlap          string   `yaml:"overlap" enum:"skip,queue,allow"`
-	Catchup          string   `yaml:"catchup" enum:"none,last,all"`
-	MaxParallelTasks int      `yaml:"max_parallel_tasks"`
-	Distributed      bool     `yaml:"distributed"`
-	Defaults         defaults `yaml:"defaults"`
-	Tasks            deferred `yaml:"tasks"` // decoded by decodeTasks, which knows each task's type
-	Description      string   `yaml:"description"`
+	Name             string         `yaml:"name"`
+	Schedule         string         `yaml:"schedule"`
+	Timezone         string         `yaml:"timezone"`
+	Overlap          string         `yaml:"overlap" enum:"skip,queue,allow"`
+	Catchup          string         `yaml:"catchup" enum:"none,last,all"`
+	MaxParallelTasks int            `yaml:"max_parallel_tasks"`
+	Distributed      bool           `yaml:"distributed"`
+	MemoryLimit      tasks.ByteSize `yaml:"memory_limit"`
+	Defaults         defaults       `yaml:"defaults"`
+	Tasks            deferred       `yaml:"tasks"` // decoded by decodeTasks, which knows each task's type
+	Description      string         `yaml:"description"`
 }
 
 type defaults struct {
@@ -228,7 +233,7 @@ func Parse(file string, src []byte, opts Options) (*Flow, error) {
 
 	f := &Flow{File: file, Source: src, opts: opts, Name: doc.Name, Schedule: doc.Schedule, Timezone: doc.Timezone,
 		Overlap: cmp.Or(doc.Overlap, "skip"), Catchup: cmp.Or(doc.Catchup, "none"), MaxParallelTasks: doc.MaxParallelTasks,
-		Distributed: doc.Distributed}
+		Distributed: doc.Distributed, MemoryLimit: int64(doc.MemoryLimit)}
 	if doc.Name == "" {
 		d.errorf(root, "the flow has no name: add `name: my_flow` ([a-z0-9_]+)")
 	} else if !flowNameRE.MatchString(doc.Name) {
@@ -259,6 +264,11 @@ func Parse(file string, src []byte, opts Options) (*Flow, error) {
 	}
 	if doc.MaxParallelTasks < 0 {
 		d.errorf(d.keys["max_parallel_tasks"], "max_parallel_tasks must not be negative")
+	}
+	if doc.MemoryLimit != 0 {
+		if err := tasks.CheckMemoryLimit(int64(doc.MemoryLimit)); err != nil {
+			d.errorf(d.keys["memory_limit"], "memory_limit: %v", err)
+		}
 	}
 	d.checkRetry(doc.Defaults.Retry, "defaults.retry")
 	d.checkRateLimit(doc.Defaults.RateLimit, "defaults.rate_limit")

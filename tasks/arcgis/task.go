@@ -362,7 +362,7 @@ func (t *Task) fetch(ctx context.Context, env *tasks.Env, p *prepared, u store.U
 	var body *tasks.Spool
 	err := env.HTTP.Do(ctx, t.request(env, u.Key, http.MethodPost, t.cfg.URL+"/query", form), func(resp *http.Response) error {
 		body.Close()
-		body = tasks.NewSpool()
+		body = env.NewSpool()
 		if err := tasks.RefuseHTML(resp); err != nil {
 			return err
 		}

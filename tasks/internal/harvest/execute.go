@@ -211,7 +211,7 @@ func (e *Engine) fetch(ctx context.Context, env *tasks.Env, u store.Unit, sp spe
 	var body *tasks.Spool
 	err := env.HTTP.Do(ctx, e.cfg.Protocol.Request(env, u.Key, q), func(resp *http.Response) error {
 		body.Close() // an earlier attempt's
-		body = tasks.NewSpool()
+		body = env.NewSpool()
 		if err := e.cfg.Protocol.CheckResponse(resp); err != nil {
 			return err
 		}
