@@ -117,9 +117,6 @@ func (m *Memory) tryAcquire(n int64) bool {
 // since every claim ahead of it is held by a unit that is writing and will release it;
 // a run being stopped lets those units end.
 func (m *Memory) acquire(n int64) error {
-	if n > m.featureShare() {
-		return &MemoryLimitError{Need: n, Share: m.featureShare(), Limit: m.limit}
-	}
 	if m.tryAcquire(n) {
 		return nil
 	}
@@ -161,14 +158,15 @@ func (m *Memory) releaseSpool(n int64) {
 // one feature. It matches spatial.ErrTooLarge, so the unit fails as too_large, for good
 // (the server sends the same feature again).
 type MemoryLimitError struct {
-	Need  int64 // what the feature may cost, in bytes
+	Text  int64 // the feature's text read when it was refused, in bytes
+	Need  int64 // what a feature of that text may cost, in bytes
 	Share int64 // the most one feature may be charged (three quarters of Limit)
 	Limit int64 // the budget: memory_limit
 }
 
 func (e *MemoryLimitError) Error() string {
-	return fmt.Sprintf("too large for the memory budget: a feature of this response may need about %d MiB to decode and store, more than the %d MiB one feature may take of memory_limit %d MiB; raise memory_limit (the flow's key, or geoflow run --memory-limit)",
-		e.Need>>20, e.Share>>20, e.Limit>>20)
+	return fmt.Sprintf("too large for the memory budget: a feature of more than %d MiB of text may need about %d MiB to decode and store, more than the %d MiB one feature may take of memory_limit %d MiB; raise memory_limit (the flow's key, or geoflow run --memory-limit)",
+		e.Text>>20, e.Need>>20, e.Share>>20, e.Limit>>20)
 }
 
 // Is makes errors.Is(err, spatial.ErrTooLarge) true.
@@ -237,7 +235,16 @@ func (c *featureClaim) read(n int) error {
 	if c.seen > text {
 		text = c.seen + c.seen/2 // beyond its limit: the reader refuses it shortly
 	}
-	need := featureCost(text, lim)
+	need, share := featureCost(text, lim), c.m.featureShare()
+	if need > share {
+		// The feature may be smaller than the most it could be: claim the share, and
+		// fail only once its text is more than the share can cover.
+		text, need = coveredBy(share, lim), share
+		if seen := c.seen; seen > text {
+			c.close()
+			return &MemoryLimitError{Text: seen, Need: featureCost(seen, lim), Share: share, Limit: c.m.limit}
+		}
+	}
 	// Release first, then wait for the whole claim in one piece.
 	c.m.release(c.held)
 	c.held, c.covered = 0, 0
@@ -246,6 +253,20 @@ func (c *featureClaim) read(n int) error {
 	}
 	c.held, c.covered = need, text
 	return nil
+}
+
+// coveredBy is the most text whose featureCost is within budget.
+func coveredBy(budget int64, lim spatial.Limits) int64 {
+	lo, hi := int64(0), budget/2
+	for lo < hi {
+		mid := (lo + hi + 1) / 2
+		if featureCost(mid, lim) <= budget {
+			lo = mid
+		} else {
+			hi = mid - 1
+		}
+	}
+	return lo
 }
 
 // close releases what the claim holds.

@@ -231,11 +231,13 @@ func (s *Spool) Reader() (io.Reader, error) {
 }
 
 // meteredReader charges what a decoder reads of a spool to the budget, feature by
-// feature.
+// feature, from the first feature's start on (a reader that never starts a feature, one
+// copying the body, say, is not charged).
 type meteredReader struct {
-	r     io.Reader
-	claim *featureClaim
-	left  int64 // bytes not read yet
+	r       io.Reader
+	claim   *featureClaim
+	left    int64 // bytes not read yet
+	started bool
 }
 
 // Read implements io.Reader; it waits for budget when the feature being read outgrows
@@ -243,7 +245,7 @@ type meteredReader struct {
 func (m *meteredReader) Read(p []byte) (int, error) {
 	n, err := m.r.Read(p)
 	m.left -= int64(n)
-	if n > 0 {
+	if n > 0 && m.started {
 		if cerr := m.claim.read(n); cerr != nil {
 			return n, cerr
 		}
@@ -252,7 +254,10 @@ func (m *meteredReader) Read(p []byte) (int, error) {
 }
 
 // StartFeature implements spatial.FeatureMeter.
-func (m *meteredReader) StartFeature(lim spatial.Limits) { m.claim.start(lim) }
+func (m *meteredReader) StartFeature(lim spatial.Limits) {
+	m.started = true
+	m.claim.start(lim)
+}
 
 // chunkReader reads a spool's chunks in order.
 type chunkReader struct {
