@@ -3,6 +3,7 @@ package tasks
 import (
 	"context"
 	"fmt"
+	"io"
 	"sync/atomic"
 	"time"
 
@@ -284,3 +285,36 @@ func CheckMemoryLimit(n int64) error {
 	}
 	return nil
 }
+
+// Meter returns a reader of r whose features a decoder reading it charges to the run's
+// memory budget, as a spool's do, and a func that ends the charge (call it once the
+// decoder is done). It is for responses decoded as they arrive without a spool (a
+// count asked with a page of one feature, a sample of features). Without a budget r is
+// returned as it is.
+func (e *Env) Meter(r io.Reader) (io.Reader, func()) {
+	if e == nil || e.Memory == nil {
+		return r, func() {}
+	}
+	m := &meter{r: r, claim: featureClaim{m: e.Memory, rest: unknownRest}}
+	return m, m.claim.close
+}
+
+// meter charges what a decoder reads of a response to the budget, feature by feature.
+type meter struct {
+	r     io.Reader
+	claim featureClaim
+}
+
+// Read implements io.Reader.
+func (m *meter) Read(p []byte) (int, error) {
+	n, err := m.r.Read(p)
+	if n > 0 {
+		if cerr := m.claim.read(n); cerr != nil {
+			return n, cerr
+		}
+	}
+	return n, err
+}
+
+// StartFeature implements spatial.FeatureMeter.
+func (m *meter) StartFeature(lim spatial.Limits) { m.claim.start(lim) }

@@ -177,6 +177,33 @@ func (s *Spool) Write(p []byte) (int, error) {
 	return written, nil
 }
 
+// Tee returns a reader of r that spools what is read of it, for a decoder reading a
+// response's head as it arrives. It implements spatial.FeatureMeter: the decoder's
+// features are charged to the budget with its limits (until then, with the defaults),
+// and ReadFrom, which spools the rest, ends the charge.
+func (s *Spool) Tee(r io.Reader) io.Reader {
+	return &teeReader{r: r, s: s}
+}
+
+type teeReader struct {
+	r io.Reader
+	s *Spool
+}
+
+// Read implements io.Reader.
+func (t *teeReader) Read(p []byte) (int, error) {
+	n, err := t.r.Read(p)
+	if n > 0 {
+		if n, err := t.s.Write(p[:n]); err != nil {
+			return n, err
+		}
+	}
+	return n, err
+}
+
+// StartFeature implements spatial.FeatureMeter.
+func (t *teeReader) StartFeature(lim spatial.Limits) { t.s.claim.start(lim) }
+
 // writeError marks an error of the spool's file, as opposed to the body's.
 type writeError struct{ err error }
 

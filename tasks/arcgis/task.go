@@ -368,7 +368,7 @@ func (t *Task) fetch(ctx context.Context, env *tasks.Env, p *prepared, u store.U
 		}
 		// The head is decoded as it arrives: an error object answered with 200 shows before
 		// the rest is spooled.
-		r := esrijson.NewReader(io.TeeReader(resp.Body, body), esrijson.Options{IDField: p.oidField, Limits: t.cfg.Limits.Spatial()})
+		r := esrijson.NewReader(body.Tee(resp.Body), esrijson.Options{IDField: p.oidField, Limits: t.cfg.Limits.Spatial()})
 		if _, err := r.Next(); err != nil && err != io.EOF {
 			var fe *spatial.FeatureError
 			if !errors.As(err, &fe) {

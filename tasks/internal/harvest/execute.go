@@ -218,7 +218,7 @@ func (e *Engine) fetch(ctx context.Context, env *tasks.Env, u store.Unit, sp spe
 		// The head of the response is decoded as it arrives: an exception report, an
 		// HTML page or (for a tile fetched on an estimate) a numberMatched above the page
 		// shows before the rest is downloaded. The rest is spooled as it is.
-		head := e.source(env, u.Key, io.TeeReader(resp.Body, body), bbox)
+		head := e.source(env, u.Key, body.Tee(resp.Body), bbox)
 		if mayShort && e.cfg.Caps.MatchedInResponse {
 			head.limit = count
 		}
