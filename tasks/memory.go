@@ -159,15 +159,16 @@ func (m *Memory) releaseSpool(n int64) {
 // one feature. It matches spatial.ErrTooLarge, so the unit fails as too_large, for good
 // (the server sends the same feature again).
 type MemoryLimitError struct {
-	Text  int64 // the feature's text read when it was refused, in bytes
-	Need  int64 // what a feature of that text may cost, in bytes
-	Share int64 // the most one feature may be charged (three quarters of Limit)
-	Limit int64 // the budget: memory_limit
+	Text    int64 // the feature's text read when it was refused, in bytes
+	Covered int64 // the most text Share covers
+	Need    int64 // what the feature may cost at most, in bytes (featureCost)
+	Share   int64 // the most one feature may be charged (three quarters of Limit)
+	Limit   int64 // the budget: memory_limit
 }
 
 func (e *MemoryLimitError) Error() string {
-	return fmt.Sprintf("too large for the memory budget: a feature of more than %d MiB of text may need about %d MiB to decode and store, more than the %d MiB one feature may take of memory_limit %d MiB; raise memory_limit (the flow's key, or geoflow run --memory-limit)",
-		e.Text>>20, e.Need>>20, e.Share>>20, e.Limit>>20)
+	return fmt.Sprintf("too large for the memory budget: a feature passed %d MiB of text, more than the %d MiB one feature may take of memory_limit %d MiB covers (%d MiB); it may need up to %d MiB to decode and store: raise memory_limit (the flow's key, or geoflow run --memory-limit)",
+		e.Text>>20, e.Share>>20, e.Limit>>20, e.Covered>>20, e.Need>>20)
 }
 
 // Is makes errors.Is(err, spatial.ErrTooLarge) true.
@@ -240,10 +241,11 @@ func (c *featureClaim) read(n int) error {
 	if need > share {
 		// The feature may be smaller than the most it could be: claim the share, and
 		// fail only once its text is more than the share can cover.
+		worst := need
 		text, need = coveredBy(share, lim), share
 		if seen := c.seen; seen > text {
 			c.close()
-			return &MemoryLimitError{Text: seen, Need: featureCost(seen, lim), Share: share, Limit: c.m.limit}
+			return &MemoryLimitError{Text: seen, Covered: text, Need: worst, Share: share, Limit: c.m.limit}
 		}
 	}
 	// Release first, then wait for the whole claim in one piece.

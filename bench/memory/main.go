@@ -118,7 +118,7 @@ tasks:
 			fmt.Fprintln(os.Stderr, l)
 		}
 	}
-	fmt.Printf("| %d x %d vertices (%d MB of GeoJSON) | %s | exit %d | %d of %d stored (%d vertices) | peak RSS %d MB | %.1f s |\n",
+	fmt.Printf("| %d x %d vertices (%d MB of GeoJSON) | %s | exit %d | %d of %d stored (%d vertices) | peak RSS %d MiB | %.1f s |\n",
 		features, vertices, srv.Bytes.Load()/1e6, strings.Join(extra, " "), exit, stored, features, points, ru.Maxrss/1024, elapsed.Seconds())
 	return nil
 }
