@@ -79,6 +79,12 @@ bench-pool: build
 bench-limits:
 	$(GO) run ./bench/limits
 
+## bench-memory: peak RSS of a run harvesting 4 features of 4.99 million vertices at once, under the memory budget (default, then 512MiB)
+.PHONY: bench-memory
+bench-memory: build
+	$(POSTGIS) run --env GEOFLOW_DATABASE_URL -- $(GO) run ./bench/memory -geoflow $(BIN)
+	$(POSTGIS) run --env GEOFLOW_DATABASE_URL -- $(GO) run ./bench/memory -geoflow $(BIN) -- --memory-limit 512MiB
+
 ## bench-mapserver: PostgreSQL restarted under a harvest from a real MapServer WFS that reads from it
 .PHONY: bench-mapserver
 bench-mapserver: build

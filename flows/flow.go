@@ -46,7 +46,11 @@ type Flow struct {
 	// StoreWait is how long a run waits for its store to come back after a fault before
 	// it stops, interrupted (store_wait); zero for the default, DefaultStoreWait.
 	StoreWait time.Duration
-	Tasks     []*Task // in file order
+	// MemoryLimit is the run's budget in bytes for responses, spools and decoded
+	// features in flight (memory_limit:); zero takes tasks.DefaultMemoryLimit, and
+	// geoflow run --memory-limit overrides it.
+	MemoryLimit int64
+	Tasks       []*Task // in file order
 	// Source is the flow's text as written (${VAR} references unexpanded, so no secret
 	// from the environment is recorded with a run); runs record it and its Hash, and
 	// resume and replay parse it again rather than the file.
@@ -129,6 +133,7 @@ type flowDoc struct {
 	MaxParallelTasks int            `yaml:"max_parallel_tasks"`
 	Distributed      bool           `yaml:"distributed"`
 	StoreWait        *time.Duration `yaml:"store_wait"`
+	MemoryLimit      tasks.ByteSize `yaml:"memory_limit"`
 	Defaults         defaults       `yaml:"defaults"`
 	Tasks            deferred       `yaml:"tasks"` // decoded by decodeTasks, which knows each task's type
 	Description      string         `yaml:"description"`
@@ -232,7 +237,7 @@ func Parse(file string, src []byte, opts Options) (*Flow, error) {
 
 	f := &Flow{File: file, Source: src, opts: opts, Name: doc.Name, Schedule: doc.Schedule, Timezone: doc.Timezone,
 		Overlap: cmp.Or(doc.Overlap, "skip"), Catchup: cmp.Or(doc.Catchup, "none"), MaxParallelTasks: doc.MaxParallelTasks,
-		Distributed: doc.Distributed}
+		Distributed: doc.Distributed, MemoryLimit: int64(doc.MemoryLimit)}
 	if doc.Name == "" {
 		d.errorf(root, "the flow has no name: add `name: my_flow` ([a-z0-9_]+)")
 	} else if !flowNameRE.MatchString(doc.Name) {
@@ -269,6 +274,11 @@ func Parse(file string, src []byte, opts Options) (*Flow, error) {
 			d.errorf(d.keys["store_wait"], "store_wait: 0s must be above zero (default %s)", DefaultStoreWait)
 		}
 		f.StoreWait = max(*doc.StoreWait, 0) // a negative one is refused by the decoder
+	}
+	if doc.MemoryLimit != 0 {
+		if err := tasks.CheckMemoryLimit(int64(doc.MemoryLimit)); err != nil {
+			d.errorf(d.keys["memory_limit"], "memory_limit: %v", err)
+		}
 	}
 	d.checkRetry(doc.Defaults.Retry, "defaults.retry")
 	d.checkRateLimit(doc.Defaults.RateLimit, "defaults.rate_limit")

@@ -257,3 +257,38 @@ func TestStoreWaitKey(t *testing.T) {
 		})
 	}
 }
+
+// TestMemoryLimitKey: memory_limit takes a size, defaults to none (the runner's
+// default), and refuses what is not a size or too small to run with, at its line.
+func TestMemoryLimitKey(t *testing.T) {
+	tests := []struct {
+		name  string
+		value string
+		want  int64
+		err   string
+	}{
+		{"unset", "", 0, ""},
+		{"gib", "memory_limit: 2GiB\n", 2 << 30, ""},
+		{"bytes", "memory_limit: 134217728\n", 128 << 20, ""},
+		{"not a size", "memory_limit: lots\n", 0, `"lots" is not a size`},
+		{"too small", "memory_limit: 1MiB\n", 0, "below the smallest budget, 64 MiB"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			src := "name: g\n" + tc.value + "tasks:\n  a: {type: fake}\n"
+			f, err := Parse("m.yaml", []byte(src), Options{Registry: testRegistry(nil)})
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) || !strings.Contains(err.Error(), "memory_limit") {
+					t.Fatalf("err = %v; want one naming memory_limit and %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if f.MemoryLimit != tc.want {
+				t.Errorf("MemoryLimit = %d, want %d", f.MemoryLimit, tc.want)
+			}
+		})
+	}
+}

@@ -58,6 +58,12 @@ type RunOptions struct {
 	// Started, when set, is called once with the run's id as soon as the run is
 	// recorded, before any task starts (the web UI answers with it while the run goes).
 	Started func(runID int64)
+	// MemoryLimit is the run's budget in bytes for responses, spools and decoded
+	// features in flight (geoflow run --memory-limit); zero takes the flow's
+	// memory_limit, then tasks.DefaultMemoryLimit. Memory, when set, is a budget shared
+	// with other runs of the process, and wins over both.
+	MemoryLimit int64
+	Memory      *tasks.Memory
 	// Distributed hands the run's units to the pool of geoflow worker processes
 	// (the store must be a store.Queue); the run is recorded, planned, followed and
 	// finished here. The flow's own distributed: setting does the same. A resumed run
@@ -84,6 +90,8 @@ type Result struct {
 	// stopped because its store stayed unavailable past the store wait; Status is then
 	// store.Interrupted.
 	StoreDown error
+	// Memory is what the run's memory budget saw: its peak, the waits for it.
+	Memory tasks.MemoryStats
 }
 
 // DeadLetters returns the number of units that failed for good.
@@ -244,6 +252,10 @@ func Run(ctx context.Context, f *Flow, opts RunOptions) (*Result, error) {
 			log.Error("counting dead letters", "err", err)
 		}
 	}
+	ms := r.memory.Stats()
+	log.Info("memory budget", "run", run.ID, "memory_limit_mib", ms.Limit>>20, "peak_mib", ms.Peak>>20,
+		"waits", ms.Waits, "waited", ms.Waited.Round(time.Millisecond), "spooled_to_disk_early", ms.Spilled)
+	res.Memory = ms
 	log.Info("run finished", "flow", f.Name, "run", run.ID, "status", status,
 		"units_done", sum.UnitsDone, "units_total", sum.UnitsTotal, "dead", sum.UnitsDead,
 		"inserted", sum.Inserted, "skipped", sum.Skipped, "updated", sum.Updated, "elapsed", res.Elapsed.Round(time.Millisecond))

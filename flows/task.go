@@ -56,6 +56,8 @@ type runner struct {
 	// from then on nothing waits for the store, bookkeeping included; nil for runners of
 	// no run of their own.
 	halt <-chan struct{}
+	// memory is the run's budget for responses, spools and decoded features in flight.
+	memory *tasks.Memory
 	// queue is set for a distributed run: its units are the pool's jobs, which the
 	// runner follows instead of executing them.
 	queue store.Queue
@@ -69,7 +71,8 @@ func newRunner(f *Flow, opts RunOptions, log *slog.Logger, runID int64) *runner 
 	}
 	r := &runner{f: f, opts: opts, log: log, runID: runID, secrets: secrets,
 		done: make(map[string]chan struct{}), state: make(map[string]store.State), fails: make(map[string]string),
-		outside: make(map[string]orb.Bound)}
+		outside: make(map[string]orb.Bound),
+		memory:  cmp.Or(opts.Memory, tasks.NewMemory(cmp.Or(opts.MemoryLimit, f.MemoryLimit)))}
 	for _, t := range f.Tasks {
 		r.done[t.ID] = make(chan struct{})
 	}
@@ -158,6 +161,7 @@ func (r *runner) env(t *Task) *tasks.Env {
 		Flow: r.f.Name, RunID: r.runID, TaskID: t.ID, Logger: r.log.With("task", t.ID),
 		HTTP: r.opts.HTTP, Store: r.opts.Store, Area: r.opts.Area,
 		Retry: t.Retry, RateLimit: t.RateLimit, Redirects: t.Redirects, AllowMassDelete: r.opts.AllowMassDelete,
+		Memory: r.memory,
 	}
 }
 

@@ -58,6 +58,16 @@ func (l Limits) OrDefault() Limits {
 	return d
 }
 
+// FeatureMeter is implemented by a reader's source that charges what is read of it to a
+// memory budget (a spooled response: see tasks.Memory). A reader calls StartFeature, with
+// its limits, as each feature begins, so that each feature's text is charged on its own
+// and the previous feature's charge ends. The source's Read may then wait for budget, or
+// fail with an error matching ErrTooLarge (a feature that may need more memory than the
+// budget can give one).
+type FeatureMeter interface {
+	StartFeature(Limits)
+}
+
 // ErrTooLarge is matched (errors.Is) by every *TooLargeError.
 var ErrTooLarge = errors.New("spatial: feature too large")
 

@@ -176,6 +176,10 @@ type Env struct {
 	// AllowMassDelete lets a mirror delete more than its safety rail allows
 	// (geoflow run --allow-mass-delete).
 	AllowMassDelete bool
+	// Memory is the run's one budget in bytes for responses, spools and decoded
+	// features in flight (memory_limit); spools made by NewSpool draw on it. Nil is no
+	// budget.
+	Memory *Memory
 	// UnitsLeft is set by the runner before Finish: how many of the task's units in the
 	// run are not done (dead letters, or left for a resume). A mirror deletes nothing
 	// while any is.

@@ -86,6 +86,9 @@ type Reader struct {
 	idField  string
 	exceeded bool
 	got      bool // a features member was seen
+	// meter, when the source charges what is read to a memory budget, is told where
+	// each feature starts.
+	meter spatial.FeatureMeter
 }
 
 // NewReader returns a Reader of the feature set in r.
@@ -94,7 +97,8 @@ func NewReader(r io.Reader, opts Options) *Reader {
 	cr := &countingReader{r: bufio.NewReaderSize(r, 64<<10), limit: -1}
 	dec := json.NewDecoder(cr)
 	dec.UseNumber()
-	return &Reader{opts: opts, cr: cr, dec: dec, idField: opts.IDField}
+	meter, _ := r.(spatial.FeatureMeter)
+	return &Reader{opts: opts, cr: cr, dec: dec, idField: opts.IDField, meter: meter}
 }
 
 // Meta returns what the feature set said: ArcGIS gives no counts, so NumberMatched and
@@ -153,6 +157,9 @@ func (r *Reader) next() (*spatial.Feature, error) {
 				continue
 			}
 			start := r.dec.InputOffset()
+			if r.meter != nil {
+				r.meter.StartFeature(r.opts.Limits)
+			}
 			r.cr.limit = r.cr.n + r.opts.Limits.FeatureBytes
 			var f feature
 			err := r.dec.Decode(&f)

@@ -65,6 +65,9 @@ func (r *Reader) feature() (*spatial.Feature, error) {
 	s.pin = s.offset()
 	s.depth = 0
 	r.vertices = 0
+	if r.meter != nil {
+		r.meter.StartFeature(r.opts.Limits)
+	}
 	defer func() { s.pin = -1 }()
 	var (
 		id    string

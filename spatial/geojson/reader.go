@@ -57,7 +57,10 @@ type Options struct {
 type Reader struct {
 	opts Options
 	s    scanner
-	peek []byte // the first bytes of the body, for NotFeaturesError
+	// meter, when the source charges what is read to a memory budget, is told where
+	// each feature starts.
+	meter spatial.FeatureMeter
+	peek  []byte // the first bytes of the body, for NotFeaturesError
 
 	started      bool
 	firstMember  bool // no member of the top-level object read yet
@@ -102,7 +105,9 @@ var _ spatial.Reader = (*Reader)(nil)
 // when Next is called, through its own buffer.
 func NewReader(r io.Reader, opts Options) *Reader {
 	opts.Limits = opts.Limits.OrDefault()
+	meter, _ := r.(spatial.FeatureMeter)
 	return &Reader{
+		meter: meter,
 		opts:  opts,
 		s:     newScanner(r, opts.Limits),
 		meta:  spatial.UnknownMeta(),

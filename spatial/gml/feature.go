@@ -36,6 +36,9 @@ func (r *Reader) feature(start xml.StartElement) (*spatial.Feature, error) {
 	depth := len(r.stack)
 	f := &spatial.Feature{ID: r.featureID(start.Attr), Properties: make(map[string]any, 8)}
 	r.featStart, r.featID, r.vertices = r.sc.tokStart, f.ID, 0
+	if r.meter != nil {
+		r.meter.StartFeature(r.lim)
+	}
 	defer func() { r.featStart = -1 }()
 	featSRS := ""
 	var geomSRS string

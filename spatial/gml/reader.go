@@ -92,8 +92,11 @@ type Options struct {
 type Reader struct {
 	opts Options
 	cr   *sniff.CountingReader
-	br   *bufio.Reader
-	sc   *scanner
+	// meter, when the source charges what is read to a memory budget, is told where
+	// each feature starts.
+	meter spatial.FeatureMeter
+	br    *bufio.Reader
+	sc    *scanner
 
 	stack []frame
 	ns    []binding
@@ -149,7 +152,8 @@ func NewReader(r io.Reader, opts Options) *Reader {
 	lim := opts.Limits.OrDefault()
 	sc := newScanner(br, charsetReader)
 	sc.maxText, sc.maxLimit, sc.limitMax, sc.maxTok = lim.StringBytes, "max_string_bytes", lim.StringBytes, lim.FeatureBytes
-	return &Reader{opts: opts, cr: cr, br: br, sc: sc, meta: spatial.UnknownMeta(), typeLoc: tl, lim: lim, featStart: -1}
+	meter, _ := r.(spatial.FeatureMeter)
+	return &Reader{meter: meter, opts: opts, cr: cr, br: br, sc: sc, meta: spatial.UnknownMeta(), typeLoc: tl, lim: lim, featStart: -1}
 }
 
 // Meta returns what the collection element said: numberMatched,

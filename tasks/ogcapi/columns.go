@@ -68,7 +68,9 @@ func (t *Task) properties(ctx context.Context, env *tasks.Env, p *prepared, coll
 		if err := tasks.RefuseHTML(resp); err != nil {
 			return err
 		}
-		r := geojson.NewReader(resp.Body, geojson.Options{Limits: t.cfg.Limits.Spatial()})
+		body, done := env.Meter(resp.Body)
+		defer done()
+		r := geojson.NewReader(body, geojson.Options{Limits: t.cfg.Limits.Spatial()})
 		err := spatial.Walk(r, func(f *spatial.Feature) error {
 			keys := make([]string, 0, len(f.Properties))
 			for k := range f.Properties {

@@ -40,7 +40,9 @@ func (t *Task) checkOffsets(ctx context.Context, env *tasks.Env, p *prepared, ar
 			if err := tasks.RefuseHTML(resp); err != nil {
 				return err
 			}
-			r := geojson.NewReader(resp.Body, geojson.Options{Limits: t.cfg.Limits.Spatial()})
+			body, done := env.Meter(resp.Body)
+			defer done()
+			r := geojson.NewReader(body, geojson.Options{Limits: t.cfg.Limits.Spatial()})
 			if err := spatial.Walk(r, func(f *spatial.Feature) error { out = append(out, f.ID); return nil }); err != nil {
 				return classify(err)
 			}
@@ -132,7 +134,9 @@ func (w *protocol) Count(ctx context.Context, env *tasks.Env, unit string, box o
 		if err := tasks.RefuseHTML(resp); err != nil {
 			return err
 		}
-		r := geojson.NewReader(resp.Body, geojson.Options{Limits: w.t.cfg.Limits.Spatial()})
+		body, done := env.Meter(resp.Body)
+		defer done()
+		r := geojson.NewReader(body, geojson.Options{Limits: w.t.cfg.Limits.Spatial()})
 		if err := spatial.Walk(r, nil); err != nil {
 			return classify(err)
 		}

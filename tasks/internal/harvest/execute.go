@@ -226,14 +226,14 @@ func (e *Engine) fetch(ctx context.Context, env *tasks.Env, u store.Unit, sp spe
 	overfull = -1
 	err = env.HTTP.Do(ctx, e.cfg.Protocol.Request(env, u.Key, q), func(resp *http.Response) error {
 		body.Close() // an earlier attempt's
-		body, overfull = tasks.NewSpool(), -1
+		body, overfull = env.NewSpool(), -1
 		if err := e.cfg.Protocol.CheckResponse(resp); err != nil {
 			return err
 		}
 		// The head of the response is decoded as it arrives: an exception report, an
 		// HTML page or (for a tile) a numberMatched above the page shows before the rest
 		// is downloaded. The rest is spooled as it is.
-		head := e.source(env, u.Key, io.TeeReader(resp.Body, body), bbox)
+		head := e.source(env, u.Key, body.Tee(resp.Body), bbox)
 		if _, err := head.Next(); err != nil && err != io.EOF {
 			if _, sink := store.AsFault(err); sink {
 				return err // the spool's disk, not the server

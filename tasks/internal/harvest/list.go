@@ -115,13 +115,13 @@ func (e *Engine) fetchIDs(ctx context.Context, env *tasks.Env, u store.Unit, sp 
 	var body *tasks.Spool
 	err := env.HTTP.Do(ctx, e.cfg.Protocol.Request(env, u.Key, Query{Box: bbox, IDs: sp.IDs}), func(resp *http.Response) error {
 		body.Close()
-		body = tasks.NewSpool()
+		body = env.NewSpool()
 		if err := e.cfg.Protocol.CheckResponse(resp); err != nil {
 			return err
 		}
 		// The head is decoded as it arrives: an error object answered with 200 shows
 		// before the rest is spooled.
-		head := e.source(env, u.Key, io.TeeReader(resp.Body, body), bbox)
+		head := e.source(env, u.Key, body.Tee(resp.Body), bbox)
 		if _, err := head.Next(); err != nil && err != io.EOF {
 			if _, sink := store.AsFault(err); sink {
 				return err
