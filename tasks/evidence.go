@@ -244,6 +244,17 @@ func decideTile(e Evidence) Verdict {
 	// tile it was cut from: the server ignores the box, and smaller tiles cannot help.
 	sameAsParent := e.ParentPrint != 0 && e.Print == e.ParentPrint || got > 0 && 2*e.Outside > got
 	switch {
+	case full && matched == got && e.CountsInResponse && !sameAsParent:
+		// A full response, and the server counts no more. Smaller tiles would find the
+		// same features again (they may all lie where the tile would be cut), so the
+		// rest of this one is asked for once where the server pages, and an empty answer
+		// shows the tile complete. Where it cannot be asked, the count is taken as for
+		// any response that holds all it counted.
+		if !e.Pages {
+			return Verdict{Kind: Complete}
+		}
+		return Verdict{Kind: PageOn, Start: got, Size: e.Size,
+			Reason: fmt.Sprintf("a full response (%d features) of a tile counted at %d: asking once for the rest", got, matched)}
 	case full || matched < 0 && got > 0 && e.Next && e.NextTrusted:
 		// More may exist: a full response, or (without a count) a next link.
 		if sameAsParent {
@@ -293,6 +304,11 @@ func decidePage(e Evidence) Verdict {
 		capped = e.Start // the rest holds features: the tile's first response was a capped page
 	}
 	switch {
+	case e.Kind == AskProbe && got > 0 && got >= e.Size && e.Start+got > e.Total:
+		// Asked for the rest of a tile past its count, the server filled the page: it
+		// counted too few, and nothing says how many more there are.
+		return Verdict{Kind: Incomplete, Missing: -1,
+			Reason: fmt.Sprintf("the server counted %d features in the tile, yet asked for those from %d on it returned a full page of %d", e.Total, e.Start, got)}
 	case got >= e.Size || e.Start+got >= e.Total:
 		return Verdict{Kind: Complete, CappedAt: capped}
 	case got > 0:

@@ -134,7 +134,16 @@ func (s *Server) items(w http.ResponseWriter, r *http.Request) {
 	s.Items.Add(1)
 	w.Header().Set("Content-Type", "application/geo+json")
 	bw := bufio.NewWriterSize(w, 64<<10)
-	fmt.Fprintf(bw, `{"type":"FeatureCollection","numberMatched":%d,"numberReturned":%d,"features":[`, len(match), len(page))
+	// A next link while features remain, as real servers write one: it is what tells
+	// a client the server pages by offset.
+	next := ""
+	if end := min(offset, len(match)) + len(page); end < len(match) {
+		nq := r.URL.Query()
+		nq.Set("offset", strconv.Itoa(end))
+		nq.Set("limit", strconv.Itoa(limit))
+		next = fmt.Sprintf(`,"links":[{"rel":"next","type":"application/geo+json","href":%q}]`, "http://"+r.Host+r.URL.Path+"?"+nq.Encode())
+	}
+	fmt.Fprintf(bw, `{"type":"FeatureCollection","numberMatched":%d,"numberReturned":%d%s,"features":[`, len(match), len(page), next)
 	for k, i := range page {
 		if k > 0 {
 			bw.WriteByte(',')
