@@ -136,8 +136,8 @@ func (s *Server) ogcapiCollection(base string) map[string]any {
 
 // serveOGCAPIItem answers items/{featureId}: the feature as the WFS answers it by
 // RESOURCEID (a query by id sees the parcels a listing hides, Changes.Hidden), or 404
-// when the revision does not serve it. The answer is a collection of that one feature,
-// which readers of items take as well as a bare Feature.
+// when the revision does not serve it. The answer is the Feature, encoded as a
+// listing encodes it.
 func (s *Server) serveOGCAPIItem(w http.ResponseWriter, r *http.Request, base string, fs *faultState, id string) {
 	tail, ok := strings.CutPrefix(id, s.local+".")
 	n, err := strconv.Atoi(tail)
@@ -147,7 +147,7 @@ func (s *Server) serveOGCAPIItem(w http.ResponseWriter, r *http.Request, base st
 		return
 	}
 	q := &query{request: "getfeature", version: "2.0.0", params: map[string]string{}, format: fmtJSON,
-		count: 1, countGiven: true, ogcapi: true, hasIDs: true, ids: []int{n}}
+		count: 1, countGiven: true, ogcapi: true, ogcapiItem: true, hasIDs: true, ids: []int{n}}
 	if c := r.URL.Query().Get("crs"); c != "" {
 		if !s.opts.OGCAPICRS || (c != crs84 && c != epsg4326) {
 			s.other.Add(1)

@@ -70,6 +70,8 @@ type query struct {
 	// ogcapi marks an OGC API - Features items request; ogcapiItems is its URL.
 	ogcapi      bool
 	ogcapiItems string
+	// ogcapiItem marks items/{featureId}: the answer is a bare Feature.
+	ogcapiItem bool
 	// ogcapiLatLon: the items were asked for in EPSG:4326 (Part 2), latitude first.
 	ogcapiLatLon bool
 	// ignoredOffset is the offset an OGCAPIIgnoreOffset server was asked for.

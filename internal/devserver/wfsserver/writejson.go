@@ -9,6 +9,13 @@ func (fw *featureWriter) writeJSON() {
 	// keeps RFC 7946 lon/lat.
 	latLon := q.srsGiven && q.srs.latLon && s.fl.geojsonFollowsSRS || q.ogcapiLatLon
 	fw.q.srs.latLon = latLon
+	if q.ogcapiItem && len(fw.ids) == 1 {
+		// items/{featureId}: the Feature itself, as OGC API - Features Part 1 says.
+		fw.jsonFeature(fw.ids[0])
+		fw.b = append(fw.b, '\n')
+		fw.emit()
+		return
+	}
 	b := append(fw.b, `{"type":"FeatureCollection"`...)
 	counts := func(b []byte) []byte {
 		m, known := fw.matchedText()
