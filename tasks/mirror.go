@@ -96,12 +96,13 @@ func FinishChanges(ctx context.Context, env *Env, h Harvest) error {
 }
 
 // deleteUnseen applies a mirror's deletions when the evidence allows; it returns what it
-// decided, for the task's record.
+// decided, for the task's record. What the evidence allows is decided by deletionGate
+// (before the server is asked anything) and chooseDeletions (after): this function only
+// gathers the evidence and carries the decisions out.
 func deleteUnseen(ctx context.Context, env *Env, h Harvest, seen int64) (note string, stopped, err error) {
-	withhold := func(why string) (string, error, error) {
-		note := "deletions withheld: " + why
+	withhold := func(why string) string {
 		env.Logger.Warn("mirror: nothing deleted: "+why, "table", h.Table.Name)
-		return note, nil, nil
+		return "deletions withheld: " + why
 	}
 	// Whatever this run decides, earlier runs' keys can no longer apply: it supersedes them.
 	if err := env.Store.ForgetSeen(ctx, env.Flow, env.TaskID, env.RunID); err != nil {
@@ -112,40 +113,29 @@ func deleteUnseen(ctx context.Context, env *Env, h Harvest, seen int64) (note st
 	if _, err := env.Store.NoteAbsent(ctx, h.Table, absence); err != nil {
 		return "", nil, err
 	}
-	switch {
-	case env.UnitsLeft > 0:
-		return withhold(fmt.Sprintf("%d units of the task are not done (dead letters, or not run); they apply once the units are replayed", env.UnitsLeft))
-	case h.Expected < 0:
-		// No replay can cure that: the keys the run saw are of no use.
+	var later int64
+	if env.UnitsLeft == 0 && h.Expected >= 0 && seen >= h.Expected {
+		if later, err = env.Store.LaterRun(ctx, env.Flow, env.TaskID, env.RunID); err != nil {
+			return "", nil, err
+		}
+	}
+	g := deletionGate(env.UnitsLeft, h.Expected, seen, later, h.Area)
+	if g.forget {
+		// No replay can cure it: the keys the run saw are of no use.
 		if err := env.Store.ForgetSeen(ctx, env.Flow, env.TaskID, env.RunID+1); err != nil {
 			return "", nil, err
 		}
-		return withhold("the server gave no count of the area, so a feature's absence cannot be told from a partial harvest")
 	}
-	if seen < h.Expected {
-		// Nothing deleted, and the task ends incomplete: the evidence does not add up.
-		note, _, _ := withhold(fmt.Sprintf("the server counted %d features in the area but the run saw %d distinct (%d missing)",
-			h.Expected, seen, h.Expected-seen))
-		return note, &IncompleteError{Where: fmt.Sprintf("%g,%g,%g,%g", h.Area.Min[0], h.Area.Min[1], h.Area.Max[0], h.Area.Max[1]),
-			Missing: h.Expected - seen, Reason: fmt.Sprintf("the server counted %d features but the run saw %d distinct; nothing deleted", h.Expected, seen)}, nil
+	if g.why != "" {
+		return withhold(g.why), g.incomplete, nil
 	}
 	if seen > h.Expected {
 		env.Logger.Warn("mirror: the run saw more distinct features than the server counted (ids that change between requests, or a count that runs low)",
 			"counted", h.Expected, "seen", seen)
 	}
-	later, err := env.Store.LaterRun(ctx, env.Flow, env.TaskID, env.RunID)
-	if err != nil {
-		return "", nil, err
-	}
-	if later > 0 {
-		if err := env.Store.ForgetSeen(ctx, env.Flow, env.TaskID, env.RunID+1); err != nil {
-			return "", nil, err
-		}
-		return withhold(fmt.Sprintf("run %d of this task has run since; deleting on this run's evidence could remove what it stored", later))
-	}
 	unseen, err := env.Store.UnseenFeatures(ctx, h.Table, store.UnseenQuery{RunID: env.RunID, Task: env.TaskID, Area: h.Area, Partial: env.Area != nil})
 	if errors.Is(err, store.ErrNoTransform) {
-		return withhold("this store cannot tell which stored features lie in the area (" + err.Error() + ")")
+		return withhold("this store cannot tell which stored features lie in the area (" + err.Error() + ")"), nil, nil
 	}
 	if err != nil {
 		return "", nil, err
@@ -154,38 +144,25 @@ func deleteUnseen(ctx context.Context, env *Env, h Harvest, seen int64) (note st
 	if err != nil {
 		return "", nil, err
 	}
-	var parts []string
 	if v.kept > 0 {
 		env.Logger.Warn(fmt.Sprintf("mirror: the server's listing left out %d features it still serves by id: kept (and stored where they changed)", v.kept),
 			"table", h.Table.Name, "counted", h.Expected, "seen", seen, "kept", v.kept, "updated", v.written.Updated)
-		parts = append(parts, fmt.Sprintf("the server's listing left out %d features it still serves by id (kept, %d changed)", v.kept, v.written.Updated))
 	}
 	absence.Keys = v.unasked
 	runs, err := env.Store.NoteAbsent(ctx, h.Table, absence)
 	if err != nil {
 		return "", nil, err
 	}
-	del := v.gone
-	waiting := 0
-	for _, k := range v.unasked {
-		if runs[k] >= cmp.Or(h.DeleteAfter, DefaultDeleteAfter) {
-			del = append(del, k)
-		} else {
-			waiting++
-		}
+	d := chooseDeletions(v, runs, deletionRules{After: cmp.Or(h.DeleteAfter, DefaultDeleteAfter), Current: unseen.Current,
+		MaxFraction: h.MaxDeleteFraction, AllowMass: env.AllowMassDelete, RunID: env.RunID, Table: h.Table.Name})
+	if d.waiting > 0 {
+		env.Logger.Info("mirror: absent features kept until target.delete_after complete runs have missed them", "table", h.Table.Name, "kept", d.waiting)
 	}
-	if waiting > 0 {
-		parts = append(parts, fmt.Sprintf("%d absent features not asked for by id are kept until absent from %d complete runs (target.delete_after)",
-			waiting, cmp.Or(h.DeleteAfter, DefaultDeleteAfter)))
-		env.Logger.Info("mirror: absent features kept until target.delete_after complete runs have missed them", "table", h.Table.Name, "kept", waiting)
+	if d.mass != nil {
+		env.Logger.Error("mirror: "+d.mass.Error(), "table", h.Table.Name)
+		return strings.Join(d.notes, "; "), d.mass, nil
 	}
-	n := int64(len(del))
-	if n > 0 && float64(n) > h.MaxDeleteFraction*float64(unseen.Current) && !env.AllowMassDelete {
-		e := &store.MassDeleteError{RunID: env.RunID, Table: h.Table.Name, Candidates: n, Current: unseen.Current, MaxFraction: h.MaxDeleteFraction}
-		env.Logger.Error("mirror: "+e.Error(), "table", h.Table.Name)
-		return strings.Join(append(parts, "deletions stopped: "+e.Error()), "; "), e, nil
-	}
-	deleted, err := env.Store.DeleteFeatures(ctx, h.Table, store.DeleteKeys{RunID: env.RunID, Task: env.TaskID, Keys: del})
+	deleted, err := env.Store.DeleteFeatures(ctx, h.Table, store.DeleteKeys{RunID: env.RunID, Task: env.TaskID, Keys: d.del})
 	if err != nil {
 		return "", nil, err
 	}
@@ -196,8 +173,88 @@ func deleteUnseen(ctx context.Context, env *Env, h Harvest, seen int64) (note st
 	env.Logger.Info("mirror: complete harvest; features absent upstream "+verb,
 		"table", h.Table.Name, "counted", h.Expected, "seen", seen, verb, deleted, "confirmed_gone", len(v.gone),
 		"lookup_requests", v.requests, "table_features", unseen.Current)
-	parts = append([]string{fmt.Sprintf("complete (%d counted, %d seen): %d of %d features %s", h.Expected, seen, deleted, unseen.Current, verb)}, parts...)
-	return strings.Join(parts, "; "), nil, nil
+	head := fmt.Sprintf("complete (%d counted, %d seen): %d of %d features %s", h.Expected, seen, deleted, unseen.Current, verb)
+	return strings.Join(append([]string{head}, d.notes...), "; "), nil, nil
+}
+
+// gate is what a mirror's evidence allows before the server is asked about any row: go
+// on (why is empty), or withhold every deletion for the reason why.
+type gate struct {
+	why string
+	// forget says the keys the run saw can serve no replay either (the server gave no
+	// count, or a later run supersedes this one).
+	forget bool
+	// incomplete is set when the run saw fewer distinct features than the server
+	// counted: the task ends incomplete.
+	incomplete *IncompleteError
+}
+
+// deletionGate decides from a run's evidence alone whether a mirror may delete at all:
+// every unit of the task done, the server's count of the area known, at least as many
+// distinct features seen as it counted, and no later run of the task since (later is
+// that run's id, 0 for none).
+func deletionGate(unitsLeft, expected, seen, later int64, area orb.Bound) gate {
+	switch {
+	case unitsLeft > 0:
+		return gate{why: fmt.Sprintf("%d units of the task are not done (dead letters, or not run); they apply once the units are replayed", unitsLeft)}
+	case expected < 0:
+		return gate{forget: true, why: "the server gave no count of the area, so a feature's absence cannot be told from a partial harvest"}
+	case seen < expected:
+		return gate{why: fmt.Sprintf("the server counted %d features in the area but the run saw %d distinct (%d missing)", expected, seen, expected-seen),
+			incomplete: &IncompleteError{Where: fmt.Sprintf("%g,%g,%g,%g", area.Min[0], area.Min[1], area.Max[0], area.Max[1]),
+				Missing: expected - seen, Reason: fmt.Sprintf("the server counted %d features but the run saw %d distinct; nothing deleted", expected, seen)}}
+	case later > 0:
+		return gate{forget: true, why: fmt.Sprintf("run %d of this task has run since; deleting on this run's evidence could remove what it stored", later)}
+	}
+	return gate{}
+}
+
+// deletionRules are the limits chooseDeletions applies.
+type deletionRules struct {
+	After       int     // complete runs a row not asked about must be absent from
+	Current     int64   // the table's current rows in the area
+	MaxFraction float64 // the safety rail: target.max_delete_fraction
+	AllowMass   bool    // --allow-mass-delete
+	RunID       int64
+	Table       string
+}
+
+// deletions is what chooseDeletions decided.
+type deletions struct {
+	del     []string // keys to delete (or close)
+	waiting int      // absent rows kept until they are absent from r.After runs
+	// mass is set when del is more than the safety rail allows: nothing is deleted.
+	mass  *store.MassDeleteError
+	notes []string // for the task's record
+}
+
+// chooseDeletions decides which unseen rows go, from what asking the server by id showed
+// (v) and, for the rows it was not asked about, how many consecutive complete runs each
+// has been absent from (runs): a row goes when the server answered absent for its id, or
+// when it could not be asked and has been absent from r.After runs; all of them, or none
+// when they are more than the safety rail allows.
+func chooseDeletions(v confirmation, runs map[string]int, r deletionRules) deletions {
+	var d deletions
+	if v.kept > 0 {
+		d.notes = append(d.notes, fmt.Sprintf("the server's listing left out %d features it still serves by id (kept, %d changed)", v.kept, v.written.Updated))
+	}
+	d.del = append(d.del, v.gone...)
+	for _, k := range v.unasked {
+		if runs[k] >= r.After {
+			d.del = append(d.del, k)
+		} else {
+			d.waiting++
+		}
+	}
+	if d.waiting > 0 {
+		d.notes = append(d.notes, fmt.Sprintf("%d absent features not asked for by id are kept until absent from %d complete runs (target.delete_after)", d.waiting, r.After))
+	}
+	if n := int64(len(d.del)); n > 0 && float64(n) > r.MaxFraction*float64(r.Current) && !r.AllowMass {
+		d.mass = &store.MassDeleteError{RunID: r.RunID, Table: r.Table, Candidates: n, Current: r.Current, MaxFraction: r.MaxFraction}
+		d.notes = append(d.notes, "deletions stopped: "+d.mass.Error())
+		d.del = nil
+	}
+	return d
 }
 
 // confirmation is what asking the server by id showed of the rows a run did not see.
