@@ -43,6 +43,10 @@ type UnitWorker struct {
 	// instead of holding a slot.
 	Backlog     func(rawURL string) time.Duration
 	SnoozeAfter time.Duration
+	// Memory is the process's one budget for the responses, spools and decoded
+	// features of every unit it executes, whatever their run; nil gives each run the
+	// budget its flow sets (memory_limit, else the default).
+	Memory *tasks.Memory
 
 	mu   sync.Mutex
 	runs map[int64]*workerRun
@@ -195,7 +199,7 @@ func (w *UnitWorker) run(ctx context.Context, id int64) (*workerRun, store.State
 			return nil, "", fmt.Errorf("run %d: %w", id, err)
 		}
 		wr = &workerRun{used: now, tasks: map[string]*workerTask{}, flow: f,
-			r: newRunner(f, RunOptions{Store: w.Store, HTTP: w.HTTP, Logger: log, Area: info.Area}, log, id)}
+			r: newRunner(f, RunOptions{Store: w.Store, HTTP: w.HTTP, Logger: log, Area: info.Area, Memory: w.Memory}, log, id)}
 		w.runs[id] = wr
 	}
 	wr.status, wr.checked = info.Status, now

@@ -254,7 +254,13 @@ func printSummary(g *globals, f *flows.Flow, res *flows.Result, hosts []retry.Ho
 // blob is 80 MB there). At seven eighths, 4 polygons of 4.99 million vertices into a
 // GeoPackage peaked at 1,085 MiB of RSS on the default 1 GiB budget.
 func memoryLimit(flag string, f *flows.Flow) (int64, error) {
-	n := cmp.Or(f.MemoryLimit, tasks.DefaultMemoryLimit)
+	return processMemory(flag, cmp.Or(f.MemoryLimit, tasks.DefaultMemoryLimit))
+}
+
+// processMemory resolves a process's memory budget from its --memory-limit flag, else
+// fallback, and sets the Go runtime's soft limit from it (see memoryLimit).
+func processMemory(flag string, fallback int64) (int64, error) {
+	n := fallback
 	if flag != "" {
 		v, err := tasks.ParseByteSize(flag)
 		if err != nil {

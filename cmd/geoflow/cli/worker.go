@@ -19,6 +19,7 @@ import (
 	"github.com/geoflow/geoflow/retry"
 	"github.com/geoflow/geoflow/store"
 	"github.com/geoflow/geoflow/store/postgis"
+	"github.com/geoflow/geoflow/tasks"
 )
 
 type workerFlags struct {
@@ -28,6 +29,7 @@ type workerFlags struct {
 	rescueAfter time.Duration
 	snoozeAfter time.Duration
 	listen      string
+	memoryLimit string
 }
 
 func newWorkerCmd(g *globals) *cobra.Command {
@@ -51,6 +53,7 @@ func newWorkerCmd(g *globals) *cobra.Command {
 		"how long a unit may run (then it is stopped and tried again later); a unit still running a little after is taken for lost with its worker and given to another (every worker should agree)")
 	f.DurationVar(&wf.snoozeAfter, "snooze-after", 2*time.Second,
 		"a unit whose host's requests here would wait longer than this goes back to the queue for that long instead of holding a slot")
+	f.StringVar(&wf.memoryLimit, "memory-limit", "", "the worker's one budget for the responses, spools and decoded features of all the units it executes (512MiB, 2GiB...): units wait for it instead of the process growing (default 1GiB)")
 	f.StringVar(&wf.listen, "listen", "", "serve /metrics and /healthz on this address (e.g. 127.0.0.1:9464); off by default")
 	return cmd
 }
@@ -70,6 +73,10 @@ func runWorker(ctx context.Context, g *globals, wf workerFlags) error {
 	}
 	if wf.rescueAfter < 10*time.Second {
 		return fmt.Errorf("--rescue-after %s: want at least 10s (longer than a unit can take)", wf.rescueAfter)
+	}
+	memLimit, err := processMemory(wf.memoryLimit, tasks.DefaultMemoryLimit)
+	if err != nil {
+		return err
 	}
 	loc, err := queueLocation(g)
 	if err != nil {
@@ -91,7 +98,7 @@ func runWorker(ctx context.Context, g *globals, wf workerFlags) error {
 	reg := prometheus.NewRegistry()
 	handler := retry.New(&retry.Options{Logger: log, Shared: st, Registerer: reg})
 	w := &flows.UnitWorker{Store: st, HTTP: handler, Registry: registry(), Logger: log.With("worker", id),
-		Secrets: g.secrets, Backlog: handler.Backlog, SnoozeAfter: wf.snoozeAfter}
+		Secrets: g.secrets, Backlog: handler.Backlog, SnoozeAfter: wf.snoozeAfter, Memory: tasks.NewMemory(memLimit)}
 	registerWorkerMetrics(reg, id, w)
 	if wf.listen != "" {
 		stop, err := serveWorkerMetrics(wf.listen, reg, log)
