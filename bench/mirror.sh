@@ -8,7 +8,9 @@
 #   mirror          target.mode: mirror (updates in place, deletes what is gone)
 #   mirror+history  target.mode: mirror, target.history: true (closes versions instead)
 # and reports each run's wall time (median over REPEAT, default 3, the order rotating) and
-# the mirrors' ratio to append, with what the mirror's second run reported.
+# the mirrors' ratio to append, the HTTP requests of each second run (the mirrors ask the
+# server by id for the features the listing left out before deleting them: their extra
+# requests over append's are that), with what the mirror's second run reported.
 #
 #   bash internal/testdb/postgis.sh run --env GEOFLOW_DATABASE_URL -- bash bench/mirror.sh bin/geoflow
 #   GEOFLOW_DATABASE_URL=/tmp/bench.gpkg bash bench/mirror.sh bin/geoflow
@@ -58,28 +60,31 @@ run() {
   "$bin" run "$out/$1.yaml" --progress off --log-level warn >"$out/$1.log" 2>&1 || code=$?
   end=$(date +%s.%N)
   if [[ $code != 0 ]]; then echo "bench_$1 failed (exit $code):" >&2; tail -20 "$out/$1.log" >&2; exit 1; fi
+  # The run's summary: "host http://...: N requests, M retries; ..."
+  grep -o '[0-9]* requests' "$out/$1.log" | awk '{n+=$1} END{print n+0}' >"$out/$1.requests"
   awk -v a="$start" -v b="$end" 'BEGIN{printf "%.2f", b-a}'
 }
 median() { sort -n | awk '{v[NR]=$1} END{print (NR%2 ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2)}'; }
 
-declare -A first second
+declare -A first second reqs
 for r in $(seq 1 "$repeat"); do
   reset; revision 0
   order=("${flows[@]:$((r % 3))}" "${flows[@]:0:$((r % 3))}")
   for f in "${order[@]}"; do first[$f]+="$(run "$f") "; done
   revision 1
-  for f in "${order[@]}"; do second[$f]+="$(run "$f") "; done
+  for f in "${order[@]}"; do second[$f]+="$(run "$f") "; reqs[$f]=$(cat "$out/$f.requests"); done
 done
 last=$("$bin" runs list --flow bench_mirror --limit 1 | awk 'NR==2{print $1}')
 
 store=PostGIS; $gpkg && store=GeoPackage
 printf '\n%s, %s parcels; between the runs %s changed on the server (%s edited, %s deleted, %s added); median of %s\n\n' \
   "$store" "$features" "$changed" "$edited" "$deleted" "$added" "$repeat"
-printf '| flow | first load | ratio | run with %s changed | ratio |\n|---|---:|---:|---:|---:|\n' "$changed"
+printf '| flow | first load | ratio | run with %s changed | ratio | its requests | beyond append |\n|---|---:|---:|---:|---:|---:|---:|\n' "$changed"
 a1=$(echo ${first[append]} | tr ' ' '\n' | median); a2=$(echo ${second[append]} | tr ' ' '\n' | median)
 for f in "${flows[@]}"; do
   t1=$(echo ${first[$f]} | tr ' ' '\n' | median); t2=$(echo ${second[$f]} | tr ' ' '\n' | median)
-  printf '| %s | %.2f s | %.2fx | %.2f s | %.2fx |\n' "$f" "$t1" "$(awk -v a="$t1" -v b="$a1" 'BEGIN{print a/b}')" "$t2" "$(awk -v a="$t2" -v b="$a2" 'BEGIN{print a/b}')"
+  printf '| %s | %.2f s | %.2fx | %.2f s | %.2fx | %d | %+d |\n' "$f" "$t1" "$(awk -v a="$t1" -v b="$a1" 'BEGIN{print a/b}')" "$t2" "$(awk -v a="$t2" -v b="$a2" 'BEGIN{print a/b}')" \
+    "${reqs[$f]}" "$((reqs[$f] - reqs[append]))"
 done
 echo
 for f in "${flows[@]}"; do echo "$f: first loads ${first[$f]}s; second runs ${second[$f]}s"; done
