@@ -21,7 +21,7 @@ func (e *Engine) ReadFeatures(env *tasks.Env, body io.Reader) ([]*spatial.Featur
 		f, err := src.Next()
 		if errors.Is(err, io.EOF) {
 			if n := src.refused.Total; n > 0 {
-				// Answered but refused (a curve, an unclosed ring): still served, so the
+				// Answered but refused (a curve, coordinates off the Earth): still served, so the
 				// answer is no evidence that they are gone.
 				return nil, fmt.Errorf("%d features answered by id could not be read: %w", n, &src.refused)
 			}

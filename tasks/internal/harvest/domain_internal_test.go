@@ -20,7 +20,8 @@ import (
 // TestCoordinatesOutsideTheDomainRefused: POINT(1e308 1e308) in EPSG:4326, and
 // coordinates that are not finite in any CRS, were stored; an unclosed ring failed the
 // whole unit in PostGIS. They are refused as features, with the reason, and the others
-// go on.
+// go on: those outside the domain by the source, invalid geometries by the store's guard
+// (store.ValidFeatures, which every store's write reads through) telling the source.
 func TestCoordinatesOutsideTheDomainRefused(t *testing.T) {
 	feats := []*spatial.Feature{
 		{ID: "ok", Geometry: orb.Point{11.5, 48.1}},
@@ -44,8 +45,9 @@ func TestCoordinatesOutsideTheDomainRefused(t *testing.T) {
 				return feats[i-1], nil
 			}, metaFn: func() spatial.Meta { return spatial.Meta{} }}
 		var got []string
+		v := &store.ValidFeatures{Src: s}
 		for {
-			f, err := s.Next()
+			f, err := v.Next()
 			if err == io.EOF {
 				break
 			}

@@ -137,16 +137,17 @@ func (s *featureSource) Next() (*spatial.Feature, error) {
 			if s.swap {
 				f.Geometry = spatial.SwapXY(f.Geometry)
 			}
-			if !f.Geometry.Bound().Intersects(s.slack) {
+			b := f.Geometry.Bound()
+			if !b.Intersects(s.slack) {
 				s.outside++
 			}
-		}
-		if f.Geometry != nil {
-			if why := unstorable(f.Geometry, s.check); why != "" {
-				// An unclosed ring would fail the whole unit's write in PostGIS (and be
-				// stored by a GeoPackage); POINT(1e308 1e308) in EPSG:4326 is no place on
-				// Earth: storing it would poison the table's extent, its index and every
-				// map of it. Either is the server's fault, and one feature's.
+			if !lonLatDomain.Contains(b.Min) || !lonLatDomain.Contains(b.Max) {
+				// POINT(1e308 1e308) in EPSG:4326 is no place on Earth: storing it would
+				// poison the table's extent, its index and every map of it. It is the
+				// server's fault, and one feature's. (A geometry spatial.Validate refuses,
+				// an unclosed ring, is refused by the store's own guard, store.ValidFeatures,
+				// which tells Refuse.)
+				why := "coordinates outside longitude -180..180, latitude -90..90: " + FormatBound(b)
 				s.refused.Add(tasks.Reject{ID: f.ID, Index: s.index - 1, Reason: why})
 				s.env.Logger.Error("feature refused", "unit", s.unit, "feature", f.ID, "err", why)
 				continue
@@ -162,19 +163,6 @@ func (s *featureSource) Next() (*spatial.Feature, error) {
 func (s *featureSource) Refuse(f *spatial.Feature, err error) {
 	s.refused.Add(tasks.Reject{ID: f.ID, Index: s.index - 1, Reason: err.Error()})
 	s.env.Logger.Error("feature refused", "unit", s.unit, "feature", f.ID, "err", err)
-}
-
-// unstorable says why g cannot be stored, or "": a geometry spatial.Validate refuses
-// (unclosed or short rings, empty or degenerate parts, coordinates that are not finite
-// numbers), or one beyond longitude -180..180, latitude -90..90 in a geographic CRS.
-func unstorable(g orb.Geometry, geographic bool) string {
-	if err := spatial.Validate(g); err != nil {
-		return err.Error()
-	}
-	if b := g.Bound(); geographic && (!lonLatDomain.Contains(b.Min) || !lonLatDomain.Contains(b.Max)) {
-		return "coordinates outside longitude -180..180, latitude -90..90: " + FormatBound(b)
-	}
-	return ""
 }
 
 // lonLatDomain is where a geographic CRS's coordinates can be, with a margin for the
