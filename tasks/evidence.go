@@ -75,6 +75,9 @@ type Evidence struct {
 	// NextTrusted says a next link on a short response without a count may be taken as
 	// a page the server caps (once per task: some servers put one on every last page).
 	NextTrusted bool
+	// Estimated says the tile was fetched on an estimate of its count (its share of its
+	// parent's), without asking the server first: Counted is then -1.
+	Estimated bool
 
 	// What the response said and held.
 	Returned int64  // features read, refused ones included

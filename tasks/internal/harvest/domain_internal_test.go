@@ -146,3 +146,32 @@ func TestStoreRefusalsAreReported(t *testing.T) {
 		t.Errorf("the refusal is not logged:\n%s", logs.String())
 	}
 }
+
+// TestEstimateOverflowsCount: a tile fetched on an estimate whose full response is then
+// split counts as an overflow, so that once more than one in eight overflows the task
+// counts its tiles first again instead of downloading, writing and discarding a page for
+// each (it did not, and a harvest of uneven parcels did twice the work).
+func TestEstimateOverflowsCount(t *testing.T) {
+	env := &tasks.Env{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	e := New(Config{Caps: Caps{Pages: true, Counts: true, MatchedInResponse: true}, PageSize: 1000})
+	area := orb.Bound{Min: orb.Point{11, 48}, Max: orb.Point{12, 49}}
+	for i := range 8 {
+		e.optimistic.Add(1)
+		ev := tasks.Evidence{Kind: tasks.AskTile, Size: 1000, Counted: -1, Matched: -1, CountsInResponse: true, Pages: true,
+			Estimated: i%4 == 0, Returned: 1000}
+		v := tasks.Decide(ev)
+		if v.Kind != tasks.Split {
+			t.Fatalf("verdict %v, want split", v.Kind)
+		}
+		redo, _ := e.Follow(env, store.Unit{Key: "q", BBox: &area}, ev, v)
+		if redo == nil {
+			t.Fatal("a split without a redo")
+		}
+	}
+	if got := e.overflows.Load(); got != 2 {
+		t.Errorf("%d overflows counted, want the 2 tiles fetched on an estimate", got)
+	}
+	if e.estimatesHold() {
+		t.Error("2 overflows in 8 estimates: estimates should no longer hold")
+	}
+}

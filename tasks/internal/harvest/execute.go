@@ -84,10 +84,12 @@ func (e *Engine) Execute(ctx context.Context, env *tasks.Env, u store.Unit) (*ta
 	case n > ps:
 		return e.split(env, u, sp, bbox, n)
 	}
+	expected := n
 	if optimistic {
 		e.optimistic.Add(1)
+		expected = -1 // an estimate, not the server's count
 	}
-	out, overfull, err := e.fetch(ctx, env, u, sp, bbox, 0, ps, n, true)
+	out, overfull, err := e.fetch(ctx, env, u, sp, bbox, 0, ps, expected, true)
 	if err != nil || overfull < 0 {
 		return out, err
 	}
@@ -210,7 +212,7 @@ func (e *Engine) fetch(ctx context.Context, env *tasks.Env, u store.Unit, sp spe
 	q := Query{Box: bbox, Start: start, Count: count, Sorted: !mayShort && !sp.Probe}
 	ev := tasks.Evidence{Kind: tasks.AskTile, Start: start, Size: count, Total: sp.Total,
 		Counted: expected, CountsInResponse: e.cfg.Caps.MatchedInResponse, Pages: e.cfg.Caps.Pages,
-		CountDisowned: sp.Disowned, NextTrusted: e.nextTrusted(u.Key)}
+		CountDisowned: sp.Disowned, NextTrusted: e.nextTrusted(u.Key), Estimated: mayShort && expected < 0 && sp.Count > 0 && !sp.Exact}
 	switch {
 	case sp.Probe:
 		ev.Kind = tasks.AskProbe
@@ -305,6 +307,11 @@ func (e *Engine) Follow(env *tasks.Env, u store.Unit, ev tasks.Evidence, v tasks
 		// The rest's key extends the batch's, so it can never be the batch's own.
 		return nil, []store.Unit{{Key: fmt.Sprintf("%s/r%s", u.Key, ev.Unanswered[0]), BBox: &b, Spec: rest}}
 	case v.Kind == tasks.Split:
+		if ev.Estimated {
+			// Fetched on an estimate, it held more than a page: another overflow, which
+			// tells whether estimates still pay (estimatesHold).
+			e.overflows.Add(1)
+		}
 		redo, _ := json.Marshal(spec{Depth: sp.Depth, Split: true, Count: v.Count, Up: sp.Up, Disowned: sp.Disowned, Print: ev.Print})
 		return redo, nil
 	case v.Kind == tasks.PageOn:
