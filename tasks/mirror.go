@@ -82,11 +82,14 @@ func FinishChanges(ctx context.Context, env *Env, h Harvest) error {
 		if c.Seen, err = env.Store.SeenFeatures(ctx, t, env.RunID, env.TaskID); err != nil {
 			return err
 		}
-		if c.Note, stopped, err = deleteUnseen(ctx, env, h, c.Seen); err != nil {
+		var found int
+		if c.Note, found, stopped, err = deleteUnseen(ctx, env, h, c.Seen); err != nil {
 			return err
 		}
-		if c.Seen, err = env.Store.SeenFeatures(ctx, t, env.RunID, env.TaskID); err != nil {
-			return err // the rows found by id count as seen
+		if found > 0 {
+			if c.Seen, err = env.Store.SeenFeatures(ctx, t, env.RunID, env.TaskID); err != nil {
+				return err // the rows found by id count as seen
+			}
 		}
 	}
 	if err := env.Store.NoteChanges(ctx, env.RunID, env.TaskID, c); err != nil {
@@ -96,38 +99,42 @@ func FinishChanges(ctx context.Context, env *Env, h Harvest) error {
 }
 
 // deleteUnseen applies a mirror's deletions when the evidence allows; it returns what it
-// decided, for the task's record. What the evidence allows is decided by deletionGate
+// decided, for the task's record, and how many unseen rows the server still served by id
+// (stored as seen). What the evidence allows is decided by deletionGate
 // (before the server is asked anything) and chooseDeletions (after): this function only
 // gathers the evidence and carries the decisions out.
-func deleteUnseen(ctx context.Context, env *Env, h Harvest, seen int64) (note string, stopped, err error) {
+func deleteUnseen(ctx context.Context, env *Env, h Harvest, seen int64) (note string, found int, stopped, err error) {
 	withhold := func(why string) string {
 		env.Logger.Warn("mirror: nothing deleted: "+why, "table", h.Table.Name)
 		return "deletions withheld: " + why
 	}
 	// Whatever this run decides, earlier runs' keys can no longer apply: it supersedes them.
 	if err := env.Store.ForgetSeen(ctx, env.Flow, env.TaskID, env.RunID); err != nil {
-		return "", nil, err
+		return "", 0, nil, err
 	}
 	// Rows this run saw exist, whatever else it concludes: their absence streaks end.
 	absence := store.Absence{Flow: env.Flow, Task: env.TaskID, RunID: env.RunID}
 	if _, err := env.Store.NoteAbsent(ctx, h.Table, absence); err != nil {
-		return "", nil, err
+		return "", 0, nil, err
 	}
 	var later int64
 	if env.UnitsLeft == 0 && h.Expected >= 0 && seen >= h.Expected {
 		if later, err = env.Store.LaterRun(ctx, env.Flow, env.TaskID, env.RunID); err != nil {
-			return "", nil, err
+			return "", 0, nil, err
 		}
 	}
 	g := deletionGate(env.UnitsLeft, h.Expected, seen, later, h.Area)
 	if g.forget {
 		// No replay can cure it: the keys the run saw are of no use.
 		if err := env.Store.ForgetSeen(ctx, env.Flow, env.TaskID, env.RunID+1); err != nil {
-			return "", nil, err
+			return "", 0, nil, err
 		}
 	}
 	if g.why != "" {
-		return withhold(g.why), g.incomplete, nil
+		if g.incomplete != nil {
+			return withhold(g.why), 0, g.incomplete, nil
+		}
+		return withhold(g.why), 0, nil, nil // not a nil *IncompleteError in an error
 	}
 	if seen > h.Expected {
 		env.Logger.Warn("mirror: the run saw more distinct features than the server counted (ids that change between requests, or a count that runs low)",
@@ -135,14 +142,14 @@ func deleteUnseen(ctx context.Context, env *Env, h Harvest, seen int64) (note st
 	}
 	unseen, err := env.Store.UnseenFeatures(ctx, h.Table, store.UnseenQuery{RunID: env.RunID, Task: env.TaskID, Area: h.Area, Partial: env.Area != nil})
 	if errors.Is(err, store.ErrNoTransform) {
-		return withhold("this store cannot tell which stored features lie in the area (" + err.Error() + ")"), nil, nil
+		return withhold("this store cannot tell which stored features lie in the area (" + err.Error() + ")"), 0, nil, nil
 	}
 	if err != nil {
-		return "", nil, err
+		return "", 0, nil, err
 	}
 	v, err := confirmGone(ctx, env, h, unseen.Features)
 	if err != nil {
-		return "", nil, err
+		return "", 0, nil, err
 	}
 	if v.kept > 0 {
 		env.Logger.Warn(fmt.Sprintf("mirror: the server's listing left out %d features it still serves by id: kept (and stored where they changed)", v.kept),
@@ -151,7 +158,7 @@ func deleteUnseen(ctx context.Context, env *Env, h Harvest, seen int64) (note st
 	absence.Keys = v.unasked
 	runs, err := env.Store.NoteAbsent(ctx, h.Table, absence)
 	if err != nil {
-		return "", nil, err
+		return "", 0, nil, err
 	}
 	d := chooseDeletions(v, runs, deletionRules{After: cmp.Or(h.DeleteAfter, DefaultDeleteAfter), Current: unseen.Current,
 		MaxFraction: h.MaxDeleteFraction, AllowMass: env.AllowMassDelete, RunID: env.RunID, Table: h.Table.Name})
@@ -160,11 +167,11 @@ func deleteUnseen(ctx context.Context, env *Env, h Harvest, seen int64) (note st
 	}
 	if d.mass != nil {
 		env.Logger.Error("mirror: "+d.mass.Error(), "table", h.Table.Name)
-		return strings.Join(d.notes, "; "), d.mass, nil
+		return strings.Join(d.notes, "; "), v.kept, d.mass, nil
 	}
 	deleted, err := env.Store.DeleteFeatures(ctx, h.Table, store.DeleteKeys{RunID: env.RunID, Task: env.TaskID, Keys: d.del})
 	if err != nil {
-		return "", nil, err
+		return "", 0, nil, err
 	}
 	verb := "deleted"
 	if h.Table.History {
@@ -174,7 +181,7 @@ func deleteUnseen(ctx context.Context, env *Env, h Harvest, seen int64) (note st
 		"table", h.Table.Name, "counted", h.Expected, "seen", seen, verb, deleted, "confirmed_gone", len(v.gone),
 		"lookup_requests", v.requests, "table_features", unseen.Current)
 	head := fmt.Sprintf("complete (%d counted, %d seen): %d of %d features %s", h.Expected, seen, deleted, unseen.Current, verb)
-	return strings.Join(append([]string{head}, d.notes...), "; "), nil, nil
+	return strings.Join(append([]string{head}, d.notes...), "; "), v.kept, nil, nil
 }
 
 // gate is what a mirror's evidence allows before the server is asked about any row: go
