@@ -7,7 +7,7 @@ type Class string
 
 // The classes of failure. Source faults (the remote server, the network, what it sent):
 // http_4xx, http_5xx, rate_limited, timeout, network, truncated, parse, exception_report,
-// circuit_open, invalid_request, too_large, rejected, incomplete. The pool's: worker_lost. Sink faults (where output is written): database, disk.
+// circuit_open, invalid_request, too_large, rejected, incomplete, budget. The pool's: worker_lost. Sink faults (where output is written): database, disk.
 // canceled is the caller's own cancellation, never anyone's failure.
 const (
 	ClassHTTP4xx         Class = "http_4xx"
@@ -38,6 +38,12 @@ const (
 	// or listed features it neither returned nor was shown not to hold. What came is stored;
 	// a replay asks again.
 	ClassIncomplete Class = "incomplete"
+	// ClassBudget is a unit that would have crossed one of geoflow's own limits on a task
+	// (limits.max_units, max_pages_per_tile, max_split_depth, max_listed_ids): the
+	// server's answers would have had the task go on without end. The same answers cross
+	// it again; raising the limit named in the error is the remedy, when the data really
+	// is that large.
+	ClassBudget Class = "budget"
 )
 
 // Classes returns every class a dead letter can have, in a fixed order. The slice is new
@@ -45,7 +51,7 @@ const (
 func Classes() []Class {
 	return []Class{ClassHTTP4xx, ClassHTTP5xx, ClassRateLimited, ClassTimeout, ClassNetwork,
 		ClassTruncated, ClassParse, ClassExceptionReport, ClassCircuitOpen, ClassDatabase,
-		ClassDisk, ClassCanceled, ClassInvalid, ClassTooLarge, ClassRejected, ClassWorkerLost, ClassIncomplete}
+		ClassDisk, ClassCanceled, ClassInvalid, ClassTooLarge, ClassRejected, ClassWorkerLost, ClassIncomplete, ClassBudget}
 }
 
 // Sink tells whether a class is a fault of where output is written (the database, the

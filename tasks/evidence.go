@@ -43,7 +43,7 @@ func (e *BudgetError) Error() string {
 }
 
 // FailureClass implements dlq.Classed: the same requests would cross it again.
-func (e *BudgetError) FailureClass() dlq.Class { return dlq.ClassParse }
+func (e *BudgetError) FailureClass() dlq.Class { return dlq.ClassBudget }
 
 // Evidence is the ledger of one response of a harvest (a tile, a page of a tile, a batch
 // of ids): what was asked, what the server had claimed before the body was read, and,

@@ -234,4 +234,7 @@ target: {table: budget}`, flows.RunOptions{})
 	if res.Summary.UnitsTotal > 51 {
 		t.Errorf("%d units planned past a budget of 50", res.Summary.UnitsTotal)
 	}
+	if res.DeadByClass[dlq.ClassBudget] == 0 || res.DeadByClass[dlq.ClassParse] != 0 {
+		t.Errorf("dead letters %v; want the unit that crossed the budget as class budget", res.DeadByClass)
+	}
 }
