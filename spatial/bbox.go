@@ -9,20 +9,6 @@ import (
 	"github.com/paulmach/orb"
 )
 
-// Quadrants splits b into four equal quarters, in the order south-west,
-// south-east, north-west, north-east (x grows east, y grows north). The
-// quarters share their edges, so a feature on a split line intersects two of
-// them: harmless under the payload-hash key.
-func Quadrants(b orb.Bound) [4]orb.Bound {
-	c := b.Center()
-	return [4]orb.Bound{
-		{Min: b.Min, Max: c},
-		{Min: orb.Point{c[0], b.Min[1]}, Max: orb.Point{b.Max[0], c[1]}},
-		{Min: orb.Point{b.Min[0], c[1]}, Max: orb.Point{c[0], b.Max[1]}},
-		{Min: c, Max: b.Max},
-	}
-}
-
 // ParseBBox parses "minx,miny,maxx,maxy" (spaces around the numbers are
 // allowed) and checks that the numbers are finite and that minx < maxx and
 // miny < maxy. A fifth CRS value is refused; see ParseBBoxCRS.

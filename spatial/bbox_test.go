@@ -8,19 +8,6 @@ import (
 	"github.com/paulmach/orb"
 )
 
-func TestQuadrants(t *testing.T) {
-	q := Quadrants(orb.Bound{Min: orb.Point{0, 10}, Max: orb.Point{4, 14}})
-	want := [4]orb.Bound{
-		{Min: orb.Point{0, 10}, Max: orb.Point{2, 12}},
-		{Min: orb.Point{2, 10}, Max: orb.Point{4, 12}},
-		{Min: orb.Point{0, 12}, Max: orb.Point{2, 14}},
-		{Min: orb.Point{2, 12}, Max: orb.Point{4, 14}},
-	}
-	if q != want {
-		t.Errorf("Quadrants = %v, want %v", q, want)
-	}
-}
-
 func TestParseBBox(t *testing.T) {
 	tests := []struct {
 		name    string

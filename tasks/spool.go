@@ -42,10 +42,6 @@ type Spool struct {
 	claim featureClaim
 }
 
-// NewSpool returns an empty spool that draws on no budget; Env.NewSpool returns one that
-// draws on the run's.
-func NewSpool() *Spool { return newSpool(nil) }
-
 func newSpool(m *Memory) *Spool {
 	return &Spool{m: m, claim: featureClaim{m: m, rest: unknownRest}}
 }

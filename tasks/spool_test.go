@@ -33,7 +33,7 @@ func TestSpool(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := NewSpool()
+			s := newSpool(nil)
 			defer s.Close()
 			if _, err := s.Write(tt.data[:tt.head]); err != nil {
 				t.Fatal(err)
@@ -67,7 +67,7 @@ func TestSpool(t *testing.T) {
 // A body cut off mid-stream is the source's error, returned as it is for the handler to
 // classify; what arrived stays spooled.
 func TestSpoolReadError(t *testing.T) {
-	s := NewSpool()
+	s := newSpool(nil)
 	defer s.Close()
 	cut := errors.New("connection reset by peer")
 	n, err := s.ReadFrom(io.MultiReader(bytes.NewReader([]byte("abc")), iotest.ErrReader(cut)))

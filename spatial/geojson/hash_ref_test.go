@@ -199,7 +199,7 @@ func TestPayloadHashUnchanged(t *testing.T) {
 	}
 	ring := orb.Ring{{1, 2}, {3, 4}, {5, 6}, {1, 2}}
 	geoms := []orb.Geometry{
-		nil, orb.Point{1, -0.0}, orb.MultiPoint(nil), orb.MultiPoint{}, orb.MultiPoint{{1, 2}, {3, 4}},
+		nil, orb.Point{1, math.Copysign(0, -1)}, orb.MultiPoint(nil), orb.MultiPoint{}, orb.MultiPoint{{1, 2}, {3, 4}},
 		orb.LineString(nil), orb.LineString{{1, 2}, {3, 4}}, orb.MultiLineString{nil, {{1, 2}}, {}},
 		orb.MultiLineString(nil), ring, orb.Ring(nil), orb.Bound{Min: orb.Point{1, 2}, Max: orb.Point{3, 4}},
 		orb.Polygon(nil), orb.Polygon{}, orb.Polygon{nil, ring}, orb.MultiPolygon{nil, {ring}, {}},

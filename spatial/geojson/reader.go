@@ -137,7 +137,7 @@ func (r *Reader) Next() (*spatial.Feature, error) {
 		}
 	}
 	s := &r.s
-	for r.inFeatures {
+	if r.inFeatures {
 		c, err := s.peek()
 		if err != nil {
 			return nil, r.setErr(err)
@@ -148,7 +148,7 @@ func (r *Reader) Next() (*spatial.Feature, error) {
 			if err := r.members(); err != nil {
 				return nil, r.setErr(err)
 			}
-			break
+			return r.finish() // members() returned at the end of the top-level object
 		}
 		if !r.firstFeature {
 			if c != ',' {

@@ -37,7 +37,6 @@ type refReader struct {
 
 	typ     string
 	exc     *spatial.ExceptionReport
-	errText string // {"error": ...}
 	code    string // OGC API exception "code"
 	descr   string // OGC API exception "description"
 	single  rawFeature
@@ -80,7 +79,7 @@ func (r *refReader) Next() (*spatial.Feature, error) {
 			return nil, r.setErr(err)
 		}
 	}
-	for r.inFeatures {
+	if r.inFeatures {
 		if !r.dec.More() {
 			if _, err := r.dec.Token(); err != nil { // ']'
 				return nil, r.setErr(r.jsonErr(err))
@@ -89,7 +88,7 @@ func (r *refReader) Next() (*spatial.Feature, error) {
 			if err := r.members(); err != nil {
 				return nil, r.setErr(err)
 			}
-			break
+			return r.finish() // members() returned at the end of the top-level object
 		}
 		var raw rawFeature
 		err := r.dec.Decode(&raw)

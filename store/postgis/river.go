@@ -29,7 +29,7 @@ func quietLog(log *slog.Logger) *slog.Logger {
 func (s *Store) riverMigrator() (*rivermigrate.Migrator[pgx.Tx], error) {
 	m, err := rivermigrate.New(riverpgxv5.New(s.pool), &rivermigrate.Config{Logger: quietLog(nil)})
 	if err != nil {
-		return nil, fmt.Errorf("River's migrations: %w", err)
+		return nil, fmt.Errorf("the job queue's migrations (River): %w", err)
 	}
 	return m, nil
 }
@@ -50,6 +50,10 @@ func (s *Store) migrateRiver(ctx context.Context, conn *pgx.Conn) ([]store.Migra
 		var res *rivermigrate.MigrateResult
 		err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
 			var err error
+			// MigrateTx, deprecated for batching migrations in one transaction, is used
+			// here for one step a transaction, on the connection holding the lock (see
+			// above): Migrate would take another connection from the pool.
+			//lint:ignore SA1019 one migration per transaction, on the lock's connection
 			res, err = m.MigrateTx(ctx, tx, rivermigrate.DirectionUp, &rivermigrate.MigrateOpts{MaxSteps: 1})
 			return err
 		})

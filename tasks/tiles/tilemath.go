@@ -52,9 +52,3 @@ func tileRange(a orb.Bound, z int) (x0, x1, y0, y1 int) {
 	hiX, hiY := tileFraction(a.Max, z) // north-east: smallest y
 	return clamp(loX), clamp(hiX), clamp(hiY), clamp(loY)
 }
-
-// descendants returns the range of tile z/x/y's descendants at level zz >= z.
-func descendants(z, x, y, zz int) (x0, x1, y0, y1 int) {
-	d := uint(zz - z)
-	return x << d, (x+1)<<d - 1, y << d, (y+1)<<d - 1
-}

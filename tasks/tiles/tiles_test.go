@@ -230,7 +230,7 @@ func TestZoomRangeOnceThen304(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.fx.ResetStats()
-	res = h.run(f, flows.RunOptions{})
+	h.run(f, flows.RunOptions{})
 	if st := h.fx.Stats(); st.OK != 1 || st.Served["14/8717/5685"] != 1 || st.NotModified != int64(len(want)-1) {
 		t.Errorf("after damaging one file: %d 200s (%v), %d 304s; want that tile fetched again", st.OK, st.Served, st.NotModified)
 	}

@@ -42,7 +42,7 @@ func startDisplay(w io.Writer, mode string, p *flows.Progress, log *slog.Logger)
 			select {
 			case <-done:
 				if mode == "live" {
-					lines = redraw(w, p, lines)
+					redraw(w, p, lines)
 				}
 				return
 			case <-t.C:

@@ -148,11 +148,8 @@ func (g *globals) flowOptions(reg *tasks.Registry) flows.Options {
 	return flows.Options{Registry: reg, Secrets: g.secrets}
 }
 
-// NewRoot builds the command tree.
-func NewRoot(stdout, stderr io.Writer) *cobra.Command { return newRoot(stdout, stderr, &redact.Set{}) }
-
-// newRoot is NewRoot with the set of secrets the commands' flows add to, which every log
-// line and the final error message are masked with.
+// newRoot builds the command tree, with the set of secrets the commands' flows add to,
+// which every log line and the final error message are masked with.
 func newRoot(stdout, stderr io.Writer, secrets *redact.Set) *cobra.Command {
 	g := &globals{stdout: stdout, stderr: stderr, secrets: secrets}
 	root := &cobra.Command{

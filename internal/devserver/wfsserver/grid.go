@@ -71,8 +71,6 @@ type shape struct {
 	sc, mx, my float64
 }
 
-func (sh *shape) hasHole() bool { return !sh.multi && sh.nrings > 1 }
-
 // shape computes parcel i. About 8% of parcels are shifted towards a cell
 // edge and cross it by up to 0.08 cell, into the neighbour's empty margin, so
 // tiling a bbox along cell edges meets them twice; about 9% have a hole and

@@ -124,7 +124,6 @@ type Engine struct {
 	expected   atomic.Int64 // numberMatched of the whole area, -1 unknown
 	warnedOrd  atomic.Bool
 	warnedSwap atomic.Bool
-	warnedPage atomic.Bool
 	// nextUnit is the unit whose short page with a next link (and no count) was taken as
 	// a page the server caps; one per task.
 	nextMu   sync.Mutex
