@@ -29,7 +29,7 @@ func TestParseSchedule(t *testing.T) {
 			want: []time.Time{time.Date(2025, 3, 30, 2, 0, 0, 0, time.UTC), time.Date(2025, 3, 31, 2, 0, 0, 0, time.UTC)}},
 		{name: "cron in a time zone, across DST", spec: "0 2 * * *", tz: "Europe/Berlin", wantZone: "Europe/Berlin",
 			// 02:00 does not exist in Berlin on 30 March 2025: robfig/cron skips that night
-			// (documented in the README; schedule outside 02:00-03:00 local time to avoid it).
+			// (documented in docs/commands.md, geoflow serve; schedule outside 02:00-03:00 local time to avoid it).
 			want: []time.Time{time.Date(2025, 3, 31, 2, 0, 0, 0, berlin), time.Date(2025, 4, 1, 2, 0, 0, 0, berlin)}},
 		{name: "CRON_TZ prefix", spec: "CRON_TZ=America/New_York 30 6 * * 1-5", wantZone: "America/New_York",
 			want: []time.Time{time.Date(2025, 3, 31, 10, 30, 0, 0, time.UTC)}},
