@@ -20,6 +20,11 @@ vet:
 	$(GO) run $(STATICCHECK) ./...
 	bash .ci/bigfiles
 
+## docs: the command reference in docs/cli (Markdown) and docs/man (man pages), generated from the commands' flags
+.PHONY: docs
+docs:
+	$(GO) run ./cmd/geoflow docs --markdown docs/cli --man docs/man
+
 ## help: this list
 help:
 	@sed -n 's/^## \([a-z-]*\): /\1\t/p' $(firstword $(MAKEFILE_LIST)) | expand -t 18

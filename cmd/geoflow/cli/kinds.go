@@ -30,4 +30,5 @@ func addMoreCommands(root *cobra.Command, g *globals) {
 	root.AddCommand(newRunsCmd(g))
 	root.AddCommand(newChangesCmd(g))
 	root.AddCommand(newWorkerCmd(g), newWorkersCmd(g))
+	root.AddCommand(newDocsCmd())
 }
