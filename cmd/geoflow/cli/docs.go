@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/cobra/doc"
@@ -47,6 +48,9 @@ func docsTree() *cobra.Command {
 	return root
 }
 
+// manDate is the date the man pages carry.
+var manDate = time.Date(2026, time.November, 27, 0, 0, 0, 0, time.UTC)
+
 // writeDocs replaces the pages in md and man with those of the current tree.
 func writeDocs(md, man string) error {
 	for _, dir := range []string{md, man} {
@@ -61,7 +65,10 @@ func writeDocs(md, man string) error {
 	if err := doc.GenMarkdownTree(root, md); err != nil {
 		return fmt.Errorf("writing the Markdown pages to %s: %w", md, err)
 	}
-	hdr := &doc.GenManHeader{Title: "GEOFLOW", Section: "1", Source: "geoflow", Manual: "geoflow manual"}
+	// A fixed date: cobra would write today's, and the pages would change every month
+	// without a command changing.
+	date := manDate
+	hdr := &doc.GenManHeader{Title: "GEOFLOW", Section: "1", Source: "geoflow", Manual: "geoflow manual", Date: &date}
 	if err := doc.GenManTree(root, hdr, man); err != nil {
 		return fmt.Errorf("writing the man pages to %s: %w", man, err)
 	}
