@@ -47,8 +47,8 @@ type Task struct {
 	schema, table string
 	token         string
 
-	once sync.Mutex
-	p    *prepared
+	prepMu sync.Mutex // serializes prepare: one negotiation at a time, its result kept in p
+	p      *prepared
 }
 
 // prepared is what the task learned from the layer; read-only once set.
@@ -117,8 +117,8 @@ func columnType(esri string) (store.ColumnType, bool) {
 }
 
 func (t *Task) prepare(ctx context.Context, env *tasks.Env) (*prepared, error) {
-	t.once.Lock()
-	defer t.once.Unlock()
+	t.prepMu.Lock()
+	defer t.prepMu.Unlock()
 	if t.p != nil {
 		return t.p, nil
 	}

@@ -35,8 +35,8 @@ type Task struct {
 	cfg           Config
 	schema, table string
 
-	once sync.Mutex
-	p    *prepared // nil until prepare succeeds
+	prepMu sync.Mutex // serializes prepare: one negotiation at a time, its result kept in p
+	p      *prepared  // nil until prepare succeeds
 	// unknown are the properties met that have no column, each logged once.
 	unknown sync.Map
 }
@@ -78,8 +78,8 @@ func (t *Task) Negotiate(ctx context.Context, env *tasks.Env) (*harvest.Engine, 
 // sample of features) and makes the harvest engine. A failure is not cached, so a later
 // unit (or a replay) tries again.
 func (t *Task) prepare(ctx context.Context, env *tasks.Env) (*prepared, error) {
-	t.once.Lock()
-	defer t.once.Unlock()
+	t.prepMu.Lock()
+	defer t.prepMu.Unlock()
 	if t.p != nil {
 		return t.p, nil
 	}

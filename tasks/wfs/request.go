@@ -24,8 +24,8 @@ import (
 // properties from DescribeFeatureType, then the target table. A failure is not cached,
 // so a later unit (or a replay) tries again.
 func (t *Task) prepare(ctx context.Context, env *tasks.Env) (*prepared, error) {
-	t.once.Lock()
-	defer t.once.Unlock()
+	t.prepMu.Lock()
+	defer t.prepMu.Unlock()
 	if t.p != nil {
 		return t.p, nil
 	}

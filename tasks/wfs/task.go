@@ -36,8 +36,8 @@ type Task struct {
 	cfg           Config
 	schema, table string
 
-	once sync.Mutex
-	p    *prepared // nil until prepare succeeds
+	prepMu sync.Mutex // serializes prepare: one negotiation at a time, its result kept in p
+	p      *prepared  // nil until prepare succeeds
 
 }
 
