@@ -117,11 +117,9 @@ func deleteUnseen(ctx context.Context, env *Env, h Harvest, seen int64) (note st
 	if _, err := env.Store.NoteAbsent(ctx, h.Table, absence); err != nil {
 		return "", 0, nil, err
 	}
-	var later int64
-	if env.UnitsLeft == 0 && h.Expected >= 0 && seen >= h.Expected {
-		if later, err = env.Store.LaterRun(ctx, env.Flow, env.TaskID, env.RunID); err != nil {
-			return "", 0, nil, err
-		}
+	later, err := env.Store.LaterRun(ctx, env.Flow, env.TaskID, env.RunID)
+	if err != nil {
+		return "", 0, nil, err
 	}
 	g := deletionGate(env.UnitsLeft, h.Expected, seen, later, h.Area)
 	if g.forget {

@@ -24,8 +24,8 @@ func newDocsCmd() *cobra.Command {
 		Short:  "Write the command reference (Markdown and man pages) generated from the commands' own flags",
 		Hidden: true,
 		Args:   cobra.NoArgs,
-		RunE: func(*cobra.Command, []string) error {
-			return writeDocs(md, man)
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return writeDocs(cmd.OutOrStdout(), md, man)
 		},
 	}
 	cmd.Flags().StringVar(&md, "markdown", "docs/cli", "directory for the Markdown pages")
@@ -51,8 +51,9 @@ func docsTree() *cobra.Command {
 // manDate is the date the man pages carry.
 var manDate = time.Date(2026, time.November, 27, 0, 0, 0, 0, time.UTC)
 
-// writeDocs replaces the pages in md and man with those of the current tree.
-func writeDocs(md, man string) error {
+// writeDocs replaces the pages in md and man with those of the current tree, and says so
+// on out.
+func writeDocs(out io.Writer, md, man string) error {
 	for _, dir := range []string{md, man} {
 		if err := os.RemoveAll(dir); err != nil {
 			return err
@@ -73,6 +74,6 @@ func writeDocs(md, man string) error {
 		return fmt.Errorf("writing the man pages to %s: %w", man, err)
 	}
 	n, _ := filepath.Glob(filepath.Join(md, "*.md"))
-	fmt.Fprintf(os.Stdout, "%d commands documented in %s and %s\n", len(n), md, man)
+	fmt.Fprintf(out, "%d commands documented in %s and %s\n", len(n), md, man)
 	return nil
 }

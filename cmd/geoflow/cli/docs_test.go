@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -14,7 +15,7 @@ import (
 func TestCommandReferenceCurrent(t *testing.T) {
 	tmp := t.TempDir()
 	md, man := filepath.Join(tmp, "cli"), filepath.Join(tmp, "man")
-	if err := writeDocs(md, man); err != nil {
+	if err := writeDocs(io.Discard, md, man); err != nil {
 		t.Fatal(err)
 	}
 	for _, pair := range [][2]string{{md, "../../../docs/cli"}, {man, "../../../docs/man"}} {
