@@ -1,5 +1,6 @@
-// Package flows reads geoflow flows (YAML files describing a small DAG of tasks),
-// validates them with every problem reported at its line and column, and runs them.
+// Package flows is the flow language: it reads geoflow flows (YAML files describing a
+// small DAG of tasks), validates them with every problem reported at its line and column,
+// and answers questions about their graph. It runs nothing: package flows/engine does.
 package flows
 
 import (
@@ -182,6 +183,11 @@ var (
 	flowNameRE = regexp.MustCompile(`^[a-z0-9_]+$`)
 	taskIDRE   = regexp.MustCompile(`^[a-z0-9_]+$`)
 )
+
+// DefaultStoreWait is how long a run waits for a store that stopped answering (a
+// database down, a full disk) before it stops, interrupted: the engine's RunOptions.StoreWait,
+// the flow's store_wait and geoflow run --store-wait override it.
+const DefaultStoreWait = 10 * time.Minute
 
 // Options tell Load how to read a flow. A nil *Options means defaults.
 type Options struct {

@@ -27,7 +27,7 @@ func TestInvalidFlows(t *testing.T) {
 	for _, file := range files {
 		name := strings.TrimSuffix(filepath.Base(file), ".yaml")
 		t.Run(name, func(t *testing.T) {
-			_, err := Load(file, Options{Registry: testRegistry(nil), LookupEnv: env(map[string]string{"SET": "x"})})
+			_, err := Load(file, Options{Registry: testRegistry(), LookupEnv: env(map[string]string{"SET": "x"})})
 			var ve *ValidationError
 			if !errors.As(err, &ve) {
 				t.Fatalf("Load(%s) = %v, want a *ValidationError", file, err)
@@ -71,7 +71,7 @@ tasks:
     depends_on: [a]
     rate_limit: {concurrency: 8}
 `
-	f, err := Parse("x.yaml", []byte(src), Options{Registry: testRegistry(nil), LookupEnv: env(map[string]string{"URL": "http://h/wfs?key=1"})})
+	f, err := Parse("x.yaml", []byte(src), Options{Registry: testRegistry(), LookupEnv: env(map[string]string{"URL": "http://h/wfs?key=1"})})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,11 +96,11 @@ tasks:
 		t.Errorf("redirects: a %q, b %q; want a's own, b the default's", a.Redirects, b.Redirects)
 	}
 	// Unset everywhere, a task keeps its credentials with their origin.
-	g, err := Parse("y.yaml", []byte("name: g\ntasks:\n  a: {type: fake}\n"), Options{Registry: testRegistry(nil)})
+	g, err := Parse("y.yaml", []byte("name: g\ntasks:\n  a: {type: fake}\n"), Options{Registry: testRegistry()})
 	if err != nil || g.Task("a").Redirects != retry.RedirectsSameOrigin {
 		t.Errorf("default redirects: %v %v", g, err)
 	}
-	if _, err := Parse("z.yaml", []byte("name: g\ntasks:\n  a: {type: fake, redirects: always}\n"), Options{Registry: testRegistry(nil)}); err == nil ||
+	if _, err := Parse("z.yaml", []byte("name: g\ntasks:\n  a: {type: fake, redirects: always}\n"), Options{Registry: testRegistry()}); err == nil ||
 		!strings.Contains(err.Error(), "redirects") || !strings.Contains(err.Error(), "strip_credentials") {
 		t.Errorf("redirects: always: %v; want an error naming the choices", err)
 	}
@@ -109,7 +109,7 @@ tasks:
 // TestByteOrderMark: a flow saved with a UTF-8 byte order mark (Windows editors) reads
 // as without; it was refused as `unknown key "\ufeffname"`.
 func TestByteOrderMark(t *testing.T) {
-	f, err := Parse("bom.yaml", []byte("\xef\xbb\xbfname: bom\ntasks:\n  a: {type: fake}\n"), Options{Registry: testRegistry(nil)})
+	f, err := Parse("bom.yaml", []byte("\xef\xbb\xbfname: bom\ntasks:\n  a: {type: fake}\n"), Options{Registry: testRegistry()})
 	if err != nil || f.Name != "bom" {
 		t.Fatalf("flow with a BOM: %v %v", f, err)
 	}
@@ -189,7 +189,7 @@ func TestFlowLimits(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			start := time.Now()
-			_, err := Parse("x.yaml", []byte(tt.src), Options{Registry: testRegistry(nil)})
+			_, err := Parse("x.yaml", []byte(tt.src), Options{Registry: testRegistry()})
 			switch {
 			case tt.want == "" && err != nil:
 				t.Errorf("refused: %v", err)
@@ -215,7 +215,7 @@ func FuzzParse(f *testing.F) {
 	}
 	f.Add([]byte("name: x\ntasks: [[[[{a: [b]}]]]]\n"))
 	f.Add([]byte("name: &a x\ntasks: {t: {type: fake, url: *a}}\n"))
-	reg := testRegistry(nil)
+	reg := testRegistry()
 	f.Fuzz(func(t *testing.T, src []byte) {
 		fl, err := Parse("f.yaml", src, Options{Registry: reg, LookupEnv: func(string) (string, bool) { return "", false }})
 		if err == nil && (fl == nil || len(fl.Tasks) == 0) {
@@ -244,7 +244,7 @@ func TestStoreWaitKey(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f, err := Parse("w.yaml", []byte("name: w\n"+tt.line+"tasks:\n  a: {type: fake}\n"), Options{Registry: testRegistry(nil)})
+			f, err := Parse("w.yaml", []byte("name: w\n"+tt.line+"tasks:\n  a: {type: fake}\n"), Options{Registry: testRegistry()})
 			if tt.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.err) {
 					t.Fatalf("error = %v, want one with %q", err, tt.err)
@@ -276,7 +276,7 @@ func TestMemoryLimitKey(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			src := "name: g\n" + tc.value + "tasks:\n  a: {type: fake}\n"
-			f, err := Parse("m.yaml", []byte(src), Options{Registry: testRegistry(nil)})
+			f, err := Parse("m.yaml", []byte(src), Options{Registry: testRegistry()})
 			if tc.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.err) || !strings.Contains(err.Error(), "memory_limit") {
 					t.Fatalf("err = %v; want one naming memory_limit and %q", err, tc.err)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/geoflow/geoflow/flows"
+	"github.com/geoflow/geoflow/flows/engine"
 	"github.com/geoflow/geoflow/internal/testdb"
 	"github.com/geoflow/geoflow/schedule"
 	"github.com/geoflow/geoflow/store"
@@ -91,7 +92,7 @@ type recorder struct {
 // run returns runs that take d on clk, or until they are cancelled. A fire is recorded
 // once its run waits on clk, so a test that saw it may move clk past its end.
 func (r *recorder) run(clk schedule.Clock, d time.Duration) schedule.RunFunc {
-	return func(ctx context.Context, f *flows.Flow, at time.Time) (*flows.Result, error) {
+	return func(ctx context.Context, f *flows.Flow, at time.Time) (*engine.Result, error) {
 		end := clk.After(d)
 		r.mu.Lock()
 		r.fires = append(r.fires, at)
@@ -105,7 +106,7 @@ func (r *recorder) run(clk schedule.Clock, d time.Duration) schedule.RunFunc {
 		r.mu.Lock()
 		r.active--
 		r.mu.Unlock()
-		return &flows.Result{Status: store.Done}, nil
+		return &engine.Result{Status: store.Done}, nil
 	}
 }
 

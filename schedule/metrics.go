@@ -5,7 +5,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/geoflow/geoflow/flows"
+	"github.com/geoflow/geoflow/flows/engine"
 	"github.com/geoflow/geoflow/store"
 )
 
@@ -119,7 +119,7 @@ func (m *Metrics) invalidFiles(n int) {
 }
 
 // ObserveRun records an ended run.
-func (m *Metrics) ObserveRun(flow string, res *flows.Result) {
+func (m *Metrics) ObserveRun(flow string, res *engine.Result) {
 	if m == nil || res == nil {
 		return
 	}

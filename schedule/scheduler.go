@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/geoflow/geoflow/flows"
+	"github.com/geoflow/geoflow/flows/engine"
 	"github.com/geoflow/geoflow/store"
 )
 
@@ -40,8 +41,8 @@ const TriggerSchedule = "schedule"
 
 // RunFunc runs the fire of flow f scheduled for at. ctx is cancelled when the scheduler
 // has stopped and its drain period has passed: the run should then stop gracefully, as
-// flows.Run does. The error is for runs that could not be carried out at all.
-type RunFunc func(ctx context.Context, f *flows.Flow, at time.Time) (*flows.Result, error)
+// engine.Run does. The error is for runs that could not be carried out at all.
+type RunFunc func(ctx context.Context, f *flows.Flow, at time.Time) (*engine.Result, error)
 
 // Options configure a Scheduler. Zero values mean defaults.
 type Options struct {
@@ -53,8 +54,8 @@ type Options struct {
 	Flows flows.Options
 	// RunOptions is the template of every run (Store defaults to Store; Trigger is set to
 	// "schedule"). Unused when Run is set.
-	RunOptions flows.RunOptions
-	// Run runs one fire. Defaults to flows.Run with RunOptions.
+	RunOptions engine.RunOptions
+	// Run runs one fire. Defaults to engine.Run with RunOptions.
 	Run RunFunc
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
@@ -149,12 +150,12 @@ func New(opts Options) (*Scheduler, error) {
 	return s, nil
 }
 
-func (s *Scheduler) runFlow(ctx context.Context, f *flows.Flow, at time.Time) (*flows.Result, error) {
+func (s *Scheduler) runFlow(ctx context.Context, f *flows.Flow, at time.Time) (*engine.Result, error) {
 	o := s.o.RunOptions
 	o.Trigger = TriggerSchedule
 	o.Logger = cmp.Or(o.Logger, s.log).With("scheduled_for", at.Format(time.RFC3339))
 	o.ScheduledFor = &at
-	return flows.Run(ctx, f, o)
+	return engine.Run(ctx, f, o)
 }
 
 // Run loads the flows, makes up missed fires as each flow's catchup says, and fires flows

@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/geoflow/geoflow/flows"
+	"github.com/geoflow/geoflow/flows/engine"
 	"github.com/geoflow/geoflow/internal/devserver/wfsserver"
 	"github.com/geoflow/geoflow/internal/redact"
 	"github.com/geoflow/geoflow/internal/testdb"
@@ -141,8 +142,8 @@ tasks:
 	u.dir, u.secrets = dir, &redact.Set{}
 	catalog := &server.Catalog{Dir: dir, Options: flows.Options{Registry: reg, Secrets: u.secrets}}
 	runCtx, cancel := context.WithCancel(context.Background())
-	run := flows.RunOptions{Store: db, HTTP: retry.New(&retry.Options{Logger: log}), Logger: log, Grace: 5 * time.Second}
-	u.launcher, err = server.NewLauncher(runCtx, catalog, run, flows.ReplayOptions{Store: db, HTTP: run.HTTP, Registry: reg, Logger: log})
+	run := engine.RunOptions{Store: db, HTTP: retry.New(&retry.Options{Logger: log}), Logger: log, Grace: 5 * time.Second}
+	u.launcher, err = server.NewLauncher(runCtx, catalog, run, engine.ReplayOptions{Store: db, HTTP: run.HTTP, Registry: reg, Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/geoflow/geoflow/dlq"
 	"github.com/geoflow/geoflow/flows"
+	"github.com/geoflow/geoflow/flows/engine"
 	"github.com/geoflow/geoflow/store"
 )
 
@@ -23,8 +24,8 @@ import (
 type Launcher struct {
 	ctx     context.Context
 	catalog *Catalog
-	run     flows.RunOptions
-	replay  flows.ReplayOptions
+	run     engine.RunOptions
+	replay  engine.ReplayOptions
 	log     *slog.Logger
 
 	// mu orders Close against the wg.Add of new work: once closed, nothing is added,
@@ -41,7 +42,7 @@ var ErrShuttingDown = errors.New("server: shutting down: no new run or replay st
 // NewLauncher returns a launcher whose runs and replays live until ctx ends. run and
 // replay are the options every run and replay gets (Store, HTTP, Logger, Grace; Store
 // and Registry are required); catalog finds the flows by name.
-func NewLauncher(ctx context.Context, catalog *Catalog, run flows.RunOptions, replay flows.ReplayOptions) (*Launcher, error) {
+func NewLauncher(ctx context.Context, catalog *Catalog, run engine.RunOptions, replay engine.ReplayOptions) (*Launcher, error) {
 	if catalog == nil || run.Store == nil || replay.Store == nil || replay.Registry == nil {
 		return nil, errors.New("server: a launcher needs a catalog, a store and a task registry")
 	}
@@ -70,7 +71,7 @@ func (l *Launcher) StartRun(ctx context.Context, name string, rq flows.Request) 
 	}
 	go func() {
 		defer l.wg.Done()
-		res, err := flows.Run(l.ctx, f, opts)
+		res, err := engine.Run(l.ctx, f, opts)
 		if err != nil {
 			l.log.Error("a run started from the UI could not be carried out", "flow", f.Name, "err", err)
 			failed <- err
@@ -90,7 +91,7 @@ func (l *Launcher) StartRun(ctx context.Context, name string, rq flows.Request) 
 
 // Replay replays entries in the background, as geoflow dlq replay does; done, when set,
 // is called with the outcome. It fails only with ErrShuttingDown.
-func (l *Launcher) Replay(entries []dlq.Entry, done func(*flows.ReplayResult, error)) error {
+func (l *Launcher) Replay(entries []dlq.Entry, done func(*engine.ReplayResult, error)) error {
 	if err := l.begin(); err != nil {
 		return err
 	}
@@ -107,7 +108,7 @@ func (l *Launcher) Replay(entries []dlq.Entry, done func(*flows.ReplayResult, er
 // ReplayNow replays entries and returns the outcome; it ends early (what was not
 // replayed stays open) when ctx or the launcher's context ends. Wait waits for it as
 // for the replays in the background: its units must be recorded before the store closes.
-func (l *Launcher) ReplayNow(ctx context.Context, entries []dlq.Entry) (*flows.ReplayResult, error) {
+func (l *Launcher) ReplayNow(ctx context.Context, entries []dlq.Entry) (*engine.ReplayResult, error) {
 	if err := l.begin(); err != nil {
 		return nil, err
 	}
@@ -115,12 +116,12 @@ func (l *Launcher) ReplayNow(ctx context.Context, entries []dlq.Entry) (*flows.R
 	return l.replayNow(ctx, entries)
 }
 
-func (l *Launcher) replayNow(ctx context.Context, entries []dlq.Entry) (*flows.ReplayResult, error) {
+func (l *Launcher) replayNow(ctx context.Context, entries []dlq.Entry) (*engine.ReplayResult, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	stop := context.AfterFunc(l.ctx, cancel)
 	defer stop()
-	res, err := flows.Replay(ctx, entries, l.replay)
+	res, err := engine.Replay(ctx, entries, l.replay)
 	if err != nil {
 		l.log.Error("a replay started from the UI could not be carried out", "entries", len(entries), "err", err)
 		return nil, err

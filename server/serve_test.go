@@ -13,7 +13,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/geoflow/geoflow/flows"
+	"github.com/geoflow/geoflow/flows/engine"
 	"github.com/geoflow/geoflow/internal/testdb"
 	"github.com/geoflow/geoflow/retry"
 	"github.com/geoflow/geoflow/schedule"
@@ -84,7 +84,7 @@ func TestEndpoints(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	metrics.ObserveRun("parcels", &flows.Result{RunID: run.ID, Status: store.Done, Summary: sum, Elapsed: time.Second})
+	metrics.ObserveRun("parcels", &engine.Result{RunID: run.ID, Status: store.Done, Summary: sum, Elapsed: time.Second})
 	if _, err := db.ClaimFire(ctx, "parcels", at, "a", false); err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/geoflow/geoflow/dlq"
-	"github.com/geoflow/geoflow/flows"
+	"github.com/geoflow/geoflow/flows/engine"
 )
 
 // triageRequest is the body of POST /api/dlq/replay and /api/dlq/discard: entry ids,
@@ -105,7 +105,7 @@ type outcome struct {
 	Error string `json:"error,omitempty"`
 }
 
-func replayOutcome(res *flows.ReplayResult) map[string]any {
+func replayOutcome(res *engine.ReplayResult) map[string]any {
 	out := make([]outcome, len(res.Outcomes))
 	n := 0
 	for i, o := range res.Outcomes {

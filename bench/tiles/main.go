@@ -31,6 +31,7 @@ import (
 	"time"
 
 	"github.com/geoflow/geoflow/flows"
+	"github.com/geoflow/geoflow/flows/engine"
 	"github.com/geoflow/geoflow/internal/devserver/tileserver"
 	"github.com/geoflow/geoflow/retry"
 	"github.com/geoflow/geoflow/store"
@@ -189,11 +190,11 @@ tasks:
 		if err != nil {
 			return 0, 0, err
 		}
-		measure := func() (time.Duration, *flows.Result, error) {
+		measure := func() (time.Duration, *engine.Result, error) {
 			settle()
 			fx.ResetStats()
 			start := time.Now()
-			res, err := flows.Run(ctx, f, flows.RunOptions{Store: stores[i], Logger: log, HTTP: retry.New(&retry.Options{Logger: log})})
+			res, err := engine.Run(ctx, f, engine.RunOptions{Store: stores[i], Logger: log, HTTP: retry.New(&retry.Options{Logger: log})})
 			return time.Since(start), res, err
 		}
 		first, res, err := measure()

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/geoflow/geoflow/flows"
+	"github.com/geoflow/geoflow/flows/engine"
 	"github.com/geoflow/geoflow/retry"
 	"github.com/geoflow/geoflow/store"
 	"github.com/geoflow/geoflow/tasks"
@@ -20,7 +21,7 @@ import (
 // Run runs a flow of one task, parcels, of kind at url, with the task's other keys given
 // as YAML lines, storing into st and logging into logs. opts.HTTP defaults to a fresh
 // handler. A flow that does not parse or a run that cannot start fails the test.
-func Run(t *testing.T, kind tasks.Kind, url, taskYAML string, st store.Store, logs *bytes.Buffer, opts flows.RunOptions) *flows.Result {
+func Run(t *testing.T, kind tasks.Kind, url, taskYAML string, st store.Store, logs *bytes.Buffer, opts engine.RunOptions) *engine.Result {
 	t.Helper()
 	src := fmt.Sprintf(`
 name: test
@@ -43,7 +44,7 @@ tasks:
 	if opts.HTTP == nil {
 		opts.HTTP = retry.New(&retry.Options{Logger: log, Seed: 1})
 	}
-	res, err := flows.Run(context.Background(), f, opts)
+	res, err := engine.Run(context.Background(), f, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -27,6 +27,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/geoflow/geoflow/flows"
+	"github.com/geoflow/geoflow/flows/engine"
 	"github.com/geoflow/geoflow/internal/browser"
 	"github.com/geoflow/geoflow/internal/devserver/tileserver"
 	"github.com/geoflow/geoflow/internal/devserver/wfsserver"
@@ -141,8 +142,8 @@ tasks:
 	catalog := &server.Catalog{Dir: dir, Options: flows.Options{Registry: reg}}
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	ropts := flows.RunOptions{Store: db, HTTP: retry.New(&retry.Options{Logger: log}), Logger: log, Grace: 5 * time.Second}
-	launcher, err := server.NewLauncher(runCtx, catalog, ropts, flows.ReplayOptions{Store: db, HTTP: ropts.HTTP, Registry: reg, Logger: log})
+	ropts := engine.RunOptions{Store: db, HTTP: retry.New(&retry.Options{Logger: log}), Logger: log, Grace: 5 * time.Second}
+	launcher, err := server.NewLauncher(runCtx, catalog, ropts, engine.ReplayOptions{Store: db, HTTP: ropts.HTTP, Registry: reg, Logger: log})
 	if err != nil {
 		return err
 	}

@@ -41,7 +41,7 @@ func (s *Store) release() bool {
 
 // ProbeWrite proves that the file's disk takes writes: it writes probeSize bytes beside
 // the file, syncs and removes them. A full disk answers reads (and so Ping) all along;
-// after a disk fault the runner asks this instead. It implements flows.WriteProber.
+// after a disk fault the runner asks this instead. It implements engine.WriteProber.
 func (s *Store) ProbeWrite(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/geoflow/geoflow/flows"
+	"github.com/geoflow/geoflow/flows/engine"
 	"github.com/geoflow/geoflow/internal/devserver/arcgisserver"
 	"github.com/geoflow/geoflow/internal/testdb"
 	"github.com/geoflow/geoflow/internal/testflow"
@@ -43,7 +43,7 @@ func newHarness(t *testing.T, opts arcgisserver.Options) *harness {
 	return &harness{t: t, fx: fx, url: srv.URL + "/arcgis/rest/services/Parcels/FeatureServer/0", dbURL: dbURL, db: db, logs: &bytes.Buffer{}}
 }
 
-func (h *harness) run(taskYAML string, opts flows.RunOptions) *flows.Result {
+func (h *harness) run(taskYAML string, opts engine.RunOptions) *engine.Result {
 	h.t.Helper()
 	return testflow.Run(h.t, arcgis.Kind(), h.url, taskYAML, h.db, h.logs, opts)
 }
@@ -105,7 +105,7 @@ func TestHarvest(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			h := newHarness(t, tt.opts)
 			keys := "target: {table: parcels}\n" + tt.keys
-			res := h.run(keys, flows.RunOptions{})
+			res := h.run(keys, engine.RunOptions{})
 			if res.Status != store.Done || res.DeadLetters() != 0 {
 				t.Fatalf("run %s, %d dead: %v\n%s", res.Status, res.DeadLetters(), res.FailedTasks, tail(h.logs.String()))
 			}
@@ -127,7 +127,7 @@ func TestHarvest(t *testing.T) {
 func TestToken(t *testing.T) {
 	h := newHarness(t, arcgisserver.Options{Features: 300, Token: "s3cret-tok3n"})
 	t.Setenv("GF_TEST_TOKEN", "wrong-tok3n")
-	res := h.run("token_env: GF_TEST_TOKEN\ntarget: {table: parcels}", flows.RunOptions{})
+	res := h.run("token_env: GF_TEST_TOKEN\ntarget: {table: parcels}", engine.RunOptions{})
 	if res.Status != store.Failed || !strings.Contains(res.FailedTasks["parcels"], "Invalid Token") {
 		t.Fatalf("run %s: %v", res.Status, res.FailedTasks)
 	}
@@ -135,7 +135,7 @@ func TestToken(t *testing.T) {
 		t.Errorf("%d requests refused for the token; a 498 must not be retried", st.TokenErrors)
 	}
 	t.Setenv("GF_TEST_TOKEN", "s3cret-tok3n")
-	res = h.run("token_env: GF_TEST_TOKEN\ntarget: {table: parcels}", flows.RunOptions{})
+	res = h.run("token_env: GF_TEST_TOKEN\ntarget: {table: parcels}", engine.RunOptions{})
 	if res.Status != store.Done {
 		t.Fatalf("run %s: %v\n%s", res.Status, res.FailedTasks, tail(h.logs.String()))
 	}
@@ -152,9 +152,9 @@ func TestVanishedIDs(t *testing.T) {
 	h := newHarness(t, arcgisserver.Options{Features: 1000, MaxRecordCount: 200, Vanished: gone, AlwaysExceeded: true})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	done := make(chan *flows.Result, 1)
-	go func() { done <- h.run("target: {table: parcels}", flows.RunOptions{}) }()
-	var res *flows.Result
+	done := make(chan *engine.Result, 1)
+	go func() { done <- h.run("target: {table: parcels}", engine.RunOptions{}) }()
+	var res *engine.Result
 	select {
 	case res = <-done:
 	case <-ctx.Done():

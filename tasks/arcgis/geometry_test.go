@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/geoflow/geoflow/dlq"
-	"github.com/geoflow/geoflow/flows"
+	"github.com/geoflow/geoflow/flows/engine"
 	"github.com/geoflow/geoflow/internal/devserver/arcgisserver"
 	"github.com/geoflow/geoflow/internal/testdb"
 )
@@ -51,7 +51,7 @@ func TestInvalidGeometryRejected(t *testing.T) {
 	h := newHarness(t, arcgisserver.Options{Features: 1})
 	h.fx, h.url = fx, srv.URL+"/arcgis/rest/services/Parcels/FeatureServer/0"
 
-	res := h.run("target: {table: parcels}", flows.RunOptions{})
+	res := h.run("target: {table: parcels}", engine.RunOptions{})
 	if res.DeadLetters() != 1 || res.DeadByClass[dlq.ClassRejected] != 1 {
 		t.Fatalf("run %s, %d dead %v; want one rejected dead letter\n%s", res.Status, res.DeadLetters(), res.DeadByClass, tail(h.logs.String()))
 	}

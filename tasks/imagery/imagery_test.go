@@ -21,6 +21,7 @@ import (
 
 	"github.com/geoflow/geoflow/dlq"
 	"github.com/geoflow/geoflow/flows"
+	"github.com/geoflow/geoflow/flows/engine"
 	"github.com/geoflow/geoflow/internal/devserver/stacserver"
 	"github.com/geoflow/geoflow/internal/devserver/wmsserver"
 	"github.com/geoflow/geoflow/internal/testdb"
@@ -63,7 +64,7 @@ func registry() *tasks.Registry {
 	return r
 }
 
-func (h *harness) run(taskYAML string, opts flows.RunOptions) *flows.Result {
+func (h *harness) run(taskYAML string, opts engine.RunOptions) *engine.Result {
 	h.t.Helper()
 	src := "name: imagery_test\ndefaults:\n  retry: {max_attempts: 3, base_delay: 1ms, max_delay: 20ms}\n  rate_limit: {concurrency: 4}\ntasks:\n" + taskYAML
 	src = strings.ReplaceAll(strings.ReplaceAll(src, "$URL", h.url), "$DIR", h.dir)
@@ -78,7 +79,7 @@ func (h *harness) run(taskYAML string, opts flows.RunOptions) *flows.Result {
 	log := slog.New(slog.NewTextHandler(h.logs, nil))
 	opts.Store, opts.Logger = h.db, log
 	opts.HTTP = retry.New(&retry.Options{Logger: log, Seed: 1})
-	res, err := flows.Run(context.Background(), f, opts)
+	res, err := engine.Run(context.Background(), f, opts)
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -119,7 +120,7 @@ func TestWMSChips(t *testing.T) {
     wms: {url: "$URL/wms?map=ortho.map", layers: ortho, crs: "%s", version: "%s", resolution: %v, max_size: %d}
     bbox: [11.45, 48.05, 11.55, 48.15]
     target: {dir: $DIR/chips, table: ortho_chips}
-`, tt.crs, tt.version, tt.res, tt.maxSize), flows.RunOptions{})
+`, tt.crs, tt.version, tt.res, tt.maxSize), engine.RunOptions{})
 			if res.Status != store.Done || res.Summary.Inserted == 0 {
 				t.Fatalf("run %s inserted %d\n%s", res.Status, res.Summary.Inserted, tail(h.logs.String()))
 			}
@@ -214,7 +215,7 @@ func TestWMSRefusesMissingLayer(t *testing.T) {
     wms: {url: "$URL/wms", layers: "ortho,nope", resolution: 10}
     bbox: [11.45, 48.05, 11.55, 48.15]
     target: {dir: $DIR/chips, table: ortho_chips}
-`, flows.RunOptions{})
+`, engine.RunOptions{})
 	if msg := res.FailedTasks["ortho"]; !strings.Contains(msg, `no layer "nope"`) || len(fx.Stats().GetMaps) != 0 {
 		t.Errorf("task error %q after %d GetMaps", msg, len(fx.Stats().GetMaps))
 	}
@@ -235,7 +236,7 @@ func TestSTAC(t *testing.T) {
 	h := newHarness(t, httptest.NewServer(fx))
 	const cutAt = 70_001
 	fx.CutNext("scene-002", cutAt)
-	res := h.run(stacTask, flows.RunOptions{})
+	res := h.run(stacTask, engine.RunOptions{})
 	st := fx.Stats()
 	if st.Searches != 3 {
 		t.Errorf("%d searches; 12 items at 5 a page are 3 pages", st.Searches)
@@ -276,7 +277,7 @@ func TestSTAC(t *testing.T) {
 
 	// A rerun fetches none of the verified assets again.
 	before := fx.Stats().AssetRequests
-	res = h.run(stacTask, flows.RunOptions{})
+	res = h.run(stacTask, engine.RunOptions{})
 	if n := fx.Stats().AssetRequests - before; n != 1 || res.Summary.Skipped != 11 {
 		t.Errorf("rerun: %d asset requests (only the bad one expected), %d skipped", n, res.Summary.Skipped)
 	}
@@ -295,7 +296,7 @@ func TestSTACResumesPartialFile(t *testing.T) {
 	if err := os.WriteFile(part, content[:12345], 0o644); err != nil {
 		t.Fatal(err)
 	}
-	res := h.run(stacTask, flows.RunOptions{})
+	res := h.run(stacTask, engine.RunOptions{})
 	if res.Status != store.Done || res.Summary.Inserted != 4 {
 		t.Fatalf("run %s inserted %d\n%s", res.Status, res.Summary.Inserted, tail(h.logs.String()))
 	}
@@ -316,7 +317,7 @@ func TestSTACArea(t *testing.T) {
 	fx := stacserver.New(stacserver.Options{Items: 12})
 	h := newHarness(t, httptest.NewServer(fx))
 	area := orb.Bound{Min: orb.Point{11.451, 48.051}, Max: orb.Point{11.46, 48.06}}
-	res := h.run(stacTask, flows.RunOptions{Area: &area})
+	res := h.run(stacTask, engine.RunOptions{Area: &area})
 	if res.Status != store.Done || res.Summary.Inserted != 1 {
 		t.Errorf("run %s inserted %d; the area touches one scene\n%s", res.Status, res.Summary.Inserted, tail(h.logs.String()))
 	}
@@ -353,7 +354,7 @@ func TestSTACHeadersStayWithTheCatalogue(t *testing.T) {
 	}))
 	catalogueURL = catalogue.URL
 	h := newHarness(t, catalogue)
-	res := h.run(strings.Replace(stacTask, "    bbox:", "    headers: {X-Api-Key: CATALOGUEKEY}\n    bbox:", 1), flows.RunOptions{})
+	res := h.run(strings.Replace(stacTask, "    bbox:", "    headers: {X-Api-Key: CATALOGUEKEY}\n    bbox:", 1), engine.RunOptions{})
 	if res.Summary.Inserted != 3 || res.DeadLetters() != 0 {
 		t.Fatalf("inserted %d, %d dead\n%s", res.Summary.Inserted, res.DeadLetters(), tail(h.logs.String()))
 	}

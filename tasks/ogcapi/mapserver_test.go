@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/geoflow/geoflow/flows"
+	"github.com/geoflow/geoflow/flows/engine"
 	"github.com/geoflow/geoflow/internal/devserver/wfsserver"
 	"github.com/geoflow/geoflow/internal/testdb"
 	"github.com/geoflow/geoflow/retry"
@@ -53,7 +54,7 @@ tasks:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res, err := flows.Run(t.Context(), f, flows.RunOptions{Store: h.db, Logger: discard(), HTTP: retry.New(&retry.Options{Logger: discard()})}); err != nil || res.Status != store.Done {
+	if res, err := engine.Run(t.Context(), f, engine.RunOptions{Store: h.db, Logger: discard(), HTTP: retry.New(&retry.Options{Logger: discard()})}); err != nil || res.Status != store.Done {
 		t.Fatalf("loading the source: %v %v", err, res)
 	}
 	testdb.Rows(t, h.dbURL, `CREATE TABLE src_parcels AS SELECT substr(parcel_id, 4)::integer AS id, parcel_id, area_m2, land_use, owner_count, surveyed, geom FROM src_load`)
@@ -103,7 +104,7 @@ END
 	mux.Handle("/mapserv/", &cgi.Handler{Path: mapserv, Root: "/mapserv", Dir: dir, Env: []string{"MAPSERVER_CONFIG_FILE=" + conf}})
 
 	h.url = api
-	res := h.run("collection: parcels\ntarget: {table: harvested}", flows.RunOptions{})
+	res := h.run("collection: parcels\ntarget: {table: harvested}", engine.RunOptions{})
 	if res.Status != store.Done {
 		t.Fatalf("run %s: %v\n%s", res.Status, res.FailedTasks, tail(h.logs.String()))
 	}

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/geoflow/geoflow/dlq"
-	"github.com/geoflow/geoflow/flows"
+	"github.com/geoflow/geoflow/flows/engine"
 	"github.com/geoflow/geoflow/internal/devserver/bigserver"
 	"github.com/geoflow/geoflow/internal/testdb"
 	"github.com/geoflow/geoflow/internal/testflow"
@@ -76,7 +76,7 @@ collection: big
 page_size: 1
 limits: {max_vertices: 1000000}
 target: {table: public.big_`+tc.name+`}
-`, db, logs, flows.RunOptions{MemoryLimit: tc.limit})
+`, db, logs, engine.RunOptions{MemoryLimit: tc.limit})
 			close(stop)
 			<-sampled
 

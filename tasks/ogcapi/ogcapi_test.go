@@ -13,7 +13,7 @@ import (
 
 	"github.com/paulmach/orb"
 
-	"github.com/geoflow/geoflow/flows"
+	"github.com/geoflow/geoflow/flows/engine"
 	"github.com/geoflow/geoflow/internal/devserver/wfsserver"
 	"github.com/geoflow/geoflow/internal/testdb"
 	"github.com/geoflow/geoflow/internal/testflow"
@@ -51,7 +51,7 @@ func newHarness(t *testing.T, opts wfsserver.Options) *harness {
 	return &harness{t: t, fx: fx, url: srv.URL + "/ogcapi", dbURL: dbURL, db: db, logs: &bytes.Buffer{}}
 }
 
-func (h *harness) run(taskYAML string, opts flows.RunOptions) *flows.Result {
+func (h *harness) run(taskYAML string, opts engine.RunOptions) *engine.Result {
 	h.t.Helper()
 	return testflow.Run(h.t, ogcapi.Kind(), h.url, taskYAML, h.db, h.logs, opts)
 }
@@ -153,7 +153,7 @@ func TestHarvestComplete(t *testing.T) {
 			if tt.keys != "" {
 				keys = strings.Replace(keys, "bbox: [11.45, 48.05, 11.55, 48.15]", tt.keys, 1)
 			}
-			res := h.run(keys, flows.RunOptions{})
+			res := h.run(keys, engine.RunOptions{})
 			if res.Status != store.Done {
 				t.Fatalf("run %s: %v\n%s", res.Status, res.FailedTasks, tail(h.logs.String()))
 			}
@@ -172,7 +172,7 @@ func TestHarvestComplete(t *testing.T) {
 				}
 			}
 			// A rerun stores nothing new.
-			res2 := h.run(keys, flows.RunOptions{})
+			res2 := h.run(keys, engine.RunOptions{})
 			if res2.Summary.Inserted != 0 {
 				t.Errorf("rerun inserted %d", res2.Summary.Inserted)
 			}
@@ -185,7 +185,7 @@ func TestHarvestComplete(t *testing.T) {
 func TestHarvestFaults(t *testing.T) {
 	h := newHarness(t, wfsserver.Options{Features: 2000, CountDefault: 250, Faults: wfsserver.Faults{
 		Rate5xx: 0.06, RateTruncate: 0.08, RateHTML200: 0.04, Seed: 7}})
-	res := h.run("collection: parcels\nbbox: [11.45, 48.05, 11.55, 48.15]\ntarget: {table: parcels}", flows.RunOptions{})
+	res := h.run("collection: parcels\nbbox: [11.45, 48.05, 11.55, 48.15]\ntarget: {table: parcels}", engine.RunOptions{})
 	if res.Status != store.Done || res.DeadLetters() != 0 {
 		t.Fatalf("run %s with %d dead units\n%s", res.Status, res.DeadLetters(), tail(h.logs.String()))
 	}
@@ -199,7 +199,7 @@ func TestHarvestFaults(t *testing.T) {
 func TestHarvestArea(t *testing.T) {
 	h := newHarness(t, wfsserver.Options{Features: 3000, CountDefault: 400})
 	area := orb.Bound{Min: orb.Point{11.46, 48.06}, Max: orb.Point{11.48, 48.08}}
-	res := h.run("collection: parcels\nbbox: [11.45, 48.05, 11.55, 48.15]\ntarget: {table: parcels}", flows.RunOptions{Area: &area})
+	res := h.run("collection: parcels\nbbox: [11.45, 48.05, 11.55, 48.15]\ntarget: {table: parcels}", engine.RunOptions{Area: &area})
 	if res.Status != store.Done {
 		t.Fatalf("run %s\n%s", res.Status, tail(h.logs.String()))
 	}
@@ -237,7 +237,7 @@ func TestRefusesWhatTheServerCannotDo(t *testing.T) {
 			if !strings.HasPrefix(tt.keys, "collection:") && !strings.HasPrefix(tt.keys, "target:") {
 				keys += "\n" + tt.keys
 			}
-			res := h.run(keys, flows.RunOptions{})
+			res := h.run(keys, engine.RunOptions{})
 			msg := res.FailedTasks["parcels"]
 			if res.Status != store.Failed || !strings.Contains(msg, tt.want) {
 				t.Fatalf("run %s, task error %q; want failure containing %q\n%s", res.Status, msg, tt.want, tail(h.logs.String()))
@@ -255,7 +255,7 @@ func TestRefusesWhatTheServerCannotDo(t *testing.T) {
 func TestServerQuirks(t *testing.T) {
 	t.Run("crs EPSG:4326 latitude first", func(t *testing.T) {
 		h := newHarness(t, wfsserver.Options{Features: 1500, CountDefault: 400, OGCAPICRS: true})
-		res := h.run("collection: parcels\nbbox: [11.45, 48.05, 11.55, 48.15]\ncrs: http://www.opengis.net/def/crs/EPSG/0/4326\ntarget: {table: parcels}", flows.RunOptions{})
+		res := h.run("collection: parcels\nbbox: [11.45, 48.05, 11.55, 48.15]\ncrs: http://www.opengis.net/def/crs/EPSG/0/4326\ntarget: {table: parcels}", engine.RunOptions{})
 		if res.Status != store.Done {
 			t.Fatalf("run %s: %v\n%s", res.Status, res.FailedTasks, tail(h.logs.String()))
 		}
@@ -273,7 +273,7 @@ func TestServerQuirks(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t, tc.opts)
-			res := h.run("collection: parcels\nbbox: [11.45, 48.05, 11.55, 48.15]\ntarget: {table: parcels}", flows.RunOptions{})
+			res := h.run("collection: parcels\nbbox: [11.45, 48.05, 11.55, 48.15]\ntarget: {table: parcels}", engine.RunOptions{})
 			if res.Status != store.Done {
 				t.Fatalf("run %s: %v\n%s", res.Status, res.FailedTasks, tail(h.logs.String()))
 			}
@@ -282,7 +282,7 @@ func TestServerQuirks(t *testing.T) {
 	}
 	t.Run("offset ignored", func(t *testing.T) {
 		h := newHarness(t, wfsserver.Options{Features: 1500, CountDefault: 400, OGCAPIIgnoreOffset: true})
-		res := h.run("collection: parcels\nbbox: [11.45, 48.05, 11.55, 48.15]\ntarget: {table: parcels}", flows.RunOptions{})
+		res := h.run("collection: parcels\nbbox: [11.45, 48.05, 11.55, 48.15]\ntarget: {table: parcels}", engine.RunOptions{})
 		if res.Status != store.Done {
 			t.Fatalf("run %s: %v\n%s", res.Status, res.FailedTasks, tail(h.logs.String()))
 		}
@@ -314,7 +314,7 @@ func TestAPIKeyInURL(t *testing.T) {
 	}))
 	t.Cleanup(keyed.Close)
 	h.url = keyed.URL + "/ogcapi?key=k3y"
-	res := h.run("collection: parcels\nbbox: [11.45, 48.05, 11.55, 48.15]\ntarget: {table: parcels}", flows.RunOptions{})
+	res := h.run("collection: parcels\nbbox: [11.45, 48.05, 11.55, 48.15]\ntarget: {table: parcels}", engine.RunOptions{})
 	if res.Status != store.Done {
 		t.Fatalf("run %s: %v\n%s", res.Status, res.FailedTasks, tail(h.logs.String()))
 	}

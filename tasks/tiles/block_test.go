@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/geoflow/geoflow/dlq"
-	"github.com/geoflow/geoflow/flows"
+	"github.com/geoflow/geoflow/flows/engine"
 	"github.com/geoflow/geoflow/internal/devserver/tileserver"
 	"github.com/geoflow/geoflow/internal/testdb"
 	"github.com/geoflow/geoflow/retry"
@@ -52,7 +52,7 @@ func TestBlocksOfTiles(t *testing.T) {
 	h := newHarness(t, tileserver.Options{})
 	f := h.flow(basemap(munich, "[13, 16]", "    rate_limit: {concurrency: 2}\n"))
 	want := cover(munich, 13, 16)
-	res := h.run(f, flows.RunOptions{})
+	res := h.run(f, engine.RunOptions{})
 	if res.Status != store.Done || res.Summary.Inserted != int64(len(want)) {
 		t.Fatalf("run %s, inserted %d; want done and %d\n%s", res.Status, res.Summary.Inserted, len(want), tail(h.logs.String()))
 	}
@@ -80,7 +80,7 @@ func TestBlocksOfTiles(t *testing.T) {
 	}
 
 	h.fx.ResetStats()
-	res = h.run(f, flows.RunOptions{})
+	res = h.run(f, engine.RunOptions{})
 	if st := h.fx.Stats(); res.Status != store.Done || st.OK != 0 || st.NotModified != int64(len(want)) {
 		t.Errorf("rerun %s: %d 200s, %d 304s; want %d 304s", res.Status, st.OK, st.NotModified, len(want))
 	}
@@ -122,7 +122,7 @@ func TestBlockTileFailsAlone(t *testing.T) {
 			}
 			f := h.flow(basemap(munich, "[15, 15]", "    rate_limit: {concurrency: 2}\n"))
 			hd := retry.New(&retry.Options{Logger: h.logger(), Seed: 1, Breaker: retry.Breaker{Disabled: true}})
-			res := h.run(f, flows.RunOptions{HTTP: hd})
+			res := h.run(f, engine.RunOptions{HTTP: hd})
 			if res.Status != store.Failed || res.DeadLetters() != int64(len(bad)) {
 				t.Fatalf("run %s with %d dead units; want failed with %d\n%s", res.Status, res.DeadLetters(), len(bad), tail(h.logs.String()))
 			}
@@ -168,7 +168,7 @@ func TestBlockTileFailsAlone(t *testing.T) {
 
 			tt.breakTiles(h.fx, nil)
 			h.fx.ResetStats()
-			rr, err := flows.Replay(ctx, entries, flows.ReplayOptions{Store: h.db, HTTP: h.handler(), Registry: registry(), Logger: h.logger()})
+			rr, err := engine.Replay(ctx, entries, engine.ReplayOptions{Store: h.db, HTTP: h.handler(), Registry: registry(), Logger: h.logger()})
 			if err != nil || !rr.OK() {
 				t.Fatalf("replay: %d units, %d dead, %v\n%s", rr.Units, rr.Dead, err, tail(h.logs.String()))
 			}
@@ -196,7 +196,7 @@ func TestBlockStopsOnShutdown(t *testing.T) {
 		}
 		cancel()
 	}()
-	res, err := flows.Run(ctx, f, flows.RunOptions{Store: h.db, Logger: h.logger(), HTTP: h.handler(), Grace: 30 * time.Second})
+	res, err := engine.Run(ctx, f, engine.RunOptions{Store: h.db, Logger: h.logger(), HTTP: h.handler(), Grace: 30 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -213,7 +213,7 @@ func TestBlockStopsOnShutdown(t *testing.T) {
 	if !strings.Contains(h.logs.String(), "stopping: the block commits the tiles it has") {
 		t.Errorf("no block stopped part-way\n%s", tail(h.logs.String()))
 	}
-	res, err = flows.Run(context.Background(), f, flows.RunOptions{Store: h.db, Logger: h.logger(), HTTP: h.handler(), Resume: true})
+	res, err = engine.Run(context.Background(), f, engine.RunOptions{Store: h.db, Logger: h.logger(), HTTP: h.handler(), Resume: true})
 	if err != nil || res.Status != store.Done {
 		t.Fatalf("resume: %v %v\n%s", res.Status, err, tail(h.logs.String()))
 	}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/geoflow/geoflow/dlq"
 	"github.com/geoflow/geoflow/flows"
+	"github.com/geoflow/geoflow/flows/engine"
 	"github.com/geoflow/geoflow/internal/devserver/tileserver"
 	"github.com/geoflow/geoflow/internal/testdb"
 	"github.com/geoflow/geoflow/retry"
@@ -89,13 +90,13 @@ func (h *harness) handler() *retry.Handler {
 
 func (h *harness) logger() *slog.Logger { return slog.New(slog.NewTextHandler(h.logs, nil)) }
 
-func (h *harness) run(f *flows.Flow, opts flows.RunOptions) *flows.Result {
+func (h *harness) run(f *flows.Flow, opts engine.RunOptions) *engine.Result {
 	h.t.Helper()
 	opts.Store, opts.Logger = h.db, h.logger()
 	if opts.HTTP == nil {
 		opts.HTTP = h.handler()
 	}
-	res, err := flows.Run(context.Background(), f, opts)
+	res, err := engine.Run(context.Background(), f, opts)
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -174,7 +175,7 @@ func TestZoomRangeOnceThen304(t *testing.T) {
 	if n := tiles.CountTiles(munich, 10, 16); n != int64(len(want)) {
 		t.Fatalf("CountTiles = %d, the cover has %d", n, len(want))
 	}
-	res := h.run(f, flows.RunOptions{})
+	res := h.run(f, engine.RunOptions{})
 	if res.Status != store.Done || res.Summary.Inserted != int64(len(want)) {
 		t.Fatalf("run %s, inserted %d; want done and %d\n%s", res.Status, res.Summary.Inserted, len(want), tail(h.logs.String()))
 	}
@@ -211,7 +212,7 @@ func TestZoomRangeOnceThen304(t *testing.T) {
 	}
 
 	h.fx.ResetStats()
-	res = h.run(f, flows.RunOptions{})
+	res = h.run(f, engine.RunOptions{})
 	st = h.fx.Stats()
 	if res.Status != store.Done || st.OK != 0 || st.NotModified != int64(len(want)) || res.Summary.Skipped != int64(len(want)) || res.Summary.Inserted != 0 {
 		t.Fatalf("second run %s: %d 200s, %d 304s, skipped %d inserted %d; want only %d 304s", res.Status, st.OK, st.NotModified,
@@ -230,7 +231,7 @@ func TestZoomRangeOnceThen304(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.fx.ResetStats()
-	h.run(f, flows.RunOptions{})
+	h.run(f, engine.RunOptions{})
 	if st := h.fx.Stats(); st.OK != 1 || st.Served["14/8717/5685"] != 1 || st.NotModified != int64(len(want)-1) {
 		t.Errorf("after damaging one file: %d 200s (%v), %d 304s; want that tile fetched again", st.OK, st.Served, st.NotModified)
 	}
@@ -241,7 +242,7 @@ func TestZoomRangeOnceThen304(t *testing.T) {
 	// New content on the server: every tile is rewritten, in place.
 	h.fx.Bump()
 	h.fx.ResetStats()
-	res = h.run(f, flows.RunOptions{})
+	res = h.run(f, engine.RunOptions{})
 	if st := h.fx.Stats(); res.Summary.Updated != int64(len(want)) || st.OK != int64(len(want)) {
 		t.Errorf("after a change: %d updated, %d 200s; want %d", res.Summary.Updated, st.OK, len(want))
 	}
@@ -271,7 +272,7 @@ func TestHTML200NeverStored(t *testing.T) {
 			// A fifth of the tiles failing on every attempt would open the host's circuit
 			// breaker, as it should; this test is about what is stored, so it is off.
 			hd := retry.New(&retry.Options{Logger: h.logger(), Seed: 1, Breaker: retry.Breaker{Disabled: true}})
-			res := h.run(h.flow(basemap(munich, "[12, 14]", "")), flows.RunOptions{HTTP: hd})
+			res := h.run(h.flow(basemap(munich, "[12, 14]", "")), engine.RunOptions{HTTP: hd})
 			want := cover(munich, 12, 14)
 			nBroken := 0
 			for k := range want {
@@ -321,7 +322,7 @@ func TestDeadTilesReplay(t *testing.T) {
 	dead := func(z, x, y int) bool { return z == 13 && x%3 == 0 }
 	h.fx.SetFail(dead)
 	f := h.flow(basemap(munich, "[11, 15]", ""))
-	res := h.run(f, flows.RunOptions{})
+	res := h.run(f, engine.RunOptions{})
 	want := cover(munich, 11, 15)
 	if res.DeadLetters() == 0 || res.Status != store.Failed {
 		t.Fatalf("run %s with %d dead units; want failed with some", res.Status, res.DeadLetters())
@@ -343,7 +344,7 @@ func TestDeadTilesReplay(t *testing.T) {
 		t.Errorf("%d rows before the replay; want %d", got, len(want)-len(entries))
 	}
 	h.fx.SetFail(nil)
-	rr, err := flows.Replay(ctx, entries, flows.ReplayOptions{Store: h.db, HTTP: h.handler(), Registry: registry(), Logger: h.logger()})
+	rr, err := engine.Replay(ctx, entries, engine.ReplayOptions{Store: h.db, HTTP: h.handler(), Registry: registry(), Logger: h.logger()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -365,7 +366,7 @@ func TestQuota429(t *testing.T) {
 	h := newHarness(t, tileserver.Options{Quota: &tileserver.Quota{Limit: 40, Window: time.Second}})
 	f := h.flow(basemap(munich, "[12, 15]", "    retry: {max_attempts: 8}\n"))
 	want := cover(munich, 12, 15)
-	res := h.run(f, flows.RunOptions{})
+	res := h.run(f, engine.RunOptions{})
 	st := h.fx.Stats()
 	if res.Status != store.Done || res.Summary.Inserted != int64(len(want)) {
 		t.Fatalf("run %s inserted %d; want %d\n%s", res.Status, res.Summary.Inserted, len(want), tail(h.logs.String()))
@@ -386,7 +387,7 @@ func TestMissingOK(t *testing.T) {
 	want := cover(munich, 13, 14)
 
 	h := newHarness(t, tileserver.Options{Coverage: coverage})
-	res := h.run(h.flow(basemap(munich, "[13, 14]", "    missing_ok: true\n")), flows.RunOptions{})
+	res := h.run(h.flow(basemap(munich, "[13, 14]", "    missing_ok: true\n")), engine.RunOptions{})
 	if res.Status != store.Done || res.DeadLetters() != 0 {
 		t.Fatalf("run %s with %d dead\n%s", res.Status, res.DeadLetters(), tail(h.logs.String()))
 	}
@@ -399,7 +400,7 @@ func TestMissingOK(t *testing.T) {
 	}
 
 	h2 := newHarness(t, tileserver.Options{Coverage: coverage})
-	res = h2.run(h2.flow(basemap(munich, "[13, 14]", "")), flows.RunOptions{})
+	res = h2.run(h2.flow(basemap(munich, "[13, 14]", "")), engine.RunOptions{})
 	if res.DeadLetters() != int64(len(missing)) {
 		t.Errorf("without missing_ok: %d dead units, want %d", res.DeadLetters(), len(missing))
 	}
@@ -409,7 +410,7 @@ func TestMissingOK(t *testing.T) {
 func TestAreaRestrictsPlanning(t *testing.T) {
 	h := newHarness(t, tileserver.Options{})
 	area := orb.Bound{Min: orb.Point{11.46, 48.06}, Max: orb.Point{11.47, 48.07}}
-	res := h.run(h.flow(basemap(munich, "[10, 16]", "")), flows.RunOptions{Area: &area})
+	res := h.run(h.flow(basemap(munich, "[10, 16]", "")), engine.RunOptions{Area: &area})
 	want := cover(area, 10, 16)
 	st := h.fx.Stats()
 	if res.Status != store.Done || len(st.Served) != len(want) {
@@ -435,7 +436,7 @@ func TestBBoxFrom(t *testing.T) {
     zoom: [12, 12]
     target: {dir: $DIR/overview, table: public.overview_tiles}
 `)
-	res := h.run(f, flows.RunOptions{})
+	res := h.run(f, engine.RunOptions{})
 	if res.TaskStates["basemap"] != store.Done || res.TaskStates["overview"] != store.Done {
 		t.Fatalf("states %v\n%s", res.TaskStates, tail(h.logs.String()))
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/geoflow/geoflow/dlq"
 	"github.com/geoflow/geoflow/flows"
+	"github.com/geoflow/geoflow/flows/engine"
 	"github.com/geoflow/geoflow/internal/devserver/wfsserver"
 	"github.com/geoflow/geoflow/internal/testdb"
 	"github.com/geoflow/geoflow/retry"
@@ -53,7 +54,7 @@ func TestMiscountingServers(t *testing.T) {
 			log := slog.New(slog.NewTextHandler(h.logs, nil))
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
-			res, err := flows.Run(ctx, f, flows.RunOptions{Store: h.db, Logger: log, HTTP: retry.New(&retry.Options{Logger: log, Seed: 1}), Grace: time.Second})
+			res, err := engine.Run(ctx, f, engine.RunOptions{Store: h.db, Logger: log, HTTP: retry.New(&retry.Options{Logger: log, Seed: 1}), Grace: time.Second})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -91,7 +92,7 @@ func TestFeatureBeyondLimits(t *testing.T) {
 bbox: [11.45, 48.05, 11.55, 48.15]
 output_format: `+format+`
 limits: {max_vertices: 3, max_string_bytes: 1MiB}
-target: {table: limited}`, flows.RunOptions{})
+target: {table: limited}`, engine.RunOptions{})
 			dead := res.DeadLetters()
 			if dead == 0 || res.DeadByClass[dlq.ClassTooLarge] != dead {
 				t.Fatalf("run %s, %d dead %v; want every unit dead as too_large\n%s", res.Status, dead, res.DeadByClass, tail(h.logs.String()))
@@ -136,7 +137,7 @@ func TestRefusedFeaturesAreDeadLetters(t *testing.T) {
 	res := h.run(`typename: gf:parcels
 bbox: [11.45, 48.05, 11.55, 48.15]
 output_format: geojson
-target: {table: refused}`, flows.RunOptions{})
+target: {table: refused}`, engine.RunOptions{})
 	if res.DeadLetters() != 1 || res.DeadByClass[dlq.ClassRejected] != 1 {
 		t.Fatalf("run %s, %d dead %v; want the unit dead as rejected\n%s", res.Status, res.DeadLetters(), res.DeadByClass, tail(h.logs.String()))
 	}
@@ -155,7 +156,7 @@ target: {table: refused}`, flows.RunOptions{})
 	}
 
 	broken.Store(false)
-	rr, err := flows.Replay(context.Background(), open, flows.ReplayOptions{Store: h.db, HTTP: retry.New(&retry.Options{Seed: 1}), Registry: registry(),
+	rr, err := engine.Replay(context.Background(), open, engine.ReplayOptions{Store: h.db, HTTP: retry.New(&retry.Options{Seed: 1}), Registry: registry(),
 		Logger: slog.New(slog.NewTextHandler(h.logs, nil))})
 	if err != nil || !rr.OK() {
 		t.Fatalf("replay against the fixed server: %v %+v\n%s", err, rr, tail(h.logs.String()))
@@ -201,7 +202,7 @@ func TestEqualPayloadsAreNotMissing(t *testing.T) {
 	res := h.run(`typename: gf:parcels
 bbox: [11.45, 48.05, 11.55, 48.15]
 output_format: geojson
-target: {table: twins}`, flows.RunOptions{})
+target: {table: twins}`, engine.RunOptions{})
 	logs := h.logs.String()
 	if res.Status != store.Done || res.DeadLetters() != 0 || strings.Contains(logs, "INCOMPLETE") || !strings.Contains(logs, "equal payloads") {
 		t.Fatalf("run %s, %d dead; want done, no INCOMPLETE, the equal payloads said\n%s", res.Status, res.DeadLetters(), tail(logs))
@@ -227,7 +228,7 @@ func TestUnitBudget(t *testing.T) {
 	res := h.run(`typename: gf:parcels
 bbox: [11.45, 48.05, 11.55, 48.15]
 limits: {max_units: 50}
-target: {table: budget}`, flows.RunOptions{})
+target: {table: budget}`, engine.RunOptions{})
 	if res.Status != store.Failed || !strings.Contains(res.FailedTasks["parcels"], "limits.max_units") {
 		t.Fatalf("run %s, failed %v; want the task failed naming limits.max_units\n%s", res.Status, res.FailedTasks, tail(h.logs.String()))
 	}

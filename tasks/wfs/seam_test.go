@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/geoflow/geoflow/flows"
+	"github.com/geoflow/geoflow/flows/engine"
 	"github.com/geoflow/geoflow/internal/devserver/wfsserver"
 	"github.com/geoflow/geoflow/internal/testdb"
 	"github.com/geoflow/geoflow/retry"
@@ -52,7 +53,7 @@ func TestDatabaseFaultsAreNotTheHosts(t *testing.T) {
 	res := h.run(`
 typename: gf:parcels
 target: {table: fault_parcels}
-`, flows.RunOptions{HTTP: handler})
+`, engine.RunOptions{HTTP: handler})
 	close(stop)
 	if killed.Load() == 0 {
 		t.Fatal("no connection was terminated: the test did not test anything")
@@ -116,7 +117,7 @@ tasks:` + b.String()
 	log := slog.New(slog.NewTextHandler(h.logs, nil))
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	res, err := flows.Run(ctx, f, flows.RunOptions{Store: h.db, Logger: log, HTTP: retry.New(&retry.Options{Logger: log, Seed: 1})})
+	res, err := engine.Run(ctx, f, engine.RunOptions{Store: h.db, Logger: log, HTTP: retry.New(&retry.Options{Logger: log, Seed: 1})})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,7 +156,7 @@ func TestNoApplicableCodeIsRetried(t *testing.T) {
 	res := h.run(`
 typename: gf:parcels
 target: {table: nac_parcels}
-`, flows.RunOptions{})
+`, engine.RunOptions{})
 	if res.Status != store.Done || res.DeadLetters() != 0 {
 		t.Fatalf("run %s, %d dead\n%s", res.Status, res.DeadLetters(), tail(h.logs.String()))
 	}

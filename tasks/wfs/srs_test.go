@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/geoflow/geoflow/flows"
+	"github.com/geoflow/geoflow/flows/engine"
 	"github.com/geoflow/geoflow/internal/devserver/wfsserver"
 	"github.com/geoflow/geoflow/store"
 )
@@ -20,7 +20,7 @@ func TestSRSTheServerRefuses(t *testing.T) {
 	res := h.run(`typename: gf:parcels
 bbox: [11.45, 48.05, 11.55, 48.15]
 srs: EPSG:25832
-target: {table: utm}`, flows.RunOptions{})
+target: {table: utm}`, engine.RunOptions{})
 	msg := res.FailedTasks["parcels"]
 	if res.Status != store.Failed || res.DeadLetters() != 0 || !strings.Contains(msg, "EPSG:25832") ||
 		!strings.Contains(msg, "Unsupported srsName") || !strings.Contains(msg, "urn:ogc:def:crs:EPSG::4326") {
@@ -44,7 +44,7 @@ func TestFilterTheServerCannotEvaluate(t *testing.T) {
 version: `+version+`
 bbox: [11.45, 48.05, 11.55, 48.15]
 filter: <fes:Filter xmlns:fes="http://www.opengis.net/fes/2.0"><fes:PropertyIsEqualTo><fes:ValueReference>land_use</fes:ValueReference><fes:Literal>residential</fes:Literal></fes:PropertyIsEqualTo></fes:Filter>
-target: {table: filtered}`, flows.RunOptions{})
+target: {table: filtered}`, engine.RunOptions{})
 			msg := res.FailedTasks["parcels"]
 			if res.Status != store.Failed || !strings.Contains(msg, "ImplementsMinStandardFilter") {
 				t.Fatalf("run %s, task error %q; want the filter refused at negotiation\n%s", res.Status, msg, tail(h.logs.String()))
@@ -67,7 +67,7 @@ func TestBrokenCapabilitiesAreTheServers(t *testing.T) {
 	})
 	res := h.run(`typename: gf:parcels
 bbox: [11.45, 48.05, 11.55, 48.15]
-target: {table: brokencaps}`, flows.RunOptions{})
+target: {table: brokencaps}`, engine.RunOptions{})
 	msg := res.FailedTasks["parcels"]
 	if res.Status != store.Failed || !strings.Contains(msg, "capabilities") || strings.Contains(msg, "database") ||
 		strings.Contains(h.logs.String(), "the store failed") {

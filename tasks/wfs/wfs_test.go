@@ -14,7 +14,7 @@ import (
 
 	"github.com/paulmach/orb"
 
-	"github.com/geoflow/geoflow/flows"
+	"github.com/geoflow/geoflow/flows/engine"
 	"github.com/geoflow/geoflow/internal/devserver/wfsserver"
 	"github.com/geoflow/geoflow/internal/testdb"
 	"github.com/geoflow/geoflow/internal/testflow"
@@ -57,7 +57,7 @@ func registry() *tasks.Registry {
 }
 
 // run runs a one-task flow whose task keys are given as YAML lines.
-func (h *harness) run(taskYAML string, opts flows.RunOptions) *flows.Result {
+func (h *harness) run(taskYAML string, opts engine.RunOptions) *engine.Result {
 	h.t.Helper()
 	return testflow.Run(h.t, wfs.Kind(), h.srv.URL+"/wfs", taskYAML, h.db, h.logs, opts)
 }
@@ -169,7 +169,7 @@ func TestHarvestComplete(t *testing.T) {
 			if !strings.Contains(keys, "typename") {
 				keys += "\ntypename: " + h.fx.TypeName()
 			}
-			res := h.run(keys+"\nbbox: [11.45, 48.05, 11.55, 48.15]\ntarget: {table: public.parcels}", flows.RunOptions{})
+			res := h.run(keys+"\nbbox: [11.45, 48.05, 11.55, 48.15]\ntarget: {table: public.parcels}", engine.RunOptions{})
 			if res.Status != store.Done {
 				t.Fatalf("run %s: %v\n%s", res.Status, res.FailedTasks, tail(h.logs.String()))
 			}
@@ -181,7 +181,7 @@ func TestHarvestComplete(t *testing.T) {
 				t.Errorf("no completeness report in the logs")
 			}
 			// A rerun stores nothing new: every feature is already present.
-			res2 := h.run(keys+"\nbbox: [11.45, 48.05, 11.55, 48.15]\ntarget: {table: public.parcels}", flows.RunOptions{})
+			res2 := h.run(keys+"\nbbox: [11.45, 48.05, 11.55, 48.15]\ntarget: {table: public.parcels}", engine.RunOptions{})
 			if res2.Summary.Inserted != 0 || res2.Summary.Skipped < int64(len(h.fx.FeaturesIn(extent))) {
 				t.Errorf("rerun inserted %d, skipped %d; want 0 and at least %d", res2.Summary.Inserted, res2.Summary.Skipped, len(h.fx.FeaturesIn(extent)))
 			}
@@ -194,7 +194,7 @@ func TestHarvestComplete(t *testing.T) {
 func TestHarvestFaults(t *testing.T) {
 	h := newHarness(t, wfsserver.Options{Features: 2000, CountDefault: 250, Faults: wfsserver.Faults{
 		Rate5xx: 0.06, RateTruncate: 0.08, RateHTML200: 0.04, Seed: 7}})
-	res := h.run("typename: gf:parcels\nbbox: [11.45, 48.05, 11.55, 48.15]\ntarget: {table: parcels}", flows.RunOptions{})
+	res := h.run("typename: gf:parcels\nbbox: [11.45, 48.05, 11.55, 48.15]\ntarget: {table: parcels}", engine.RunOptions{})
 	if res.Status != store.Done || res.DeadLetters() != 0 {
 		t.Fatalf("run %s with %d dead units\n%s", res.Status, res.DeadLetters(), tail(h.logs.String()))
 	}
@@ -208,7 +208,7 @@ func TestHarvestFaults(t *testing.T) {
 func TestHarvestArea(t *testing.T) {
 	h := newHarness(t, wfsserver.Options{Features: 4000, CountDefault: 500})
 	area := orb.Bound{Min: orb.Point{11.46, 48.06}, Max: orb.Point{11.48, 48.08}}
-	res := h.run("typename: gf:parcels\nbbox: [11.45, 48.05, 11.55, 48.15]\ntarget: {table: parcels}", flows.RunOptions{Area: &area})
+	res := h.run("typename: gf:parcels\nbbox: [11.45, 48.05, 11.55, 48.15]\ntarget: {table: parcels}", engine.RunOptions{Area: &area})
 	if res.Status != store.Done {
 		t.Fatalf("run %s\n%s", res.Status, tail(h.logs.String()))
 	}
@@ -226,13 +226,13 @@ func TestHarvestArea(t *testing.T) {
 func TestHarvestUpsert(t *testing.T) {
 	h := newHarness(t, wfsserver.Options{Features: 800, CountDefault: 300})
 	keys := "typename: gf:parcels\nbbox: [11.45, 48.05, 11.55, 48.15]\ntarget: {table: up, mode: upsert, key: [parcel_id]}"
-	res := h.run(keys, flows.RunOptions{})
+	res := h.run(keys, engine.RunOptions{})
 	if res.Status != store.Done || res.Summary.Inserted != 800 {
 		t.Fatalf("run %s inserted %d\n%s", res.Status, res.Summary.Inserted, tail(h.logs.String()))
 	}
 	// Change some rows locally: the next run must put the server's version back.
 	testdb.Rows(t, h.dbURL, "UPDATE up SET area_m2 = -1, gf_payload_hash = '\\x00'::bytea || gf_payload_hash WHERE parcel_id < 'GF-00000100'")
-	res = h.run(keys, flows.RunOptions{})
+	res = h.run(keys, engine.RunOptions{})
 	if res.Summary.Updated != 100 || res.Summary.Inserted != 0 {
 		t.Errorf("second run: %d updated, %d inserted; want 100 and 0", res.Summary.Updated, res.Summary.Inserted)
 	}
@@ -261,7 +261,7 @@ func TestHarvestRefusesBadInput(t *testing.T) {
 			if tt.setup != "" {
 				testdb.Rows(t, h.dbURL, tt.setup)
 			}
-			res := h.run(tt.keys, flows.RunOptions{})
+			res := h.run(tt.keys, engine.RunOptions{})
 			msg := res.FailedTasks["parcels"]
 			if res.Status != store.Failed || !strings.Contains(msg, tt.want) {
 				t.Fatalf("run %s, task error %q; want failure containing %q", res.Status, msg, tt.want)
@@ -291,7 +291,7 @@ func TestHarvestPermanentError(t *testing.T) {
 	defer srv.Close()
 	h := newHarness(t, wfsserver.Options{Features: 1})
 	h.srv = srv
-	res := h.run("typename: gf:parcels\nbbox: [11.45, 48.05, 11.55, 48.15]\ntarget: {table: t}", flows.RunOptions{})
+	res := h.run("typename: gf:parcels\nbbox: [11.45, 48.05, 11.55, 48.15]\ntarget: {table: t}", engine.RunOptions{})
 	if res.DeadLetters() != 1 {
 		t.Fatalf("dead units = %d, want 1\n%s", res.DeadLetters(), tail(h.logs.String()))
 	}

@@ -11,12 +11,12 @@ import (
 
 	"golang.org/x/term"
 
-	"github.com/geoflow/geoflow/flows"
+	"github.com/geoflow/geoflow/flows/engine"
 )
 
 // startDisplay shows progress until the returned function is called: a live, redrawn
 // table on a terminal, or a log line every 10 seconds otherwise.
-func startDisplay(w io.Writer, mode string, p *flows.Progress, log *slog.Logger) func() {
+func startDisplay(w io.Writer, mode string, p *engine.Progress, log *slog.Logger) func() {
 	if mode == "auto" {
 		mode = "log"
 		if f, ok := w.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
@@ -61,7 +61,7 @@ func startDisplay(w io.Writer, mode string, p *flows.Progress, log *slog.Logger)
 }
 
 // redraw rewrites the previous table in place with ANSI cursor movement.
-func redraw(w io.Writer, p *flows.Progress, prev int) int {
+func redraw(w io.Writer, p *engine.Progress, prev int) int {
 	var b strings.Builder
 	if prev > 0 {
 		fmt.Fprintf(&b, "\x1b[%dA", prev)
@@ -87,7 +87,7 @@ func redraw(w io.Writer, p *flows.Progress, prev int) int {
 	return len(snaps)
 }
 
-func eta(s flows.Snapshot) time.Duration {
+func eta(s engine.Snapshot) time.Duration {
 	finished := s.Done + s.Dead
 	if finished == 0 || s.Total <= finished {
 		return 0

@@ -16,7 +16,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/geoflow/geoflow/dlq"
-	"github.com/geoflow/geoflow/flows"
+	"github.com/geoflow/geoflow/flows/engine"
 	"github.com/geoflow/geoflow/retry"
 )
 
@@ -378,7 +378,7 @@ func replayDLQ(cmd *cobra.Command, g *globals, args []string, ff filterFlags, al
 		fmt.Fprintf(g.stdout, "would replay %d dead letter%s:\n", len(entries), plural(len(entries)))
 		return printEntries(g.stdout, entries)
 	}
-	res, err := flows.Replay(ctx, entries, flows.ReplayOptions{
+	res, err := engine.Replay(ctx, entries, engine.ReplayOptions{
 		Store:    st,
 		HTTP:     retry.New(&retry.Options{Logger: log, Shared: sharedPacing(st)}),
 		Registry: registry(),

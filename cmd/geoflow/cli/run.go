@@ -17,6 +17,7 @@ import (
 
 	"github.com/geoflow/geoflow/dlq"
 	"github.com/geoflow/geoflow/flows"
+	"github.com/geoflow/geoflow/flows/engine"
 	"github.com/geoflow/geoflow/internal/redact"
 	"github.com/geoflow/geoflow/retry"
 	"github.com/geoflow/geoflow/store"
@@ -121,9 +122,9 @@ func runFlow(ctx context.Context, g *globals, path string, rf runFlags) error {
 	defer st.Close()
 
 	handler := retry.New(&retry.Options{Logger: log, Shared: sharedPacing(st)})
-	progress := &flows.Progress{}
+	progress := &engine.Progress{}
 	stopDisplay := startDisplay(g.stderr, rf.progress, progress, log)
-	res, err := flows.Run(ctx, f, flows.RunOptions{
+	res, err := engine.Run(ctx, f, engine.RunOptions{
 		Store:     st,
 		HTTP:      handler,
 		Logger:    log,
@@ -143,7 +144,7 @@ func runFlow(ctx context.Context, g *globals, path string, rf runFlags) error {
 	stopDisplay()
 	var se *SignalError
 	switch {
-	case errors.Is(err, flows.ErrStoreDown):
+	case errors.Is(err, engine.ErrStoreDown):
 		return &exitError{code: ExitStoreDown, err: fmt.Errorf("%w; continue it with: geoflow run %s --resume", err, path)}
 	case err != nil && errors.As(context.Cause(ctx), &se):
 		// Stopped by a signal while its store was down: its end could not be recorded.
@@ -181,7 +182,7 @@ func runFlow(ctx context.Context, g *globals, path string, rf runFlags) error {
 // outright or the run failed otherwise, 2 when it has dead letters and is not merely
 // incomplete, 3 when it is incomplete (every dead letter of class incomplete, or a
 // task's finish found fewer features stored than its server counted), 0 when done.
-func exitCode(res *flows.Result) int {
+func exitCode(res *engine.Result) int {
 	switch {
 	case len(res.FailedTasks) > 0:
 		return ExitError
@@ -196,7 +197,7 @@ func exitCode(res *flows.Result) int {
 }
 
 // incompleteTasks names a run's incomplete tasks, for its exit message.
-func incompleteTasks(res *flows.Result) string {
+func incompleteTasks(res *engine.Result) string {
 	var ids []string
 	for id, st := range res.TaskStates {
 		if st == store.Incomplete {
@@ -208,7 +209,7 @@ func incompleteTasks(res *flows.Result) string {
 		plural(len(ids)), strings.Join(ids, ", "), res.RunID, res.RunID)
 }
 
-func printSummary(g *globals, f *flows.Flow, res *flows.Result, hosts []retry.HostStats) {
+func printSummary(g *globals, f *flows.Flow, res *engine.Result, hosts []retry.HostStats) {
 	s := res.Summary
 	if len(res.FlowChanges) > 0 {
 		which := "the flow run " + strconv.FormatInt(res.RunID, 10) + " recorded (--use-current-flow to use the file)"

@@ -16,7 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/spf13/cobra"
 
-	"github.com/geoflow/geoflow/flows"
+	"github.com/geoflow/geoflow/flows/engine"
 	"github.com/geoflow/geoflow/retry"
 	"github.com/geoflow/geoflow/schedule"
 	"github.com/geoflow/geoflow/server"
@@ -107,7 +107,7 @@ func runServe(ctx context.Context, g *globals, sf serveFlags) error {
 		ln.Close()
 		return err
 	}
-	runOpts := flows.RunOptions{
+	runOpts := engine.RunOptions{
 		HTTP:   retry.New(&retry.Options{Logger: log, Registerer: reg, Shared: sharedPacing(st)}),
 		Logger: log,
 		// Half of --grace to finish normally (Drain), 40% for units in flight to

@@ -15,7 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 
-	"github.com/geoflow/geoflow/flows"
+	"github.com/geoflow/geoflow/flows/engine"
 	"github.com/geoflow/geoflow/retry"
 	"github.com/geoflow/geoflow/schedule"
 	"github.com/geoflow/geoflow/server"
@@ -74,8 +74,8 @@ func (g *globals) storeName() string {
 }
 
 // replayOptions are the options of replays started by the UI of serve and ui.
-func (g *globals) replayOptions(st store.Runner, run flows.RunOptions) flows.ReplayOptions {
-	return flows.ReplayOptions{Store: st, HTTP: run.HTTP, Registry: registry(), Secrets: g.secrets, Logger: run.Logger, Grace: run.Grace}
+func (g *globals) replayOptions(st store.Runner, run engine.RunOptions) engine.ReplayOptions {
+	return engine.ReplayOptions{Store: st, HTTP: run.HTTP, Registry: registry(), Secrets: g.secrets, Logger: run.Logger, Grace: run.Grace}
 }
 
 // noSchedule is the scheduler of geoflow ui: none.
@@ -122,7 +122,7 @@ func runUI(ctx context.Context, g *globals, uf uiFlags) error {
 		if !uf.readOnly {
 			// Units in flight get most of --grace; the rest is for recording the run
 			// interrupted, so that the whole stop fits in --grace.
-			run := flows.RunOptions{Store: st, HTTP: retry.New(&retry.Options{Logger: log, Registerer: reg, Shared: sharedPacing(st)}),
+			run := engine.RunOptions{Store: st, HTTP: retry.New(&retry.Options{Logger: log, Registerer: reg, Shared: sharedPacing(st)}),
 				Logger: log, Grace: uf.grace * 4 / 5}
 			if launcher, err = server.NewLauncher(runCtx, opts.Catalog, run, g.replayOptions(st, run)); err != nil {
 				ln.Close()

@@ -15,7 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
 
-	"github.com/geoflow/geoflow/flows"
+	"github.com/geoflow/geoflow/flows/engine"
 	"github.com/geoflow/geoflow/retry"
 	"github.com/geoflow/geoflow/store"
 	"github.com/geoflow/geoflow/store/postgis"
@@ -97,7 +97,7 @@ func runWorker(ctx context.Context, g *globals, wf workerFlags) error {
 	}
 	reg := prometheus.NewRegistry()
 	handler := retry.New(&retry.Options{Logger: log, Shared: st, Registerer: reg})
-	w := &flows.UnitWorker{Store: st, HTTP: handler, Registry: registry(), Logger: log.With("worker", id),
+	w := &engine.UnitWorker{Store: st, HTTP: handler, Registry: registry(), Logger: log.With("worker", id),
 		Secrets: g.secrets, Backlog: handler.Backlog, SnoozeAfter: wf.snoozeAfter, Memory: tasks.NewMemory(memLimit)}
 	registerWorkerMetrics(reg, id, w)
 	if wf.listen != "" {
@@ -116,7 +116,7 @@ func runWorker(ctx context.Context, g *globals, wf workerFlags) error {
 }
 
 // registerWorkerMetrics exposes what the worker did, by the worker's id.
-func registerWorkerMetrics(reg *prometheus.Registry, id string, w *flows.UnitWorker) {
+func registerWorkerMetrics(reg *prometheus.Registry, id string, w *engine.UnitWorker) {
 	labels := prometheus.Labels{"worker": id}
 	reg.MustRegister(
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "geoflow_worker_units_done_total", Help: "Units this worker executed to done.", ConstLabels: labels},

@@ -1,4 +1,4 @@
-package flows
+package engine
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/geoflow/geoflow/flows"
 
 	"github.com/geoflow/geoflow/internal/testdb"
 	"github.com/geoflow/geoflow/store"
@@ -54,7 +56,7 @@ tasks:
 				if err := os.WriteFile(f.File, []byte(strings.Replace(src, "units: 20", "units: 30", 1)), 0o644); err != nil {
 					t.Fatal(err)
 				}
-				today, err := Load(f.File, Options{Registry: reg})
+				today, err := flows.Load(f.File, flows.Options{Registry: reg})
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -1,4 +1,4 @@
-package flows
+package engine
 
 import (
 	"context"

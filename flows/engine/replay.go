@@ -1,4 +1,4 @@
-package flows
+package engine
 
 import (
 	"cmp"
@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/geoflow/geoflow/flows"
 
 	"github.com/geoflow/geoflow/dlq"
 	"github.com/geoflow/geoflow/internal/redact"
@@ -26,7 +28,7 @@ type ReplayOptions struct {
 	HTTP tasks.HTTP
 	// Registry holds the task kinds the runs' flow files are loaded with; required.
 	Registry *tasks.Registry
-	// Secrets, when set, gets the secrets of the flows replayed (Options.Secrets).
+	// Secrets, when set, gets the secrets of the flows replayed (flows.Options.Secrets).
 	Secrets *redact.Set
 	Logger  *slog.Logger
 	// Grace is how long in-flight units may take to commit or roll back once ctx is
@@ -213,8 +215,8 @@ func (e *finishError) Unwrap() error { return e.error }
 
 // flow is the flow a run recorded, parsed again; for runs recorded before flows were
 // kept, the file it named. A file that has changed since the run is reported in the notes.
-func (rp *replayer) flow(info store.RunInfo) (*Flow, error) {
-	f, err := recordedFlow(info, Options{Registry: rp.opts.Registry, Secrets: rp.opts.Secrets})
+func (rp *replayer) flow(info store.RunInfo) (*flows.Flow, error) {
+	f, err := recordedFlow(info, flows.Options{Registry: rp.opts.Registry, Secrets: rp.opts.Secrets})
 	if err == nil && info.FlowText != "" && info.FlowFile != "" {
 		if cur, rerr := os.ReadFile(info.FlowFile); rerr == nil && string(cur) != info.FlowText {
 			rp.note(fmt.Sprintf("run %d: %s has changed since the run; replayed with the flow the run recorded (%s)",
@@ -241,7 +243,7 @@ func (rp *replayer) fail(idx []int, msg string) {
 }
 
 // task replays the entries idx, all of task t of run runID, through the runner's workers.
-func (rp *replayer) task(ctx, work context.Context, r *runner, t *Task, runID int64, idx []int) error {
+func (rp *replayer) task(ctx, work context.Context, r *runner, t *flows.Task, runID int64, idx []int) error {
 	st := rp.opts.Store
 	final := context.WithoutCancel(ctx)
 	task, err := t.Config.New(t.ID)
@@ -335,7 +337,7 @@ func (rp *replayer) ok(ctx context.Context, i int, note string) {
 // its finish (fin, nil when the finish found nothing wrong), as the runner would have
 // ended it now: done once no units are left and the finish is content, incomplete while
 // what is left is only incomplete, failed otherwise.
-func (rp *replayer) settleTask(ctx context.Context, runID int64, t *Task, fin *finishError) error {
+func (rp *replayer) settleTask(ctx context.Context, runID int64, t *flows.Task, fin *finishError) error {
 	rs := rp.opts.Store
 	state, err := rs.TaskState(ctx, runID, t.ID)
 	if err != nil || (state != store.Failed && state != store.Incomplete) {
@@ -366,7 +368,7 @@ func (rp *replayer) settleTask(ctx context.Context, runID int64, t *Task, fin *f
 // settleRun records a failed or incomplete run done once all its tasks are (incomplete
 // while some task is and none failed), and otherwise refreshes its counts and says which
 // downstream tasks are left to run.
-func (rp *replayer) settleRun(ctx context.Context, info store.RunInfo, f *Flow) error {
+func (rp *replayer) settleRun(ctx context.Context, info store.RunInfo, f *flows.Flow) error {
 	if info.Status != store.Failed && info.Status != store.Done && info.Status != store.Incomplete {
 		return nil // interrupted or running: a resume finishes it
 	}

@@ -1,4 +1,4 @@
-package flows
+package engine
 
 import (
 	"cmp"
@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
+
+	"github.com/geoflow/geoflow/flows"
 
 	"github.com/geoflow/geoflow/dlq"
 	"github.com/geoflow/geoflow/internal/redact"
@@ -19,11 +21,11 @@ import (
 
 // runner executes one run's tasks.
 type runner struct {
-	f     *Flow
+	f     *flows.Flow
 	opts  RunOptions
 	log   *slog.Logger
 	runID int64
-	// secrets are the flow's (Flow.Secrets), masked in logs, task errors and dead letters.
+	// secrets are the flow's (flows.Flow.Secrets), masked in logs, task errors and dead letters.
 	secrets *redact.Set
 	// resumed: tasks done in an earlier session of the run are not run again.
 	resumed bool
@@ -63,7 +65,7 @@ type runner struct {
 	queue store.Queue
 }
 
-func newRunner(f *Flow, opts RunOptions, log *slog.Logger, runID int64) *runner {
+func newRunner(f *flows.Flow, opts RunOptions, log *slog.Logger, runID int64) *runner {
 	secrets := &redact.Set{}
 	secrets.Add(f.Secrets...)
 	if len(f.Secrets) > 0 {
@@ -93,7 +95,7 @@ func (r *runner) getState(id string) (store.State, bool) {
 }
 
 // runTask waits for dependencies, then plans and executes the task's units.
-func (r *runner) runTask(ctx, work context.Context, t *Task, sem chan struct{}) {
+func (r *runner) runTask(ctx, work context.Context, t *flows.Task, sem chan struct{}) {
 	final := context.WithoutCancel(ctx)
 	record := func(state store.State, msg string) {
 		msg = r.secrets.String(msg)
@@ -156,7 +158,7 @@ func (r *runner) runTask(ctx, work context.Context, t *Task, sem chan struct{}) 
 }
 
 // env is what the task's units get from the runner.
-func (r *runner) env(t *Task) *tasks.Env {
+func (r *runner) env(t *flows.Task) *tasks.Env {
 	return &tasks.Env{
 		Flow: r.f.Name, RunID: r.runID, TaskID: t.ID, Logger: r.log.With("task", t.ID),
 		HTTP: r.opts.HTTP, Store: r.opts.Store, Area: r.opts.Area,
@@ -167,7 +169,7 @@ func (r *runner) env(t *Task) *tasks.Env {
 
 // execute plans and runs one task's units; it returns the task's final state, a message
 // when it did not succeed, and how many of its units failed for good.
-func (r *runner) execute(ctx, work context.Context, t *Task) (state store.State, msg string, dead int64) {
+func (r *runner) execute(ctx, work context.Context, t *flows.Task) (state store.State, msg string, dead int64) {
 	task, err := t.Config.New(t.ID)
 	if err != nil {
 		r.log.Error("task cannot start", "task", t.ID, "err", err)
@@ -338,7 +340,7 @@ func (r *runner) deadByClass(ctx context.Context, env *tasks.Env) map[dlq.Class]
 // retry.MaxAdaptiveConcurrency), and a quarter more, so that while some units write their
 // output into the store the host still has every request slot busy. Workers waiting for a
 // slot hold nothing.
-func workers(t *Task) int {
+func workers(t *flows.Task) int {
 	c := cmp.Or(t.RateLimit.Concurrency, retry.MaxAdaptiveConcurrency)
 	return c + (c+3)/4
 }

@@ -1,4 +1,9 @@
-package flows
+// Package engine runs flows: a run's tasks in dependency order, each task's units through
+// one loop (execute, write in the unit's transaction, judge the response, plan what
+// follows), whether the units run in this process, are replayed from dead letters or are
+// taken from the pool's queue by a worker. It owns each unit's transaction and how a run
+// stops; what a flow says is package flows'.
+package engine
 
 import (
 	"cmp"
@@ -10,6 +15,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/geoflow/geoflow/flows"
 
 	"github.com/paulmach/orb"
 
@@ -48,7 +55,7 @@ type RunOptions struct {
 	// StoreWait is how long the run waits for its store to come back after a fault (a
 	// restart, a lost connection, a full disk), probing it with a backoff that grows to
 	// 30s, before it stops: interrupted, resumable, with Result.StoreDown set. Zero
-	// means the flow's store_wait, else DefaultStoreWait (10m).
+	// means the flow's store_wait, else flows.DefaultStoreWait (10m).
 	StoreWait time.Duration
 	// Progress, when set, is updated as units finish (for a live display).
 	Progress *Progress
@@ -102,7 +109,7 @@ func (r *Result) DeadLetters() int64 { return r.Summary.UnitsDead }
 // in-flight units get opts.Grace to commit or roll back, then the run is recorded as
 // interrupted. The error is non-nil only when the run could not be carried out at all
 // (no database, a bad option); task and unit failures are in the Result.
-func Run(ctx context.Context, f *Flow, opts RunOptions) (*Result, error) {
+func Run(ctx context.Context, f *flows.Flow, opts RunOptions) (*Result, error) {
 	if opts.Store == nil {
 		return nil, errors.New("flows: no store")
 	}
@@ -156,7 +163,7 @@ func Run(ctx context.Context, f *Flow, opts RunOptions) (*Result, error) {
 		log.Warn("resuming the run as it started: its units run on "+map[bool]string{true: "the pool's workers", false: "this process"}[run.Distributed], "run", run.ID)
 	}
 	if opts.StoreWait <= 0 {
-		opts.StoreWait = cmp.Or(f.StoreWait, DefaultStoreWait)
+		opts.StoreWait = cmp.Or(f.StoreWait, flows.DefaultStoreWait)
 	}
 	// A store that stays down past the store wait stops the run as a signal does: no
 	// new units, the units in flight end, and the run is recorded as interrupted.
@@ -301,7 +308,7 @@ func absPath(p string) string {
 }
 
 // selectTasks returns the set of task ids to run.
-func selectTasks(f *Flow, only []string) (map[string]bool, error) {
+func selectTasks(f *flows.Flow, only []string) (map[string]bool, error) {
 	sel := map[string]bool{}
 	if len(only) == 0 {
 		for _, t := range f.Tasks {
@@ -316,33 +323,4 @@ func selectTasks(f *Flow, only []string) (map[string]bool, error) {
 		sel[id] = true
 	}
 	return sel, nil
-}
-
-// Downstream returns ids plus every task that depends on them, directly or not.
-func Downstream(f *Flow, ids []string) []string {
-	in := map[string]bool{}
-	for _, id := range ids {
-		in[id] = true
-	}
-	for changed := true; changed; {
-		changed = false
-		for _, t := range f.Tasks {
-			if in[t.ID] {
-				continue
-			}
-			for _, d := range t.DependsOn {
-				if in[d] {
-					in[t.ID], changed = true, true
-					break
-				}
-			}
-		}
-	}
-	var out []string
-	for _, t := range f.Tasks {
-		if in[t.ID] {
-			out = append(out, t.ID)
-		}
-	}
-	return out
 }

@@ -1,4 +1,4 @@
-package flows
+package engine
 
 import (
 	"cmp"
@@ -12,6 +12,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/geoflow/geoflow/flows"
 
 	"github.com/geoflow/geoflow/internal/redact"
 	"github.com/geoflow/geoflow/store"
@@ -35,7 +37,7 @@ type UnitWorker struct {
 	HTTP     tasks.HTTP
 	Registry *tasks.Registry
 	Logger   *slog.Logger
-	// Secrets, when set, gets the secrets of the flows parsed (Options.Secrets).
+	// Secrets, when set, gets the secrets of the flows parsed (flows.Options.Secrets).
 	Secrets *redact.Set
 	// Backlog, when set, says how long a new request to the host of a URL would wait in
 	// this process (retry.Handler.Backlog); a unit whose task's host would keep it
@@ -58,7 +60,7 @@ type UnitWorker struct {
 // workerRun is one run as this worker executes its units.
 type workerRun struct {
 	r       *runner
-	flow    *Flow
+	flow    *flows.Flow
 	used    time.Time
 	status  store.State
 	checked time.Time
@@ -194,7 +196,7 @@ func (w *UnitWorker) run(ctx context.Context, id int64) (*workerRun, store.State
 	defer w.mu.Unlock()
 	if wr = w.runs[id]; wr == nil {
 		log := cmp.Or(w.Logger, slog.Default()).With("run", id)
-		f, err := recordedFlow(info, Options{Registry: w.Registry, Secrets: w.Secrets, LookupEnv: workerEnv})
+		f, err := recordedFlow(info, flows.Options{Registry: w.Registry, Secrets: w.Secrets, LookupEnv: workerEnv})
 		if err != nil {
 			return nil, "", fmt.Errorf("run %d: %w", id, err)
 		}
@@ -241,14 +243,14 @@ func (w *UnitWorker) task(wr *workerRun, id string) (*workerTask, error) {
 
 // recordedFlow is the flow a run recorded, parsed again; for runs recorded before flows
 // were kept, the file it named.
-func recordedFlow(info store.RunInfo, opts Options) (*Flow, error) {
-	var f *Flow
+func recordedFlow(info store.RunInfo, opts flows.Options) (*flows.Flow, error) {
+	var f *flows.Flow
 	var err error
 	switch {
 	case info.FlowText != "":
-		f, err = Parse(cmp.Or(info.FlowFile, info.Flow), []byte(info.FlowText), opts)
+		f, err = flows.Parse(cmp.Or(info.FlowFile, info.Flow), []byte(info.FlowText), opts)
 	case info.FlowFile != "":
-		f, err = Load(info.FlowFile, opts)
+		f, err = flows.Load(info.FlowFile, opts)
 	default:
 		return nil, fmt.Errorf("run %d recorded no flow; run the flow again instead", info.ID)
 	}

@@ -1,4 +1,4 @@
-package flows
+package engine
 
 import (
 	"context"
@@ -9,20 +9,17 @@ import (
 	"sync"
 	"time"
 
+	"github.com/geoflow/geoflow/flows"
+
 	"github.com/geoflow/geoflow/dlq"
 	"github.com/geoflow/geoflow/store"
 	"github.com/geoflow/geoflow/tasks"
 )
 
-// DefaultStoreWait is how long a run waits for a store that stopped answering (a
-// database down, a full disk) before it stops, interrupted: RunOptions.StoreWait, the
-// flow's store_wait and geoflow run --store-wait override it.
-const DefaultStoreWait = 10 * time.Minute
-
 // ErrStoreDown is wrapped by the error a run stops with when its store stayed unavailable
 // for longer than its store wait. The run is interrupted, not failed: geoflow run --resume
 // continues it once the store is back.
-var ErrStoreDown = errors.New("flows: the store stayed unavailable past store_wait")
+var ErrStoreDown = errors.New("engine: the store stayed unavailable past store_wait")
 
 // The backoff between probes of a store that is down: from storeProbeMin, doubling, to
 // storeProbeMax, each wait drawn from its upper half (equal jitter, so waits never shrink
@@ -72,7 +69,7 @@ func (r *runner) storeWait() time.Duration {
 	if r.opts.StoreWait > 0 {
 		return r.opts.StoreWait
 	}
-	return DefaultStoreWait
+	return flows.DefaultStoreWait
 }
 
 // storeGone returns the error the run stops with when its store stayed down past the

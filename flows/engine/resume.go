@@ -1,9 +1,11 @@
-package flows
+package engine
 
 import (
 	"fmt"
 	"log/slog"
 	"strings"
+
+	"github.com/geoflow/geoflow/flows"
 
 	"github.com/geoflow/geoflow/store"
 )
@@ -11,7 +13,7 @@ import (
 // flowToResume decides which flow a resumed run executes: the one it recorded when it
 // started, unless useCurrent. When the file on disk differs, the differences are logged
 // and put in res, so nobody resumes an edited flow without a word.
-func flowToResume(f *Flow, run *store.Run, useCurrent bool, log *slog.Logger, res *Result) (*Flow, error) {
+func flowToResume(f *flows.Flow, run *store.Run, useCurrent bool, log *slog.Logger, res *Result) (*flows.Flow, error) {
 	if run.FlowText == "" {
 		log.Warn("this run recorded no flow (it started before runs kept theirs); resuming with the file", "run", run.ID, "file", f.File)
 		return f, nil

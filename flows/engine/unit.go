@@ -1,4 +1,4 @@
-package flows
+package engine
 
 import (
 	"cmp"
@@ -282,40 +282,5 @@ func (r *runner) persist(ctx context.Context, what string, fn func(ctx context.C
 		if !r.waitStore(ctx, nil, f, time.Time{}) {
 			return fmt.Errorf("%s: %w", what, err)
 		}
-	}
-}
-
-// ExecuteUnit runs one unit of task as a run does, without the run around it: it executes
-// the unit, writes its output in the unit's transaction, marks it done and commits, and
-// returns the units it planned. A failure is returned, not dead-lettered; units the output
-// lists as Failed are recorded as pending children, and their errors returned, joined,
-// with the planned units. It is for tools and tests that drive units one at a time; the
-// unit must be recorded (store.Units.AddUnits).
-func ExecuteUnit(ctx context.Context, st store.Runner, task tasks.Task, env *tasks.Env, u store.Unit) ([]store.Unit, error) {
-	r := &runner{opts: RunOptions{Store: st}, log: env.Logger, runID: env.RunID}
-	ref := store.UnitRef{RunID: env.RunID, TaskID: env.TaskID, Key: u.Key}
-	for {
-		out, err := task.Execute(ctx, env, u)
-		if err != nil {
-			return nil, err
-		}
-		w, err := r.write(ctx, env, ref, u, out, follower(task), time.Now(), nil)
-		out.Close()
-		switch {
-		case err != nil:
-			return nil, err
-		case w.redo != nil:
-			u.Spec = w.redo
-			continue
-		}
-		removeFiles(env, out.Remove)
-		var errs []error
-		for _, f := range out.Failed {
-			errs = append(errs, fmt.Errorf("unit %s: %w", f.Unit.Key, f.Err))
-		}
-		if w.failure != nil {
-			errs = append(errs, fmt.Errorf("unit %s: %w", u.Key, w.failure))
-		}
-		return w.children, errors.Join(errs...)
 	}
 }

