@@ -25,6 +25,11 @@ vet:
 docs:
 	$(GO) run ./cmd/geoflow docs --markdown docs/cli --man docs/man
 
+## house: how the code reads: the longest functions, cyclomatic complexity, the widest interface each package takes, the stores' method sets
+.PHONY: house
+house:
+	$(GO) -C .ci/house run . ../..
+
 ## help: this list
 help:
 	@sed -n 's/^## \([a-z-]*\): /\1\t/p' $(firstword $(MAKEFILE_LIST)) | expand -t 18

@@ -1,0 +1,222 @@
+// house prints the measures of how geoflow's code reads, for a before/after table: the longest
+// product functions, the highest cyclomatic complexity (gocyclo's count), the widest interface each
+// package takes from this module, and the method sets of the store implementations.
+//
+// Run from the repository root: go -C .ci/house run . ../..  (a module of its own, so that its
+// tools stay out of geoflow's go.mod). Tests, test support, benchmarks and sample servers are not
+// product code and are left out, as the function-length check in the review hook leaves them out.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"go/ast"
+	"go/types"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/fzipp/gocyclo"
+	"golang.org/x/tools/go/packages"
+)
+
+// notProduct are the package paths (relative to the module) that only tests, benchmarks and
+// `geoflow dev` use.
+var notProduct = []string{"bench", "internal/devserver", "internal/uishots", "internal/testdb",
+	"internal/testflow", "internal/browser", "store/storetest"}
+
+type fn struct {
+	lines, cyclo int
+	name, where  string
+}
+
+func main() {
+	top := flag.Int("top", 15, "rows per table")
+	flag.Parse()
+	root := flag.Arg(0)
+	if root == "" {
+		root = "."
+	}
+	abs, err := filepath.Abs(root)
+	if err != nil {
+		fail(err)
+	}
+	cfg := &packages.Config{Dir: abs, Mode: packages.NeedName | packages.NeedFiles | packages.NeedSyntax |
+		packages.NeedTypes | packages.NeedTypesInfo | packages.NeedModule}
+	pkgs, err := packages.Load(cfg, "./...")
+	if err != nil {
+		fail(err)
+	}
+	mod := ""
+	var prod []*packages.Package
+	for _, p := range pkgs {
+		if p.Module != nil {
+			mod = p.Module.Path
+		}
+		if len(p.Errors) > 0 {
+			fail(fmt.Errorf("%s: %v", p.PkgPath, p.Errors[0]))
+		}
+		if product(strings.TrimPrefix(strings.TrimPrefix(p.PkgPath, mod), "/")) {
+			prod = append(prod, p)
+		}
+	}
+	fns := functions(prod, abs)
+	report(fns, *top)
+	widest(prod, mod)
+	storeMethods(pkgs, mod)
+}
+
+func product(rel string) bool {
+	for _, np := range notProduct {
+		if rel == np || strings.HasPrefix(rel, np+"/") {
+			return false
+		}
+	}
+	return true
+}
+
+// functions measures every product function declaration: lines from `func` to its closing brace.
+func functions(pkgs []*packages.Package, root string) []fn {
+	var out []fn
+	for _, p := range pkgs {
+		for _, f := range p.Syntax {
+			file := p.Fset.Position(f.Pos()).Filename
+			if strings.HasSuffix(file, "_test.go") || ast.IsGenerated(f) {
+				continue
+			}
+			rel, _ := filepath.Rel(root, file)
+			for _, d := range f.Decls {
+				fd, ok := d.(*ast.FuncDecl)
+				if !ok || fd.Body == nil {
+					continue
+				}
+				n := p.Fset.Position(fd.End()).Line - p.Fset.Position(fd.Pos()).Line + 1
+				out = append(out, fn{lines: n, cyclo: gocyclo.Complexity(fd), name: funcName(fd), where: rel})
+			}
+		}
+	}
+	return out
+}
+
+func funcName(fd *ast.FuncDecl) string {
+	if fd.Recv == nil || len(fd.Recv.List) == 0 {
+		return fd.Name.Name
+	}
+	t := fd.Recv.List[0].Type
+	if s, ok := t.(*ast.StarExpr); ok {
+		t = s.X
+	}
+	switch x := t.(type) {
+	case *ast.IndexExpr:
+		t = x.X
+	case *ast.IndexListExpr:
+		t = x.X
+	}
+	if id, ok := t.(*ast.Ident); ok {
+		return id.Name + "." + fd.Name.Name
+	}
+	return fd.Name.Name
+}
+
+func report(fns []fn, top int) {
+	var over80, over120, cyc25 int
+	for _, f := range fns {
+		if f.lines > 80 {
+			over80++
+		}
+		if f.lines > 120 {
+			over120++
+		}
+		if f.cyclo > 25 {
+			cyc25++
+		}
+	}
+	fmt.Printf("product functions: %d; over 80 lines: %d; over 120 lines: %d; cyclomatic over 25: %d\n\n",
+		len(fns), over80, over120, cyc25)
+	sort.SliceStable(fns, func(i, j int) bool { return fns[i].lines > fns[j].lines })
+	fmt.Printf("longest functions\n")
+	for _, f := range fns[:min(top, len(fns))] {
+		fmt.Printf("  %4d lines  cyclo %2d  %s %s\n", f.lines, f.cyclo, f.where, f.name)
+	}
+	sort.SliceStable(fns, func(i, j int) bool { return fns[i].cyclo > fns[j].cyclo })
+	fmt.Printf("\nhighest cyclomatic complexity\n")
+	for _, f := range fns[:min(10, len(fns))] {
+		fmt.Printf("  cyclo %2d  %4d lines  %s %s\n", f.cyclo, f.lines, f.where, f.name)
+	}
+}
+
+// widest prints, per product package, the interface with the most methods (of those declared in
+// this module) that the package takes: as a parameter, a struct field or an embedded interface of
+// its own declarations.
+func widest(pkgs []*packages.Package, mod string) {
+	fmt.Printf("\nwidest interface each package takes (declared in this module)\n")
+	for _, p := range pkgs {
+		best, bestN := "", 0
+		consider := func(t types.Type) {
+			named, ok := types.Unalias(t).(*types.Named)
+			if !ok || named.Obj().Pkg() == nil || !strings.HasPrefix(named.Obj().Pkg().Path(), mod) {
+				return
+			}
+			it, ok := named.Underlying().(*types.Interface)
+			if !ok {
+				return
+			}
+			if n := it.NumMethods(); n > bestN {
+				bestN = n
+				best = strings.TrimPrefix(strings.TrimPrefix(named.Obj().Pkg().Path(), mod), "/") + "." + named.Obj().Name()
+			}
+		}
+		for id, obj := range p.TypesInfo.Defs {
+			if obj == nil || strings.HasSuffix(p.Fset.Position(id.Pos()).Filename, "_test.go") {
+				continue
+			}
+			switch o := obj.(type) {
+			case *types.Func:
+				sig := o.Type().(*types.Signature)
+				for i := range sig.Params().Len() {
+					consider(deref(sig.Params().At(i).Type()))
+				}
+			case *types.Var:
+				if o.IsField() {
+					consider(deref(o.Type()))
+				}
+			}
+		}
+		if bestN > 0 {
+			fmt.Printf("  %-40s %2d  %s\n", strings.TrimPrefix(strings.TrimPrefix(p.PkgPath, mod), "/"), bestN, best)
+		}
+	}
+}
+
+func deref(t types.Type) types.Type {
+	if p, ok := t.(*types.Pointer); ok {
+		return p.Elem()
+	}
+	return t
+}
+
+// storeMethods prints the method set of each store implementation's *Store.
+func storeMethods(pkgs []*packages.Package, mod string) {
+	fmt.Printf("\nmethods per store implementation (exported, all)\n")
+	for _, p := range pkgs {
+		rel := strings.TrimPrefix(strings.TrimPrefix(p.PkgPath, mod), "/")
+		if !strings.HasPrefix(rel, "store/") || p.Types.Scope().Lookup("Store") == nil {
+			continue
+		}
+		t := p.Types.Scope().Lookup("Store").Type()
+		ms := types.NewMethodSet(types.NewPointer(t))
+		exported := 0
+		for i := range ms.Len() {
+			if ms.At(i).Obj().Exported() {
+				exported++
+			}
+		}
+		fmt.Printf("  %-40s %2d  %d\n", rel+".Store", exported, ms.Len())
+	}
+}
+
+func fail(err error) {
+	fmt.Fprintln(os.Stderr, "house:", err)
+	os.Exit(1)
+}
