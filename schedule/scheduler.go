@@ -47,12 +47,12 @@ type RunFunc func(ctx context.Context, f *flows.Flow, at time.Time) (*engine.Res
 // Options configure a Scheduler. Zero values mean defaults.
 type Options struct {
 	// Store is the database that fires are claimed in; required.
-	Store store.Scheduler
+	Store store.Fires
 	// Dir holds the flow files (*.yaml, *.yml); those with a schedule are fired. Required.
 	Dir string
 	// Flows tells how flow files are read; its Registry is required.
 	Flows flows.Options
-	// RunOptions is the template of every run (Store defaults to Store; Trigger is set to
+	// RunOptions is the template of every run (its Store is required; Trigger is set to
 	// "schedule"). Unused when Run is set.
 	RunOptions engine.RunOptions
 	// Run runs one fire. Defaults to engine.Run with RunOptions.
@@ -133,9 +133,6 @@ func New(opts Options) (*Scheduler, error) {
 	opts.FireRetention = cmp.Or(opts.FireRetention, 30*24*time.Hour)
 	if opts.Clock == nil {
 		opts.Clock = wallClock{}
-	}
-	if opts.RunOptions.Store == nil {
-		opts.RunOptions.Store = opts.Store
 	}
 	s := &Scheduler{
 		o:       opts,

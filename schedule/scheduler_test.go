@@ -12,6 +12,7 @@ import (
 	"github.com/geoflow/geoflow/flows/engine"
 	"github.com/geoflow/geoflow/internal/devserver/wfsserver"
 	"github.com/geoflow/geoflow/internal/testdb"
+	"github.com/geoflow/geoflow/internal/testflow"
 	"github.com/geoflow/geoflow/retry"
 	"github.com/geoflow/geoflow/schedule"
 	"github.com/geoflow/geoflow/store"
@@ -49,7 +50,7 @@ func TestTwoInstancesRunEachFireOnce(t *testing.T) {
 	var stops []func() time.Duration
 	for _, name := range []string{"a", "b"} {
 		s := newScheduler(t, schedule.Options{Store: st, Dir: dir, Instance: name, Logger: testLogger(t).With("instance", name),
-			RunOptions: engine.RunOptions{HTTP: retry.New(nil), Logger: testLogger(t).With("instance", name), Grace: 5 * time.Second},
+			RunOptions: engine.RunOptions{Store: testflow.Stores(st), HTTP: retry.New(nil), Logger: testLogger(t).With("instance", name), Grace: 5 * time.Second},
 			Drain:      10 * time.Second, Clock: clk})
 		stops = append(stops, start(t, s))
 	}
@@ -135,7 +136,7 @@ func TestShutdownDuringRun(t *testing.T) {
 			dir := flowDir(t, flowSpec{name: "harvest", schedule: "@every 1s", wfsURL: wfsSrv.URL})
 			clk := newFakeClock(t0)
 			s := newScheduler(t, schedule.Options{Store: st, Dir: dir, Drain: tt.drain, Clock: clk,
-				RunOptions: engine.RunOptions{HTTP: retry.New(nil), Logger: testLogger(t), Grace: time.Second}})
+				RunOptions: engine.RunOptions{Store: testflow.Stores(st), HTTP: retry.New(nil), Logger: testLogger(t), Grace: time.Second}})
 			stop := start(t, s)
 			clk.fireAt(t, at(1), 1)
 			eventually(t, "the run started", func() bool {

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/geoflow/geoflow/internal/testflow"
+
 	"github.com/paulmach/orb"
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -142,8 +144,8 @@ tasks:
 	u.dir, u.secrets = dir, &redact.Set{}
 	catalog := &server.Catalog{Dir: dir, Options: flows.Options{Registry: reg, Secrets: u.secrets}}
 	runCtx, cancel := context.WithCancel(context.Background())
-	run := engine.RunOptions{Store: db, HTTP: retry.New(&retry.Options{Logger: log}), Logger: log, Grace: 5 * time.Second}
-	u.launcher, err = server.NewLauncher(runCtx, catalog, run, engine.ReplayOptions{Store: db, HTTP: run.HTTP, Registry: reg, Logger: log})
+	run := engine.RunOptions{Store: testflow.Stores(db), HTTP: retry.New(&retry.Options{Logger: log}), Logger: log, Grace: 5 * time.Second}
+	u.launcher, err = server.NewLauncher(runCtx, catalog, run, engine.ReplayOptions{Store: testflow.Stores(db), HTTP: run.HTTP, Registry: reg, Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}

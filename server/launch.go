@@ -43,7 +43,7 @@ var ErrShuttingDown = errors.New("server: shutting down: no new run or replay st
 // replay are the options every run and replay gets (Store, HTTP, Logger, Grace; Store
 // and Registry are required); catalog finds the flows by name.
 func NewLauncher(ctx context.Context, catalog *Catalog, run engine.RunOptions, replay engine.ReplayOptions) (*Launcher, error) {
-	if catalog == nil || run.Store == nil || replay.Store == nil || replay.Registry == nil {
+	if catalog == nil || run.Store.Runs == nil || replay.Store.Runs == nil || replay.Registry == nil {
 		return nil, errors.New("server: a launcher needs a catalog, a store and a task registry")
 	}
 	return &Launcher{ctx: ctx, catalog: catalog, run: run, replay: replay, log: cmp.Or(run.Logger, slog.Default())}, nil

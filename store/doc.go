@@ -1,11 +1,13 @@
 // Package store is the seam between geoflow and where it keeps things: the feature,
 // tile and asset tables a flow fills, and geoflow's own bookkeeping (runs, tasks, units,
-// dead letters, schedule fires). It states what each consumer needs as small interfaces
-// (the runner's RunStore and UnitTx, a task's TaskStore, the triage commands' DeadLetters,
-// the history's History, the scheduler's Fires, the server's Health), the plain records
-// they exchange, and the typed states of runs, tasks and units.
+// dead letters, schedule fires). It states each role as a small interface (Runs, Units
+// and UnitTx, FeatureTables, Mirrors, TileStore, AssetStore, DeadLetters, History,
+// Fires, Health, the PostgreSQL-only Queue), which the consumers combine into their own
+// narrow seams; Store is every role at once, what an implementation provides and a
+// command opens. It also states the plain records they exchange, and the typed states of
+// runs, tasks and units.
 //
-// Implementations live below it (store/postgis; a GeoPackage store next to it later) and
+// Implementations live below it (store/postgis, store/gpkg) and
 // are the only code that imports a database driver. Nothing above this package knows
 // which database it talks to: a database failure reaches callers as a *Fault, which says
 // whether waiting for the database and trying again may help.

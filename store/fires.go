@@ -55,9 +55,3 @@ type Fires interface {
 	// may overlap. ok is false when a conflicting holder has it.
 	TryLockFlow(ctx context.Context, flow string, shared bool) (lock FlowLock, ok bool, err error)
 }
-
-// Scheduler is what the scheduler needs: fires, and everything the runs it starts need.
-type Scheduler interface {
-	Fires
-	Runner
-}

@@ -182,16 +182,3 @@ type DeadLetterSink interface {
 type Pinger interface {
 	Ping(ctx context.Context) error
 }
-
-// Runner is everything the flow runner needs: its own bookkeeping, and what its tasks
-// need (TaskStore).
-type Runner interface {
-	Migrator
-	Pinger
-	Runs
-	Units
-	DeadLetterSink
-	TaskStore
-	// DeadLetters is there for replays, which read and close entries.
-	DeadLetters
-}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/paulmach/orb"
+
 	"github.com/geoflow/geoflow/dlq"
 )
 
@@ -72,14 +74,29 @@ type DeadLetters interface {
 	PurgeDeadLetters(ctx context.Context, before time.Time, statuses ...dlq.Status) (int64, error)
 }
 
-// Store is every consumer's interface at once: what a process opens once (cmd) and hands
-// to each consumer, which takes only the interface it needs. Close releases it.
+// Store is the driver-facing interface, every role at once: what each implementation
+// (store/postgis, store/gpkg) provides and the store test suite checks, and what a
+// process opens once (cmd) and splits among its consumers, each of which takes only the
+// small interface it declares. Close releases it.
 type Store interface {
-	Runner
+	Migrator
 	Health
+	Runs
+	Units
+	DeadLetterSink
+	DeadLetters
+	FeatureTables
+	TileStore
+	AssetStore
+	Mirrors
 	History
 	UnitLister
 	Changes
 	Fires
+	// MergedFeatures, ShortFeatures and TaskExtent are what a task reads of what runs
+	// recorded (tasks.Records, with Units.Unit).
+	MergedFeatures(ctx context.Context, runID int64, task string) (int64, error)
+	ShortFeatures(ctx context.Context, runID int64, task string) (int64, error)
+	TaskExtent(ctx context.Context, flow, task string) (b orb.Bound, ok bool, err error)
 	Close()
 }

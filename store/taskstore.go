@@ -6,28 +6,6 @@ import (
 	"github.com/paulmach/orb"
 )
 
-// TaskStore is what a task may ask of the store while it plans and executes units:
-// setting up its target, reading what it stored before. Writes of a unit's output go
-// through the runner's UnitTx, never through here.
-type TaskStore interface {
-	FeatureTables
-	TileStore
-	AssetStore
-	Mirrors
-	// Unit returns a recorded unit of a run and its state, or fails wrapping
-	// ErrNotFound (what a replay's task reads of how its run was planned).
-	Unit(ctx context.Context, ref UnitRef) (Unit, State, error)
-	// MergedFeatures is how many features the units of a run's task skipped as equal in
-	// payload to a stored feature of another id (Counts.Merged), for completeness checks.
-	MergedFeatures(ctx context.Context, runID int64, task string) (int64, error)
-	// ShortFeatures is how many features the servers of a run's task counted beyond
-	// what they returned (Counts.Short), summed over its units, wherever they ran.
-	ShortFeatures(ctx context.Context, runID int64, task string) (int64, error)
-	// TaskExtent is the lon/lat extent of what another task of a flow stored in its
-	// latest finished run (bbox_from); ok is false when it stored nothing.
-	TaskExtent(ctx context.Context, flow, task string) (b orb.Bound, ok bool, err error)
-}
-
 // FeatureTables sets up and inspects feature tables.
 type FeatureTables interface {
 	// EnsureFeatureTable creates t when it is missing, with its geometry, bookkeeping

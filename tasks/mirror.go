@@ -79,7 +79,7 @@ func FinishChanges(ctx context.Context, env *Env, h Harvest) error {
 	var stopped error
 	if t.Mode == store.ModeMirror {
 		var err error
-		if c.Seen, err = env.Store.SeenFeatures(ctx, t, env.RunID, env.TaskID); err != nil {
+		if c.Seen, err = env.Mirror.SeenFeatures(ctx, t, env.RunID, env.TaskID); err != nil {
 			return err
 		}
 		var found int
@@ -87,12 +87,12 @@ func FinishChanges(ctx context.Context, env *Env, h Harvest) error {
 			return err
 		}
 		if found > 0 {
-			if c.Seen, err = env.Store.SeenFeatures(ctx, t, env.RunID, env.TaskID); err != nil {
+			if c.Seen, err = env.Mirror.SeenFeatures(ctx, t, env.RunID, env.TaskID); err != nil {
 				return err // the rows found by id count as seen
 			}
 		}
 	}
-	if err := env.Store.NoteChanges(ctx, env.RunID, env.TaskID, c); err != nil {
+	if err := env.Mirror.NoteChanges(ctx, env.RunID, env.TaskID, c); err != nil {
 		return err
 	}
 	return stopped
@@ -109,22 +109,22 @@ func deleteUnseen(ctx context.Context, env *Env, h Harvest, seen int64) (note st
 		return "deletions withheld: " + why
 	}
 	// Whatever this run decides, earlier runs' keys can no longer apply: it supersedes them.
-	if err := env.Store.ForgetSeen(ctx, env.Flow, env.TaskID, env.RunID); err != nil {
+	if err := env.Mirror.ForgetSeen(ctx, env.Flow, env.TaskID, env.RunID); err != nil {
 		return "", 0, nil, err
 	}
 	// Rows this run saw exist, whatever else it concludes: their absence streaks end.
 	absence := store.Absence{Flow: env.Flow, Task: env.TaskID, RunID: env.RunID}
-	if _, err := env.Store.NoteAbsent(ctx, h.Table, absence); err != nil {
+	if _, err := env.Mirror.NoteAbsent(ctx, h.Table, absence); err != nil {
 		return "", 0, nil, err
 	}
-	later, err := env.Store.LaterRun(ctx, env.Flow, env.TaskID, env.RunID)
+	later, err := env.Mirror.LaterRun(ctx, env.Flow, env.TaskID, env.RunID)
 	if err != nil {
 		return "", 0, nil, err
 	}
 	g := deletionGate(env.UnitsLeft, h.Expected, seen, later, h.Area)
 	if g.forget {
 		// No replay can cure it: the keys the run saw are of no use.
-		if err := env.Store.ForgetSeen(ctx, env.Flow, env.TaskID, env.RunID+1); err != nil {
+		if err := env.Mirror.ForgetSeen(ctx, env.Flow, env.TaskID, env.RunID+1); err != nil {
 			return "", 0, nil, err
 		}
 	}
@@ -138,7 +138,7 @@ func deleteUnseen(ctx context.Context, env *Env, h Harvest, seen int64) (note st
 		env.Logger.Warn("mirror: the run saw more distinct features than the server counted (ids that change between requests, or a count that runs low)",
 			"counted", h.Expected, "seen", seen)
 	}
-	unseen, err := env.Store.UnseenFeatures(ctx, h.Table, store.UnseenQuery{RunID: env.RunID, Task: env.TaskID, Area: h.Area, Partial: env.Area != nil})
+	unseen, err := env.Mirror.UnseenFeatures(ctx, h.Table, store.UnseenQuery{RunID: env.RunID, Task: env.TaskID, Area: h.Area, Partial: env.Area != nil})
 	if errors.Is(err, store.ErrNoTransform) {
 		return withhold("this store cannot tell which stored features lie in the area (" + err.Error() + ")"), 0, nil, nil
 	}
@@ -154,7 +154,7 @@ func deleteUnseen(ctx context.Context, env *Env, h Harvest, seen int64) (note st
 			"table", h.Table.Name, "counted", h.Expected, "seen", seen, "kept", v.kept, "updated", v.written.Updated)
 	}
 	absence.Keys = v.unasked
-	runs, err := env.Store.NoteAbsent(ctx, h.Table, absence)
+	runs, err := env.Mirror.NoteAbsent(ctx, h.Table, absence)
 	if err != nil {
 		return "", 0, nil, err
 	}
@@ -167,7 +167,7 @@ func deleteUnseen(ctx context.Context, env *Env, h Harvest, seen int64) (note st
 		env.Logger.Error("mirror: "+d.mass.Error(), "table", h.Table.Name)
 		return strings.Join(d.notes, "; "), v.kept, d.mass, nil
 	}
-	deleted, err := env.Store.DeleteFeatures(ctx, h.Table, store.DeleteKeys{RunID: env.RunID, Task: env.TaskID, Keys: d.del})
+	deleted, err := env.Mirror.DeleteFeatures(ctx, h.Table, store.DeleteKeys{RunID: env.RunID, Task: env.TaskID, Keys: d.del})
 	if err != nil {
 		return "", 0, nil, err
 	}
@@ -334,7 +334,7 @@ func confirmGone(ctx context.Context, env *Env, h Harvest, unseen []store.Unseen
 	if len(found) > 0 {
 		ref := store.UnitRef{RunID: env.RunID, TaskID: env.TaskID, Key: confirmedUnit}
 		var err error
-		if v.written, err = env.Store.WriteConfirmed(ctx, ref, h.Table, &featureList{fs: found}); err != nil {
+		if v.written, err = env.Mirror.WriteConfirmed(ctx, ref, h.Table, &featureList{fs: found}); err != nil {
 			return v, fmt.Errorf("storing the %d features the server still serves by id: %w", len(found), err)
 		}
 	}

@@ -4,10 +4,10 @@
 // dead-letter queue, crash-safe resume and bbox-scoped reruns, for every kind of task
 // (WFS features, map tiles, imagery).
 //
-// A task never writes a unit's output itself: the runner (package flows) opens the
+// A task never writes a unit's output itself: the engine (package flows/engine) opens the
 // unit's transaction, drains the Output into it and commits, marking the unit done in the
 // same transaction. A task fetches through the rate-limit handler (HTTP) and reads what
-// it needs from the store through store.TaskStore.
+// it needs from the store through the narrow parts of Stores its kind uses.
 package tasks
 
 import (
@@ -150,6 +150,35 @@ type HTTP interface {
 	Do(ctx context.Context, r retry.Request, read func(*http.Response) error) error
 }
 
+// Stores are the parts of the store a task may use while it plans, executes and finishes
+// its units, one interface per role: a task uses the one its kind needs (a feature task
+// Features, Mirror and Records; a tile task Tiles and Records). Writes of a unit's output
+// go through the engine's unit transaction, never through here. Each is the same store.
+type Stores struct {
+	Features store.FeatureTables
+	Mirror   store.Mirrors
+	Tiles    store.TileStore
+	Assets   store.AssetStore
+	Records  Records
+}
+
+// Records is what a task reads of what runs recorded.
+type Records interface {
+	// Unit returns a recorded unit of a run and its state, or fails wrapping
+	// store.ErrNotFound (what a replay's task reads of how its run was planned).
+	Unit(ctx context.Context, ref store.UnitRef) (store.Unit, store.State, error)
+	// MergedFeatures is how many features the units of a run's task skipped as equal in
+	// payload to a stored feature of another id (store.Counts.Merged), for completeness
+	// checks.
+	MergedFeatures(ctx context.Context, runID int64, task string) (int64, error)
+	// ShortFeatures is how many features the servers of a run's task counted beyond
+	// what they returned (store.Counts.Short), summed over its units, wherever they ran.
+	ShortFeatures(ctx context.Context, runID int64, task string) (int64, error)
+	// TaskExtent is the lon/lat extent of what another task of a flow stored in its
+	// latest finished run (bbox_from); ok is false when it stored nothing.
+	TaskExtent(ctx context.Context, flow, task string) (b orb.Bound, ok bool, err error)
+}
+
 // Env is what a task gets from the runner for one run. It is shared by all units of the
 // task; its fields must not be modified once the task has started.
 type Env struct {
@@ -158,7 +187,8 @@ type Env struct {
 	TaskID string
 	Logger *slog.Logger
 	HTTP   HTTP
-	Store  store.TaskStore
+	// Stores are the parts of the store the task may use, one per role.
+	Stores
 	// Area restricts spatial tasks to this lon/lat box (geoflow run --bbox); nil means
 	// the task's own bbox only. Tasks plan only units that intersect it.
 	Area *orb.Bound

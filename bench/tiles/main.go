@@ -30,6 +30,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/geoflow/geoflow/internal/testflow"
+
 	"github.com/geoflow/geoflow/flows"
 	"github.com/geoflow/geoflow/flows/engine"
 	"github.com/geoflow/geoflow/internal/devserver/tileserver"
@@ -194,7 +196,7 @@ tasks:
 			settle()
 			fx.ResetStats()
 			start := time.Now()
-			res, err := engine.Run(ctx, f, engine.RunOptions{Store: stores[i], Logger: log, HTTP: retry.New(&retry.Options{Logger: log})})
+			res, err := engine.Run(ctx, f, engine.RunOptions{Store: testflow.Stores(stores[i]), Logger: log, HTTP: retry.New(&retry.Options{Logger: log})})
 			return time.Since(start), res, err
 		}
 		first, res, err := measure()

@@ -121,7 +121,7 @@ func (r *runner) recoverLost(ctx context.Context, q store.Queue, env *tasks.Env)
 			requeue = append(requeue, l.Key)
 			continue
 		}
-		u, _, err := r.opts.Store.Unit(ctx, store.UnitRef{RunID: r.runID, TaskID: env.TaskID, Key: l.Key})
+		u, _, err := r.opts.Store.Units.Unit(ctx, store.UnitRef{RunID: r.runID, TaskID: env.TaskID, Key: l.Key})
 		if err != nil {
 			env.Logger.Error("reading a lost unit", "unit", l.Key, "err", err)
 			continue

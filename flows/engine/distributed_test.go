@@ -39,7 +39,7 @@ func pool(t *testing.T, db string, reg *tasks.Registry, n int) (workers []*UnitW
 			t.Fatal(err)
 		}
 		id := fmt.Sprintf("w%d", i+1)
-		w := &UnitWorker{Store: st, Registry: reg}
+		w := &UnitWorker{Store: storesOf(st), Registry: reg}
 		workers = append(workers, w)
 		wg.Add(1)
 		go func() {
@@ -84,7 +84,7 @@ func TestDistributedRunMatchesLocal(t *testing.T) {
 	f := writeFlow(t, reg, distFlow)
 
 	localDB := testdb.URL(t)
-	local, err := Run(ctx, f, RunOptions{Store: openStore(t, localDB)})
+	local, err := Run(ctx, f, RunOptions{Store: storesOf(openStore(t, localDB))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +93,7 @@ func TestDistributedRunMatchesLocal(t *testing.T) {
 	st := openStore(t, db)
 	workers, stop := pool(t, db, reg, 3)
 	prog := &Progress{}
-	dist, err := Run(ctx, f, RunOptions{Store: st, Distributed: true, Progress: prog})
+	dist, err := Run(ctx, f, RunOptions{Store: storesOf(st), Distributed: true, Progress: prog})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,7 +168,7 @@ tasks:
 		}
 		cancel()
 	}()
-	res, err := Run(ctx, f, RunOptions{Store: st, Distributed: true, Grace: 10 * time.Second})
+	res, err := Run(ctx, f, RunOptions{Store: storesOf(st), Distributed: true, Grace: 10 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,7 +181,7 @@ tasks:
 	first := res.Summary.UnitsDone
 	ctx, cancel = context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	res, err = Run(ctx, f, RunOptions{Store: st, Resume: true})
+	res, err = Run(ctx, f, RunOptions{Store: storesOf(st), Resume: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -211,7 +211,7 @@ tasks:
 func TestDistributedNeedsQueue(t *testing.T) {
 	reg := testRegistry(nil)
 	f := writeFlow(t, reg, distFlow)
-	_, err := Run(context.Background(), f, RunOptions{Store: openStore(t, t.TempDir()+"/x.gpkg"), Distributed: true})
+	_, err := Run(context.Background(), f, RunOptions{Store: storesOf(openStore(t, t.TempDir()+"/x.gpkg")), Distributed: true})
 	if !errors.Is(err, store.ErrNoQueue) {
 		t.Fatalf("err %v, want ErrNoQueue", err)
 	}
@@ -237,7 +237,7 @@ tasks:
 	}
 	done := make(chan outcome, 1)
 	go func() {
-		res, err := Run(context.Background(), f, RunOptions{Store: st, Distributed: true})
+		res, err := Run(context.Background(), f, RunOptions{Store: storesOf(st), Distributed: true})
 		done <- outcome{res, err}
 	}()
 	// No worker yet: the units wait in the queue. Give one up as the pool would after

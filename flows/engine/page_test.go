@@ -65,7 +65,7 @@ tasks:
 		t.Fatal(err)
 	}
 	logs := &bytes.Buffer{}
-	r := newRunner(f, RunOptions{Store: db, HTTP: retry.New(&retry.Options{Seed: 1})}, slog.New(slog.NewTextHandler(logs, nil)), run.ID)
+	r := newRunner(f, RunOptions{Store: storesOf(db), HTTP: retry.New(&retry.Options{Seed: 1})}, slog.New(slog.NewTextHandler(logs, nil)), run.ID)
 	spec := f.Task("parcels")
 	task, err := spec.Config.New(spec.ID)
 	if err != nil {

@@ -22,8 +22,8 @@ import (
 
 // ReplayOptions configure Replay. Zero values mean defaults.
 type ReplayOptions struct {
-	// Store is where the runs are recorded; required.
-	Store store.Runner
+	// Store is where the runs are recorded; Runs, Units and DeadLetters are required.
+	Store Stores
 	// HTTP is the rate-limit handler; required for tasks that fetch.
 	HTTP tasks.HTTP
 	// Registry holds the task kinds the runs' flow files are loaded with; required.
@@ -82,15 +82,15 @@ func (r *ReplayResult) OK() bool {
 // The error is non-nil only when the replay could not be carried out at all; per-entry
 // failures are in the result.
 func Replay(ctx context.Context, entries []dlq.Entry, opts ReplayOptions) (*ReplayResult, error) {
-	if opts.Store == nil {
-		return nil, errors.New("flows: no store")
+	if err := opts.Store.check(); err != nil {
+		return nil, err
 	}
 	if opts.Registry == nil {
-		return nil, errors.New("flows: no task registry to load flow files with")
+		return nil, errors.New("engine: no task registry to load flow files with")
 	}
 	log := cmp.Or(opts.Logger, slog.Default())
 	grace := cmp.Or(opts.Grace, 30*time.Second)
-	if _, err := opts.Store.Migrate(ctx); err != nil {
+	if _, err := opts.Store.Runs.Migrate(ctx); err != nil {
 		return nil, fmt.Errorf("migrating the database: %w", err)
 	}
 	work, cancelWork := context.WithCancel(context.WithoutCancel(ctx))
@@ -141,12 +141,12 @@ type replayer struct {
 func (rp *replayer) run(ctx, work context.Context, runID int64, idx []int) error {
 	st := rp.opts.Store
 	final := context.WithoutCancel(ctx)
-	hold, err := st.HoldRun(ctx, runID)
+	hold, err := st.Runs.HoldRun(ctx, runID)
 	if err != nil {
 		return err
 	}
 	defer hold.Close()
-	info, err := st.RunInfo(ctx, runID)
+	info, err := st.Runs.RunInfo(ctx, runID)
 	if err != nil {
 		return err
 	}
@@ -189,7 +189,7 @@ func (rp *replayer) run(ctx, work context.Context, runID int64, idx []int) error
 		if errors.As(err, &fin) {
 			// The units are done, but the task's finish needs a decision (the mirror's
 			// safety rail): the task stays failed, for a resume that allows it.
-			if err := st.SetTaskState(final, runID, t.ID, t.Type, store.Failed, fin.Error()); err != nil {
+			if err := st.Runs.SetTaskState(final, runID, t.ID, t.Type, store.Failed, fin.Error()); err != nil {
 				rp.log.Error("recording the task after the replay", "task", id, "err", err)
 			}
 			continue
@@ -257,7 +257,7 @@ func (rp *replayer) task(ctx, work context.Context, r *runner, t *flows.Task, ru
 	for _, i := range idx {
 		e := rp.res.Outcomes[i].Entry
 		ref := store.UnitRef{RunID: runID, TaskID: t.ID, Key: e.Unit}
-		u, state, err := st.Unit(ctx, ref)
+		u, state, err := st.Units.Unit(ctx, ref)
 		if err != nil {
 			rp.fail([]int{i}, err.Error())
 			continue
@@ -295,7 +295,7 @@ func (rp *replayer) task(ctx, work context.Context, r *runner, t *flows.Task, ru
 			rp.fail([]int{i}, "interrupted by shutdown; replay it again")
 		case store.Failed:
 			msg := "failed again"
-			if e, err := st.GetDeadLetter(final, rp.res.Outcomes[i].Entry.ID); err == nil {
+			if e, err := st.DeadLetters.GetDeadLetter(final, rp.res.Outcomes[i].Entry.ID); err == nil {
 				rp.mu.Lock()
 				rp.res.Outcomes[i].Entry = e
 				rp.mu.Unlock()
@@ -305,7 +305,7 @@ func (rp *replayer) task(ctx, work context.Context, r *runner, t *flows.Task, ru
 		}
 	})
 	if work.Err() == nil {
-		open, err := st.OpenUnits(final, runID, t.ID)
+		open, err := st.Units.OpenUnits(final, runID, t.ID)
 		if err != nil {
 			return err
 		}
@@ -324,7 +324,7 @@ func (rp *replayer) ok(ctx context.Context, i int, note string) {
 	defer rp.mu.Unlock()
 	o := &rp.res.Outcomes[i]
 	item := dlq.ReplayItem{At: time.Now().UTC(), Result: dlq.ReplayOK, Error: note}
-	if err := rp.opts.Store.MarkReplayed(ctx, o.Entry.ID, item); err != nil {
+	if err := rp.opts.Store.DeadLetters.MarkReplayed(ctx, o.Entry.ID, item); err != nil {
 		o.Error = fmt.Sprintf("the unit is done but the entry could not be marked replayed: %v", err)
 		return
 	}
@@ -339,11 +339,11 @@ func (rp *replayer) ok(ctx context.Context, i int, note string) {
 // what is left is only incomplete, failed otherwise.
 func (rp *replayer) settleTask(ctx context.Context, runID int64, t *flows.Task, fin *finishError) error {
 	rs := rp.opts.Store
-	state, err := rs.TaskState(ctx, runID, t.ID)
+	state, err := rs.Runs.TaskState(ctx, runID, t.ID)
 	if err != nil || (state != store.Failed && state != store.Incomplete) {
 		return err
 	}
-	open, err := rs.OpenUnits(ctx, runID, t.ID)
+	open, err := rs.Units.OpenUnits(ctx, runID, t.ID)
 	if err != nil {
 		return err
 	}
@@ -352,7 +352,7 @@ func (rp *replayer) settleTask(ctx context.Context, runID int64, t *flows.Task, 
 		end.finish = fin.error
 	}
 	if len(open) > 0 {
-		rows, err := rs.DeadLetterStats(ctx, dlq.Filter{RunID: runID, Task: t.ID, Status: dlq.StatusOpen})
+		rows, err := rs.DeadLetters.DeadLetterStats(ctx, dlq.Filter{RunID: runID, Task: t.ID, Status: dlq.StatusOpen})
 		if err != nil {
 			return err
 		}
@@ -362,7 +362,7 @@ func (rp *replayer) settleTask(ctx context.Context, runID int64, t *flows.Task, 
 		}
 	}
 	state, msg := end.state()
-	return rs.SetTaskState(ctx, runID, t.ID, t.Type, state, msg)
+	return rs.Runs.SetTaskState(ctx, runID, t.ID, t.Type, state, msg)
 }
 
 // settleRun records a failed or incomplete run done once all its tasks are (incomplete
@@ -376,7 +376,7 @@ func (rp *replayer) settleRun(ctx context.Context, info store.RunInfo, f *flows.
 	states := map[string]store.State{}
 	var upstream []string
 	for _, t := range f.Tasks {
-		st, err := rs.TaskState(ctx, info.ID, t.ID)
+		st, err := rs.Runs.TaskState(ctx, info.ID, t.ID)
 		if err != nil {
 			return err
 		}
@@ -403,6 +403,6 @@ func (rp *replayer) settleRun(ctx context.Context, info store.RunInfo, f *flows.
 		rp.res.Incomplete = append(rp.res.Incomplete, info.ID)
 		rp.mu.Unlock()
 	}
-	_, err := rs.FinishRun(ctx, info.ID, status, "")
+	_, err := rs.Runs.FinishRun(ctx, info.ID, status, "")
 	return err
 }

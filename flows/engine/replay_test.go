@@ -122,7 +122,7 @@ func testRunRecordsDeadLetters(t *testing.T, loc string) {
 	db := openStore(t, loc)
 	st := &flakyState{executed: map[string]int{}}
 	f := writeFlow(t, flakyRegistry(st), flakyFlow)
-	res, err := Run(ctx, f, RunOptions{Store: db})
+	res, err := Run(ctx, f, RunOptions{Store: storesOf(db)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,7 +164,7 @@ func testReplay(t *testing.T, loc string) {
 	st := &flakyState{executed: map[string]int{}, split: []string{"u004"}}
 	reg := flakyRegistry(st)
 	f := writeFlow(t, reg, flakyFlow)
-	res, err := Run(ctx, f, RunOptions{Store: db})
+	res, err := Run(ctx, f, RunOptions{Store: storesOf(db)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,7 +179,7 @@ func testReplay(t *testing.T, loc string) {
 	entries := open()
 
 	// Still broken: the entries are updated, not duplicated.
-	rr, err := Replay(ctx, entries, ReplayOptions{Store: db, Registry: reg})
+	rr, err := Replay(ctx, entries, ReplayOptions{Store: storesOf(db), Registry: reg})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -199,7 +199,7 @@ func testReplay(t *testing.T, loc string) {
 	// Healed: u004 splits into two children, one of which fails for good.
 	st.healed.Store(true)
 	st.failChildren = []string{"u004/b"}
-	rr, err = Replay(ctx, open(), ReplayOptions{Store: db, Registry: reg})
+	rr, err = Replay(ctx, open(), ReplayOptions{Store: storesOf(db), Registry: reg})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -221,7 +221,7 @@ func testReplay(t *testing.T, loc string) {
 
 	// The child heals too: the run's task a is done; b never ran, which the result says.
 	st.failChildren = nil
-	rr, err = Replay(ctx, left, ReplayOptions{Store: db, Registry: reg})
+	rr, err = Replay(ctx, left, ReplayOptions{Store: storesOf(db), Registry: reg})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -249,7 +249,7 @@ func testReplayWhileRunIsHeld(t *testing.T, loc string) {
 	st := &flakyState{executed: map[string]int{}}
 	reg := flakyRegistry(st)
 	f := writeFlow(t, reg, "name: held\ntasks:\n  a: {type: flaky, units: 2, fail_units: [u000]}\n")
-	res, err := Run(ctx, f, RunOptions{Store: db})
+	res, err := Run(ctx, f, RunOptions{Store: storesOf(db)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -263,7 +263,7 @@ func testReplayWhileRunIsHeld(t *testing.T, loc string) {
 	}
 	defer hold.Close()
 	st.healed.Store(true)
-	rr, err := Replay(ctx, entries, ReplayOptions{Store: db, Registry: reg})
+	rr, err := Replay(ctx, entries, ReplayOptions{Store: storesOf(db), Registry: reg})
 	if err != nil {
 		t.Fatal(err)
 	}

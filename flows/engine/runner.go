@@ -8,7 +8,6 @@ package engine
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"path/filepath"
@@ -27,8 +26,9 @@ import (
 
 // RunOptions configure one run. Zero values mean defaults.
 type RunOptions struct {
-	// Store is where the run is recorded and its output written; required.
-	Store store.Runner
+	// Store is where the run is recorded and its output written: Runs, Units and
+	// DeadLetters are required, Queue for a distributed run.
+	Store Stores
 	// HTTP is the rate-limit handler shared by all tasks; required for tasks that fetch.
 	HTTP   tasks.HTTP
 	Logger *slog.Logger
@@ -110,8 +110,8 @@ func (r *Result) DeadLetters() int64 { return r.Summary.UnitsDead }
 // interrupted. The error is non-nil only when the run could not be carried out at all
 // (no database, a bad option); task and unit failures are in the Result.
 func Run(ctx context.Context, f *flows.Flow, opts RunOptions) (*Result, error) {
-	if opts.Store == nil {
-		return nil, errors.New("flows: no store")
+	if err := opts.Store.check(); err != nil {
+		return nil, err
 	}
 	log := cmp.Or(opts.Logger, slog.Default())
 	grace := cmp.Or(opts.Grace, 30*time.Second)
@@ -120,14 +120,13 @@ func Run(ctx context.Context, f *flows.Flow, opts RunOptions) (*Result, error) {
 		return nil, err
 	}
 	distributed := opts.Distributed || f.Distributed
-	queue, isQueue := opts.Store.(store.Queue)
-	if distributed && !isQueue {
+	if distributed && opts.Store.Queue == nil {
 		return nil, store.ErrNoQueue
 	}
-	if _, err := opts.Store.Migrate(ctx); err != nil {
+	if _, err := opts.Store.Runs.Migrate(ctx); err != nil {
 		return nil, fmt.Errorf("migrating the database: %w", err)
 	}
-	run, err := opts.Store.StartRun(ctx, store.RunStart{
+	run, err := opts.Store.Runs.StartRun(ctx, store.RunStart{
 		Flow: f.Name, FlowFile: absPath(f.File), FlowText: string(f.Source), FlowHash: f.Hash(),
 		Trigger: opts.Trigger, ScheduledFor: opts.ScheduledFor, Area: opts.Area, OnlyTasks: opts.OnlyTasks, Resume: opts.Resume || opts.ResumeRun > 0, RunID: opts.ResumeRun,
 		Distributed: distributed,
@@ -172,7 +171,7 @@ func Run(ctx context.Context, f *flows.Flow, opts RunOptions) (*Result, error) {
 	r := newRunner(f, opts, log, run.ID)
 	r.stopRun = stopRun
 	if run.Distributed {
-		r.queue = queue
+		r.queue = opts.Store.Queue
 	}
 	r.resumed = run.Resumed
 	r.replan = res.FlowUsed == "current"
@@ -205,7 +204,7 @@ func Run(ctx context.Context, f *flows.Flow, opts RunOptions) (*Result, error) {
 	final := context.WithoutCancel(ctx)
 	// Failed units that a resume has now done are no longer dead letters.
 	if err := r.persist(final, "closing the dead letters of units now done", func(ctx context.Context) error {
-		_, err := opts.Store.CloseDeadLetters(ctx, run.ID)
+		_, err := opts.Store.DeadLetters.CloseDeadLetters(ctx, run.ID)
 		return err
 	}); err != nil {
 		log.Error("closing the dead letters of units now done", "err", err)
@@ -242,7 +241,7 @@ func Run(ctx context.Context, f *flows.Flow, opts RunOptions) (*Result, error) {
 	}
 	var sum store.RunSummary
 	if err := r.persist(final, "recording the run's end", func(ctx context.Context) error {
-		sum, err = opts.Store.FinishRun(ctx, run.ID, status, errMsg)
+		sum, err = opts.Store.Runs.FinishRun(ctx, run.ID, status, errMsg)
 		return err
 	}); err != nil {
 		if res.StoreDown != nil {
@@ -255,7 +254,7 @@ func Run(ctx context.Context, f *flows.Flow, opts RunOptions) (*Result, error) {
 	}
 	res.Status, res.Summary, res.TaskStates, res.FailedTasks, res.Elapsed = status, sum, r.state, r.fails, time.Since(start)
 	if sum.UnitsDead > 0 {
-		if res.DeadByClass, err = opts.Store.DeadLetterCounts(final, run.ID); err != nil {
+		if res.DeadByClass, err = opts.Store.DeadLetters.DeadLetterCounts(final, run.ID); err != nil {
 			log.Error("counting dead letters", "err", err)
 		}
 	}

@@ -54,6 +54,16 @@ func openStore(t *testing.T, loc string) store.Store {
 	return s
 }
 
+// storesOf splits a store into the parts the engine takes, as the commands do.
+func storesOf(st store.Store) Stores {
+	s := Stores{Runs: st, Units: st, DeadLetters: st,
+		Tasks: tasks.Stores{Features: st, Mirror: st, Tiles: st, Assets: st, Records: st}}
+	if q, ok := st.(store.Queue); ok {
+		s.Queue = q
+	}
+	return s
+}
+
 func mustParse(t *testing.T, rec *recorder, src string) *flows.Flow {
 	t.Helper()
 	f, err := flows.Parse("test.yaml", []byte(src), flows.Options{Registry: testRegistry(rec)})
@@ -89,7 +99,7 @@ tasks:
   b: {type: fake, depends_on: [a]}
   d: {type: other}
 `)
-	res, err := Run(context.Background(), f, RunOptions{Store: db})
+	res, err := Run(context.Background(), f, RunOptions{Store: storesOf(db)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +150,7 @@ tasks:
   c: {type: fake, depends_on: [b]}
   d: {type: other}
 `)
-				res, err := Run(context.Background(), f, RunOptions{Store: db})
+				res, err := Run(context.Background(), f, RunOptions{Store: storesOf(db)})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -168,7 +178,7 @@ func testRunArea(t *testing.T, loc string) {
 	rec := &recorder{}
 	f := mustParse(t, rec, "name: area\ntasks:\n  a: {type: fake, units: 10}\n")
 	area := orb.Bound{Min: orb.Point{2.5, 0}, Max: orb.Point{4.5, 1}}
-	res, err := Run(context.Background(), f, RunOptions{Store: db, Area: &area})
+	res, err := Run(context.Background(), f, RunOptions{Store: storesOf(db), Area: &area})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -193,7 +203,7 @@ func testRunUnitFailsPart(t *testing.T, loc string) {
 	ctx := context.Background()
 	rec := &recorder{}
 	f := mustParse(t, rec, "name: parts\ntasks:\n  a: {type: fake, units: 3, fail_parts: [u001]}\n")
-	res, err := Run(ctx, f, RunOptions{Store: db})
+	res, err := Run(ctx, f, RunOptions{Store: storesOf(db)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,7 +226,7 @@ func testRunUnitFailsPart(t *testing.T, loc string) {
 	if u, st, err := db.Unit(ctx, store.UnitRef{RunID: res.RunID, TaskID: "a", Key: "u001/x"}); err != nil || st != store.Failed || u.Parent != "u001" {
 		t.Errorf("the failed part: %+v %s %v; want failed, child of u001", u, st, err)
 	}
-	rr, err := Replay(ctx, entries, ReplayOptions{Store: db, Registry: testRegistry(rec)})
+	rr, err := Replay(ctx, entries, ReplayOptions{Store: storesOf(db), Registry: testRegistry(rec)})
 	if err != nil || !rr.OK() || rr.Units != 1 {
 		t.Fatalf("replay: %d units, %d dead, %v", rr.Units, rr.Dead, err)
 	}
@@ -234,7 +244,7 @@ func testRunAreaOutsideEveryTask(t *testing.T, loc string) {
 	db := openStore(t, loc)
 	f := mustParse(t, nil, "name: boxes\ntasks:\n  a: {type: fake, bbox: [11.4, 48.0, 11.6, 48.2]}\n  b: {type: fake, bbox: [13.3, 52.4, 13.5, 52.6]}\n")
 	swapped := orb.Bound{Min: orb.Point{48.0, 11.4}, Max: orb.Point{48.2, 11.6}}
-	res, err := Run(context.Background(), f, RunOptions{Store: db, Area: &swapped})
+	res, err := Run(context.Background(), f, RunOptions{Store: storesOf(db), Area: &swapped})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -243,7 +253,7 @@ func testRunAreaOutsideEveryTask(t *testing.T, loc string) {
 		t.Errorf("run %s, failed tasks %v; want failed, naming each task's area", res.Status, res.FailedTasks)
 	}
 	munich := orb.Bound{Min: orb.Point{11.45, 48.05}, Max: orb.Point{11.5, 48.1}}
-	res, err = Run(context.Background(), f, RunOptions{Store: db, Area: &munich})
+	res, err = Run(context.Background(), f, RunOptions{Store: storesOf(db), Area: &munich})
 	if err != nil || res.Status != store.Done {
 		t.Errorf("a box touching one task: %v %v; want done", res.Status, err)
 	}
@@ -270,7 +280,7 @@ tasks:
 		}
 		cancel()
 	}()
-	res, err := Run(ctx, f, RunOptions{Store: db, Grace: 10 * time.Second})
+	res, err := Run(ctx, f, RunOptions{Store: storesOf(db), Grace: 10 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -283,7 +293,7 @@ tasks:
 	}
 	before := len(rec.list())
 
-	res2, err := Run(context.Background(), f, RunOptions{Store: db, Resume: true})
+	res2, err := Run(context.Background(), f, RunOptions{Store: storesOf(db), Resume: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -308,7 +318,7 @@ tasks:
 	if len(ev)-before < 40-int(firstDone) {
 		t.Errorf("resume executed %d events, want at least %d", len(ev)-before, 40-firstDone)
 	}
-	if _, err := Run(context.Background(), f, RunOptions{Store: db, Resume: true}); err == nil {
+	if _, err := Run(context.Background(), f, RunOptions{Store: storesOf(db), Resume: true}); err == nil {
 		t.Errorf("resuming a finished flow succeeded; want an error saying there is nothing to resume")
 	}
 }
@@ -331,7 +341,7 @@ func testResumeKeepsRecordedUnits(t *testing.T, loc string) {
 		}
 		cancel()
 	}()
-	res, err := Run(ctx, f, RunOptions{Store: db, Grace: 10 * time.Second})
+	res, err := Run(ctx, f, RunOptions{Store: storesOf(db), Grace: 10 * time.Second})
 	if err != nil || res.Status != store.Interrupted {
 		t.Fatalf("first session: %v %v", res.Status, err)
 	}
@@ -342,7 +352,7 @@ func testResumeKeepsRecordedUnits(t *testing.T, loc string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res2, err := Run(context.Background(), again, RunOptions{Store: db, Resume: true})
+	res2, err := Run(context.Background(), again, RunOptions{Store: storesOf(db), Resume: true})
 	if err != nil || res2.Status != store.Done || res2.RunID != res.RunID {
 		t.Fatalf("resume: run %d %s %v", res2.RunID, res2.Status, err)
 	}
@@ -379,7 +389,7 @@ func testRunGraceExpires(t *testing.T, loc string) {
 		time.Sleep(100 * time.Millisecond)
 		cancel()
 	}()
-	res, err := Run(ctx, f, RunOptions{Store: db, Grace: 100 * time.Millisecond})
+	res, err := Run(ctx, f, RunOptions{Store: storesOf(db), Grace: 100 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -410,7 +420,7 @@ tasks:
 	}
 	run.Close()
 
-	res, err := Run(context.Background(), f, RunOptions{Store: db, Resume: true})
+	res, err := Run(context.Background(), f, RunOptions{Store: storesOf(db), Resume: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -46,7 +46,7 @@ tasks:
 					}
 					cancel()
 				}()
-				res, err := Run(ctx, f, RunOptions{Store: db, Grace: 10 * time.Second})
+				res, err := Run(ctx, f, RunOptions{Store: storesOf(db), Grace: 10 * time.Second})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -60,7 +60,7 @@ tasks:
 				if err != nil {
 					t.Fatal(err)
 				}
-				res2, err := Run(context.Background(), today, RunOptions{Store: db, Resume: true, UseCurrentFlow: tt.useCurrent})
+				res2, err := Run(context.Background(), today, RunOptions{Store: storesOf(db), Resume: true, UseCurrentFlow: tt.useCurrent})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -107,7 +107,7 @@ tasks:
 			time.Sleep(200 * time.Millisecond)
 		}
 	}()
-	res, err := Run(context.Background(), f, RunOptions{Store: db})
+	res, err := Run(context.Background(), f, RunOptions{Store: storesOf(db)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -236,13 +236,13 @@ func (r *runner) probeRound(ctx context.Context, log *slog.Logger, round *probeR
 
 // probe asks the store whether it takes what failed again.
 func (r *runner) probe(ctx context.Context, f *store.Fault) error {
-	if p, ok := r.opts.Store.(WriteProber); ok && (f.Class == dlq.ClassDatabase || f.Class == dlq.ClassDisk) {
+	if p, ok := r.opts.Store.Units.(WriteProber); ok && (f.Class == dlq.ClassDatabase || f.Class == dlq.ClassDisk) {
 		if err := p.ProbeWrite(ctx); err != nil {
 			return err
 		}
 	}
 	if f.Class == dlq.ClassDatabase {
-		return r.opts.Store.Ping(ctx)
+		return r.opts.Store.Units.Ping(ctx)
 	}
 	return nil // a task's own disk: the unit's next write is the probe
 }

@@ -101,7 +101,7 @@ func (r *runner) runTask(ctx, work context.Context, t *flows.Task, sem chan stru
 		msg = r.secrets.String(msg)
 		r.setState(t.ID, state)
 		if err := r.persist(final, "recording task state", func(ctx context.Context) error {
-			return r.opts.Store.SetTaskState(ctx, r.runID, t.ID, t.Type, state, msg)
+			return r.opts.Store.Runs.SetTaskState(ctx, r.runID, t.ID, t.Type, state, msg)
 		}); err != nil {
 			r.log.Error("recording task state", "task", t.ID, "state", state, "err", err)
 		}
@@ -130,7 +130,7 @@ func (r *runner) runTask(ctx, work context.Context, t *flows.Task, sem chan stru
 		}
 	}
 	if r.resumed {
-		if st, err := r.opts.Store.TaskState(final, r.runID, t.ID); err == nil && st == store.Done {
+		if st, err := r.opts.Store.Runs.TaskState(final, r.runID, t.ID); err == nil && st == store.Done {
 			r.log.Info("task already done in this run", "task", t.ID)
 			r.setState(t.ID, store.Done)
 			return
@@ -161,7 +161,7 @@ func (r *runner) runTask(ctx, work context.Context, t *flows.Task, sem chan stru
 func (r *runner) env(t *flows.Task) *tasks.Env {
 	return &tasks.Env{
 		Flow: r.f.Name, RunID: r.runID, TaskID: t.ID, Logger: r.log.With("task", t.ID),
-		HTTP: r.opts.HTTP, Store: r.opts.Store, Area: r.opts.Area,
+		HTTP: r.opts.HTTP, Stores: r.opts.Store.Tasks, Area: r.opts.Area,
 		Retry: t.Retry, RateLimit: t.RateLimit, Redirects: t.Redirects, AllowMassDelete: r.opts.AllowMassDelete,
 		Memory: r.memory,
 	}
@@ -206,19 +206,19 @@ func (r *runner) execute(ctx, work context.Context, t *flows.Task) (state store.
 			// again), and its units would fetch what those fetch a second time. A
 			// resume with the edited flow (--use-current-flow) plans again, and adds
 			// what the edit added.
-			if open, err = r.opts.Store.OpenUnits(ctx, r.runID, t.ID); err != nil || len(open) > 0 {
+			if open, err = r.opts.Store.Units.OpenUnits(ctx, r.runID, t.ID); err != nil || len(open) > 0 {
 				if err == nil && r.queue != nil {
 					// A distributed run's store enqueues the task's open units with
 					// any it records: none here.
-					err = r.opts.Store.AddUnits(ctx, r.runID, t.ID, nil)
+					err = r.opts.Store.Units.AddUnits(ctx, r.runID, t.ID, nil)
 				}
 				return err
 			}
 		}
-		if err := r.opts.Store.AddUnits(ctx, r.runID, t.ID, planned); err != nil {
+		if err := r.opts.Store.Units.AddUnits(ctx, r.runID, t.ID, planned); err != nil {
 			return err
 		}
-		open, err = r.opts.Store.OpenUnits(ctx, r.runID, t.ID)
+		open, err = r.opts.Store.Units.OpenUnits(ctx, r.runID, t.ID)
 		return err
 	})
 	if err != nil {
@@ -316,11 +316,11 @@ func (e taskEnd) state() (store.State, string) {
 func (r *runner) deadByClass(ctx context.Context, env *tasks.Env) map[dlq.Class]int64 {
 	var rows []dlq.StatsRow
 	err := r.persist(ctx, "counting the task's dead letters", func(ctx context.Context) error {
-		if _, err := r.opts.Store.CloseDeadLetters(ctx, env.RunID); err != nil {
+		if _, err := r.opts.Store.DeadLetters.CloseDeadLetters(ctx, env.RunID); err != nil {
 			return err
 		}
 		var err error
-		rows, err = r.opts.Store.DeadLetterStats(ctx, dlq.Filter{RunID: env.RunID, Task: env.TaskID, Status: dlq.StatusOpen})
+		rows, err = r.opts.Store.DeadLetters.DeadLetterStats(ctx, dlq.Filter{RunID: env.RunID, Task: env.TaskID, Status: dlq.StatusOpen})
 		return err
 	})
 	if err != nil {

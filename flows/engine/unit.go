@@ -36,7 +36,7 @@ func (r *runner) unit(work context.Context, task tasks.Task, env *tasks.Env, u s
 	// Every request the unit sends is counted, over its executions and the stream
 	// its output reads while it is written.
 	work = retry.CountRequests(work)
-	if err := r.opts.Store.StartUnit(work, ref); err != nil {
+	if err := r.opts.Store.Units.StartUnit(work, ref); err != nil {
 		// Only the live map shows it: the unit runs all the same.
 		env.Logger.Debug("recording a unit as running", "unit", u.Key, "err", err)
 	}
@@ -95,7 +95,7 @@ func (r *runner) unit(work context.Context, task tasks.Task, env *tasks.Env, u s
 		case work.Err() != nil && errors.Is(err, context.Canceled):
 			// One attempt, not a wait: shutdown has a deadline, and a unit left as it
 			// was is run again by a resume all the same.
-			if err := r.opts.Store.EndUnit(final, ref, store.Interrupted, "interrupted by shutdown"); err != nil {
+			if err := r.opts.Store.Units.EndUnit(final, ref, store.Interrupted, "interrupted by shutdown"); err != nil {
 				env.Logger.Error("recording an interrupted unit", "unit", u.Key, "err", err)
 			}
 			return nil, store.Interrupted, nil
@@ -137,7 +137,7 @@ func follower(task tasks.Task) tasks.Follower {
 // set.
 func (r *runner) write(ctx context.Context, env *tasks.Env, ref store.UnitRef, u store.Unit, out *tasks.Output, fl tasks.Follower, start time.Time,
 	fail func(error) dlq.Entry) (written, error) {
-	tx, err := r.opts.Store.BeginUnit(ctx, ref)
+	tx, err := r.opts.Store.Units.BeginUnit(ctx, ref)
 	if err != nil {
 		return written{}, err
 	}
@@ -238,7 +238,7 @@ func (r *runner) deadLetter(ctx context.Context, env *tasks.Env, u store.Unit, e
 	e := r.entry(env, u, err)
 	env.Logger.Error("unit failed", "unit", u.Key, "class", e.Class, "err", e.Error)
 	if rerr := r.persist(ctx, "recording a dead letter", func(ctx context.Context) error {
-		_, err := r.opts.Store.RecordDeadLetter(ctx, ref, e)
+		_, err := r.opts.Store.DeadLetters.RecordDeadLetter(ctx, ref, e)
 		return err
 	}); rerr != nil {
 		env.Logger.Error("the unit's failure could not be recorded; a resume runs it again", "unit", u.Key, "err", rerr)

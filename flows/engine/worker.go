@@ -20,20 +20,15 @@ import (
 	"github.com/geoflow/geoflow/tasks"
 )
 
-// WorkerStore is what a pool's worker needs of the store: the runner's bookkeeping and
-// the queue it takes units from.
-type WorkerStore interface {
-	store.Runner
-	store.Queue
-}
-
 // UnitWorker executes the units of distributed runs that the pool hands this process,
 // exactly as a run's own workers do (the same execution, transaction, counts and dead
 // letters): each run's recorded flow is parsed again, with this process's environment
 // for its ${VAR}s, and each task built from it once per run. Execute is what the
 // store's Queue.Work calls for each job; it is safe for concurrent use.
 type UnitWorker struct {
-	Store    WorkerStore
+	// Store is where the runs are recorded: Runs, Units and DeadLetters are
+	// required; Queue is the pool's, which calls Execute.
+	Store    Stores
 	HTTP     tasks.HTTP
 	Registry *tasks.Registry
 	Logger   *slog.Logger
@@ -108,7 +103,7 @@ func (w *UnitWorker) Execute(ctx context.Context, job store.UnitJob) error {
 	if err != nil {
 		return w.mask(err)
 	}
-	u, state, err := w.Store.Unit(ctx, ref)
+	u, state, err := w.Store.Units.Unit(ctx, ref)
 	if err != nil {
 		return err
 	}
@@ -188,7 +183,7 @@ func (w *UnitWorker) run(ctx context.Context, id int64) (*workerRun, store.State
 	if fresh {
 		return wr, status, nil
 	}
-	info, err := w.Store.RunInfo(ctx, id)
+	info, err := w.Store.Runs.RunInfo(ctx, id)
 	if err != nil {
 		return nil, "", err
 	}

@@ -18,6 +18,17 @@ import (
 	"github.com/geoflow/geoflow/tasks"
 )
 
+// Stores splits a store into the parts the engine takes, as the commands do (the queue
+// where the store has one).
+func Stores(st store.Store) engine.Stores {
+	s := engine.Stores{Runs: st, Units: st, DeadLetters: st,
+		Tasks: tasks.Stores{Features: st, Mirror: st, Tiles: st, Assets: st, Records: st}}
+	if q, ok := st.(store.Queue); ok {
+		s.Queue = q
+	}
+	return s
+}
+
 // Run runs a flow of one task, parcels, of kind at url, with the task's other keys given
 // as YAML lines, storing into st and logging into logs. opts.HTTP defaults to a fresh
 // handler. A flow that does not parse or a run that cannot start fails the test.
@@ -40,7 +51,7 @@ tasks:
 		t.Fatalf("flow: %v\n%s", err, src)
 	}
 	log := slog.New(slog.NewTextHandler(logs, nil))
-	opts.Store, opts.Logger = st, log
+	opts.Store, opts.Logger = Stores(st), log
 	if opts.HTTP == nil {
 		opts.HTTP = retry.New(&retry.Options{Logger: log, Seed: 1})
 	}

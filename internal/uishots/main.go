@@ -22,6 +22,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/geoflow/geoflow/internal/testflow"
+
 	"github.com/chromedp/chromedp"
 	"github.com/paulmach/orb"
 	"github.com/prometheus/client_golang/prometheus"
@@ -142,8 +144,8 @@ tasks:
 	catalog := &server.Catalog{Dir: dir, Options: flows.Options{Registry: reg}}
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	ropts := engine.RunOptions{Store: db, HTTP: retry.New(&retry.Options{Logger: log}), Logger: log, Grace: 5 * time.Second}
-	launcher, err := server.NewLauncher(runCtx, catalog, ropts, engine.ReplayOptions{Store: db, HTTP: ropts.HTTP, Registry: reg, Logger: log})
+	ropts := engine.RunOptions{Store: testflow.Stores(db), HTTP: retry.New(&retry.Options{Logger: log}), Logger: log, Grace: 5 * time.Second}
+	launcher, err := server.NewLauncher(runCtx, catalog, ropts, engine.ReplayOptions{Store: testflow.Stores(db), HTTP: ropts.HTTP, Registry: reg, Logger: log})
 	if err != nil {
 		return err
 	}

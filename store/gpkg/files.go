@@ -283,7 +283,7 @@ func nullIfEmpty(s string) any {
 	return s
 }
 
-// TaskExtent implements store.TaskStore: the extent of the units that stored something
+// TaskExtent implements tasks.Records: the extent of the units that stored something
 // in the latest run of flow where task finished done.
 func (s *Store) TaskExtent(ctx context.Context, flow, task string) (orb.Bound, bool, error) {
 	var b box

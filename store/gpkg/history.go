@@ -140,7 +140,7 @@ func (s *Store) GetRun(ctx context.Context, id int64) (store.RunRecord, error) {
 	return run, translate(what, rows.Err())
 }
 
-// ShortFeatures implements store.TaskStore.
+// ShortFeatures implements tasks.Records.
 func (s *Store) ShortFeatures(ctx context.Context, runID int64, task string) (int64, error) {
 	var n int64
 	err := s.r.QueryRowContext(ctx, `SELECT coalesce(sum(features_short), 0) FROM geoflow_units WHERE run_id = ? AND task = ?`,
@@ -148,7 +148,7 @@ func (s *Store) ShortFeatures(ctx context.Context, runID int64, task string) (in
 	return n, translate(fmt.Sprintf("counting the features task %q's server counted and did not return", task), err)
 }
 
-// MergedFeatures implements store.TaskStore.
+// MergedFeatures implements tasks.Records.
 func (s *Store) MergedFeatures(ctx context.Context, runID int64, task string) (int64, error) {
 	var n int64
 	err := s.r.QueryRowContext(ctx, `SELECT coalesce(sum(features_merged), 0) FROM geoflow_units WHERE run_id = ? AND task = ?`,

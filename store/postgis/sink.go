@@ -322,7 +322,7 @@ func featureRow(f *spatial.Feature, t *store.FeatureTable) ([]any, error) {
 	return row, nil
 }
 
-// EnsureFeatureTable implements store.TaskStore.
+// EnsureFeatureTable implements store.FeatureTables.
 func (s *Store) EnsureFeatureTable(ctx context.Context, t *store.FeatureTable) error {
 	return s.ddl(ctx, func() error { return s.ensureFeatureTable(ctx, t) })
 }
@@ -404,7 +404,7 @@ func (s *Store) ensureFeatureTable(ctx context.Context, t *store.FeatureTable) e
 	return s.ensureIndexes(ctx, t, false)
 }
 
-// FinishFeatureTable implements store.TaskStore: it creates the indexes a new table was
+// FinishFeatureTable implements store.FeatureTables: it creates the indexes a new table was
 // created without, once its first harvest has ended.
 func (s *Store) FinishFeatureTable(ctx context.Context, t *store.FeatureTable) error {
 	return s.ddl(ctx, func() error { return s.ensureIndexes(ctx, t, true) })

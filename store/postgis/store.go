@@ -2,8 +2,8 @@
 // bookkeeping, the feature sink and the dead-letter table. It is the only package that
 // imports pgx; pgx errors are translated here into errors that say what was being done.
 //
-// It implements the interfaces the packages above declare (store.TaskStore), so it imports
-// their plain types but never their behaviour.
+// It implements store.Store, every role the packages above take a small interface of, so
+// it imports their plain types but never their behaviour.
 package postgis
 
 import (

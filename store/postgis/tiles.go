@@ -296,7 +296,7 @@ func (u *unitTx) UpsertAsset(ctx context.Context, t *store.AssetTable, r store.A
 	return store.Counts{Updated: 1, Bytes: r.Bytes}, nil
 }
 
-// TaskExtent implements store.TaskStore: the extent of the units that stored something
+// TaskExtent implements tasks.Records: the extent of the units that stored something
 // (inserted, skipped or updated features or files) in the latest run of flow where task
 // finished done. For a WFS harvest these are the leaf tiles that held features, which
 // bound its table's features up to the geometries reaching over a tile's edge.

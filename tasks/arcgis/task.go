@@ -196,7 +196,7 @@ func (t *Task) prepare(ctx context.Context, env *tasks.Env) (*prepared, error) {
 	if err := tasks.CheckKey(p.table, t.cfg.URL); err != nil {
 		return nil, err
 	}
-	if err := env.Store.EnsureFeatureTable(ctx, p.table); err != nil {
+	if err := env.Features.EnsureFeatureTable(ctx, p.table); err != nil {
 		return nil, err
 	}
 	p.eng = harvest.New(harvest.Config{

@@ -25,6 +25,7 @@ import (
 	"github.com/geoflow/geoflow/internal/devserver/stacserver"
 	"github.com/geoflow/geoflow/internal/devserver/wmsserver"
 	"github.com/geoflow/geoflow/internal/testdb"
+	"github.com/geoflow/geoflow/internal/testflow"
 	"github.com/geoflow/geoflow/retry"
 	"github.com/geoflow/geoflow/store"
 	"github.com/geoflow/geoflow/store/postgis"
@@ -77,7 +78,7 @@ func (h *harness) run(taskYAML string, opts engine.RunOptions) *engine.Result {
 		h.t.Fatalf("flow: %v\n%s", err, src)
 	}
 	log := slog.New(slog.NewTextHandler(h.logs, nil))
-	opts.Store, opts.Logger = h.db, log
+	opts.Store, opts.Logger = testflow.Stores(h.db), log
 	opts.HTTP = retry.New(&retry.Options{Logger: log, Seed: 1})
 	res, err := engine.Run(context.Background(), f, opts)
 	if err != nil {

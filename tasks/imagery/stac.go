@@ -191,7 +191,7 @@ func (t *Task) executeAsset(ctx context.Context, env *tasks.Env, u store.Unit) (
 	if err := json.Unmarshal(u.Spec, &sp); err != nil || sp.Href == "" {
 		return nil, retry.Permanent(dlq.ClassInvalid, fmt.Errorf("unit %s: bad spec %s", u.Key, u.Spec))
 	}
-	stored, err := env.Store.LookupAsset(ctx, t.table, sp.Collection, sp.Item, sp.Asset)
+	stored, err := env.Assets.LookupAsset(ctx, t.table, sp.Collection, sp.Item, sp.Asset)
 	if err != nil {
 		return nil, err
 	}

@@ -47,7 +47,7 @@ func (t *Task) ensure(ctx context.Context, env *tasks.Env) error {
 	if t.ensured {
 		return nil
 	}
-	if err := env.Store.EnsureAssetTable(ctx, t.table); err != nil {
+	if err := env.Assets.EnsureAssetTable(ctx, t.table); err != nil {
 		return err
 	}
 	if err := os.MkdirAll(t.cfg.Target.Dir, 0o755); err != nil {
@@ -63,7 +63,7 @@ func (t *Task) area(ctx context.Context, env *tasks.Env) (orb.Bound, error) {
 	if b := t.cfg.BBox; b != nil {
 		return orb.Bound{Min: orb.Point{b[0], b[1]}, Max: orb.Point{b[2], b[3]}}, nil
 	}
-	b, found, err := env.Store.TaskExtent(ctx, env.Flow, t.cfg.BBoxFrom)
+	b, found, err := env.Records.TaskExtent(ctx, env.Flow, t.cfg.BBoxFrom)
 	if err != nil {
 		return orb.Bound{}, fmt.Errorf("bbox_from %q: %w", t.cfg.BBoxFrom, err)
 	}

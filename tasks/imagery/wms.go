@@ -244,7 +244,7 @@ func (t *Task) executeChip(ctx context.Context, env *tasks.Env, u store.Unit) (*
 	}
 	w := t.cfg.WMS
 	item := strings.TrimPrefix(u.Key, chipPrefix)
-	stored, err := env.Store.LookupAsset(ctx, t.table, w.Layers, u.Key, "image")
+	stored, err := env.Assets.LookupAsset(ctx, t.table, w.Layers, u.Key, "image")
 	if err != nil {
 		return nil, err
 	}

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/geoflow/geoflow/internal/testflow"
+
 	"github.com/geoflow/geoflow/flows"
 	"github.com/geoflow/geoflow/flows/engine"
 	"github.com/geoflow/geoflow/internal/devserver/wfsserver"
@@ -54,7 +56,7 @@ tasks:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res, err := engine.Run(t.Context(), f, engine.RunOptions{Store: h.db, Logger: discard(), HTTP: retry.New(&retry.Options{Logger: discard()})}); err != nil || res.Status != store.Done {
+	if res, err := engine.Run(t.Context(), f, engine.RunOptions{Store: testflow.Stores(h.db), Logger: discard(), HTTP: retry.New(&retry.Options{Logger: discard()})}); err != nil || res.Status != store.Done {
 		t.Fatalf("loading the source: %v %v", err, res)
 	}
 	testdb.Rows(t, h.dbURL, `CREATE TABLE src_parcels AS SELECT substr(parcel_id, 4)::integer AS id, parcel_id, area_m2, land_use, owner_count, surveyed, geom FROM src_load`)

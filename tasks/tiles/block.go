@@ -181,7 +181,7 @@ func (t *Task) block(ctx context.Context, env *tasks.Env, u store.Unit, key stri
 	if r.X0 > r.X1 || r.Y0 > r.Y1 {
 		return out, nil // outside the area: never planned so
 	}
-	stored, err := env.Store.LookupTiles(ctx, t.table, r)
+	stored, err := env.Tiles.LookupTiles(ctx, t.table, r)
 	if err != nil {
 		return nil, err
 	}

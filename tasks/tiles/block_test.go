@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/geoflow/geoflow/internal/testflow"
+
 	"github.com/geoflow/geoflow/dlq"
 	"github.com/geoflow/geoflow/flows/engine"
 	"github.com/geoflow/geoflow/internal/devserver/tileserver"
@@ -168,7 +170,7 @@ func TestBlockTileFailsAlone(t *testing.T) {
 
 			tt.breakTiles(h.fx, nil)
 			h.fx.ResetStats()
-			rr, err := engine.Replay(ctx, entries, engine.ReplayOptions{Store: h.db, HTTP: h.handler(), Registry: registry(), Logger: h.logger()})
+			rr, err := engine.Replay(ctx, entries, engine.ReplayOptions{Store: testflow.Stores(h.db), HTTP: h.handler(), Registry: registry(), Logger: h.logger()})
 			if err != nil || !rr.OK() {
 				t.Fatalf("replay: %d units, %d dead, %v\n%s", rr.Units, rr.Dead, err, tail(h.logs.String()))
 			}
@@ -196,7 +198,7 @@ func TestBlockStopsOnShutdown(t *testing.T) {
 		}
 		cancel()
 	}()
-	res, err := engine.Run(ctx, f, engine.RunOptions{Store: h.db, Logger: h.logger(), HTTP: h.handler(), Grace: 30 * time.Second})
+	res, err := engine.Run(ctx, f, engine.RunOptions{Store: testflow.Stores(h.db), Logger: h.logger(), HTTP: h.handler(), Grace: 30 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -213,7 +215,7 @@ func TestBlockStopsOnShutdown(t *testing.T) {
 	if !strings.Contains(h.logs.String(), "stopping: the block commits the tiles it has") {
 		t.Errorf("no block stopped part-way\n%s", tail(h.logs.String()))
 	}
-	res, err = engine.Run(context.Background(), f, engine.RunOptions{Store: h.db, Logger: h.logger(), HTTP: h.handler(), Resume: true})
+	res, err = engine.Run(context.Background(), f, engine.RunOptions{Store: testflow.Stores(h.db), Logger: h.logger(), HTTP: h.handler(), Resume: true})
 	if err != nil || res.Status != store.Done {
 		t.Fatalf("resume: %v %v\n%s", res.Status, err, tail(h.logs.String()))
 	}

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/geoflow/geoflow/internal/testflow"
+
 	"github.com/geoflow/geoflow/flows/engine"
 	"github.com/geoflow/geoflow/internal/devserver/tileserver"
 	"github.com/geoflow/geoflow/internal/testdb"
@@ -37,7 +39,7 @@ func TestTilesIntoGeoPackagePyramid(t *testing.T) {
 	f := h.flow(strings.Replace(basemap(munich, "[12, 13]", ""), "target: {dir: $DIR/tiles, table: public.basemap_tiles}",
 		"target: {storage: geopackage, table: basemap}", 1))
 	run := func() *engine.Result {
-		res, err := engine.Run(context.Background(), f, engine.RunOptions{Store: st, Logger: h.logger(), HTTP: h.handler()})
+		res, err := engine.Run(context.Background(), f, engine.RunOptions{Store: testflow.Stores(st), Logger: h.logger(), HTTP: h.handler()})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -100,7 +102,7 @@ func TestPyramidBlockHoldsBoundedData(t *testing.T) {
 	h := &harness{t: t, fx: fx, srv: srv, dir: dir, logs: &bytes.Buffer{}}
 	f := h.flow(strings.Replace(basemap(munich, "[16, 16]", "    rate_limit: {concurrency: 1}\n"),
 		"target: {dir: $DIR/tiles, table: public.basemap_tiles}", "target: {storage: geopackage, table: basemap}", 1))
-	res, err := engine.Run(context.Background(), f, engine.RunOptions{Store: st, Logger: h.logger(), HTTP: h.handler()})
+	res, err := engine.Run(context.Background(), f, engine.RunOptions{Store: testflow.Stores(st), Logger: h.logger(), HTTP: h.handler()})
 	if err != nil {
 		t.Fatal(err)
 	}

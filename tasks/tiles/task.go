@@ -69,7 +69,7 @@ func (t *Task) ensure(ctx context.Context, env *tasks.Env) error {
 	if t.ensured {
 		return nil
 	}
-	if err := env.Store.EnsureTileTable(ctx, t.table); err != nil {
+	if err := env.Tiles.EnsureTileTable(ctx, t.table); err != nil {
 		return err
 	}
 	if !t.table.InStore {
@@ -90,7 +90,7 @@ func (t *Task) area(ctx context.Context, env *tasks.Env) (orb.Bound, bool, error
 		b := *t.cfg.BBox
 		a = orb.Bound{Min: orb.Point{b[0], b[1]}, Max: orb.Point{b[2], b[3]}}
 	default:
-		b, ok, err := env.Store.TaskExtent(ctx, env.Flow, t.cfg.BBoxFrom)
+		b, ok, err := env.Records.TaskExtent(ctx, env.Flow, t.cfg.BBoxFrom)
 		if err != nil {
 			return a, false, fmt.Errorf("bbox_from %q: %w", t.cfg.BBoxFrom, err)
 		}
@@ -244,7 +244,7 @@ type response struct {
 // fetch downloads one tile, revalidating what is stored, and puts its file in place: a
 // unit of one tile (a replayed dead letter, or a tile left over from a block).
 func (t *Task) fetch(ctx context.Context, env *tasks.Env, u store.Unit, z, x, y int) (*tasks.Output, error) {
-	found, err := env.Store.LookupTiles(ctx, t.table, store.TileRange{Z: z, X0: x, Y0: y, X1: x, Y1: y})
+	found, err := env.Tiles.LookupTiles(ctx, t.table, store.TileRange{Z: z, X0: x, Y0: y, X1: x, Y1: y})
 	if err != nil {
 		return nil, err
 	}

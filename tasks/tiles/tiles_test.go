@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/geoflow/geoflow/internal/testflow"
+
 	"github.com/paulmach/orb"
 
 	"github.com/geoflow/geoflow/dlq"
@@ -92,7 +94,7 @@ func (h *harness) logger() *slog.Logger { return slog.New(slog.NewTextHandler(h.
 
 func (h *harness) run(f *flows.Flow, opts engine.RunOptions) *engine.Result {
 	h.t.Helper()
-	opts.Store, opts.Logger = h.db, h.logger()
+	opts.Store, opts.Logger = testflow.Stores(h.db), h.logger()
 	if opts.HTTP == nil {
 		opts.HTTP = h.handler()
 	}
@@ -344,7 +346,7 @@ func TestDeadTilesReplay(t *testing.T) {
 		t.Errorf("%d rows before the replay; want %d", got, len(want)-len(entries))
 	}
 	h.fx.SetFail(nil)
-	rr, err := engine.Replay(ctx, entries, engine.ReplayOptions{Store: h.db, HTTP: h.handler(), Registry: registry(), Logger: h.logger()})
+	rr, err := engine.Replay(ctx, entries, engine.ReplayOptions{Store: testflow.Stores(h.db), HTTP: h.handler(), Registry: registry(), Logger: h.logger()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/geoflow/geoflow/internal/testflow"
+
 	"github.com/geoflow/geoflow/dlq"
 	"github.com/geoflow/geoflow/flows"
 	"github.com/geoflow/geoflow/flows/engine"
@@ -54,7 +56,7 @@ func TestMiscountingServers(t *testing.T) {
 			log := slog.New(slog.NewTextHandler(h.logs, nil))
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
-			res, err := engine.Run(ctx, f, engine.RunOptions{Store: h.db, Logger: log, HTTP: retry.New(&retry.Options{Logger: log, Seed: 1}), Grace: time.Second})
+			res, err := engine.Run(ctx, f, engine.RunOptions{Store: testflow.Stores(h.db), Logger: log, HTTP: retry.New(&retry.Options{Logger: log, Seed: 1}), Grace: time.Second})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -156,7 +158,7 @@ target: {table: refused}`, engine.RunOptions{})
 	}
 
 	broken.Store(false)
-	rr, err := engine.Replay(context.Background(), open, engine.ReplayOptions{Store: h.db, HTTP: retry.New(&retry.Options{Seed: 1}), Registry: registry(),
+	rr, err := engine.Replay(context.Background(), open, engine.ReplayOptions{Store: testflow.Stores(h.db), HTTP: retry.New(&retry.Options{Seed: 1}), Registry: registry(),
 		Logger: slog.New(slog.NewTextHandler(h.logs, nil))})
 	if err != nil || !rr.OK() {
 		t.Fatalf("replay against the fixed server: %v %+v\n%s", err, rr, tail(h.logs.String()))

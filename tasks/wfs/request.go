@@ -105,7 +105,7 @@ func (t *Task) prepare(ctx context.Context, env *tasks.Env) (*prepared, error) {
 	if p.sortBy == "" && len(schema.Properties) > 0 {
 		p.sortBy = schema.Properties[0].Name
 	}
-	if err := env.Store.EnsureFeatureTable(ctx, p.table); err != nil {
+	if err := env.Features.EnsureFeatureTable(ctx, p.table); err != nil {
 		return nil, err
 	}
 	ps := int64(defaultPageSize)

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/geoflow/geoflow/internal/testflow"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/geoflow/geoflow/flows"
@@ -117,7 +119,7 @@ tasks:` + b.String()
 	log := slog.New(slog.NewTextHandler(h.logs, nil))
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	res, err := engine.Run(ctx, f, engine.RunOptions{Store: h.db, Logger: log, HTTP: retry.New(&retry.Options{Logger: log, Seed: 1})})
+	res, err := engine.Run(ctx, f, engine.RunOptions{Store: testflow.Stores(h.db), Logger: log, HTTP: retry.New(&retry.Options{Logger: log, Seed: 1})})
 	if err != nil {
 		t.Fatal(err)
 	}

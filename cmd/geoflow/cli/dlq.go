@@ -379,7 +379,7 @@ func replayDLQ(cmd *cobra.Command, g *globals, args []string, ff filterFlags, al
 		return printEntries(g.stdout, entries)
 	}
 	res, err := engine.Replay(ctx, entries, engine.ReplayOptions{
-		Store:    st,
+		Store:    stores(st),
 		HTTP:     retry.New(&retry.Options{Logger: log, Shared: sharedPacing(st)}),
 		Registry: registry(),
 		Secrets:  g.secrets,

@@ -125,7 +125,7 @@ func runFlow(ctx context.Context, g *globals, path string, rf runFlags) error {
 	progress := &engine.Progress{}
 	stopDisplay := startDisplay(g.stderr, rf.progress, progress, log)
 	res, err := engine.Run(ctx, f, engine.RunOptions{
-		Store:     st,
+		Store:     stores(st),
 		HTTP:      handler,
 		Logger:    log,
 		Area:      area,

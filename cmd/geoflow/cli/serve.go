@@ -134,8 +134,8 @@ func runServe(ctx context.Context, g *globals, sf serveFlags) error {
 	var ready atomic.Bool
 	ready.Store(true)
 	catalog := &server.Catalog{Dir: sf.dir, Options: g.flowOptions(registry()), Live: sched}
-	runOpts.Store = st
-	launcher, err := server.NewLauncher(ctx, catalog, runOpts, g.replayOptions(st, runOpts))
+	runOpts.Store = stores(st)
+	launcher, err := server.NewLauncher(ctx, catalog, runOpts, g.replayOptions(runOpts))
 	if err != nil {
 		ln.Close()
 		return err

@@ -8,11 +8,13 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/geoflow/geoflow/flows/engine"
 	"github.com/geoflow/geoflow/internal/redact"
 	"github.com/geoflow/geoflow/retry"
 	"github.com/geoflow/geoflow/store"
 	"github.com/geoflow/geoflow/store/gpkg"
 	"github.com/geoflow/geoflow/store/postgis"
+	"github.com/geoflow/geoflow/tasks"
 )
 
 // defaultGeoPackage is the store used when neither --database nor GEOFLOW_DATABASE_URL
@@ -304,4 +306,15 @@ func quoteDSN(v string) string {
 		return v
 	}
 	return "'" + strings.NewReplacer("\\", "\\\\", "'", "\\'").Replace(v) + "'"
+}
+
+// stores splits the store a command opened into the parts the engine takes, each the
+// small interface of the piece that uses it; the queue where the store has one (PostgreSQL).
+func stores(st store.Store) engine.Stores {
+	s := engine.Stores{Runs: st, Units: st, DeadLetters: st,
+		Tasks: tasks.Stores{Features: st, Mirror: st, Tiles: st, Assets: st, Records: st}}
+	if q, ok := st.(store.Queue); ok {
+		s.Queue = q
+	}
+	return s
 }

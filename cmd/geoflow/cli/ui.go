@@ -19,7 +19,6 @@ import (
 	"github.com/geoflow/geoflow/retry"
 	"github.com/geoflow/geoflow/schedule"
 	"github.com/geoflow/geoflow/server"
-	"github.com/geoflow/geoflow/store"
 )
 
 type uiFlags struct {
@@ -74,8 +73,8 @@ func (g *globals) storeName() string {
 }
 
 // replayOptions are the options of replays started by the UI of serve and ui.
-func (g *globals) replayOptions(st store.Runner, run engine.RunOptions) engine.ReplayOptions {
-	return engine.ReplayOptions{Store: st, HTTP: run.HTTP, Registry: registry(), Secrets: g.secrets, Logger: run.Logger, Grace: run.Grace}
+func (g *globals) replayOptions(run engine.RunOptions) engine.ReplayOptions {
+	return engine.ReplayOptions{Store: run.Store, HTTP: run.HTTP, Registry: registry(), Secrets: g.secrets, Logger: run.Logger, Grace: run.Grace}
 }
 
 // noSchedule is the scheduler of geoflow ui: none.
@@ -122,9 +121,9 @@ func runUI(ctx context.Context, g *globals, uf uiFlags) error {
 		if !uf.readOnly {
 			// Units in flight get most of --grace; the rest is for recording the run
 			// interrupted, so that the whole stop fits in --grace.
-			run := engine.RunOptions{Store: st, HTTP: retry.New(&retry.Options{Logger: log, Registerer: reg, Shared: sharedPacing(st)}),
+			run := engine.RunOptions{Store: stores(st), HTTP: retry.New(&retry.Options{Logger: log, Registerer: reg, Shared: sharedPacing(st)}),
 				Logger: log, Grace: uf.grace * 4 / 5}
-			if launcher, err = server.NewLauncher(runCtx, opts.Catalog, run, g.replayOptions(st, run)); err != nil {
+			if launcher, err = server.NewLauncher(runCtx, opts.Catalog, run, g.replayOptions(run)); err != nil {
 				ln.Close()
 				return err
 			}

@@ -97,7 +97,7 @@ func runWorker(ctx context.Context, g *globals, wf workerFlags) error {
 	}
 	reg := prometheus.NewRegistry()
 	handler := retry.New(&retry.Options{Logger: log, Shared: st, Registerer: reg})
-	w := &engine.UnitWorker{Store: st, HTTP: handler, Registry: registry(), Logger: log.With("worker", id),
+	w := &engine.UnitWorker{Store: stores(st), HTTP: handler, Registry: registry(), Logger: log.With("worker", id),
 		Secrets: g.secrets, Backlog: handler.Backlog, SnoozeAfter: wf.snoozeAfter, Memory: tasks.NewMemory(memLimit)}
 	registerWorkerMetrics(reg, id, w)
 	if wf.listen != "" {

@@ -217,7 +217,7 @@ func (e *Engine) Plan(ctx context.Context, env *tasks.Env) ([]store.Unit, error)
 func (e *Engine) Finish(ctx context.Context, env *tasks.Env) error {
 	want := e.expected.Load()
 	table := e.cfg.Table
-	if err := env.Store.FinishFeatureTable(ctx, table); err != nil {
+	if err := env.Features.FinishFeatureTable(ctx, table); err != nil {
 		return err
 	}
 	if want < 0 {
@@ -251,7 +251,7 @@ func (e *Engine) Finish(ctx context.Context, env *tasks.Env) error {
 // plannedCount is the server's count the task's root unit was planned with; -1 when the
 // server gave none.
 func (e *Engine) plannedCount(ctx context.Context, env *tasks.Env) (int64, error) {
-	u, _, err := env.Store.Unit(ctx, store.UnitRef{RunID: env.RunID, TaskID: env.TaskID, Key: "q"})
+	u, _, err := env.Records.Unit(ctx, store.UnitRef{RunID: env.RunID, TaskID: env.TaskID, Key: "q"})
 	if errors.Is(err, store.ErrNotFound) {
 		return -1, nil
 	}
@@ -269,7 +269,7 @@ func (e *Engine) plannedCount(ctx context.Context, env *tasks.Env) (int64, error
 // *tasks.IncompleteError (not a failure of the check) when fewer are, unexplained.
 func (e *Engine) checkStored(ctx context.Context, env *tasks.Env, area orb.Bound, want int64) (incomplete, err error) {
 	table := e.cfg.Table
-	got, err := env.Store.CountFeatures(ctx, table, area)
+	got, err := env.Features.CountFeatures(ctx, table, area)
 	if errors.Is(err, store.ErrNoTransform) {
 		env.Logger.Warn("completeness not checked: this store cannot bring the area into the table's CRS; request EPSG:4326 or use PostGIS to have it checked",
 			"number_matched", want, "srid", table.SRID)
@@ -278,7 +278,7 @@ func (e *Engine) checkStored(ctx context.Context, env *tasks.Env, area orb.Bound
 	if err != nil {
 		return nil, err
 	}
-	merged, err := env.Store.MergedFeatures(ctx, env.RunID, env.TaskID)
+	merged, err := env.Records.MergedFeatures(ctx, env.RunID, env.TaskID)
 	if err != nil {
 		return nil, err
 	}
@@ -292,7 +292,7 @@ func (e *Engine) checkStored(ctx context.Context, env *tasks.Env, area orb.Bound
 	// Features the server claimed and an observation proved not to exist (asked for by
 	// id, or a count the server itself contradicted), as the units recorded them,
 	// wherever they ran (a distributed run's workers).
-	proven, err := env.Store.ShortFeatures(ctx, env.RunID, env.TaskID)
+	proven, err := env.Records.ShortFeatures(ctx, env.RunID, env.TaskID)
 	if err != nil {
 		return nil, err
 	}
