@@ -25,7 +25,7 @@ var stallAfter = 10 * time.Second
 // open. Once ctx is cancelled it withdraws the run's units that no worker has started
 // and waits, until work is cancelled too, for those in flight. It returns how many of
 // the task's units are dead, and whether it was cut short.
-func (r *runner) follow(ctx, work context.Context, q store.Queue, env *tasks.Env, prog *TaskProgress) (dead int64, interrupted bool) {
+func (r *runner) follow(ctx context.Context, q store.Queue, env *tasks.Env, prog *TaskProgress) (dead int64, interrupted bool) {
 	final := context.WithoutCancel(ctx)
 	var (
 		last      store.UnitTally
@@ -84,7 +84,7 @@ func (r *runner) follow(ctx, work context.Context, q store.Queue, env *tasks.Env
 		select {
 		case <-tick.C:
 		case <-stopping: // withdraw the queued units at once
-		case <-work.Done():
+		case <-r.stop.Cut():
 			return t.Failed, true
 		}
 	}

@@ -87,7 +87,7 @@ tasks:
 		t.Fatal(err)
 	}
 	var pages []string
-	r.drain(ctx, ctx, task, env, planned, 1, nil, func(u store.Unit, st store.State) {
+	r.drain(ctx, task, env, planned, 1, nil, func(u store.Unit, st store.State) {
 		pages = append(pages, u.Key)
 		if st != store.Done {
 			t.Errorf("unit %s ended %s; logs:\n%s", u.Key, st, logs)

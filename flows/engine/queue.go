@@ -15,9 +15,10 @@ import (
 // from the workers, after each unit with the state it ended in. A unit that crosses the
 // task's budget (*tasks.BudgetError) halts the task: the units still queued are left
 // pending, and drain returns that error.
-func (r *runner) drain(ctx, work context.Context, task tasks.Task, env *tasks.Env, units []store.Unit, workers int,
+func (r *runner) drain(ctx context.Context, task tasks.Task, env *tasks.Env, units []store.Unit, workers int,
 	prog *TaskProgress, ended func(u store.Unit, state store.State)) error {
 	q := newQueue(units)
+	work := r.stop.Work(ctx)
 	var halted atomic.Pointer[tasks.BudgetError]
 	var wg sync.WaitGroup
 	for range max(workers, 1) {

@@ -93,10 +93,9 @@ func Replay(ctx context.Context, entries []dlq.Entry, opts ReplayOptions) (*Repl
 	if _, err := opts.Store.Runs.Migrate(ctx); err != nil {
 		return nil, fmt.Errorf("migrating the database: %w", err)
 	}
-	work, cancelWork := context.WithCancel(context.WithoutCancel(ctx))
-	defer cancelWork()
-	stop := context.AfterFunc(ctx, func() { time.AfterFunc(grace, cancelWork) })
-	defer stop()
+	stop := newStopping(ctx, grace, log)
+	defer stop.Close()
+	ctx = stop.Context()
 
 	res := &ReplayResult{Outcomes: make([]ReplayOutcome, len(entries))}
 	byRun := map[int64][]int{} // run id -> indexes into entries
@@ -113,8 +112,8 @@ func Replay(ctx context.Context, entries []dlq.Entry, opts ReplayOptions) (*Repl
 		if ctx.Err() != nil {
 			break
 		}
-		rp := &replayer{opts: opts, log: log.With("run", id), res: res}
-		if err := rp.run(ctx, work, id, byRun[id]); err != nil {
+		rp := &replayer{opts: opts, log: log.With("run", id), res: res, stop: stop}
+		if err := rp.run(ctx, id, byRun[id]); err != nil {
 			for _, i := range byRun[id] {
 				if o := &res.Outcomes[i]; !o.OK && o.Error == "" {
 					o.Error = err.Error()
@@ -135,10 +134,11 @@ type replayer struct {
 	opts ReplayOptions
 	log  *slog.Logger
 	res  *ReplayResult
+	stop *stopping  // the replay's, shared by its runs
 	mu   sync.Mutex // guards res
 }
 
-func (rp *replayer) run(ctx, work context.Context, runID int64, idx []int) error {
+func (rp *replayer) run(ctx context.Context, runID int64, idx []int) error {
 	st := rp.opts.Store
 	final := context.WithoutCancel(ctx)
 	hold, err := st.Runs.HoldRun(ctx, runID)
@@ -156,6 +156,7 @@ func (rp *replayer) run(ctx, work context.Context, runID int64, idx []int) error
 	}
 	r := newRunner(f, RunOptions{Store: st, HTTP: rp.opts.HTTP, Logger: rp.log, Area: info.Area}, rp.log, runID)
 	r.replaying = true
+	r.stop = rp.stop
 
 	byTask := map[string][]int{}
 	var order []string
@@ -175,7 +176,7 @@ func (rp *replayer) run(ctx, work context.Context, runID int64, idx []int) error
 			rp.fail(byTask[id], fmt.Sprintf("flow %q no longer has task %q", f.Name, id))
 			continue
 		}
-		err := rp.task(ctx, work, r, t, runID, byTask[id])
+		err := rp.task(ctx, r, t, runID, byTask[id])
 		var fin *finishError
 		var inc *tasks.IncompleteError
 		if errors.As(err, &fin) && errors.As(err, &inc) {
@@ -243,7 +244,7 @@ func (rp *replayer) fail(idx []int, msg string) {
 }
 
 // task replays the entries idx, all of task t of run runID, through the runner's workers.
-func (rp *replayer) task(ctx, work context.Context, r *runner, t *flows.Task, runID int64, idx []int) error {
+func (rp *replayer) task(ctx context.Context, r *runner, t *flows.Task, runID int64, idx []int) error {
 	st := rp.opts.Store
 	final := context.WithoutCancel(ctx)
 	task, err := t.Config.New(t.ID)
@@ -251,7 +252,6 @@ func (rp *replayer) task(ctx, work context.Context, r *runner, t *flows.Task, ru
 		return fmt.Errorf("building task %q: %w", t.ID, err)
 	}
 	env := r.env(t)
-	env.Stopping = ctx.Done()
 	entryOf := map[string]int{} // unit key -> index of its entry
 	var units []store.Unit
 	for _, i := range idx {
@@ -274,7 +274,7 @@ func (rp *replayer) task(ctx, work context.Context, r *runner, t *flows.Task, ru
 		return nil
 	}
 	rp.log.Info("replaying dead letters", "task", t.ID, "units", len(units))
-	r.drain(ctx, work, task, env, units, workers(t), nil, func(u store.Unit, state store.State) {
+	r.drain(ctx, task, env, units, workers(t), nil, func(u store.Unit, state store.State) {
 		rp.mu.Lock()
 		rp.res.Units++
 		switch state {
@@ -304,7 +304,7 @@ func (rp *replayer) task(ctx, work context.Context, r *runner, t *flows.Task, ru
 			rp.fail([]int{i}, msg)
 		}
 	})
-	if work.Err() == nil {
+	if !rp.stop.IsCut() {
 		open, err := st.Units.OpenUnits(final, runID, t.ID)
 		if err != nil {
 			return err

@@ -164,26 +164,17 @@ func Run(ctx context.Context, f *flows.Flow, opts RunOptions) (*Result, error) {
 	if opts.StoreWait <= 0 {
 		opts.StoreWait = cmp.Or(f.StoreWait, flows.DefaultStoreWait)
 	}
+	r := newRunner(f, opts, log, run.ID)
 	// A store that stays down past the store wait stops the run as a signal does: no
 	// new units, the units in flight end, and the run is recorded as interrupted.
-	ctx, stopRun := context.WithCancelCause(ctx)
-	defer stopRun(nil)
-	r := newRunner(f, opts, log, run.ID)
-	r.stopRun = stopRun
+	r.stop = newStopping(ctx, grace, log)
+	defer r.stop.Close()
+	ctx = r.stop.Context()
 	if run.Distributed {
 		r.queue = opts.Store.Queue
 	}
 	r.resumed = run.Resumed
 	r.replan = res.FlowUsed == "current"
-	// Hard-stop context for in-flight work: cancelled grace after ctx, never before.
-	work, cancelWork := context.WithCancel(context.WithoutCancel(ctx))
-	r.halt = work.Done()
-	defer cancelWork()
-	stopTimer := context.AfterFunc(ctx, func() {
-		log.Warn("stopping: no new units; in-flight units may finish", "grace", grace)
-		time.AfterFunc(grace, cancelWork)
-	})
-	defer stopTimer()
 
 	sem := make(chan struct{}, cmp.Or(max(f.MaxParallelTasks, 0), 4))
 	var wg sync.WaitGroup
@@ -196,7 +187,7 @@ func Run(ctx context.Context, f *flows.Flow, opts RunOptions) (*Result, error) {
 		go func() {
 			defer wg.Done()
 			defer close(r.done[t.ID])
-			r.runTask(ctx, work, t, sem)
+			r.runTask(ctx, t, sem)
 		}()
 	}
 	wg.Wait()

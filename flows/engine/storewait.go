@@ -94,7 +94,7 @@ func (r *runner) leftForResume(work context.Context, err error) bool {
 // halted tells whether the run's in-flight work has been cut.
 func (r *runner) halted() bool {
 	select {
-	case <-r.halt:
+	case <-r.stop.Cut():
 		return true
 	default:
 		return false
@@ -110,7 +110,7 @@ func (r *runner) storeAnswered(log *slog.Logger) {
 	o := &r.outage
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if !o.down || (o.gone != nil && r.stopRun != nil) {
+	if !o.down || (o.gone != nil && r.stop != nil) {
 		return // a run that gave up on its store is stopping; a worker's goes on
 	}
 	log.Info("the store answers again: a write went through", "down_for", time.Since(o.since).Round(time.Millisecond),
@@ -180,7 +180,7 @@ func (r *runner) waitStore(ctx context.Context, env *tasks.Env, f *store.Fault, 
 		case <-round.done:
 		case <-ctx.Done():
 			return false
-		case <-r.halt:
+		case <-r.stop.Cut():
 			return false
 		}
 		if round.ok {
@@ -210,7 +210,7 @@ func (r *runner) probeRound(ctx context.Context, log *slog.Logger, round *probeR
 	select {
 	case <-ctx.Done():
 		t.Stop()
-	case <-r.halt:
+	case <-r.stop.Cut():
 		t.Stop()
 	case <-t.C:
 		round.ok = r.probe(ctx, f) == nil
@@ -229,8 +229,8 @@ func (r *runner) probeRound(ctx context.Context, log *slog.Logger, round *probeR
 	}
 	o.mu.Unlock()
 	close(round.done)
-	if stop && r.stopRun != nil {
-		r.stopRun(o.gone)
+	if stop {
+		r.stop.Stop(o.gone)
 	}
 }
 

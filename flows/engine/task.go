@@ -51,13 +51,9 @@ type runner struct {
 	storeDown atomic.Bool
 	// outage is the store's outage, shared by every unit and bookkeeping write.
 	outage outage
-	// stopRun, when set, stops the run (no new units, as on a signal) with a cause: the
-	// store stayed down past its store wait. Nil for runners of no run of their own.
-	stopRun func(cause error)
-	// halt is closed when the run's in-flight work is cut (its grace spent after a stop):
-	// from then on nothing waits for the store, bookkeeping included; nil for runners of
-	// no run of their own.
-	halt <-chan struct{}
+	// stop is how the run or replay ends early (a signal, the store gone past its wait);
+	// nil for a pool worker's runners, whose units the pool stops one by one.
+	stop *stopping
 	// memory is the run's budget for responses, spools and decoded features in flight.
 	memory *tasks.Memory
 	// queue is set for a distributed run: its units are the pool's jobs, which the
@@ -95,7 +91,7 @@ func (r *runner) getState(id string) (store.State, bool) {
 }
 
 // runTask waits for dependencies, then plans and executes the task's units.
-func (r *runner) runTask(ctx, work context.Context, t *flows.Task, sem chan struct{}) {
+func (r *runner) runTask(ctx context.Context, t *flows.Task, sem chan struct{}) {
 	final := context.WithoutCancel(ctx)
 	record := func(state store.State, msg string) {
 		msg = r.secrets.String(msg)
@@ -148,7 +144,7 @@ func (r *runner) runTask(ctx, work context.Context, t *flows.Task, sem chan stru
 		return
 	}
 	record(store.Running, "")
-	state, msg, dead := r.execute(ctx, work, t)
+	state, msg, dead := r.execute(ctx, t)
 	if state == store.Failed && dead == 0 {
 		r.mu.Lock()
 		r.fails[t.ID] = r.secrets.String(msg)
@@ -163,20 +159,19 @@ func (r *runner) env(t *flows.Task) *tasks.Env {
 		Flow: r.f.Name, RunID: r.runID, TaskID: t.ID, Logger: r.log.With("task", t.ID),
 		HTTP: r.opts.HTTP, Stores: r.opts.Store.Tasks, Area: r.opts.Area,
 		Retry: t.Retry, RateLimit: t.RateLimit, Redirects: t.Redirects, AllowMassDelete: r.opts.AllowMassDelete,
-		Memory: r.memory,
+		Memory: r.memory, Stopping: r.stop.Stopping(),
 	}
 }
 
 // execute plans and runs one task's units; it returns the task's final state, a message
 // when it did not succeed, and how many of its units failed for good.
-func (r *runner) execute(ctx, work context.Context, t *flows.Task) (state store.State, msg string, dead int64) {
+func (r *runner) execute(ctx context.Context, t *flows.Task) (state store.State, msg string, dead int64) {
 	task, err := t.Config.New(t.ID)
 	if err != nil {
 		r.log.Error("task cannot start", "task", t.ID, "err", err)
 		return store.Failed, err.Error(), 0
 	}
 	env := r.env(t)
-	env.Stopping = ctx.Done()
 	var planned []store.Unit
 	err = r.persist(ctx, "planning", func(ctx context.Context) error {
 		planned, err = task.Plan(ctx, env)
@@ -232,11 +227,11 @@ func (r *runner) execute(ctx, work context.Context, t *flows.Task) (state store.
 	var cut bool
 	var halted error // a budget the task crossed
 	if r.queue != nil {
-		dead, cut = r.follow(ctx, work, r.queue, env, prog)
+		dead, cut = r.follow(ctx, r.queue, env, prog)
 	} else {
 		prog.addTotal(int64(len(open)))
 		var deadUnits, interrupted, unrecordedUnits atomic.Int64
-		halted = r.drain(ctx, work, task, env, open, workers(t), prog, func(_ store.Unit, state store.State) {
+		halted = r.drain(ctx, task, env, open, workers(t), prog, func(_ store.Unit, state store.State) {
 			switch state {
 			case store.Failed:
 				deadUnits.Add(1)
