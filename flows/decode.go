@@ -179,133 +179,32 @@ func (d *decoder) decodeValue(n ast.Node, v reflect.Value, path, key string, enu
 		d.errorf(alias, "%s: YAML aliases are not supported in flows", key)
 		return
 	}
-	if v.Type() == deferredType {
+	switch {
+	case v.Type() == deferredType:
 		return
-	}
-	if v.Kind() == reflect.Pointer {
-		// Decode into a fresh value and keep it only if it decoded cleanly, so a bad
-		// value reads as "not set" to the checks that follow instead of as zero.
-		fresh := reflect.New(v.Type().Elem())
-		if !v.IsNil() {
-			fresh.Elem().Set(v.Elem())
-		}
-		before := len(d.problems)
-		d.decodeValue(n, fresh.Elem(), path, key, enum)
-		if len(d.problems) == before {
-			v.Set(fresh)
-		}
+	case v.Kind() == reflect.Pointer:
+		d.decodePointer(n, v, path, key, enum)
 		return
 	}
 	if v.CanAddr() {
 		if tu, ok := v.Addr().Interface().(encoding.TextUnmarshaler); ok {
-			s, ok := d.scalar(n, key)
-			if !ok {
-				return
-			}
-			if err := tu.UnmarshalText([]byte(s)); err != nil {
-				d.errorf(n, "%s: %v", key, err)
+			if s, ok := d.scalar(n, key); ok {
+				if err := tu.UnmarshalText([]byte(s)); err != nil {
+					d.errorf(n, "%s: %v", key, err)
+				}
 			}
 			return
 		}
-	}
-	switch {
-	case v.Type() == durationType:
-		s, ok := d.scalar(n, key)
-		if !ok {
-			return
-		}
-		dur, err := time.ParseDuration(s)
-		if err != nil {
-			if _, num := strconv.ParseFloat(s, 64); num == nil {
-				d.errorf(n, "%s: %q is not a duration: give a unit, such as %sms or %ss", key, s, s, s)
-			} else {
-				d.errorf(n, "%s: %q is not a duration (examples: 500ms, 30s, 5m)", key, s)
-			}
-			return
-		}
-		if dur < 0 {
-			d.errorf(n, "%s: duration %s must not be negative", key, s)
-			return
-		}
-		v.SetInt(int64(dur))
-		return
 	}
 	switch v.Kind() {
-	case reflect.String:
-		s, ok := d.scalar(n, key)
-		if !ok {
-			return
-		}
-		if len(enum) > 0 && !contains(enum, s) {
-			msg := fmt.Sprintf("%s: %q is not one of %s", key, s, strings.Join(enum, ", "))
-			if sg := suggest(s, enum); sg != "" {
-				msg += fmt.Sprintf(" (did you mean %q?)", sg)
+	case reflect.String, reflect.Bool, reflect.Int, reflect.Int64, reflect.Int32, reflect.Float64:
+		if s, ok := d.scalar(n, key); ok {
+			if msg := setScalar(v, s, key, enum); msg != "" {
+				d.errorf(n, "%s", msg)
 			}
-			d.errorf(n, "%s", msg)
-			return
 		}
-		v.SetString(s)
-	case reflect.Bool:
-		s, ok := d.scalar(n, key)
-		if !ok {
-			return
-		}
-		b, err := strconv.ParseBool(s)
-		if err != nil {
-			d.errorf(n, "%s: %q is not a boolean (true or false)", key, s)
-			return
-		}
-		v.SetBool(b)
-	case reflect.Int, reflect.Int64, reflect.Int32:
-		s, ok := d.scalar(n, key)
-		if !ok {
-			return
-		}
-		i, err := strconv.ParseInt(s, 10, 64)
-		if err != nil {
-			d.errorf(n, "%s: %q is not a whole number", key, s)
-			return
-		}
-		if v.OverflowInt(i) {
-			d.errorf(n, "%s: %s is too large", key, s)
-			return
-		}
-		v.SetInt(i)
-	case reflect.Float64:
-		s, ok := d.scalar(n, key)
-		if !ok {
-			return
-		}
-		f, err := strconv.ParseFloat(s, 64)
-		if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
-			d.errorf(n, "%s: %q is not a number", key, s)
-			return
-		}
-		v.SetFloat(f)
 	case reflect.Slice, reflect.Array:
-		seq, ok := n.(*ast.SequenceNode)
-		if !ok {
-			if v.Kind() == reflect.Slice && v.Type().Elem().Kind() == reflect.String {
-				// A single string where a list is expected: accept it as a one-element list.
-				if s, ok := d.scalar(n, key); ok {
-					v.Set(reflect.ValueOf([]string{s}).Convert(v.Type()))
-				}
-				return
-			}
-			d.errorf(n, "%s must be a list, not %s", key, describe(n))
-			return
-		}
-		if v.Kind() == reflect.Array {
-			if len(seq.Values) != v.Len() {
-				d.errorf(n, "%s must have exactly %d values, not %d", key, v.Len(), len(seq.Values))
-				return
-			}
-		} else {
-			v.Set(reflect.MakeSlice(v.Type(), len(seq.Values), len(seq.Values)))
-		}
-		for i, el := range seq.Values {
-			d.decodeValue(el, v.Index(i), fmt.Sprintf("%s[%d]", path, i), fmt.Sprintf("%s[%d]", key, i), enum)
-		}
+		d.decodeList(n, v, path, key, enum)
 	case reflect.Struct:
 		d.decodeStruct(n, path, key, v.Addr())
 	case reflect.Interface:
@@ -315,23 +214,123 @@ func (d *decoder) decodeValue(n ast.Node, v reflect.Value, path, key string, enu
 		}
 		d.errorf(n, "%s: unsupported value", key)
 	case reflect.Map:
-		pairs, ok := mappingOf(n)
-		if !ok {
-			d.errorf(n, "%s must be a mapping, not %s", key, describe(n))
-			return
-		}
-		if v.IsNil() {
-			v.Set(reflect.MakeMap(v.Type()))
-		}
-		for _, kv := range pairs {
-			k := keyString(kv)
-			d.keys[join(path, k)] = kv.Key
-			el := reflect.New(v.Type().Elem()).Elem()
-			d.decodeValue(kv.Value, el, join(path, k), join(key, k), nil)
-			v.SetMapIndex(reflect.ValueOf(k), el)
-		}
+		d.decodeMap(n, v, path, key)
 	default:
 		d.errorf(n, "%s: unsupported value", key)
+	}
+}
+
+// decodePointer decodes n into a fresh value and keeps it only if it decoded cleanly, so
+// that a bad value reads as "not set" to the checks that follow instead of as zero.
+func (d *decoder) decodePointer(n ast.Node, v reflect.Value, path, key string, enum []string) {
+	fresh := reflect.New(v.Type().Elem())
+	if !v.IsNil() {
+		fresh.Elem().Set(v.Elem())
+	}
+	before := len(d.problems)
+	d.decodeValue(n, fresh.Elem(), path, key, enum)
+	if len(d.problems) == before {
+		v.Set(fresh)
+	}
+}
+
+// setScalar sets v, a string, bool, whole number, number or duration, from the YAML
+// scalar s, or returns why s is not one (the message names key); enum, when set, lists
+// the strings allowed.
+func setScalar(v reflect.Value, s, key string, enum []string) string {
+	if v.Type() == durationType {
+		dur, err := time.ParseDuration(s)
+		switch {
+		case err == nil && dur < 0:
+			return fmt.Sprintf("%s: duration %s must not be negative", key, s)
+		case err == nil:
+			v.SetInt(int64(dur))
+			return ""
+		}
+		if _, num := strconv.ParseFloat(s, 64); num == nil {
+			return fmt.Sprintf("%s: %q is not a duration: give a unit, such as %sms or %ss", key, s, s, s)
+		}
+		return fmt.Sprintf("%s: %q is not a duration (examples: 500ms, 30s, 5m)", key, s)
+	}
+	switch v.Kind() {
+	case reflect.String:
+		if len(enum) > 0 && !contains(enum, s) {
+			msg := fmt.Sprintf("%s: %q is not one of %s", key, s, strings.Join(enum, ", "))
+			if sg := suggest(s, enum); sg != "" {
+				msg += fmt.Sprintf(" (did you mean %q?)", sg)
+			}
+			return msg
+		}
+		v.SetString(s)
+	case reflect.Bool:
+		b, err := strconv.ParseBool(s)
+		if err != nil {
+			return fmt.Sprintf("%s: %q is not a boolean (true or false)", key, s)
+		}
+		v.SetBool(b)
+	case reflect.Float64:
+		f, err := strconv.ParseFloat(s, 64)
+		if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+			return fmt.Sprintf("%s: %q is not a number", key, s)
+		}
+		v.SetFloat(f)
+	default: // a whole number
+		i, err := strconv.ParseInt(s, 10, 64)
+		switch {
+		case err != nil:
+			return fmt.Sprintf("%s: %q is not a whole number", key, s)
+		case v.OverflowInt(i):
+			return fmt.Sprintf("%s: %s is too large", key, s)
+		}
+		v.SetInt(i)
+	}
+	return ""
+}
+
+// decodeList decodes a YAML sequence into a slice or an array of exactly its length. A
+// single string where a list of strings is expected is taken as a list of one.
+func (d *decoder) decodeList(n ast.Node, v reflect.Value, path, key string, enum []string) {
+	seq, ok := n.(*ast.SequenceNode)
+	if !ok {
+		if v.Kind() == reflect.Slice && v.Type().Elem().Kind() == reflect.String {
+			if s, ok := d.scalar(n, key); ok {
+				v.Set(reflect.ValueOf([]string{s}).Convert(v.Type()))
+			}
+			return
+		}
+		d.errorf(n, "%s must be a list, not %s", key, describe(n))
+		return
+	}
+	if v.Kind() == reflect.Array {
+		if len(seq.Values) != v.Len() {
+			d.errorf(n, "%s must have exactly %d values, not %d", key, v.Len(), len(seq.Values))
+			return
+		}
+	} else {
+		v.Set(reflect.MakeSlice(v.Type(), len(seq.Values), len(seq.Values)))
+	}
+	for i, el := range seq.Values {
+		d.decodeValue(el, v.Index(i), fmt.Sprintf("%s[%d]", path, i), fmt.Sprintf("%s[%d]", key, i), enum)
+	}
+}
+
+// decodeMap decodes a YAML mapping into a map keyed by string, recording where each key
+// stands for the messages of later checks.
+func (d *decoder) decodeMap(n ast.Node, v reflect.Value, path, key string) {
+	pairs, ok := mappingOf(n)
+	if !ok {
+		d.errorf(n, "%s must be a mapping, not %s", key, describe(n))
+		return
+	}
+	if v.IsNil() {
+		v.Set(reflect.MakeMap(v.Type()))
+	}
+	for _, kv := range pairs {
+		k := keyString(kv)
+		d.keys[join(path, k)] = kv.Key
+		el := reflect.New(v.Type().Elem()).Elem()
+		d.decodeValue(kv.Value, el, join(path, k), join(key, k), nil)
+		v.SetMapIndex(reflect.ValueOf(k), el)
 	}
 }
 

@@ -31,10 +31,7 @@ func checkLimits(file string, src []byte) error {
 	for n, line := range bytes.Split(src, []byte("\n")) {
 		ln := n + 1
 		line = bytes.TrimSuffix(line, []byte("\r"))
-		indent := 0
-		for indent < len(line) && (line[indent] == ' ' || line[indent] == '\t') {
-			indent++
-		}
+		indent := len(line) - len(bytes.TrimLeft(line, " \t"))
 		content := line[indent:]
 		if blockIndent >= 0 {
 			if len(bytes.TrimSpace(content)) == 0 || indent > blockIndent {
@@ -45,55 +42,77 @@ func checkLimits(file string, src []byte) error {
 		if indent > maxFlowIndent {
 			return problem(ln, indent+1, "line indented by %d columns; a flow may be indented by at most %d", indent, maxFlowIndent)
 		}
-		// "- - - x" nests a sequence per dash on one line.
-		dashes := 0
-		for i := 0; i+1 < len(content) && content[i] == '-' && (content[i+1] == ' ' || content[i+1] == '\t'); i += 2 {
-			dashes++
-		}
-		if depth+dashes+indent/2 > maxFlowDepth*2 || dashes > maxFlowDepth {
+		if dashes := leadingDashes(content); depth+dashes+indent/2 > maxFlowDepth*2 || dashes > maxFlowDepth {
 			return problem(ln, indent+1, "nested more than %d levels deep", maxFlowDepth)
 		}
-		var quote byte
-		for i := 0; i < len(content); i++ {
-			c := content[i]
-			switch {
-			case quote == '"' && c == '\\':
-				i++
-			case quote != 0:
-				if c == quote {
-					quote = 0
-				}
-			case c == '"' || c == '\'':
-				// A quote opens a quoted scalar only where a value starts (after a key's
-				// colon, a dash, a bracket or a comma); inside a plain scalar ("x 'y")
-				// it is text, and the brackets after it still count.
-				j := i - 1
-				for j >= 0 && (content[j] == ' ' || content[j] == '\t') {
-					j--
-				}
-				if j < 0 || bytes.IndexByte([]byte("[{,:-?"), content[j]) >= 0 {
-					quote = c
-				}
-			case c == '#' && (i == 0 || content[i-1] == ' ' || content[i-1] == '\t'):
-				content = content[:i] // the comment is not part of the line (nor of a block header)
-				i = len(content)
-			case c == '[' || c == '{':
-				depth++
-				if depth > maxFlowDepth {
-					return problem(ln, indent+i+1, "brackets nested more than %d deep", maxFlowDepth)
-				}
-			case c == ']' || c == '}':
-				depth = max(depth-1, 0)
-			}
+		sc := scanLine(content, depth)
+		if sc.tooDeep > 0 {
+			return problem(ln, indent+sc.tooDeep, "brackets nested more than %d deep", maxFlowDepth)
 		}
-		if quote == '"' || quote == '\'' {
+		depth = sc.depth
+		if sc.quoted {
 			continue // a quoted scalar goes on over the next line
 		}
-		if t := bytes.TrimRight(content, " \t"); depth == 0 && len(t) > 0 && (blockHeader(t)) {
+		if t := bytes.TrimRight(sc.code, " \t"); depth == 0 && len(t) > 0 && blockHeader(t) {
 			blockIndent = indent
 		}
 	}
 	return nil
+}
+
+// leadingDashes counts the "- " a line starts with: "- - - x" nests a sequence per dash.
+func leadingDashes(content []byte) int {
+	dashes := 0
+	for i := 0; i+1 < len(content) && content[i] == '-' && (content[i+1] == ' ' || content[i+1] == '\t'); i += 2 {
+		dashes++
+	}
+	return dashes
+}
+
+// lineScan is what scanLine found on one line.
+type lineScan struct {
+	depth   int    // the bracket depth after the line
+	code    []byte // the line without its comment
+	quoted  bool   // a quoted scalar runs on past the line's end
+	tooDeep int    // the column (from 1) where brackets nested deeper than maxFlowDepth; 0 if they did not
+}
+
+// scanLine follows the brackets of one line (without its indentation) that opens at
+// bracket depth depth, skipping quoted scalars and the comment.
+func scanLine(content []byte, depth int) lineScan {
+	var quote byte
+	for i := 0; i < len(content); i++ {
+		c := content[i]
+		switch {
+		case quote == '"' && c == '\\':
+			i++
+		case quote != 0:
+			if c == quote {
+				quote = 0
+			}
+		case c == '"' || c == '\'':
+			if opensQuote(content[:i]) {
+				quote = c
+			}
+		case c == '#' && (i == 0 || content[i-1] == ' ' || content[i-1] == '\t'):
+			content = content[:i] // the comment is not part of the line (nor of a block header)
+		case c == '[' || c == '{':
+			if depth++; depth > maxFlowDepth {
+				return lineScan{tooDeep: i + 1}
+			}
+		case c == ']' || c == '}':
+			depth = max(depth-1, 0)
+		}
+	}
+	return lineScan{depth: depth, code: content, quoted: quote != 0}
+}
+
+// opensQuote tells whether a quote after before opens a quoted scalar: only where a
+// value starts (after a key's colon, a dash, a bracket or a comma); inside a plain scalar
+// ("x 'y") it is text, and the brackets after it still count.
+func opensQuote(before []byte) bool {
+	t := bytes.TrimRight(before, " \t")
+	return len(t) == 0 || bytes.IndexByte([]byte("[{,:-?"), t[len(t)-1]) >= 0
 }
 
 // blockHeader tells whether a line ends in a block scalar's header (| or >, with their
