@@ -59,3 +59,31 @@ func TestSetScalar(t *testing.T) {
 		})
 	}
 }
+
+// TestCheckSchedule: a flow's schedule and time zone, alone and together.
+func TestCheckSchedule(t *testing.T) {
+	for _, tt := range []struct {
+		name, schedule, timezone string
+		want                     []keyProblem
+	}{
+		{name: "none"},
+		{name: "cron", schedule: "0 2 * * *"},
+		{name: "cron in a zone", schedule: "0 2 * * *", timezone: "Europe/Berlin"},
+		{name: "zone in the schedule", schedule: "CRON_TZ=Europe/Berlin 0 2 * * *"},
+		{name: "descriptor", schedule: "@daily"},
+		{name: "not cron", schedule: "every night", want: []keyProblem{{"schedule", `schedule: "every night" is not a cron schedule: expected exactly 5 fields, found 2: [every night]`}}},
+		{name: "not a zone", schedule: "0 2 * * *", timezone: "Mars/Olympus", want: []keyProblem{
+			{"timezone", `timezone: "Mars/Olympus" is not a time zone: use an IANA name such as Europe/Berlin or UTC`}}},
+		{name: "zone twice", schedule: "TZ=UTC 0 2 * * *", timezone: "UTC", want: []keyProblem{
+			{"timezone", "timezone: the schedule names its own time zone; set it once, with timezone: or with CRON_TZ= in schedule:"}}},
+		{name: "a zone and no schedule", schedule: "CRON_TZ=UTC", want: []keyProblem{{"schedule", `schedule: "CRON_TZ=UTC" names a time zone but no schedule`}}},
+		{name: "zone alone, no schedule", timezone: "UTC"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got := checkSchedule(tt.schedule, tt.timezone)
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("checkSchedule(%q, %q) = %q, want %q", tt.schedule, tt.timezone, got, tt.want)
+			}
+		})
+	}
+}

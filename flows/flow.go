@@ -244,47 +244,9 @@ func Parse(file string, src []byte, opts Options) (*Flow, error) {
 	f := &Flow{File: file, Source: src, opts: opts, Name: doc.Name, Schedule: doc.Schedule, Timezone: doc.Timezone,
 		Overlap: cmp.Or(doc.Overlap, "skip"), Catchup: cmp.Or(doc.Catchup, "none"), MaxParallelTasks: doc.MaxParallelTasks,
 		Distributed: doc.Distributed, MemoryLimit: int64(doc.MemoryLimit)}
-	if doc.Name == "" {
-		d.errorf(root, "the flow has no name: add `name: my_flow` ([a-z0-9_]+)")
-	} else if !flowNameRE.MatchString(doc.Name) {
-		d.errorf(d.keys["name"], "name: %q must match [a-z0-9_]+ (it identifies the flow in the database)", doc.Name)
-	}
-	tzOK := true
-	if doc.Timezone != "" {
-		if _, err := time.LoadLocation(doc.Timezone); err != nil {
-			tzOK = false
-			d.errorf(d.keys["timezone"], "timezone: %q is not a time zone: use an IANA name such as Europe/Berlin or UTC", doc.Timezone)
-		}
-	}
-	if doc.Schedule != "" {
-		spec := doc.Schedule
-		if doc.Timezone != "" && (strings.HasPrefix(spec, "CRON_TZ=") || strings.HasPrefix(spec, "TZ=")) {
-			tzOK = false
-			d.errorf(d.keys["timezone"], "timezone: the schedule names its own time zone; set it once, with timezone: or with CRON_TZ= in schedule:")
-		}
-		if doc.Timezone != "" && tzOK {
-			spec = "CRON_TZ=" + doc.Timezone + " " + spec
-		}
-		if (strings.HasPrefix(spec, "CRON_TZ=") || strings.HasPrefix(spec, "TZ=")) && !strings.Contains(spec, " ") {
-			// robfig/cron panics on a zone with nothing after it.
-			d.errorf(d.keys["schedule"], "schedule: %q names a time zone but no schedule", doc.Schedule)
-		} else if _, err := cron.ParseStandard(spec); err != nil {
-			d.errorf(d.keys["schedule"], "schedule: %q is not a cron schedule: %v", doc.Schedule, err)
-		}
-	}
-	if doc.MaxParallelTasks < 0 {
-		d.errorf(d.keys["max_parallel_tasks"], "max_parallel_tasks must not be negative")
-	}
+	d.checkFlowKeys(root, doc)
 	if doc.StoreWait != nil {
-		if *doc.StoreWait == 0 {
-			d.errorf(d.keys["store_wait"], "store_wait: 0s must be above zero (default %s)", DefaultStoreWait)
-		}
 		f.StoreWait = max(*doc.StoreWait, 0) // a negative one is refused by the decoder
-	}
-	if doc.MemoryLimit != 0 {
-		if err := tasks.CheckMemoryLimit(int64(doc.MemoryLimit)); err != nil {
-			d.errorf(d.keys["memory_limit"], "memory_limit: %v", err)
-		}
 	}
 	d.checkRetry(doc.Defaults.Retry, "defaults.retry")
 	d.checkRateLimit(doc.Defaults.RateLimit, "defaults.rate_limit")
@@ -308,6 +270,68 @@ func Parse(file string, src []byte, opts Options) (*Flow, error) {
 	f.Secrets = d.secrets
 	opts.Secrets.Add(d.secrets...)
 	return f, nil
+}
+
+// checkFlowKeys checks the flow's own keys (besides its tasks and defaults): its name,
+// schedule and time zone, and its limits.
+func (d *decoder) checkFlowKeys(root ast.Node, doc flowDoc) {
+	if doc.Name == "" {
+		d.errorf(root, "the flow has no name: add `name: my_flow` ([a-z0-9_]+)")
+	} else if !flowNameRE.MatchString(doc.Name) {
+		d.errorf(d.keys["name"], "name: %q must match [a-z0-9_]+ (it identifies the flow in the database)", doc.Name)
+	}
+	for _, p := range checkSchedule(doc.Schedule, doc.Timezone) {
+		d.errorf(d.keys[p.key], "%s", p.msg)
+	}
+	if doc.MaxParallelTasks < 0 {
+		d.errorf(d.keys["max_parallel_tasks"], "max_parallel_tasks must not be negative")
+	}
+	if doc.StoreWait != nil && *doc.StoreWait == 0 {
+		d.errorf(d.keys["store_wait"], "store_wait: 0s must be above zero (default %s)", DefaultStoreWait)
+	}
+	if doc.MemoryLimit != 0 {
+		if err := tasks.CheckMemoryLimit(int64(doc.MemoryLimit)); err != nil {
+			d.errorf(d.keys["memory_limit"], "memory_limit: %v", err)
+		}
+	}
+}
+
+// keyProblem is a problem with the value of a flow's key.
+type keyProblem struct{ key, msg string }
+
+// checkSchedule returns what is wrong with a flow's schedule and timezone: a time zone
+// that is not one, a zone given twice (timezone: and CRON_TZ= in the schedule), a zone
+// with no schedule after it, a schedule that is not cron. The schedule is checked in the
+// time zone when it is one.
+func checkSchedule(schedule, timezone string) []keyProblem {
+	var out []keyProblem
+	tzOK := true
+	if timezone != "" {
+		if _, err := time.LoadLocation(timezone); err != nil {
+			tzOK = false
+			out = append(out, keyProblem{"timezone", fmt.Sprintf("timezone: %q is not a time zone: use an IANA name such as Europe/Berlin or UTC", timezone)})
+		}
+	}
+	if schedule == "" {
+		return out
+	}
+	spec := schedule
+	namesZone := func(spec string) bool { return strings.HasPrefix(spec, "CRON_TZ=") || strings.HasPrefix(spec, "TZ=") }
+	if timezone != "" && namesZone(spec) {
+		tzOK = false
+		out = append(out, keyProblem{"timezone", "timezone: the schedule names its own time zone; set it once, with timezone: or with CRON_TZ= in schedule:"})
+	}
+	if timezone != "" && tzOK {
+		spec = "CRON_TZ=" + timezone + " " + spec
+	}
+	if namesZone(spec) && !strings.Contains(spec, " ") {
+		// robfig/cron panics on a zone with nothing after it.
+		return append(out, keyProblem{"schedule", fmt.Sprintf("schedule: %q names a time zone but no schedule", schedule)})
+	}
+	if _, err := cron.ParseStandard(spec); err != nil {
+		out = append(out, keyProblem{"schedule", fmt.Sprintf("schedule: %q is not a cron schedule: %v", schedule, err)})
+	}
+	return out
 }
 
 // parseYAML returns the document's root node, or a ValidationError for broken YAML.
@@ -557,48 +581,8 @@ func (d *decoder) checkGraph(f *Flow) {
 			}
 		}
 	}
-	// Depth-first search; a grey node met again closes a cycle, whose path is printed.
-	const (
-		white = iota
-		grey
-		black
-	)
-	color := map[string]int{}
-	var stack []string
-	reported := map[string]bool{}
-	var visit func(id string)
-	visit = func(id string) {
-		color[id] = grey
-		stack = append(stack, id)
-		for _, dep := range byID[id].DependsOn {
-			if _, ok := byID[dep]; !ok || dep == id {
-				continue
-			}
-			switch color[dep] {
-			case white:
-				visit(dep)
-			case grey:
-				start := 0
-				for i, s := range stack {
-					if s == dep {
-						start = i
-					}
-				}
-				cycle := append(append([]string{}, stack[start:]...), dep)
-				key := strings.Join(cycle, " -> ")
-				if !reported[dep] {
-					reported[dep] = true
-					d.errorf(d.keys["tasks."+dep+".depends_on"], "dependency cycle: %s", key)
-				}
-			}
-		}
-		stack = stack[:len(stack)-1]
-		color[id] = black
-	}
-	for _, id := range ids {
-		if color[id] == white {
-			visit(id)
-		}
+	for _, c := range cycles(f.Tasks) {
+		d.errorf(d.keys["tasks."+c[0]+".depends_on"], "dependency cycle: %s", strings.Join(c, " -> "))
 	}
 }
 
