@@ -10,6 +10,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -114,9 +115,7 @@ func Run(ctx context.Context, f *flows.Flow, opts RunOptions) (*Result, error) {
 		return nil, err
 	}
 	log := cmp.Or(opts.Logger, slog.Default())
-	grace := cmp.Or(opts.Grace, 30*time.Second)
-	selected, err := selectTasks(f, opts.OnlyTasks)
-	if err != nil {
+	if _, err := selectTasks(f, opts.OnlyTasks); err != nil {
 		return nil, err
 	}
 	distributed := opts.Distributed || f.Distributed
@@ -140,24 +139,16 @@ func Run(ctx context.Context, f *flows.Flow, opts RunOptions) (*Result, error) {
 	}
 	res := &Result{RunID: run.ID, Resumed: run.Resumed}
 	if run.Resumed {
-		// A resumed run goes on over the area and tasks it started with: planning a
-		// different area would add units the run never had (and check completeness over
-		// the wrong box); other tasks would run inside a run that never chose them.
-		if !sameArea(opts.Area, run.Area) || (opts.OnlyTasks != nil && !slices.Equal(opts.OnlyTasks, run.OnlyTasks)) {
-			log.Warn("resuming a run with the --bbox and --task it started with, not those given now",
-				"run", run.ID, "bbox", fmtArea(run.Area), "tasks", run.OnlyTasks)
-		}
-		opts.Area, opts.OnlyTasks = run.Area, run.OnlyTasks
-		if f, err = flowToResume(f, run, opts.UseCurrentFlow, log, res); err != nil {
+		if f, err = resumeAs(f, run, &opts, log, res); err != nil {
 			return nil, err
 		}
-		if selected, err = selectTasks(f, opts.OnlyTasks); err != nil {
-			return nil, fmt.Errorf("resuming run %d: %w", run.ID, err)
-		}
+	}
+	selected, err := selectTasks(f, opts.OnlyTasks)
+	if err != nil {
+		return nil, fmt.Errorf("resuming run %d: %w", run.ID, err)
 	}
 	start := time.Now()
 	log.Info("run started", "flow", f.Name, "run", run.ID, "resumed", run.Resumed, "tasks", len(selected), "distributed", run.Distributed)
-
 	if run.Resumed && run.Distributed != distributed {
 		log.Warn("resuming the run as it started: its units run on "+map[bool]string{true: "the pool's workers", false: "this process"}[run.Distributed], "run", run.ID)
 	}
@@ -167,18 +158,43 @@ func Run(ctx context.Context, f *flows.Flow, opts RunOptions) (*Result, error) {
 	r := newRunner(f, opts, log, run.ID)
 	// A store that stays down past the store wait stops the run as a signal does: no
 	// new units, the units in flight end, and the run is recorded as interrupted.
-	r.stop = newStopping(ctx, grace, log)
+	r.stop = newStopping(ctx, cmp.Or(opts.Grace, 30*time.Second), log)
 	defer r.stop.Close()
-	ctx = r.stop.Context()
 	if run.Distributed {
 		r.queue = opts.Store.Queue
 	}
 	r.resumed = run.Resumed
 	r.replan = res.FlowUsed == "current"
+	r.runTasks(r.stop.Context(), selected)
+	if err := r.end(context.WithoutCancel(ctx), res); err != nil {
+		return nil, err
+	}
+	res.Elapsed = time.Since(start)
+	log.Info("run finished", "flow", f.Name, "run", run.ID, "status", res.Status,
+		"units_done", res.Summary.UnitsDone, "units_total", res.Summary.UnitsTotal, "dead", res.Summary.UnitsDead,
+		"inserted", res.Summary.Inserted, "skipped", res.Summary.Skipped, "updated", res.Summary.Updated, "elapsed", res.Elapsed.Round(time.Millisecond))
+	return res, nil
+}
 
-	sem := make(chan struct{}, cmp.Or(max(f.MaxParallelTasks, 0), 4))
+// resumeAs sets a resumed run's options as the run started: it goes on over the area
+// and tasks it started with (planning a different area would add units the run never
+// had, and check completeness over the wrong box; other tasks would run inside a run that
+// never chose them), with the flow it recorded unless opts say otherwise (flowToResume).
+func resumeAs(f *flows.Flow, run *store.Run, opts *RunOptions, log *slog.Logger, res *Result) (*flows.Flow, error) {
+	if !sameArea(opts.Area, run.Area) || (opts.OnlyTasks != nil && !slices.Equal(opts.OnlyTasks, run.OnlyTasks)) {
+		log.Warn("resuming a run with the --bbox and --task it started with, not those given now",
+			"run", run.ID, "bbox", fmtArea(run.Area), "tasks", run.OnlyTasks)
+	}
+	opts.Area, opts.OnlyTasks = run.Area, run.OnlyTasks
+	return flowToResume(f, run, opts.UseCurrentFlow, log, res)
+}
+
+// runTasks runs the selected tasks, each once its dependencies have ended, at most the
+// flow's max_parallel_tasks at once, and returns when all have ended.
+func (r *runner) runTasks(ctx context.Context, selected map[string]bool) {
+	sem := make(chan struct{}, cmp.Or(max(r.f.MaxParallelTasks, 0), 4))
 	var wg sync.WaitGroup
-	for _, t := range f.Tasks {
+	for _, t := range r.f.Tasks {
 		if !selected[t.ID] {
 			close(r.done[t.ID])
 			continue
@@ -191,72 +207,98 @@ func Run(ctx context.Context, f *flows.Flow, opts RunOptions) (*Result, error) {
 		}()
 	}
 	wg.Wait()
+}
 
-	final := context.WithoutCancel(ctx)
+// end records the run's end once its tasks have: dead letters of units a resume has
+// done are closed, the run's state decided (runEnd) and recorded, and res filled in.
+func (r *runner) end(ctx context.Context, res *Result) error {
 	// Failed units that a resume has now done are no longer dead letters.
-	if err := r.persist(final, "closing the dead letters of units now done", func(ctx context.Context) error {
-		_, err := opts.Store.DeadLetters.CloseDeadLetters(ctx, run.ID)
+	if err := r.persist(ctx, "closing the dead letters of units now done", func(ctx context.Context) error {
+		_, err := r.opts.Store.DeadLetters.CloseDeadLetters(ctx, r.runID)
 		return err
 	}); err != nil {
-		log.Error("closing the dead letters of units now done", "err", err)
+		r.log.Error("closing the dead letters of units now done", "err", err)
 	}
-	status := runState(r.state)
-	errMsg := ""
-	if opts.Area != nil && len(r.outside) > 0 && ctx.Err() == nil {
-		// Every task that ran found the --bbox outside its area: nothing was done, and
-		// the likeliest cause is a box with longitude and latitude swapped.
-		all := true
-		for id, st := range r.state {
-			if _, out := r.outside[id]; st == store.Done && !out {
-				all = false
-			}
-		}
-		if all {
-			status = store.Failed
-			for id, a := range r.outside {
-				r.fails[id] = fmt.Sprintf("--bbox %s does not touch its area %s (longitude and latitude swapped?)", fmtArea(opts.Area), fmtArea(&a))
-			}
-			errMsg = "--bbox " + fmtArea(opts.Area) + " touches no task's area"
-		}
+	if n := r.unrecorded.Load(); n > 0 {
+		r.log.Error("some units' outcomes could not be recorded; `geoflow run --resume` runs them again", "units", n)
 	}
-	if r.unrecorded.Load() > 0 {
-		status = store.Failed
-		log.Error("some units' outcomes could not be recorded; `geoflow run --resume` runs them again", "units", r.unrecorded.Load())
-	}
-	if ctx.Err() != nil {
-		status = store.Interrupted
-	}
+	status, errMsg, fails := runEnd{states: r.state, area: r.opts.Area, outside: r.outside,
+		unrecorded: r.unrecorded.Load(), stopped: r.stop.Context().Err() != nil}.decide()
+	maps.Copy(r.fails, fails)
 	res.StoreDown = r.storeGone()
 	if res.StoreDown != nil {
 		errMsg = res.StoreDown.Error()
 	}
 	var sum store.RunSummary
-	if err := r.persist(final, "recording the run's end", func(ctx context.Context) error {
-		sum, err = opts.Store.Runs.FinishRun(ctx, run.ID, status, errMsg)
+	if err := r.persist(ctx, "recording the run's end", func(ctx context.Context) error {
+		var err error
+		sum, err = r.opts.Store.Runs.FinishRun(ctx, r.runID, status, errMsg)
 		return err
 	}); err != nil {
 		if res.StoreDown != nil {
 			// Nothing can be recorded in a store that is down: the run lists as crashed
 			// (running, held by no process) until a resume takes it over.
-			return nil, fmt.Errorf("run %d stopped: %w; its end could not be recorded either (it lists as crashed until resumed): %w",
-				run.ID, res.StoreDown, err)
+			return fmt.Errorf("run %d stopped: %w; its end could not be recorded either (it lists as crashed until resumed): %w",
+				r.runID, res.StoreDown, err)
 		}
-		return nil, fmt.Errorf("run %d: %w (the run stays resumable: geoflow run --resume)", run.ID, err)
+		return fmt.Errorf("run %d: %w (the run stays resumable: geoflow run --resume)", r.runID, err)
 	}
-	res.Status, res.Summary, res.TaskStates, res.FailedTasks, res.Elapsed = status, sum, r.state, r.fails, time.Since(start)
+	res.Status, res.Summary, res.TaskStates, res.FailedTasks = status, sum, r.state, r.fails
 	if sum.UnitsDead > 0 {
-		if res.DeadByClass, err = opts.Store.DeadLetters.DeadLetterCounts(final, run.ID); err != nil {
-			log.Error("counting dead letters", "err", err)
+		var err error
+		if res.DeadByClass, err = r.opts.Store.DeadLetters.DeadLetterCounts(ctx, r.runID); err != nil {
+			r.log.Error("counting dead letters", "err", err)
 		}
 	}
 	ms := r.memory.Stats()
-	log.Info("memory budget", "run", run.ID, "memory_limit_mib", ms.Limit>>20, "peak_mib", ms.Peak>>20,
+	r.log.Info("memory budget", "run", r.runID, "memory_limit_mib", ms.Limit>>20, "peak_mib", ms.Peak>>20,
 		"waits", ms.Waits, "waited", ms.Waited.Round(time.Millisecond), "spooled_to_disk_early", ms.Spilled)
 	res.Memory = ms
-	log.Info("run finished", "flow", f.Name, "run", run.ID, "status", status,
-		"units_done", sum.UnitsDone, "units_total", sum.UnitsTotal, "dead", sum.UnitsDead,
-		"inserted", sum.Inserted, "skipped", sum.Skipped, "updated", sum.Updated, "elapsed", res.Elapsed.Round(time.Millisecond))
-	return res, nil
+	return nil
+}
+
+// runEnd is what decides how a run whose tasks have all ended ends.
+type runEnd struct {
+	states  map[string]store.State // each task's final state
+	area    *orb.Bound             // the run's --bbox; nil when it had none
+	outside map[string]orb.Bound   // the tasks whose area the --bbox did not touch, and their area
+	// unrecorded counts units whose outcome the store could not take.
+	unrecorded int64
+	stopped    bool // the run was stopped (a signal, its store gone)
+}
+
+// decide returns the run's state, why when it failed as a whole, and the failures to
+// report per task besides their own. A run is interrupted when it was stopped; failed
+// when a unit's outcome could not be recorded, or when the --bbox touched none of its
+// tasks' areas (every task that ran found it outside: nothing was done, and the likeliest
+// cause is a box with longitude and latitude swapped); else as its tasks ended (runState).
+func (e runEnd) decide() (status store.State, errMsg string, fails map[string]string) {
+	status = runState(e.states)
+	if e.area != nil && len(e.outside) > 0 && !e.stopped && allOutside(e.states, e.outside) {
+		status = store.Failed
+		fails = map[string]string{}
+		for id, a := range e.outside {
+			fails[id] = fmt.Sprintf("--bbox %s does not touch its area %s (longitude and latitude swapped?)", fmtArea(e.area), fmtArea(&a))
+		}
+		errMsg = "--bbox " + fmtArea(e.area) + " touches no task's area"
+	}
+	if e.unrecorded > 0 {
+		status = store.Failed
+	}
+	if e.stopped {
+		status = store.Interrupted
+	}
+	return status, errMsg, fails
+}
+
+// allOutside tells whether every task that ended done found the run's area outside its own.
+func allOutside(states map[string]store.State, outside map[string]orb.Bound) bool {
+	for id, st := range states {
+		if _, out := outside[id]; st == store.Done && !out {
+			return false
+		}
+	}
+	return true
 }
 
 // runState is the state of a run whose tasks ended in states: failed when a task failed

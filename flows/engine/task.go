@@ -178,87 +178,101 @@ func (r *runner) execute(ctx context.Context, t *flows.Task) (state store.State,
 		return err
 	})
 	var outside *tasks.OutsideArea
-	if errors.As(err, &outside) {
+	switch {
+	case errors.As(err, &outside):
 		env.Logger.Info("the run's --bbox does not touch this task's area: nothing to do", "task_area", fmtArea(&outside.Area))
 		r.mu.Lock()
 		r.outside[t.ID] = outside.Area
 		r.mu.Unlock()
 		return store.Done, "", 0
-	}
-	if err != nil {
-		if ctx.Err() != nil {
-			return store.Interrupted, "", 0
-		}
+	case err != nil && ctx.Err() != nil:
+		return store.Interrupted, "", 0
+	case err != nil:
 		env.Logger.Error("planning failed", "err", err)
 		return store.Failed, fmt.Sprintf("planning: %v", err), 0
 	}
 	final := context.WithoutCancel(ctx)
-	var open []store.Unit
-	err = r.persist(final, "recording the planned units", func(ctx context.Context) error {
+	open, err := r.recordPlan(final, t.ID, planned)
+	if err != nil {
+		return store.Failed, err.Error(), 0
+	}
+	prog := r.opts.Progress.task(t.ID)
+	env.Logger.Info("task started", "units", len(open), "planned", len(planned))
+	ran := r.runUnits(ctx, t, task, env, open, prog)
+	switch {
+	case ctx.Err() != nil || ran.cut:
+		return store.Interrupted, "", ran.dead
+	case ran.halted != nil:
+		// Its harvest is cut short by geoflow's own limit: no finish can prove it
+		// complete, and a mirror must not delete on it. The task failed outright
+		// (exit 1), whatever dead letters it left.
+		return store.Failed, ran.halted.Error(), 0
+	}
+	env.UnitsLeft = ran.dead + ran.unrecorded
+	end := taskEnd{finish: r.finish(final, task, env), unrecorded: ran.unrecorded, dead: ran.dead}
+	if ran.dead > 0 {
+		end.deadByClass = r.deadByClass(final, env)
+	}
+	state, msg = end.state()
+	return state, msg, ran.dead
+}
+
+// recordPlan records the task's planned units and returns those to run: the units not
+// done, in key order.
+func (r *runner) recordPlan(ctx context.Context, task string, planned []store.Unit) (open []store.Unit, err error) {
+	units := r.opts.Store.Units
+	err = r.persist(ctx, "recording the planned units", func(ctx context.Context) error {
 		if r.resumed && !r.replan {
 			// The units the run recorded stand: its plan made again may cut the work
 			// otherwise (blocks of tiles by another geoflow version, an extent read
 			// again), and its units would fetch what those fetch a second time. A
 			// resume with the edited flow (--use-current-flow) plans again, and adds
 			// what the edit added.
-			if open, err = r.opts.Store.Units.OpenUnits(ctx, r.runID, t.ID); err != nil || len(open) > 0 {
+			if open, err = units.OpenUnits(ctx, r.runID, task); err != nil || len(open) > 0 {
 				if err == nil && r.queue != nil {
 					// A distributed run's store enqueues the task's open units with
 					// any it records: none here.
-					err = r.opts.Store.Units.AddUnits(ctx, r.runID, t.ID, nil)
+					err = units.AddUnits(ctx, r.runID, task, nil)
 				}
 				return err
 			}
 		}
-		if err := r.opts.Store.Units.AddUnits(ctx, r.runID, t.ID, planned); err != nil {
+		if err := units.AddUnits(ctx, r.runID, task, planned); err != nil {
 			return err
 		}
-		open, err = r.opts.Store.Units.OpenUnits(ctx, r.runID, t.ID)
+		open, err = units.OpenUnits(ctx, r.runID, task)
 		return err
 	})
-	if err != nil {
-		return store.Failed, err.Error(), 0
-	}
-	prog := r.opts.Progress.task(t.ID)
-	env.Logger.Info("task started", "units", len(open), "planned", len(planned))
-	// The units run here, or on the pool's workers (a distributed run), which the
-	// runner follows; either way the task ends alike.
-	var unrecorded int64
-	var cut bool
-	var halted error // a budget the task crossed
+	return open, err
+}
+
+// ranUnits is how a task's units ended.
+type ranUnits struct {
+	dead, unrecorded int64 // units that failed for good; units whose outcome the store could not take
+	cut              bool  // some unit was cut short by a stop
+	halted           error // the budget the task crossed, which stopped it
+}
+
+// runUnits runs the task's open units here, or follows them on the pool's workers (a
+// distributed run); either way the task ends alike.
+func (r *runner) runUnits(ctx context.Context, t *flows.Task, task tasks.Task, env *tasks.Env, open []store.Unit, prog *TaskProgress) ranUnits {
 	if r.queue != nil {
-		dead, cut = r.follow(ctx, r.queue, env, prog)
-	} else {
-		prog.addTotal(int64(len(open)))
-		var deadUnits, interrupted, unrecordedUnits atomic.Int64
-		halted = r.drain(ctx, task, env, open, workers(t), prog, func(_ store.Unit, state store.State) {
-			switch state {
-			case store.Failed:
-				deadUnits.Add(1)
-			case store.Interrupted:
-				interrupted.Add(1)
-			case store.Pending:
-				unrecordedUnits.Add(1)
-			}
-		})
-		dead, unrecorded, cut = deadUnits.Load(), unrecordedUnits.Load(), interrupted.Load() > 0
+		dead, cut := r.follow(ctx, r.queue, env, prog)
+		return ranUnits{dead: dead, cut: cut}
 	}
-	if ctx.Err() != nil || cut {
-		return store.Interrupted, "", dead
-	}
-	if halted != nil {
-		// Its harvest is cut short by geoflow's own limit: no finish can prove it
-		// complete, and a mirror must not delete on it. The task failed outright
-		// (exit 1), whatever dead letters it left.
-		return store.Failed, halted.Error(), 0
-	}
-	env.UnitsLeft = dead + unrecorded
-	end := taskEnd{finish: r.finish(final, task, env), unrecorded: unrecorded, dead: dead}
-	if dead > 0 {
-		end.deadByClass = r.deadByClass(final, env)
-	}
-	state, msg = end.state()
-	return state, msg, dead
+	prog.addTotal(int64(len(open)))
+	var dead, interrupted, unrecorded atomic.Int64
+	halted := r.drain(ctx, task, env, open, workers(t), prog, func(_ store.Unit, state store.State) {
+		switch state {
+		case store.Failed:
+			dead.Add(1)
+		case store.Interrupted:
+			interrupted.Add(1)
+		case store.Pending:
+			unrecorded.Add(1)
+		}
+	})
+	return ranUnits{dead: dead.Load(), unrecorded: unrecorded.Load(), cut: interrupted.Load() > 0, halted: halted}
 }
 
 // taskEnd is what decides how a task whose units have all ended ends: its Finisher's

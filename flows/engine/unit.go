@@ -71,27 +71,8 @@ func (r *runner) unit(work context.Context, task tasks.Task, env *tasks.Env, u s
 			out, u.Spec = nil, w.redo
 			continue
 		case err == nil:
-			r.storeAnswered(env.Logger)
-			removeFiles(env, out.Remove)
-			for _, f := range out.Failed {
-				prog.addTotal(1)
-				prog.failed()
-				ended(f.Unit, r.deadLetter(final, env, f.Unit, f.Err))
-			}
-			if w.failure != nil {
-				// What could be stored committed with the unit's dead letter: the
-				// harvest shows as incomplete and the unit can be triaged and replayed.
-				prog.finished(w.counts, true)
-				e := r.entry(env, u, w.failure)
-				env.Logger.Error("unit failed", "unit", u.Key, "class", e.Class, "err", e.Error)
-				return w.children, store.Failed, w.failure
-			}
-			if w.verdict.WrittenOff != "" {
-				env.Logger.Warn("the server claimed features it did not return, and an observation proved the claim wrong",
-					"unit", u.Key, "features", w.verdict.Missing, "evidence", w.verdict.WrittenOff, "claim", w.verdict.Reason)
-			}
-			prog.finished(w.counts, false)
-			return w.children, store.Done, nil
+			state, cause = r.committed(final, env, u, out, w, prog, ended)
+			return w.children, state, cause
 		case work.Err() != nil && errors.Is(err, context.Canceled):
 			// One attempt, not a wait: shutdown has a deadline, and a unit left as it
 			// was is run again by a resume all the same.
@@ -112,6 +93,33 @@ func (r *runner) unit(work context.Context, task tasks.Task, env *tasks.Env, u s
 		prog.failed()
 		return nil, r.deadLetter(final, env, u, err), err
 	}
+}
+
+// committed settles a unit whose transaction committed: the files it replaced are
+// removed, the parts its output listed as failed are dead-lettered, and it ends done, or
+// failed when what it stored committed with its dead letter (features refused or
+// missing: the harvest shows as incomplete and the unit can be triaged and replayed).
+func (r *runner) committed(ctx context.Context, env *tasks.Env, u store.Unit, out *tasks.Output, w written, prog *TaskProgress,
+	ended func(store.Unit, store.State)) (store.State, error) {
+	r.storeAnswered(env.Logger)
+	removeFiles(env, out.Remove)
+	for _, f := range out.Failed {
+		prog.addTotal(1)
+		prog.failed()
+		ended(f.Unit, r.deadLetter(ctx, env, f.Unit, f.Err))
+	}
+	if w.failure != nil {
+		prog.finished(w.counts, true)
+		e := r.entry(env, u, w.failure)
+		env.Logger.Error("unit failed", "unit", u.Key, "class", e.Class, "err", e.Error)
+		return store.Failed, w.failure
+	}
+	if w.verdict.WrittenOff != "" {
+		env.Logger.Warn("the server claimed features it did not return, and an observation proved the claim wrong",
+			"unit", u.Key, "features", w.verdict.Missing, "evidence", w.verdict.WrittenOff, "claim", w.verdict.Reason)
+	}
+	prog.finished(w.counts, false)
+	return store.Done, nil
 }
 
 // written is what a unit's transaction committed.
