@@ -83,17 +83,11 @@ func runFlow(ctx context.Context, g *globals, path string, rf runFlags) error {
 	if err != nil {
 		return err
 	}
-	if rf.cpuProfile != "" {
-		f, err := os.Create(rf.cpuProfile)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return err
-		}
-		defer pprof.StopCPUProfile()
+	stopProfile, err := startCPUProfile(rf.cpuProfile)
+	if err != nil {
+		return err
 	}
+	defer stopProfile()
 	if rf.storeWait < 0 {
 		return fmt.Errorf("--store-wait %s: want a duration above zero, such as 10m", rf.storeWait)
 	}
@@ -143,23 +137,30 @@ func runFlow(ctx context.Context, g *globals, path string, rf runFlags) error {
 	})
 	stopDisplay()
 	var se *SignalError
+	errors.As(context.Cause(ctx), &se)
+	if err == nil {
+		printSummary(g, f, res, handler.Hosts())
+	}
+	return runExit(res, err, se, path)
+}
+
+// runExit is how geoflow run exits after a run that ended in res, or could not be
+// carried out (err), stopped by a signal when sig is set: the exit code, and the error
+// to print (none for dead letters: the summary said it).
+func runExit(res *engine.Result, err error, sig *SignalError, path string) error {
 	switch {
 	case errors.Is(err, engine.ErrStoreDown):
 		return &exitError{code: ExitStoreDown, err: fmt.Errorf("%w; continue it with: geoflow run %s --resume", err, path)}
-	case err != nil && errors.As(context.Cause(ctx), &se):
+	case err != nil && sig != nil:
 		// Stopped by a signal while its store was down: its end could not be recorded.
-		return &exitError{code: se.ExitCode(), err: fmt.Errorf("interrupted by %s: %w; continue it with: geoflow run %s --resume", se.Name(), err, path)}
+		return &exitError{code: sig.ExitCode(), err: fmt.Errorf("interrupted by %s: %w; continue it with: geoflow run %s --resume", sig.Name(), err, path)}
 	case err != nil:
 		return err
-	}
-	printSummary(g, f, res, handler.Hosts())
-	if res.StoreDown != nil {
+	case res.StoreDown != nil:
 		return &exitError{code: ExitStoreDown, err: fmt.Errorf("run %d recorded as interrupted: %w; continue it with: geoflow run %s --resume", res.RunID, res.StoreDown, path)}
-	}
-	if errors.As(context.Cause(ctx), &se) {
-		return &exitError{code: se.ExitCode(), err: fmt.Errorf("interrupted by %s: run %d recorded as interrupted; continue it with: geoflow run %s --resume", se.Name(), res.RunID, path)}
-	}
-	if len(res.FailedTasks) > 0 {
+	case sig != nil:
+		return &exitError{code: sig.ExitCode(), err: fmt.Errorf("interrupted by %s: run %d recorded as interrupted; continue it with: geoflow run %s --resume", sig.Name(), res.RunID, path)}
+	case len(res.FailedTasks) > 0:
 		var parts []string
 		for id, msg := range res.FailedTasks {
 			parts = append(parts, fmt.Sprintf("task %q: %s", id, msg))
@@ -176,6 +177,26 @@ func runFlow(ctx context.Context, g *globals, path string, rf runFlags) error {
 	default:
 		return &exitError{code: code, err: fmt.Errorf("run %d ended %s", res.RunID, res.Status)}
 	}
+}
+
+// startCPUProfile writes a CPU profile of the run into path (--cpuprofile), until stop
+// is called; with no path it does nothing.
+func startCPUProfile(path string) (stop func(), err error) {
+	if path == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
 }
 
 // exitCode is the exit code of a run that ended (not by a signal): 1 when a task failed
