@@ -69,7 +69,7 @@ func navigate(t *testing.T, ctx context.Context, url string) {
 func TestBrowserRerunArea(t *testing.T) {
 	dead := orb.Point{11.47, 48.07}
 	u := newUI(t, uiOptions{failAt: []orb.Point{dead, {11.53, 48.13}}})
-	id, err := u.launcher.StartRun(context.Background(), "parcels", flowsRequest())
+	id, err := u.launcher.StartRun(context.Background(), "parcels", flowsScope())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -210,7 +210,7 @@ func (u *ui) storedIn(b orb.Bound) int64 {
 		b.Min[0], b.Min[1], b.Max[0], b.Max[1])
 }
 
-func flowsRequest() flows.Request { return flows.Request{} }
+func flowsScope() flows.Scope { return flows.Scope{} }
 
 func flowsArea(s string) (orb.Bound, error) {
 	b, err := flows.ParseArea(s, "")

@@ -52,7 +52,7 @@ func NewLauncher(ctx context.Context, catalog *Catalog, run engine.RunOptions, r
 // StartRun validates rq against the flow called name and starts the run, returning its
 // id once it is recorded. The error is the flow's or the request's problem (ErrNoFlow,
 // a bad --bbox or --task: the CLI's words), or why the run could not start.
-func (l *Launcher) StartRun(ctx context.Context, name string, rq flows.Request) (int64, error) {
+func (l *Launcher) StartRun(ctx context.Context, name string, rq flows.Scope) (int64, error) {
 	f, err := l.catalog.Load(name)
 	if err != nil {
 		return 0, err

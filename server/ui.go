@@ -345,7 +345,7 @@ func (h *handler) startRun(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, http.StatusBadRequest, err)
 		return
 	}
-	id, err := h.o.Launcher.StartRun(r.Context(), rq.Flow, flows.Request{BBox: bbox, BBoxCRS: rq.BBoxCRS, Tasks: rq.Tasks, WithDownstream: rq.WithDownstream})
+	id, err := h.o.Launcher.StartRun(r.Context(), rq.Flow, flows.Scope{BBox: bbox, BBoxCRS: rq.BBoxCRS, Tasks: rq.Tasks, WithDownstream: rq.WithDownstream})
 	var re *RequestError
 	switch {
 	case errors.Is(err, ErrShuttingDown):

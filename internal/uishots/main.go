@@ -168,7 +168,7 @@ tasks:
 	}
 
 	// A first, finished run so that the overview has a history.
-	first, err := launcher.StartRun(ctx, "parcels", flows.Request{BBox: "11.45,48.05,11.5,48.1"})
+	first, err := launcher.StartRun(ctx, "parcels", flows.Scope{BBox: "11.45,48.05,11.5,48.1"})
 	if err != nil {
 		return err
 	}
@@ -176,7 +176,7 @@ tasks:
 		return err
 	}
 	// The run photographed while it goes.
-	id, err := launcher.StartRun(ctx, "parcels", flows.Request{})
+	id, err := launcher.StartRun(ctx, "parcels", flows.Scope{})
 	if err != nil {
 		return err
 	}

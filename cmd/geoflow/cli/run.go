@@ -95,7 +95,7 @@ func runFlow(ctx context.Context, g *globals, path string, rf runFlags) error {
 	if err != nil {
 		return err
 	}
-	area, only, err := flows.Request{BBox: rf.bbox, BBoxCRS: rf.bboxCRS, Tasks: rf.only, WithDownstream: rf.withDownstream}.Resolve(f)
+	area, only, err := flows.Scope{BBox: rf.bbox, BBoxCRS: rf.bboxCRS, Tasks: rf.only, WithDownstream: rf.withDownstream}.Resolve(f)
 	if err != nil {
 		return err
 	}

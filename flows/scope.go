@@ -11,10 +11,10 @@ import (
 	"github.com/geoflow/geoflow/spatial"
 )
 
-// Request is a run as a person asks for it, on the command line (geoflow run --bbox
+// Scope is the part of a flow a run covers, as a person asks for it, on the command line (geoflow run --bbox
 // --task) or through the web UI's API; both validate it here, so they accept and refuse
-// the same requests with the same messages.
-type Request struct {
+// the same scopes with the same messages.
+type Scope struct {
 	// BBox restricts spatial tasks to "minx,miny,maxx,maxy"; "" for the whole area.
 	BBox string
 	// BBoxCRS is the CRS of BBox: EPSG:4326 (the default) or EPSG:3857.
@@ -27,7 +27,7 @@ type Request struct {
 
 // Resolve validates rq against f and returns the run's area (nil for none) and the
 // tasks to run (nil for all), --with-downstream applied.
-func (rq Request) Resolve(f *Flow) (area *orb.Bound, only []string, err error) {
+func (rq Scope) Resolve(f *Flow) (area *orb.Bound, only []string, err error) {
 	if rq.WithDownstream && len(rq.Tasks) == 0 {
 		return nil, nil, errors.New("--with-downstream needs --task")
 	}
