@@ -11,9 +11,9 @@ import (
 	"github.com/geoflow/geoflow/spatial"
 )
 
-// Scope is the part of a flow a run covers, as a person asks for it, on the command line (geoflow run --bbox
-// --task) or through the web UI's API; both validate it here, so they accept and refuse
-// the same scopes with the same messages.
+// Scope is the part of a flow a run covers, as a person asks for it on the command line
+// (geoflow run --bbox --task) or through the web UI's API; both validate it here, so they
+// accept and refuse the same scopes with the same messages.
 type Scope struct {
 	// BBox restricts spatial tasks to "minx,miny,maxx,maxy"; "" for the whole area.
 	BBox string
