@@ -131,28 +131,6 @@ func URL(s string) string {
 	return u.String()
 }
 
-// Header returns a copy of h in which the values of headers whose names carry a
-// credential (Authorization, Cookie, X-Api-Key, Api-Token, Private-Token and their kin)
-// are replaced by Mask; the names stay so a reader sees they were sent. A nil h gives
-// nil. h itself is not modified.
-func Header(h http.Header) http.Header {
-	if h == nil {
-		return nil
-	}
-	out := h.Clone()
-	for name, vals := range out {
-		if !sensitiveHeader(name) {
-			continue
-		}
-		masked := make([]string, len(vals))
-		for i := range masked {
-			masked[i] = Mask
-		}
-		out[name] = masked
-	}
-	return out
-}
-
 var (
 	// paramRe finds credential-carrying query parameters inside free text, such as a URL
 	// echoed back in a server's error page: a name made of words one of which is

@@ -20,8 +20,6 @@ type owsError struct {
 	text    string
 }
 
-func (e *owsError) Error() string { return e.code + ": " + e.text }
-
 func badParam(locator, text string) *owsError {
 	return &owsError{status: http.StatusBadRequest, code: "InvalidParameterValue", locator: locator, text: text}
 }
