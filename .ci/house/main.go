@@ -14,6 +14,7 @@ import (
 	"go/types"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -42,7 +43,7 @@ func main() {
 	if err != nil {
 		fail(err)
 	}
-	cfg := &packages.Config{Dir: abs, Mode: packages.NeedName | packages.NeedFiles | packages.NeedSyntax |
+	cfg := &packages.Config{Dir: abs, Mode: packages.NeedName | packages.NeedFiles | packages.NeedSyntax | packages.NeedImports |
 		packages.NeedTypes | packages.NeedTypesInfo | packages.NeedModule}
 	pkgs, err := packages.Load(cfg, "./...")
 	if err != nil {
@@ -65,6 +66,61 @@ func main() {
 	report(fns, *top)
 	widest(prod, mod)
 	storeMethods(pkgs, mod)
+	if bad := importGraph(prod, mod); bad > 0 {
+		fmt.Fprintf(os.Stderr, "house: %d imports point up the layers\n", bad)
+		os.Exit(1)
+	}
+}
+
+// layers is the architecture, top-down: a package may import only packages of its own
+// layer or of lower layers. The longest prefix that matches a package's path gives its
+// layer ("tasks/" is every task kind, above "tasks").
+var layers = []string{"cmd", "server", "schedule", "flows/engine", "flows", "tasks/", "tasks",
+	"store/", "store", "retry", "dlq", "spatial/", "spatial", "spatial/internal", "migrations", "internal"}
+
+func layerOf(rel string) int {
+	best, bestLen := len(layers), -1
+	for i, l := range layers {
+		match := rel == strings.TrimSuffix(l, "/") && !strings.HasSuffix(l, "/") ||
+			strings.HasPrefix(rel, strings.TrimSuffix(l, "/")+"/")
+		if match && len(l) > bestLen {
+			best, bestLen = i, len(l)
+		}
+	}
+	return best
+}
+
+// importGraph prints each product package, top-down by layer, with the packages of this
+// module it imports, marking (and counting) an import of a higher layer.
+func importGraph(pkgs []*packages.Package, mod string) (bad int) {
+	rel := func(path string) string { return strings.TrimPrefix(strings.TrimPrefix(path, mod), "/") }
+	sorted := slices.Clone(pkgs)
+	sort.SliceStable(sorted, func(i, j int) bool {
+		a, b := rel(sorted[i].PkgPath), rel(sorted[j].PkgPath)
+		if la, lb := layerOf(a), layerOf(b); la != lb {
+			return la < lb
+		}
+		return a < b
+	})
+	fmt.Printf("\nimport graph, top-down (a package imports only those below it)\n")
+	for _, p := range sorted {
+		from := rel(p.PkgPath)
+		var deps []string
+		for path := range p.Imports {
+			if !strings.HasPrefix(path, mod+"/") {
+				continue
+			}
+			to := rel(path)
+			if layerOf(to) < layerOf(from) {
+				to += " (UP)"
+				bad++
+			}
+			deps = append(deps, to)
+		}
+		sort.Strings(deps)
+		fmt.Printf("  %-28s -> %s\n", from, strings.Join(deps, " "))
+	}
+	return bad
 }
 
 func product(rel string) bool {
