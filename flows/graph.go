@@ -1,6 +1,12 @@
 package flows
 
-import "slices"
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/geoflow/geoflow/tasks"
+)
 
 // Downstream returns ids plus every task that depends on them, directly or not.
 func Downstream(f *Flow, ids []string) []string {
@@ -78,4 +84,78 @@ func cycles(ts []*Task) [][]string {
 		}
 	}
 	return out
+}
+
+// checkGraph reports unknown dependencies and cycles.
+func (d *decoder) checkGraph(f *Flow) {
+	ids := make([]string, len(f.Tasks))
+	byID := map[string]*Task{}
+	for i, t := range f.Tasks {
+		ids[i] = t.ID
+		byID[t.ID] = t
+	}
+	for _, t := range f.Tasks {
+		for i, dep := range t.DependsOn {
+			pos := d.keys[fmt.Sprintf("tasks.%s.depends_on", t.ID)]
+			if dep == t.ID {
+				d.errorf(pos, "task %q: depends_on[%d]: a task cannot depend on itself (cycle %s -> %s)", t.ID, i, t.ID, t.ID)
+				continue
+			}
+			if _, ok := byID[dep]; !ok {
+				msg := fmt.Sprintf("task %q: depends_on[%d]: no task %q in this flow", t.ID, i, dep)
+				if s := suggest(dep, ids); s != "" {
+					msg += fmt.Sprintf(" (did you mean %q?)", s)
+				}
+				d.errorf(pos, "%s", msg)
+			}
+		}
+	}
+	// Tasks named in a task's keys (bbox_from) must exist and run before it.
+	for _, t := range f.Tasks {
+		ref, ok := t.Config.(tasks.Referrer)
+		if !ok {
+			continue
+		}
+		for key, id := range ref.References() {
+			pos := d.keys[fmt.Sprintf("tasks.%s.%s", t.ID, key)]
+			switch _, exists := byID[id]; {
+			case !exists:
+				msg := fmt.Sprintf("task %q: %s: no task %q in this flow", t.ID, key, id)
+				if s := suggest(id, ids); s != "" {
+					msg += fmt.Sprintf(" (did you mean %q?)", s)
+				}
+				d.errorf(pos, "%s", msg)
+			case id == t.ID:
+				d.errorf(pos, "task %q: %s: a task cannot take its own output", t.ID, key)
+			case !dependsOn(byID, t.ID, id):
+				d.errorf(pos, "task %q: %s names %q, which must run first: add it to depends_on", t.ID, key, id)
+			}
+		}
+	}
+	for _, c := range cycles(f.Tasks) {
+		d.errorf(d.keys["tasks."+c[0]+".depends_on"], "dependency cycle: %s", strings.Join(c, " -> "))
+	}
+}
+
+// dependsOn tells whether task from depends on task on, directly or through others.
+func dependsOn(byID map[string]*Task, from, on string) bool {
+	seen := map[string]bool{}
+	var walk func(id string) bool
+	walk = func(id string) bool {
+		if seen[id] {
+			return false
+		}
+		seen[id] = true
+		t := byID[id]
+		if t == nil {
+			return false
+		}
+		for _, d := range t.DependsOn {
+			if d == on || walk(d) {
+				return true
+			}
+		}
+		return false
+	}
+	return walk(from)
 }
