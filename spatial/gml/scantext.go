@@ -59,7 +59,7 @@ Input:
 			}
 			break Input
 		}
-		switch textByte(quote, cdata, b0, b1, b) {
+		switch act := textByte(quote, cdata, b0, b1, b); act {
 		case textEndCDATA:
 			trunc = 2
 			break Input
@@ -78,12 +78,8 @@ Input:
 			check = true
 			b0, b1 = 0, 0
 			continue Input
-		case textCDATAEndOutside:
-			s.err = s.syntaxError("unescaped ]]> not in CDATA section")
-			s.text = buf
-			return nil
-		case textLessInQuotes:
-			s.err = s.syntaxError("unescaped < inside quoted string")
+		case textCDATAEndOutside, textLessInQuotes:
+			s.err = s.syntaxError(act.refusal())
 			s.text = buf
 			return nil
 		}
@@ -122,6 +118,14 @@ const (
 	textCDATAEndOutside                   // "]]>" outside a CDATA section: an error
 	textLessInQuotes                      // '<' in an attribute value: an error
 )
+
+// refusal is the syntax error message of an action that refuses the text.
+func (a textAction) refusal() string {
+	if a == textLessInQuotes {
+		return "unescaped < inside quoted string"
+	}
+	return "unescaped ]]> not in CDATA section"
+}
 
 // textByte decides what b means in text read as by readText(quote, cdata),
 // b0 and b1 being the two bytes before it (zero after a reference). The
