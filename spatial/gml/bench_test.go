@@ -83,3 +83,53 @@ func BenchmarkReferenceReader(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkScanner is the scanner alone on BenchmarkReader's document: the
+// tokenizer's share of the Reader's time, where a slower hot loop shows
+// first.
+func BenchmarkScanner(b *testing.B) {
+	doc, err := io.ReadAll(newGen(10000))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(doc)))
+	b.ReportAllocs()
+	for b.Loop() {
+		s := newScanner(bytes.NewReader(doc), charsetReader)
+		for {
+			_, err := s.next()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}
+
+// BenchmarkScannerText is the scanner on character data that leaves its
+// bulk copy: line ends, non-ASCII letters, entity and character references,
+// attribute values and CDATA.
+func BenchmarkScannerText(b *testing.B) {
+	var doc bytes.Buffer
+	doc.WriteString("<root>\n")
+	for i := 0; i < 20000; i++ {
+		doc.WriteString("<a k=\"Straße &amp; Weg\">Grüße aus Köln &amp; Umgebung,\r\n  Nr. &#228;&#x20AC; &lt;5&gt;</a>\n<b><![CDATA[x < y ]] z]]></b><!-- note -->\n")
+	}
+	doc.WriteString("</root>\n")
+	b.SetBytes(int64(doc.Len()))
+	b.ReportAllocs()
+	for b.Loop() {
+		s := newScanner(bytes.NewReader(doc.Bytes()), charsetReader)
+		for {
+			_, err := s.next()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}

@@ -125,19 +125,7 @@ type multiValue = []any
 // effective srsName. Errors other than final ones (r.err) refuse the feature.
 func (r *Reader) property(start xml.StartElement, featSRS string) (any, orb.Geometry, string, error) {
 	depth := len(r.stack)
-	isNil, href := false, ""
-	for _, a := range start.Attr {
-		switch a.Name.Local {
-		case "nil":
-			if a.Name.Space != "" && (a.Value == "true" || a.Value == "1") {
-				isNil = true
-			}
-		case "href":
-			if a.Name.Space != "" {
-				href = a.Value
-			}
-		}
-	}
+	isNil, href := propertyAttrs(start.Attr) // before the next token reuses start.Attr
 	r.text = r.text[:0]
 	hasChild := false
 	var g orb.Geometry
@@ -161,39 +149,75 @@ func (r *Reader) property(start xml.StartElement, featSRS string) (any, orb.Geom
 			t := tok.start
 			hasChild = true
 			if g == nil && r.resolve(t.Name.Space) == nsGML && isGeometry(t.Name.Local) {
-				r.geomSRS = ""
-				gg, err := r.geometry(t, 0)
-				if err != nil {
+				if g, srs, err = r.geometryProperty(t, featSRS); err != nil {
 					return nil, nil, "", err
 				}
-				srs = firstNonEmpty(r.geomSRS, featSRS, r.collSRS, r.opts.DefaultSRS)
-				if r.latLon(srs) {
-					gg = spatial.SwapXY(gg)
-				}
-				g = gg
 				continue
 			}
-			var err2 error
-			flat, err2 = r.flatten(flat)
-			if err2 != nil {
-				return nil, nil, "", err2
+			if flat, err = r.flatten(flat); err != nil {
+				return nil, nil, "", err
 			}
 		}
 	}
-	switch {
-	case g != nil:
+	if g != nil {
 		return absent, g, srs, nil
+	}
+	return propertyValue(hasChild, flat, isNil, r.text, href), nil, "", nil
+}
+
+// geometryProperty reads the geometry whose start t was just returned and
+// returns it in x/y order with its effective srsName: the first declared
+// on or in it, else the feature's (featSRS), the collection's or the
+// default.
+func (r *Reader) geometryProperty(t xml.StartElement, featSRS string) (orb.Geometry, string, error) {
+	r.geomSRS = ""
+	g, err := r.geometry(t, 0)
+	if err != nil {
+		return nil, "", err
+	}
+	srs := firstNonEmpty(r.geomSRS, featSRS, r.collSRS, r.opts.DefaultSRS)
+	if r.latLon(srs) {
+		g = spatial.SwapXY(g)
+	}
+	return g, srs, nil
+}
+
+// propertyAttrs returns what a property's attributes say of its value:
+// nil when a prefixed nil attribute (xsi:nil) is "true" or "1", and the
+// prefixed href (xlink:href), if any.
+func propertyAttrs(attrs []xml.Attr) (isNil bool, href string) {
+	for _, a := range attrs {
+		switch a.Name.Local {
+		case "nil":
+			if a.Name.Space != "" && (a.Value == "true" || a.Value == "1") {
+				isNil = true
+			}
+		case "href":
+			if a.Name.Space != "" {
+				href = a.Value
+			}
+		}
+	}
+	return isNil, href
+}
+
+// propertyValue decides the value of a property without geometry: the
+// flattened text of its children when it has any (absent when that is
+// blank), else nil when it is nil, else its href when it has neither text
+// nor children, else its text as written.
+func propertyValue(hasChild bool, flat []byte, isNil bool, text []byte, href string) any {
+	switch {
 	case hasChild:
 		if s := strings.TrimSpace(string(flat)); s != "" {
-			return s, nil, "", nil
+			return s
 		}
-		return absent, nil, "", nil
+		return absent
 	case isNil:
-		return nil, nil, "", nil
-	case len(r.text) == 0 && href != "":
-		return href, nil, "", nil
+		return nil
+	case len(text) == 0 && href != "":
+		return href
 	}
-	return string(r.text), nil, "", nil
+	return string(text)
 }
 
 // latLon is spatial.LatLonOrder for the response's WFS version, memoised

@@ -6,6 +6,7 @@ package gml
 import (
 	"bytes"
 	"cmp"
+	"encoding/xml"
 	"errors"
 	"fmt"
 	"strconv"
@@ -33,102 +34,133 @@ func (r *Reader) positions(dst []orb.Point, dim int) ([]orb.Point, error) {
 			}
 			continue
 		}
-		switch t.Name.Local {
-		case "pos":
-			text, err := r.readText()
-			if err != nil {
-				return dst, err
-			}
-			p, err := parsePos(text)
-			if err != nil {
-				return dst, err
-			}
-			if err := r.addVertices(1); err != nil {
-				return dst, err
-			}
-			dst = append(dst, p)
-		case "posList":
-			d := dim
-			count := -1
-			for _, a := range t.Attr {
-				switch a.Name.Local {
-				case "srsDimension", "dimension":
-					if n, err := strconv.Atoi(strings.TrimSpace(a.Value)); err == nil && n > 0 && n < 100 {
-						d = n
-					}
-				case "count":
-					if n, err := strconv.Atoi(strings.TrimSpace(a.Value)); err == nil && n > 0 {
-						count = n
-					}
-				}
-			}
-			text, err := r.readText()
-			if err != nil {
-				return dst, err
-			}
-			if err := r.vertexBudget(text, " ", max(d, 2)); err != nil {
-				return dst, err
-			}
-			n := len(dst)
-			dst, err = parsePosList(dst, text, d, count)
-			if err != nil {
-				return dst, err
-			}
-			if err := r.addVertices(len(dst) - n); err != nil {
-				return dst, err
-			}
-		case "coordinates":
-			cs, ts, dec := ",", " ", "."
-			for _, a := range t.Attr {
-				switch a.Name.Local {
-				case "cs":
-					cs = a.Value
-				case "ts":
-					ts = a.Value
-				case "decimal":
-					dec = a.Value
-				}
-			}
-			text, err := r.readText()
-			if err != nil {
-				return dst, err
-			}
-			if err := r.vertexBudget(text, ts, 1); err != nil {
-				return dst, err
-			}
-			n := len(dst)
-			dst, err = parseCoordinates(dst, text, cs, ts, dec)
-			if err != nil {
-				return dst, err
-			}
-			if err := r.addVertices(len(dst) - n); err != nil {
-				return dst, err
-			}
-		case "coord":
-			p, err := r.coord()
-			if err != nil {
-				return dst, err
-			}
-			if err := r.addVertices(1); err != nil {
-				return dst, err
-			}
-			dst = append(dst, p)
-		case "pointProperty", "pointRep":
-			n := len(dst)
-			dst, err = r.pointIn(dst, dim)
-			if err != nil {
-				return dst, err
-			}
-			if len(dst) != n+1 {
-				return dst, fmt.Errorf("gml:%s without a gml:Point", t.Name.Local)
-			}
-		default:
-			if err := r.skip(); err != nil {
-				return dst, err
-			}
+		if dst, err = r.position(dst, t, dim); err != nil {
+			return dst, err
 		}
 	}
 	return dst, nil
+}
+
+// position reads a GML element inside a geometry's coordinates whose start
+// t was just returned, appending the positions it holds (none for an
+// element that is not one of them, which is skipped).
+func (r *Reader) position(dst []orb.Point, t xml.StartElement, dim int) ([]orb.Point, error) {
+	switch t.Name.Local {
+	case "pos":
+		text, err := r.readText()
+		if err != nil {
+			return dst, err
+		}
+		p, err := parsePos(text)
+		if err != nil {
+			return dst, err
+		}
+		if err := r.addVertices(1); err != nil {
+			return dst, err
+		}
+		return append(dst, p), nil
+	case "posList":
+		return r.posList(dst, t.Attr, dim)
+	case "coordinates":
+		return r.coordinates(dst, t.Attr)
+	case "coord":
+		p, err := r.coord()
+		if err != nil {
+			return dst, err
+		}
+		if err := r.addVertices(1); err != nil {
+			return dst, err
+		}
+		return append(dst, p), nil
+	case "pointProperty", "pointRep":
+		n := len(dst)
+		var err error
+		if dst, err = r.pointIn(dst, dim); err != nil {
+			return dst, err
+		}
+		if len(dst) != n+1 {
+			return dst, fmt.Errorf("gml:%s without a gml:Point", t.Name.Local)
+		}
+		return dst, nil
+	}
+	return dst, r.skip()
+}
+
+// posList reads a gml:posList whose start, with attrs, was just returned.
+func (r *Reader) posList(dst []orb.Point, attrs []xml.Attr, dim int) ([]orb.Point, error) {
+	d, count := posListShape(attrs, dim)
+	text, err := r.readText()
+	if err != nil {
+		return dst, err
+	}
+	if err := r.vertexBudget(text, " ", max(d, 2)); err != nil {
+		return dst, err
+	}
+	n := len(dst)
+	dst, err = parsePosList(dst, text, d, count)
+	if err != nil {
+		return dst, err
+	}
+	return dst, r.addVertices(len(dst) - n)
+}
+
+// posListShape decides the dimension of a posList's positions and how many
+// it declares (-1: not said) from its srsDimension (or GML 3.1's dimension)
+// and count attributes. A dimension that is not a number from 1 to 99, or
+// none, leaves dim, the geometry's; a count that is not positive is not
+// said.
+func posListShape(attrs []xml.Attr, dim int) (d, count int) {
+	d, count = dim, -1
+	for _, a := range attrs {
+		switch a.Name.Local {
+		case "srsDimension", "dimension":
+			if n, err := strconv.Atoi(strings.TrimSpace(a.Value)); err == nil && n > 0 && n < 100 {
+				d = n
+			}
+		case "count":
+			if n, err := strconv.Atoi(strings.TrimSpace(a.Value)); err == nil && n > 0 {
+				count = n
+			}
+		}
+	}
+	return d, count
+}
+
+// coordinates reads a GML 2 gml:coordinates whose start, with attrs, was
+// just returned.
+func (r *Reader) coordinates(dst []orb.Point, attrs []xml.Attr) ([]orb.Point, error) {
+	cs, ts, dec := coordinatesSeparators(attrs)
+	text, err := r.readText()
+	if err != nil {
+		return dst, err
+	}
+	if err := r.vertexBudget(text, ts, 1); err != nil {
+		return dst, err
+	}
+	n := len(dst)
+	dst, err = parseCoordinates(dst, text, cs, ts, dec)
+	if err != nil {
+		return dst, err
+	}
+	return dst, r.addVertices(len(dst) - n)
+}
+
+// coordinatesSeparators returns the coordinate separator, tuple separator
+// and decimal point of a gml:coordinates: its cs, ts and decimal
+// attributes, as given (even empty), else ",", " " and ".".
+func coordinatesSeparators(attrs []xml.Attr) (cs, ts, dec string) {
+	cs, ts, dec = ",", " ", "."
+	for _, a := range attrs {
+		switch a.Name.Local {
+		case "cs":
+			cs = a.Value
+		case "ts":
+			ts = a.Value
+		case "decimal":
+			dec = a.Value
+		}
+	}
+	return cs, ts, dec
 }
 
 // pointIn reads a pointProperty whose start was just returned and appends

@@ -177,12 +177,10 @@ func (r *Reader) Next() (*spatial.Feature, error) {
 			return nil, r.err
 		}
 		if r.single {
-			f, err := r.feature(r.root)
-			r.index++
-			if r.err != nil {
-				return nil, r.err
+			f, err := r.member(r.root)
+			if r.err == nil {
+				r.err = io.EOF // the document held the one feature
 			}
-			r.err = io.EOF
 			return f, err
 		}
 	}
@@ -198,42 +196,18 @@ func (r *Reader) Next() (*spatial.Feature, error) {
 		case tkStart:
 			t := tok.start
 			n := len(r.stack)
-			parent := r.stack[n-2].kind
 			cls := r.resolve(t.Name.Space)
-			switch parent {
+			switch r.stack[n-2].kind {
 			case kCollection:
-				switch {
-				case (cls == nsWFS || cls == nsGML) && (t.Name.Local == "member" || t.Name.Local == "featureMember" || t.Name.Local == "featureMembers"):
-					r.stack[n-1].kind = kMember
-				case (cls == nsGML || cls == nsWFS) && t.Name.Local == "boundedBy":
-					srs, err := r.envelopeSRS()
-					if err != nil {
-						return nil, err
-					}
-					if r.collSRS == "" {
-						r.collSRS = srs
-						if r.meta.SRSName == "" {
-							r.meta.SRSName = srs
-						}
-					}
-				case cls == nsWFS && t.Name.Local == "truncatedResponse":
-					return nil, r.truncatedResponse()
-				default:
-					if err := r.skip(); err != nil {
-						return nil, err
-					}
+				if err := r.collectionChild(t, cls); err != nil {
+					return nil, err
 				}
 			case kMember:
 				if isCollection(t.Name.Local, cls) {
 					r.stack[n-1].kind = kCollection
 					continue
 				}
-				f, err := r.feature(t)
-				r.index++
-				if r.err != nil {
-					return nil, r.err
-				}
-				return f, err
+				return r.member(t)
 			default:
 				if err := r.skip(); err != nil {
 					return nil, err
@@ -246,6 +220,69 @@ func (r *Reader) Next() (*spatial.Feature, error) {
 			}
 		}
 	}
+}
+
+// member reads the feature whose start was just returned and counts it. A
+// final error is r.err; any other error refuses only this feature.
+func (r *Reader) member(start xml.StartElement) (*spatial.Feature, error) {
+	f, err := r.feature(start)
+	r.index++
+	if r.err != nil {
+		return nil, r.err
+	}
+	return f, err
+}
+
+// collChild is what a child element of a feature collection is.
+type collChild uint8
+
+const (
+	collOther     collChild = iota // skipped
+	collMember                     // wfs:member, gml:featureMember or gml:featureMembers: holds features
+	collBoundedBy                  // the collection's envelope, which may declare its srsName
+	collTruncated                  // WFS 2.0 wfs:truncatedResponse: the server stopped early
+)
+
+// collectionChildKind decides what the child of a collection named local in a
+// namespace of class cls is. The member and boundedBy elements are taken
+// in either the GML or the WFS namespace: servers mix them up.
+func collectionChildKind(local string, cls nsClass) collChild {
+	gmlOrWFS := cls == nsWFS || cls == nsGML
+	switch {
+	case gmlOrWFS && (local == "member" || local == "featureMember" || local == "featureMembers"):
+		return collMember
+	case gmlOrWFS && local == "boundedBy":
+		return collBoundedBy
+	case cls == nsWFS && local == "truncatedResponse":
+		return collTruncated
+	}
+	return collOther
+}
+
+// collectionChild reads the child t of a collection whose start was just
+// returned, as far as it is not a member: a member's features are read by
+// the following calls.
+func (r *Reader) collectionChild(t xml.StartElement, cls nsClass) error {
+	switch collectionChildKind(t.Name.Local, cls) {
+	case collMember:
+		r.stack[len(r.stack)-1].kind = kMember
+	case collBoundedBy:
+		srs, err := r.envelopeSRS()
+		if err != nil {
+			return err
+		}
+		if r.collSRS == "" {
+			r.collSRS = srs
+			if r.meta.SRSName == "" {
+				r.meta.SRSName = srs
+			}
+		}
+	case collTruncated:
+		return r.truncatedResponse()
+	default:
+		return r.skip()
+	}
+	return nil
 }
 
 func isCollection(local string, cls nsClass) bool {

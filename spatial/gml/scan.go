@@ -184,41 +184,56 @@ func (s *scanner) next() (*token, error) {
 	}
 	switch b {
 	case '/':
-		name, ok := s.nsname()
-		if !ok {
-			if s.err == nil {
-				s.err = s.syntaxError("expected element name after </")
-			}
-			return nil, s.err
-		}
-		s.space()
-		if b, ok = s.mustgetc(); !ok {
-			return nil, s.err
-		}
-		if b != '>' {
-			s.err = s.syntaxError("invalid characters between </" + name.Local + " and >")
-			return nil, s.err
-		}
-		*t = token{kind: tkEnd, end: name}
-		return t, nil
+		return s.endTag()
 	case '?':
 		return s.procInst()
 	case '!':
 		return s.bang()
 	}
 	s.ungetc()
+	return s.startTag()
+}
+
+// fail ends the input with a syntax error at the current position, unless
+// reading already failed (s.err), and returns the error that ends it.
+func (s *scanner) fail(msg string) error {
+	if s.err == nil {
+		s.err = s.syntaxError(msg)
+	}
+	return s.err
+}
+
+// endTag reads an end tag whose "</" was just read.
+func (s *scanner) endTag() (*token, error) {
 	name, ok := s.nsname()
 	if !ok {
-		if s.err == nil {
-			s.err = s.syntaxError("expected element name after <")
-		}
+		return nil, s.fail("expected element name after </")
+	}
+	s.space()
+	b, ok := s.mustgetc()
+	if !ok {
 		return nil, s.err
+	}
+	if b != '>' {
+		return nil, s.fail("invalid characters between </" + name.Local + " and >")
+	}
+	s.tok = token{kind: tkEnd, end: name}
+	return &s.tok, nil
+}
+
+// startTag reads a start tag whose "<" was just read, up to its ">" or
+// "/>"; an empty element's end is the next token.
+func (s *scanner) startTag() (*token, error) {
+	name, ok := s.nsname()
+	if !ok {
+		return nil, s.fail("expected element name after <")
 	}
 	attrs := s.attrs[:0]
 	empty := false
 	for {
 		s.space()
-		if b, ok = s.mustgetc(); !ok {
+		b, ok := s.mustgetc()
+		if !ok {
 			return nil, s.err
 		}
 		if b == '/' {
@@ -227,8 +242,7 @@ func (s *scanner) next() (*token, error) {
 				return nil, s.err
 			}
 			if b != '>' {
-				s.err = s.syntaxError("expected /> in element")
-				return nil, s.err
+				return nil, s.fail("expected /> in element")
 			}
 			break
 		}
@@ -236,34 +250,10 @@ func (s *scanner) next() (*token, error) {
 			break
 		}
 		s.ungetc()
-		var a xml.Attr
-		if a.Name, ok = s.nsname(); !ok {
-			if s.err == nil {
-				s.err = s.syntaxError("expected attribute name in element")
-			}
+		a, ok := s.attr()
+		if !ok {
 			return nil, s.err
 		}
-		s.space()
-		if b, ok = s.mustgetc(); !ok {
-			return nil, s.err
-		}
-		if b != '=' {
-			s.err = s.syntaxError("attribute name without = in element")
-			return nil, s.err
-		}
-		s.space()
-		if b, ok = s.mustgetc(); !ok {
-			return nil, s.err
-		}
-		if b != '"' && b != '\'' {
-			s.err = s.syntaxError("unquoted or missing attribute value in element")
-			return nil, s.err
-		}
-		data := s.readText(int(b), false)
-		if data == nil {
-			return nil, s.err
-		}
-		a.Value = string(data)
 		attrs = append(attrs, a)
 	}
 	s.attrs = attrs
@@ -271,8 +261,42 @@ func (s *scanner) next() (*token, error) {
 		s.needClose = true
 		s.toClose = name
 	}
-	*t = token{kind: tkStart, start: xml.StartElement{Name: name, Attr: attrs}}
-	return t, nil
+	s.tok = token{kind: tkStart, start: xml.StartElement{Name: name, Attr: attrs}}
+	return &s.tok, nil
+}
+
+// attr reads one name="value" of a start tag; false means an error, in
+// s.err.
+func (s *scanner) attr() (xml.Attr, bool) {
+	var a xml.Attr
+	var ok bool
+	if a.Name, ok = s.nsname(); !ok {
+		s.fail("expected attribute name in element")
+		return a, false
+	}
+	s.space()
+	b, ok := s.mustgetc()
+	if !ok {
+		return a, false
+	}
+	if b != '=' {
+		s.fail("attribute name without = in element")
+		return a, false
+	}
+	s.space()
+	if b, ok = s.mustgetc(); !ok {
+		return a, false
+	}
+	if b != '"' && b != '\'' {
+		s.fail("unquoted or missing attribute value in element")
+		return a, false
+	}
+	data := s.readText(int(b), false)
+	if data == nil {
+		return a, false
+	}
+	a.Value = string(data)
+	return a, true
 }
 
 func (s *scanner) space() {

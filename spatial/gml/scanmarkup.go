@@ -107,52 +107,67 @@ func (s *scanner) bang() (*token, error) {
 	}
 	switch b {
 	case '-':
+		return s.comment()
+	case '[':
+		return s.cdata()
+	}
+	return s.directive()
+}
+
+// comment reads a comment whose "<!-" was just read, refusing "--" inside
+// it as encoding/xml does.
+func (s *scanner) comment() (*token, error) {
+	b, ok := s.mustgetc()
+	if !ok {
+		return nil, s.err
+	}
+	if b != '-' {
+		return nil, s.fail("invalid sequence <!- not part of <!--")
+	}
+	var b0, b1 byte
+	for {
 		if b, ok = s.mustgetc(); !ok {
 			return nil, s.err
 		}
-		if b != '-' {
-			s.err = s.syntaxError("invalid sequence <!- not part of <!--")
-			return nil, s.err
-		}
-		var b0, b1 byte
-		for {
-			if b, ok = s.mustgetc(); !ok {
-				return nil, s.err
+		if b0 == '-' && b1 == '-' {
+			if b != '>' {
+				return nil, s.fail(`invalid sequence "--" not allowed in comments`)
 			}
-			if b0 == '-' && b1 == '-' {
-				if b != '>' {
-					s.err = s.syntaxError(`invalid sequence "--" not allowed in comments`)
-					return nil, s.err
-				}
-				break
-			}
-			b0, b1 = b1, b
+			break
 		}
-		s.tok = token{kind: tkComment}
-		return &s.tok, nil
-	case '[':
-		for i := 0; i < 6; i++ {
-			if b, ok = s.mustgetc(); !ok {
-				return nil, s.err
-			}
-			if b != "CDATA["[i] {
-				s.err = s.syntaxError("invalid <![ sequence")
-				return nil, s.err
-			}
-		}
-		data := s.readText(-1, true)
-		if data == nil {
-			return nil, s.err
-		}
-		s.tok = token{kind: tkText, text: data}
-		return &s.tok, nil
+		b0, b1 = b1, b
 	}
-	// A directive (<!DOCTYPE ...>): skipped, with encoding/xml's rules for
-	// quotes, nesting and comments inside.
+	s.tok = token{kind: tkComment}
+	return &s.tok, nil
+}
+
+// cdata reads a CDATA section whose "<![" was just read.
+func (s *scanner) cdata() (*token, error) {
+	for i := 0; i < 6; i++ {
+		b, ok := s.mustgetc()
+		if !ok {
+			return nil, s.err
+		}
+		if b != "CDATA["[i] {
+			return nil, s.fail("invalid <![ sequence")
+		}
+	}
+	data := s.readText(-1, true)
+	if data == nil {
+		return nil, s.err
+	}
+	s.tok = token{kind: tkText, text: data}
+	return &s.tok, nil
+}
+
+// directive skips a directive (<!DOCTYPE ...>) whose "<!" was just read,
+// with encoding/xml's rules for quotes, nesting and comments inside.
+func (s *scanner) directive() (*token, error) {
 	inquote := uint8(0)
 	depth := 0
 	for {
-		if b, ok = s.mustgetc(); !ok {
+		b, ok := s.mustgetc()
+		if !ok {
 			return nil, s.err
 		}
 		if inquote == 0 && b == '>' && depth == 0 {
@@ -168,28 +183,52 @@ func (s *scanner) bang() (*token, error) {
 		case b == '>' && inquote == 0:
 			depth--
 		case b == '<' && inquote == 0:
-			const open = "!--"
-			for i := 0; i < len(open); i++ {
-				if b, ok = s.mustgetc(); !ok {
-					return nil, s.err
-				}
-				if b != open[i] {
-					depth++
-					goto handleB
-				}
+			var comment bool
+			if b, comment, ok = s.directiveCommentOpen(); !ok {
+				return nil, s.err
 			}
-			var b0, b1 byte
-			for {
-				if b, ok = s.mustgetc(); !ok {
-					return nil, s.err
-				}
-				if b0 == '-' && b1 == '-' && b == '>' {
-					break
-				}
-				b0, b1 = b1, b
+			if !comment {
+				depth++
+				goto handleB
+			}
+			if !s.skipDirectiveComment() {
+				return nil, s.err
 			}
 		}
 	}
 	s.tok = token{kind: tkComment}
 	return &s.tok, nil
+}
+
+// directiveCommentOpen reads on after a '<' inside a directive to decide
+// whether it opens a comment ("<!--"). When it does not, b is the first
+// byte that differs, which the directive handles in turn. false means an
+// error, in s.err.
+func (s *scanner) directiveCommentOpen() (b byte, comment, ok bool) {
+	const open = "!--"
+	for i := 0; i < len(open); i++ {
+		if b, ok = s.mustgetc(); !ok {
+			return b, false, false
+		}
+		if b != open[i] {
+			return b, false, true
+		}
+	}
+	return b, true, true
+}
+
+// skipDirectiveComment reads up to the "-->" of a comment inside a
+// directive, where "--" may occur; false means an error, in s.err.
+func (s *scanner) skipDirectiveComment() bool {
+	var b0, b1 byte
+	for {
+		b, ok := s.mustgetc()
+		if !ok {
+			return false
+		}
+		if b0 == '-' && b1 == '-' && b == '>' {
+			return true
+		}
+		b0, b1 = b1, b
+	}
 }

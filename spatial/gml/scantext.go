@@ -59,28 +59,16 @@ Input:
 			}
 			break Input
 		}
-		if quote < 0 && b0 == ']' && b1 == ']' && b == '>' {
-			if cdata {
-				trunc = 2
-				break Input
-			}
-			s.err = s.syntaxError("unescaped ]]> not in CDATA section")
-			s.text = buf
-			return nil
-		}
-		if b == '<' && !cdata {
-			if quote >= 0 {
-				s.err = s.syntaxError("unescaped < inside quoted string")
-				s.text = buf
-				return nil
-			}
+		switch act := textByte(quote, cdata, b0, b1, b); act {
+		case textEndCDATA:
+			trunc = 2
+			break Input
+		case textEndBefore:
 			s.ungetc()
 			break Input
-		}
-		if quote >= 0 && b == byte(quote) {
+		case textEnd:
 			break Input
-		}
-		if b == '&' && !cdata {
+		case textEntity:
 			var ok bool
 			buf, ok = s.entity(buf)
 			if !ok {
@@ -90,6 +78,10 @@ Input:
 			check = true
 			b0, b1 = 0, 0
 			continue Input
+		case textCDATAEndOutside, textLessInQuotes:
+			s.err = s.syntaxError(act.refusal())
+			s.text = buf
+			return nil
 		}
 		if b < 0x20 || b >= 0x80 {
 			check = true
@@ -106,20 +98,73 @@ Input:
 	s.text = buf
 	data := buf[:len(buf)-trunc]
 	if check {
-		for rest := data; len(rest) > 0; {
-			r, size := utf8.DecodeRune(rest)
-			if r == utf8.RuneError && size == 1 {
-				s.err = s.syntaxError("invalid UTF-8")
-				return nil
-			}
-			rest = rest[size:]
-			if !isInCharacterRange(r) {
-				s.err = s.syntaxError(fmt.Sprintf("illegal character code %U", r))
-				return nil
-			}
+		if msg := invalidText(data); msg != "" {
+			s.err = s.syntaxError(msg)
+			return nil
 		}
 	}
 	return data
+}
+
+// textAction is what a byte that readText cannot copy in bulk means.
+type textAction uint8
+
+const (
+	textData            textAction = iota // a byte of the text
+	textEnd                               // the closing quote of an attribute value, consumed
+	textEndBefore                         // '<', the start of the next token
+	textEndCDATA                          // the '>' of the "]]>" that closes a CDATA section
+	textEntity                            // '&', the start of a reference
+	textCDATAEndOutside                   // "]]>" outside a CDATA section: an error
+	textLessInQuotes                      // '<' in an attribute value: an error
+)
+
+// refusal is the syntax error message of an action that refuses the text.
+func (a textAction) refusal() string {
+	if a == textLessInQuotes {
+		return "unescaped < inside quoted string"
+	}
+	return "unescaped ]]> not in CDATA section"
+}
+
+// textByte decides what b means in text read as by readText(quote, cdata),
+// b0 and b1 being the two bytes before it (zero after a reference). The
+// order of the checks is encoding/xml's.
+func textByte(quote int, cdata bool, b0, b1, b byte) textAction {
+	switch {
+	case quote < 0 && b0 == ']' && b1 == ']' && b == '>':
+		if cdata {
+			return textEndCDATA
+		}
+		return textCDATAEndOutside
+	case b == '<' && !cdata:
+		if quote >= 0 {
+			return textLessInQuotes
+		}
+		return textEndBefore
+	case quote >= 0 && b == byte(quote):
+		return textEnd
+	case b == '&' && !cdata:
+		return textEntity
+	}
+	return textData
+}
+
+// invalidText returns the syntax error message for the first bad UTF-8
+// sequence or character outside XML's Char range in data, or "" when there
+// is none.
+func invalidText(data []byte) string {
+	for rest := data; len(rest) > 0; {
+		r, size := utf8.DecodeRune(rest)
+		if r == utf8.RuneError && size == 1 {
+			return "invalid UTF-8"
+		}
+		rest = rest[size:]
+		if !isInCharacterRange(r) {
+			return fmt.Sprintf("illegal character code %U", r)
+		}
+	}
+	return ""
 }
 
 // entity reads a reference whose '&' was just read and appends its text;
@@ -129,49 +174,12 @@ func (s *scanner) entity(buf []byte) ([]byte, bool) {
 	if !ok {
 		return buf, false
 	}
-	var name []byte
 	if b == '#' {
-		if b, ok = s.mustgetc(); !ok {
-			return buf, false
-		}
-		base := 10
-		if b == 'x' {
-			base = 16
-			if b, ok = s.mustgetc(); !ok {
-				return buf, false
-			}
-		}
-		var digits [32]byte
-		d := digits[:0]
-		for '0' <= b && b <= '9' ||
-			base == 16 && 'a' <= b && b <= 'f' ||
-			base == 16 && 'A' <= b && b <= 'F' {
-			d = append(d, b)
-			if b, ok = s.mustgetc(); !ok {
-				return buf, false
-			}
-		}
-		ent := "&#"
-		if base == 16 {
-			ent += "x"
-		}
-		ent += string(d)
-		if b != ';' {
-			s.ungetc()
-			ent += " (no semicolon)"
-		} else {
-			n, err := strconv.ParseUint(string(d), base, 64)
-			if err == nil && n <= unicode.MaxRune {
-				return utf8.AppendRune(buf, rune(n)), true
-			}
-			ent += ";"
-		}
-		s.err = s.syntaxError("invalid character entity " + ent)
-		return buf, false
+		return s.charRef(buf)
 	}
 	s.ungetc()
 	var nb [16]byte
-	name, ok = s.readName(nb[:0])
+	name, ok := s.readName(nb[:0])
 	if !ok && s.err != nil {
 		return buf, false
 	}
@@ -183,22 +191,81 @@ func (s *scanner) entity(buf []byte) ([]byte, bool) {
 		s.err = s.syntaxError("invalid character entity &" + string(name) + " (no semicolon)")
 		return buf, false
 	}
-	if isName(name) {
-		switch string(name) {
-		case "lt":
-			return append(buf, '<'), true
-		case "gt":
-			return append(buf, '>'), true
-		case "amp":
-			return append(buf, '&'), true
-		case "apos":
-			return append(buf, '\''), true
-		case "quot":
-			return append(buf, '"'), true
-		}
+	if c, ok := predefinedEntity(name); ok {
+		return append(buf, c), true
 	}
 	s.err = s.syntaxError("invalid character entity &" + string(name) + ";")
 	return buf, false
+}
+
+// predefinedEntity returns the character that the entity name stands for:
+// only XML's predefined five are known.
+func predefinedEntity(name []byte) (byte, bool) {
+	if !isName(name) {
+		return 0, false
+	}
+	switch string(name) {
+	case "lt":
+		return '<', true
+	case "gt":
+		return '>', true
+	case "amp":
+		return '&', true
+	case "apos":
+		return '\'', true
+	case "quot":
+		return '"', true
+	}
+	return 0, false
+}
+
+// charRef reads a character reference whose "&#" was just read and appends
+// the character; false means an error, in s.err.
+func (s *scanner) charRef(buf []byte) ([]byte, bool) {
+	b, ok := s.mustgetc()
+	if !ok {
+		return buf, false
+	}
+	base := 10
+	if b == 'x' {
+		base = 16
+		if b, ok = s.mustgetc(); !ok {
+			return buf, false
+		}
+	}
+	var digits [32]byte
+	d := digits[:0]
+	for isRefDigit(b, base) {
+		d = append(d, b)
+		if b, ok = s.mustgetc(); !ok {
+			return buf, false
+		}
+	}
+	ent := "&#"
+	if base == 16 {
+		ent += "x"
+	}
+	ent += string(d)
+	if b != ';' {
+		s.ungetc()
+		ent += " (no semicolon)"
+	} else {
+		n, err := strconv.ParseUint(string(d), base, 64)
+		if err == nil && n <= unicode.MaxRune {
+			return utf8.AppendRune(buf, rune(n)), true
+		}
+		ent += ";"
+	}
+	s.err = s.syntaxError("invalid character entity " + ent)
+	return buf, false
+}
+
+// isRefDigit says whether b is a digit of a character reference in base
+// (10, or 16 after "&#x"), as encoding/xml reads them.
+func isRefDigit(b byte, base int) bool {
+	return '0' <= b && b <= '9' ||
+		base == 16 && 'a' <= b && b <= 'f' ||
+		base == 16 && 'A' <= b && b <= 'F'
 }
 
 func isInCharacterRange(r rune) bool {
