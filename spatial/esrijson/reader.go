@@ -138,38 +138,20 @@ func (r *Reader) Next() (*spatial.Feature, error) {
 
 func (r *Reader) next() (*spatial.Feature, error) {
 	if !r.started {
-		r.started = true
-		tok, err := r.dec.Token()
-		if err != nil {
-			return nil, r.wrap(err)
-		}
-		if d, ok := tok.(json.Delim); !ok || d != '{' {
-			return nil, &spatial.NotFeaturesError{Kind: "json", Snippet: fmt.Sprintf("%v", tok)}
+		if err := r.begin(); err != nil {
+			return nil, err
 		}
 	}
 	for {
 		if r.inFeats {
-			if !r.dec.More() {
-				if _, err := r.dec.Token(); err != nil { // ]
-					return nil, r.wrap(err)
-				}
-				r.inFeats = false
-				continue
+			if r.dec.More() {
+				return r.feature()
 			}
-			start := r.dec.InputOffset()
-			if r.meter != nil {
-				r.meter.StartFeature(r.opts.Limits)
+			if _, err := r.dec.Token(); err != nil { // ]
+				return nil, r.wrap(err)
 			}
-			r.cr.limit = r.cr.n + r.opts.Limits.FeatureBytes
-			var f feature
-			err := r.dec.Decode(&f)
-			r.cr.limit = -1
-			if err != nil {
-				return nil, r.wrapFeature(err, start)
-			}
-			i := r.index
-			r.index++
-			return r.convert(&f, i)
+			r.inFeats = false
+			continue
 		}
 		tok, err := r.dec.Token()
 		if err != nil {
@@ -183,43 +165,82 @@ func (r *Reader) next() (*spatial.Feature, error) {
 			return nil, io.EOF
 		}
 		key, _ := tok.(string)
-		switch key {
-		case "error":
-			var e any
-			if err := r.decodeValue(&e); err != nil {
-				return nil, err
-			}
-			return nil, ServiceErrorOf(e)
-		case "features":
-			tok, err := r.dec.Token()
-			if err != nil {
-				return nil, r.wrap(err)
-			}
-			if d, ok := tok.(json.Delim); !ok || d != '[' {
-				return nil, &spatial.NotFeaturesError{Kind: "json", Snippet: "features is not an array"}
-			}
-			r.got, r.inFeats = true, true
-		case "objectIdFieldName":
-			var s string
-			if err := r.decodeValue(&s); err != nil {
-				return nil, err
-			}
-			if r.idField == "" {
-				r.idField = s
-			}
-		case "exceededTransferLimit":
-			var b bool
-			if err := r.decodeValue(&b); err != nil {
-				return nil, err
-			}
-			r.exceeded = b
-		default:
-			var skip json.RawMessage
-			if err := r.decodeValue(&skip); err != nil {
-				return nil, err
-			}
+		if err := r.member(key); err != nil {
+			return nil, err
 		}
 	}
+}
+
+// begin reads the opening brace of the feature set.
+func (r *Reader) begin() error {
+	r.started = true
+	tok, err := r.dec.Token()
+	if err != nil {
+		return r.wrap(err)
+	}
+	if d, ok := tok.(json.Delim); !ok || d != '{' {
+		return &spatial.NotFeaturesError{Kind: "json", Snippet: fmt.Sprintf("%v", tok)}
+	}
+	return nil
+}
+
+// feature decodes the next element of "features", within the feature byte limit.
+func (r *Reader) feature() (*spatial.Feature, error) {
+	start := r.dec.InputOffset()
+	if r.meter != nil {
+		r.meter.StartFeature(r.opts.Limits)
+	}
+	r.cr.limit = r.cr.n + r.opts.Limits.FeatureBytes
+	var f feature
+	err := r.dec.Decode(&f)
+	r.cr.limit = -1
+	if err != nil {
+		return nil, r.wrapFeature(err, start)
+	}
+	i := r.index
+	r.index++
+	return r.convert(&f, i)
+}
+
+// member reads the value of the top-level member key: "features" opens the array of
+// features, "error" is the service's error, and objectIdFieldName and
+// exceededTransferLimit are kept; other members are skipped.
+func (r *Reader) member(key string) error {
+	switch key {
+	case "error":
+		var e any
+		if err := r.decodeValue(&e); err != nil {
+			return err
+		}
+		return ServiceErrorOf(e)
+	case "features":
+		tok, err := r.dec.Token()
+		if err != nil {
+			return r.wrap(err)
+		}
+		if d, ok := tok.(json.Delim); !ok || d != '[' {
+			return &spatial.NotFeaturesError{Kind: "json", Snippet: "features is not an array"}
+		}
+		r.got, r.inFeats = true, true
+	case "objectIdFieldName":
+		var s string
+		if err := r.decodeValue(&s); err != nil {
+			return err
+		}
+		if r.idField == "" {
+			r.idField = s
+		}
+	case "exceededTransferLimit":
+		var b bool
+		if err := r.decodeValue(&b); err != nil {
+			return err
+		}
+		r.exceeded = b
+	default:
+		var skip json.RawMessage
+		return r.decodeValue(&skip)
+	}
+	return nil
 }
 
 // decodeValue decodes the next member's value into v, within the feature byte limit.

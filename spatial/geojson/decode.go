@@ -69,13 +69,7 @@ func (r *Reader) feature() (*spatial.Feature, error) {
 		r.meter.StartFeature(r.opts.Limits)
 	}
 	defer func() { s.pin = -1 }()
-	var (
-		id    string
-		g     orb.Geometry
-		gerr  error
-		props map[string]any
-		terr  error // the first type error
-	)
+	var fm featureMembers
 	switch c := s.buf[s.pos]; c {
 	case '{':
 		if err := s.open(); err != nil {
@@ -97,34 +91,7 @@ func (r *Reader) feature() (*spatial.Feature, error) {
 			if err := s.colon(); err != nil {
 				return nil, err
 			}
-			c := s.buf[s.pos]
-			switch field {
-			case "type":
-				if c != '"' && c != 'n' && terr == nil {
-					terr = typeErr(kindOf(c), "Go struct field rawFeature.type of type string")
-				}
-				err = s.skip(false)
-			case "id":
-				id, err = r.featureID()
-			case "geometry":
-				g, gerr, err = r.geometry(0)
-			case "properties":
-				switch c {
-				case 'n':
-					_, err = s.literal()
-					props = nil
-				case '{':
-					props, err = r.properties(props, &terr)
-				default:
-					if terr == nil {
-						terr = typeErr(kindOf(c), "Go struct field rawFeature.properties of type map[string]interface {}")
-					}
-					err = s.skip(false)
-				}
-			default:
-				err = s.skip(false)
-			}
-			if err != nil {
+			if err := r.featureMember(field, &fm); err != nil {
 				return nil, err
 			}
 		}
@@ -136,20 +103,71 @@ func (r *Reader) feature() (*spatial.Feature, error) {
 		if err := s.skip(false); err != nil {
 			return nil, err
 		}
-		terr = typeErr(kindOf(c), "Go value of type geojson.rawFeature")
+		fm.terr = typeErr(kindOf(c), "Go value of type geojson.rawFeature")
 	}
 	idx := r.index
 	r.index++
-	if terr != nil {
-		return nil, &spatial.FeatureError{ID: id, Index: idx, Err: fmt.Errorf("geojson: %w", terr)}
+	return fm.feature(idx)
+}
+
+// featureMembers is what the members of a feature said, as they are read in
+// any order.
+type featureMembers struct {
+	id    string
+	g     orb.Geometry
+	gerr  error // refuses the geometry
+	props map[string]any
+	terr  error // the first member of the wrong JSON type
+}
+
+// featureMember reads the value of the feature member field at pos into fm.
+func (r *Reader) featureMember(field string, fm *featureMembers) error {
+	s := &r.s
+	c := s.buf[s.pos]
+	var err error
+	switch field {
+	case "type":
+		if c != '"' && c != 'n' && fm.terr == nil {
+			fm.terr = typeErr(kindOf(c), "Go struct field rawFeature.type of type string")
+		}
+		err = s.skip(false)
+	case "id":
+		fm.id, err = r.featureID()
+	case "geometry":
+		fm.g, fm.gerr, err = r.geometry(0)
+	case "properties":
+		switch c {
+		case 'n':
+			_, err = s.literal()
+			fm.props = nil
+		case '{':
+			fm.props, err = r.properties(fm.props, &fm.terr)
+		default:
+			if fm.terr == nil {
+				fm.terr = typeErr(kindOf(c), "Go struct field rawFeature.properties of type map[string]interface {}")
+			}
+			err = s.skip(false)
+		}
+	default:
+		err = s.skip(false)
 	}
-	if gerr != nil {
-		return nil, &spatial.FeatureError{ID: id, Index: idx, Err: gerr}
+	return err
+}
+
+// feature makes the index-th feature of fm, or refuses it: for a member of
+// the wrong JSON type first, then for its geometry.
+func (fm *featureMembers) feature(index int) (*spatial.Feature, error) {
+	if fm.terr != nil {
+		return nil, &spatial.FeatureError{ID: fm.id, Index: index, Err: fmt.Errorf("geojson: %w", fm.terr)}
 	}
+	if fm.gerr != nil {
+		return nil, &spatial.FeatureError{ID: fm.id, Index: index, Err: fm.gerr}
+	}
+	props := fm.props
 	if props == nil {
 		props = map[string]any{}
 	}
-	return &spatial.Feature{ID: id, Geometry: g, Properties: props}, nil
+	return &spatial.Feature{ID: fm.id, Geometry: fm.g, Properties: props}, nil
 }
 
 // featureField names the member of a feature key k stands for, "" for
@@ -313,51 +331,9 @@ func (r *Reader) value(prev any, terr *error) (any, error) {
 		}
 		return string(b), nil
 	case '{':
-		if err := s.open(); err != nil {
-			return nil, err
-		}
-		m := make(map[string]any)
-		for first := true; ; first = false {
-			more, err := s.next(first, '}')
-			if err != nil {
-				return nil, err
-			}
-			if !more {
-				return m, nil
-			}
-			k, err := s.key(&r.scratch)
-			if err != nil {
-				return nil, err
-			}
-			key := r.intern(k)
-			if err := s.colon(); err != nil {
-				return nil, err
-			}
-			v, err := r.value(nil, terr)
-			if err != nil {
-				return nil, err
-			}
-			m[key] = v
-		}
+		return r.objectValue(terr)
 	case '[':
-		if err := s.open(); err != nil {
-			return nil, err
-		}
-		a := make([]any, 0)
-		for first := true; ; first = false {
-			more, err := s.next(first, ']')
-			if err != nil {
-				return nil, err
-			}
-			if !more {
-				return a, nil
-			}
-			v, err := r.value(nil, terr)
-			if err != nil {
-				return nil, err
-			}
-			a = append(a, v)
-		}
+		return r.arrayValue(terr)
 	case 't', 'f', 'n':
 		c, err := s.literal()
 		switch c {
@@ -382,5 +358,59 @@ func (r *Reader) value(prev any, terr *error) (any, error) {
 			return prev, nil
 		}
 		return f, nil
+	}
+}
+
+// objectValue decodes the object at pos as a map[string]any.
+func (r *Reader) objectValue(terr *error) (any, error) {
+	s := &r.s
+	if err := s.open(); err != nil {
+		return nil, err
+	}
+	m := make(map[string]any)
+	for first := true; ; first = false {
+		more, err := s.next(first, '}')
+		if err != nil {
+			return nil, err
+		}
+		if !more {
+			return m, nil
+		}
+		k, err := s.key(&r.scratch)
+		if err != nil {
+			return nil, err
+		}
+		key := r.intern(k)
+		if err := s.colon(); err != nil {
+			return nil, err
+		}
+		v, err := r.value(nil, terr)
+		if err != nil {
+			return nil, err
+		}
+		m[key] = v
+	}
+}
+
+// arrayValue decodes the array at pos as a []any.
+func (r *Reader) arrayValue(terr *error) (any, error) {
+	s := &r.s
+	if err := s.open(); err != nil {
+		return nil, err
+	}
+	a := make([]any, 0)
+	for first := true; ; first = false {
+		more, err := s.next(first, ']')
+		if err != nil {
+			return nil, err
+		}
+		if !more {
+			return a, nil
+		}
+		v, err := r.value(nil, terr)
+		if err != nil {
+			return nil, err
+		}
+		a = append(a, v)
 	}
 }

@@ -77,16 +77,7 @@ func (r *Reader) geometry(level int) (g orb.Geometry, gerr, err error) {
 	if err := s.open(); err != nil {
 		return nil, nil, err
 	}
-	var (
-		kind       geomKind
-		typ        string // kind's name, or the unsupported type
-		terr       error
-		coordStart int64    = -1
-		coordKind  geomKind // the kind coordinates were decoded as, if any
-		cg         orb.Geometry
-		cerr       error
-		members    []geomResult
-	)
+	gm := geomMembers{coordStart: -1}
 	for first := true; ; first = false {
 		more, err := s.next(first, '}')
 		if err != nil {
@@ -99,99 +90,166 @@ func (r *Reader) geometry(level int) (g orb.Geometry, gerr, err error) {
 		if err != nil {
 			return nil, nil, err
 		}
-		var field string
-		for _, f := range [...]string{"type", "coordinates", "geometries"} {
-			if foldEq(k, f) {
-				field = f
-				break
-			}
-		}
+		field := geometryField(k)
 		if err := s.colon(); err != nil {
 			return nil, nil, err
 		}
-		c := s.buf[s.pos]
-		switch {
-		case field == "type" && c == '"':
-			b, err := s.str(&r.scratch)
-			if err != nil {
-				return nil, nil, err
-			}
-			kind = geomKindOf(b)
-			typ = kindNames[min(kind, kindCollection)]
-			if kind == kindOther {
-				typ = string(b)
-			}
-		case field == "type" && c != 'n', field == "geometries" && c != 'n' && c != '[':
-			if terr == nil {
-				target := "Go struct field rawGeometry.type of type string"
-				if field == "geometries" {
-					target = "Go struct field rawGeometry.geometries of type []json.RawMessage"
-				}
-				terr = typeErr(kindOf(c), target)
-			}
-			err = s.skip(false)
-		case field == "coordinates":
-			coordStart, coordKind = s.offset(), kindNone
-			if kind.hasCoordinates() {
-				coordKind = kind
-				cg, cerr, err = r.coordinates(kind, true)
-			} else {
-				err = s.skip(false)
-			}
-		case field == "geometries" && c == '[':
-			members, err = r.collectionMembers(level)
-		case field == "geometries":
-			members = nil
-			_, err = s.literal()
-		default:
-			err = s.skip(false)
-		}
-		if err != nil {
+		if err := r.geometryMember(field, level, &gm); err != nil {
 			return nil, nil, err
 		}
 	}
-	switch {
-	case terr != nil:
-		return nil, fmt.Errorf("geojson geometry: %w", terr), nil
-	case kind == kindCollection:
-		if level >= maxCollectionDepth {
-			return nil, errors.New("geojson geometry: GeometryCollection nested too deep"), nil
-		}
-		c := make(orb.Collection, 0, len(members))
-		for _, m := range members {
-			if m.err != nil {
-				return nil, m.err, nil
-			}
-			if m.g == nil {
-				return nil, errors.New("geojson geometry: null member of a GeometryCollection"), nil
-			}
-			c = append(c, m.g)
-		}
-		return c, nil, nil
-	case kind == kindNone:
-		return nil, errors.New("geojson geometry without a type"), nil
-	case kind == kindOther:
-		return nil, fmt.Errorf("geojson geometry type %q not supported", typ), nil
+	if gerr := gm.typeRefusal(); gerr != nil {
+		return nil, gerr, nil
 	}
-	switch {
-	case coordStart < 0:
-		cg, cerr = nil, errors.New("missing")
-	case coordKind != kind:
-		// "type" followed "coordinates" (or changed): decode them again,
-		// they are still in the window.
-		pos, depth := s.pos, s.depth
-		s.pos = int(coordStart - s.base)
-		cg, cerr, err = r.coordinates(kind, false)
-		s.pos, s.depth = pos, depth
-		if err != nil {
-			return nil, nil, err
-		}
+	if gm.kind == kindCollection {
+		g, gerr := collection(gm.members, level)
+		return g, gerr, nil
+	}
+	cg, cerr, err := r.geometryCoordinates(&gm)
+	if err != nil {
+		return nil, nil, err
 	}
 	if cerr != nil {
-		return nil, fmt.Errorf("geojson %s coordinates: %w", typ, cerr), nil
+		return nil, fmt.Errorf("geojson %s coordinates: %w", gm.typ, cerr), nil
 	}
 	r.vertices += len(r.pts)
 	return cg, nil, nil
+}
+
+// geomMembers is what the members of a geometry object said, as they are
+// read in any order.
+type geomMembers struct {
+	kind       geomKind
+	typ        string // kind's name, or the unsupported type
+	terr       error  // the first member of the wrong JSON type
+	coordStart int64  // where "coordinates" starts, -1 without them
+	coordKind  geomKind
+	cg         orb.Geometry // the coordinates decoded as coordKind, if any
+	cerr       error
+	members    []geomResult // of "geometries"
+}
+
+// geometryField names the member of a geometry key k stands for, "" for
+// others.
+func geometryField(k []byte) string {
+	for _, f := range [...]string{"type", "coordinates", "geometries"} {
+		if foldEq(k, f) {
+			return f
+		}
+	}
+	return ""
+}
+
+// geomType is the kind a "type" string names, and the name the messages
+// give it: the kind's, or the unsupported type as written.
+func geomType(b []byte) (geomKind, string) {
+	kind := geomKindOf(b)
+	if kind == kindOther {
+		return kind, string(b)
+	}
+	return kind, kindNames[min(kind, kindCollection)]
+}
+
+// geomMemberTarget is the Go type encoding/json named when a geometry's
+// field held a value of the wrong JSON type.
+func geomMemberTarget(field string) string {
+	if field == "geometries" {
+		return "Go struct field rawGeometry.geometries of type []json.RawMessage"
+	}
+	return "Go struct field rawGeometry.type of type string"
+}
+
+// geometryMember reads the value of the geometry member field at pos into
+// gm. Coordinates are decoded as the type read so far says; a "type" that
+// follows them has them decoded again.
+func (r *Reader) geometryMember(field string, level int, gm *geomMembers) error {
+	s := &r.s
+	c := s.buf[s.pos]
+	switch {
+	case field == "type" && c == '"':
+		b, err := s.str(&r.scratch)
+		if err != nil {
+			return err
+		}
+		gm.kind, gm.typ = geomType(b)
+		return nil
+	case field == "type" && c != 'n', field == "geometries" && c != 'n' && c != '[':
+		if gm.terr == nil {
+			gm.terr = typeErr(kindOf(c), geomMemberTarget(field))
+		}
+		return s.skip(false)
+	case field == "coordinates":
+		gm.coordStart, gm.coordKind = s.offset(), kindNone
+		if !gm.kind.hasCoordinates() {
+			return s.skip(false)
+		}
+		gm.coordKind = gm.kind
+		var err error
+		gm.cg, gm.cerr, err = r.coordinates(gm.kind, true)
+		return err
+	case field == "geometries" && c == '[':
+		var err error
+		gm.members, err = r.collectionMembers(level)
+		return err
+	case field == "geometries":
+		gm.members = nil
+		_, err := s.literal()
+		return err
+	}
+	return s.skip(false)
+}
+
+// typeRefusal is why a geometry's members refuse it before its coordinates
+// are looked at: a member of the wrong JSON type, no type, or a type that is
+// not supported.
+func (gm *geomMembers) typeRefusal() error {
+	switch {
+	case gm.terr != nil:
+		return fmt.Errorf("geojson geometry: %w", gm.terr)
+	case gm.kind == kindNone:
+		return errors.New("geojson geometry without a type")
+	case gm.kind == kindOther:
+		return fmt.Errorf("geojson geometry type %q not supported", gm.typ)
+	}
+	return nil
+}
+
+// collection makes a GeometryCollection nested level deep of its decoded
+// members. Nesting past maxCollectionDepth, a refused member and a null one
+// refuse it.
+func collection(members []geomResult, level int) (orb.Geometry, error) {
+	if level >= maxCollectionDepth {
+		return nil, errors.New("geojson geometry: GeometryCollection nested too deep")
+	}
+	c := make(orb.Collection, 0, len(members))
+	for _, m := range members {
+		if m.err != nil {
+			return nil, m.err
+		}
+		if m.g == nil {
+			return nil, errors.New("geojson geometry: null member of a GeometryCollection")
+		}
+		c = append(c, m.g)
+	}
+	return c, nil
+}
+
+// geometryCoordinates returns the geometry of gm's coordinates: as decoded,
+// or decoded again when "type" followed "coordinates" (or changed); they are
+// still in the window. cerr refuses the feature.
+func (r *Reader) geometryCoordinates(gm *geomMembers) (g orb.Geometry, cerr, err error) {
+	switch {
+	case gm.coordStart < 0:
+		return nil, errors.New("missing"), nil
+	case gm.coordKind != gm.kind:
+		s := &r.s
+		pos, depth := s.pos, s.depth
+		s.pos = int(gm.coordStart - s.base)
+		g, cerr, err = r.coordinates(gm.kind, false)
+		s.pos, s.depth = pos, depth
+		return g, cerr, err
+	}
+	return gm.cg, gm.cerr, nil
 }
 
 // collectionMembers decodes the "geometries" array at pos.

@@ -295,28 +295,10 @@ func (r *Reader) members() error {
 func (r *Reader) member(key string) error {
 	s := &r.s
 	s.depth = 0
-	switch key {
-	case "features":
-		switch s.buf[s.pos] {
-		case '[':
-			s.pos++
-			r.inFeatures, r.firstFeature, r.sawFeatures = true, true, true
-			return nil
-		case 'n':
-			if _, err := s.literal(); err != nil {
-				return err
-			}
-			r.sawFeatures = true
-			return nil
-		}
-		// Not a collection; an object is read to its end first.
-		if err := s.skip(true); err != nil {
-			return err
-		}
-		return r.notFeatures()
-	case "numberMatched", "numberReturned", "totalFeatures", "links", "crs", "type",
-		"exceptions", "error", "code", "description", "id", "geometry", "properties":
-	default:
+	if key == "features" {
+		return r.featuresMember()
+	}
+	if !decodedMember(key) {
 		return s.skip(false)
 	}
 	start := s.offset()
@@ -325,100 +307,184 @@ func (r *Reader) member(key string) error {
 	if err := s.skip(false); err != nil {
 		return err
 	}
-	raw := s.buf[start-s.base : s.pos]
+	if !r.decodeMember(key, s.buf[start-s.base:s.pos]) {
+		return r.notFeatures()
+	}
+	return nil
+}
+
+// featuresMember reads the value of "features" at pos: an array opens it, null
+// is a collection without features, and anything else is not a collection.
+func (r *Reader) featuresMember() error {
+	s := &r.s
+	switch s.buf[s.pos] {
+	case '[':
+		s.pos++
+		r.inFeatures, r.firstFeature, r.sawFeatures = true, true, true
+		return nil
+	case 'n':
+		if _, err := s.literal(); err != nil {
+			return err
+		}
+		r.sawFeatures = true
+		return nil
+	}
+	// Not a collection; an object is read to its end first.
+	if err := s.skip(true); err != nil {
+		return err
+	}
+	return r.notFeatures()
+}
+
+// decodedMember tells whether the top-level member key says something about
+// the response, so that its value is decoded rather than skipped.
+func decodedMember(key string) bool {
+	switch key {
+	case "numberMatched", "numberReturned", "totalFeatures", "links", "crs", "type",
+		"exceptions", "error", "code", "description", "id", "geometry", "properties":
+		return true
+	}
+	return false
+}
+
+// decodeMember keeps what the top-level member key says, of its value raw. It
+// reports false, keeping nothing, for a value encoding/json cannot decode as
+// the member's type.
+func (r *Reader) decodeMember(key string, raw []byte) bool {
 	switch key {
 	case "numberMatched", "numberReturned", "totalFeatures":
-		var v any
-		if err := json.Unmarshal(raw, &v); err != nil {
-			return r.notFeatures()
+		n, ok := countMember(raw)
+		if ok {
+			*r.countOf(key) = n
 		}
-		n := count(v)
-		switch key {
-		case "numberMatched":
-			r.meta.NumberMatched = n
-		case "numberReturned":
-			r.meta.NumberReturned = n
-		default:
-			r.total = n
-		}
+		return ok
 	case "links":
-		var links []struct {
-			Href string `json:"href"`
-			Rel  string `json:"rel"`
-		}
-		if err := json.Unmarshal(raw, &links); err != nil {
-			return r.notFeatures()
-		}
-		for _, l := range links {
-			if l.Rel == "next" && r.meta.Next == "" {
-				r.meta.Next = l.Href
-			}
-		}
+		next, ok := nextLink(raw, r.meta.Next)
+		r.meta.Next = next
+		return ok
 	case "crs":
-		var crs struct {
-			Properties struct {
-				Name string `json:"name"`
-			} `json:"properties"`
+		name, ok := crsName(raw)
+		if ok {
+			r.meta.SRSName = name
 		}
-		if err := json.Unmarshal(raw, &crs); err != nil {
-			return r.notFeatures()
-		}
-		r.meta.SRSName = crs.Properties.Name
-	case "type":
-		var v any
-		if err := json.Unmarshal(raw, &v); err != nil {
-			return r.notFeatures()
-		}
-		r.typ, _ = v.(string)
+		return ok
 	case "exceptions":
-		var exs []struct {
-			Code    string `json:"code"`
-			Locator string `json:"locator"`
-			Text    string `json:"text"`
+		rep, ok := exceptionsReport(raw)
+		if ok {
+			r.exc = rep
 		}
-		if err := json.Unmarshal(raw, &exs); err != nil {
-			return r.notFeatures()
-		}
-		rep := &spatial.ExceptionReport{}
-		var texts []string
-		for i, e := range exs {
-			if i == 0 {
-				rep.Code, rep.Locator = e.Code, e.Locator
-			}
-			if t := strings.TrimSpace(e.Text); t != "" {
-				texts = append(texts, t)
-			}
-		}
-		rep.Text = strings.Join(texts, "; ")
-		r.exc = rep
-	case "error", "code", "description":
-		var v any
-		if err := json.Unmarshal(raw, &v); err != nil {
-			return r.notFeatures()
-		}
-		switch key {
-		case "error":
-			r.errorMember(v)
-		case "code":
-			r.code = scalarText(v)
-		default:
-			r.descr = scalarText(v)
-		}
+		return ok
 	case "id":
 		// Members of a top-level Feature (GetFeatureById), read as a
 		// member of "features" is once the object ends.
 		r.single.id = append(r.single.id[:0], raw...)
 		r.singleN++
+		return true
 	case "geometry":
 		r.single.geometry = append(r.single.geometry[:0], raw...)
 		r.singleN++
+		return true
 	case "properties":
-		if err := json.Unmarshal(raw, &r.single.props); err != nil {
-			return r.notFeatures()
+		if json.Unmarshal(raw, &r.single.props) != nil {
+			return false
 		}
 		r.singleN++
+		return true
 	}
-	return nil
+	// "type", "error", "code", "description": any JSON value.
+	var v any
+	if json.Unmarshal(raw, &v) != nil {
+		return false
+	}
+	switch key {
+	case "type":
+		r.typ, _ = v.(string)
+	case "error":
+		r.errorMember(v)
+	case "code":
+		r.code = scalarText(v)
+	case "description":
+		r.descr = scalarText(v)
+	}
+	return true
+}
+
+// countOf is where the count member key is kept.
+func (r *Reader) countOf(key string) *int64 {
+	switch key {
+	case "numberMatched":
+		return &r.meta.NumberMatched
+	case "numberReturned":
+		return &r.meta.NumberReturned
+	}
+	return &r.total
+}
+
+// countMember reads a count member (numberMatched, numberReturned,
+// totalFeatures) as count does; ok is false when raw is not JSON.
+func countMember(raw []byte) (n int64, ok bool) {
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return 0, false
+	}
+	return count(v), true
+}
+
+// nextLink returns the href of the first link of rel "next" in the links
+// array raw, or next when that is set already; ok is false when raw is not
+// an array of links.
+func nextLink(raw []byte, next string) (string, bool) {
+	var links []struct {
+		Href string `json:"href"`
+		Rel  string `json:"rel"`
+	}
+	if err := json.Unmarshal(raw, &links); err != nil {
+		return next, false
+	}
+	for _, l := range links {
+		if l.Rel == "next" && next == "" {
+			next = l.Href
+		}
+	}
+	return next, true
+}
+
+// crsName returns the name of the legacy "crs" member raw.
+func crsName(raw []byte) (string, bool) {
+	var crs struct {
+		Properties struct {
+			Name string `json:"name"`
+		} `json:"properties"`
+	}
+	if err := json.Unmarshal(raw, &crs); err != nil {
+		return "", false
+	}
+	return crs.Properties.Name, true
+}
+
+// exceptionsReport makes the report of GeoServer's "exceptions" array raw:
+// the code and locator of the first exception, the texts of all.
+func exceptionsReport(raw []byte) (*spatial.ExceptionReport, bool) {
+	var exs []struct {
+		Code    string `json:"code"`
+		Locator string `json:"locator"`
+		Text    string `json:"text"`
+	}
+	if err := json.Unmarshal(raw, &exs); err != nil {
+		return nil, false
+	}
+	rep := &spatial.ExceptionReport{}
+	var texts []string
+	for i, e := range exs {
+		if i == 0 {
+			rep.Code, rep.Locator = e.Code, e.Locator
+		}
+		if t := strings.TrimSpace(e.Text); t != "" {
+			texts = append(texts, t)
+		}
+	}
+	rep.Text = strings.Join(texts, "; ")
+	return rep, true
 }
 
 func (r *Reader) errorMember(v any) {

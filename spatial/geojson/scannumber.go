@@ -12,81 +12,18 @@ import (
 // returns its text (valid until the next read). A number is complete at
 // the end of the input.
 func (s *scanner) number() ([]byte, error) {
-	j := s.pos
-	// state: 0 start, 1 after '-', 2 in int (or after leading 0 when
-	// zero), 3 after '.', 4 in fraction, 5 after 'e', 6 after sign, 7 in
-	// exponent.
-	state := 0
-	zero := false
+	j, state := s.pos, numStart
 	for {
 		for j < s.end {
-			c := s.buf[j]
-			digit := '0' <= c && c <= '9'
-			switch state {
-			case 0:
-				if c == '-' {
-					state = 1
-					j++
-					continue
-				}
-				fallthrough
-			case 1:
-				if !digit {
-					s.pos = j
-					return nil, s.syntaxErr("in numeric literal")
-				}
-				zero = c == '0'
-				state = 2
+			next := numTransitions[state][numClasses[s.buf[j]]]
+			if next < numEnd {
+				state = next
 				j++
 				continue
-			case 2:
-				if digit && !zero {
-					j++
-					continue
-				}
-				if c == '.' {
-					state = 3
-					j++
-					continue
-				}
-				if c == 'e' || c == 'E' {
-					state = 5
-					j++
-					continue
-				}
-			case 3, 4:
-				if digit {
-					state = 4
-					j++
-					continue
-				}
-				if state == 3 {
-					s.pos = j
-					return nil, s.syntaxErr("after decimal point in numeric literal")
-				}
-				if c == 'e' || c == 'E' {
-					state = 5
-					j++
-					continue
-				}
-			case 5, 6:
-				if state == 5 && (c == '+' || c == '-') {
-					state = 6
-					j++
-					continue
-				}
-				if !digit {
-					s.pos = j
-					return nil, s.syntaxErr("in exponent of numeric literal")
-				}
-				state = 7
-				j++
-				continue
-			case 7:
-				if digit {
-					j++
-					continue
-				}
+			}
+			if next != numEnd {
+				s.pos = j
+				return nil, s.syntaxErr(numSyntaxWhere(next))
 			}
 			if int64(j-s.pos) > s.maxString {
 				return nil, s.tooLarge("max_string_bytes", s.maxString)
@@ -100,7 +37,7 @@ func (s *scanner) number() ([]byte, error) {
 			return nil, s.tooLarge("max_string_bytes", s.maxString)
 		}
 		if !s.fill() {
-			if s.rerr == io.EOF && (state == 2 || state == 4 || state == 7) {
+			if s.rerr == io.EOF && state.complete() {
 				num := s.buf[s.pos:s.end]
 				s.pos = s.end
 				return num, nil
