@@ -1,6 +1,8 @@
 // Package server is the HTTP side of geoflow serve and geoflow ui, where operators
 // look: the web UI (runs, units and dead letters on a map; draw a box to rerun an area),
-// its JSON API, Prometheus metrics, and liveness and readiness probes.
+// its JSON API, Prometheus metrics, and liveness and readiness probes. Run is the one
+// lifecycle of geoflow's long-running processes (serve, ui, worker): their listener,
+// metrics registry, readiness and ordered stop.
 package server
 
 import (

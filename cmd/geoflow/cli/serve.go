@@ -4,21 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
-	"net/http"
 	"os"
-	"os/signal"
-	"sync/atomic"
-	"syscall"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/spf13/cobra"
 
-	"github.com/geoflow/geoflow/flows/engine"
-	"github.com/geoflow/geoflow/retry"
-	"github.com/geoflow/geoflow/schedule"
 	"github.com/geoflow/geoflow/server"
 )
 
@@ -95,103 +85,9 @@ func runServe(ctx context.Context, g *globals, sf serveFlags) error {
 	if _, err := st.Migrate(ctx); err != nil {
 		return fmt.Errorf("migrating the database: %w", err)
 	}
-	ln, err := net.Listen("tcp", sf.listen)
-	if err != nil {
-		return fmt.Errorf("--listen: %w", err)
-	}
-
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	metrics, err := schedule.NewMetrics(reg)
-	if err != nil {
-		ln.Close()
-		return err
-	}
-	runOpts := engine.RunOptions{
-		HTTP:   retry.New(&retry.Options{Logger: log, Registerer: reg, Shared: sharedPacing(st)}),
-		Logger: log,
-		// Half of --grace to finish normally (Drain), 40% for units in flight to
-		// stop, the rest for the bookkeeping after.
-		Grace:       sf.grace * 2 / 5,
-		Distributed: sf.distributed,
-	}
-	sched, err := schedule.New(schedule.Options{
-		Store:      st,
-		Dir:        sf.dir,
-		Flows:      g.flowOptions(registry()),
-		Logger:     log,
-		Metrics:    metrics,
-		Instance:   sf.instance,
-		RunOptions: runOpts,
-		Drain:      sf.grace / 2,
-	})
-	if err != nil {
-		ln.Close()
-		return err
-	}
-	ctx, stop := context.WithCancelCause(ctx)
-	defer stop(nil)
-	var ready atomic.Bool
-	ready.Store(true)
-	catalog := &server.Catalog{Dir: sf.dir, Options: g.flowOptions(registry()), Live: sched}
-	runOpts.Store = stores(st)
-	launcher, err := server.NewLauncher(ctx, catalog, runOpts, g.replayOptions(runOpts))
-	if err != nil {
-		ln.Close()
-		return err
-	}
-	// From the first signal on, while runs drain and the endpoints still answer: not
-	// ready, and no new run or replay from the UI (503). stopped says when, for the
-	// bound of the wait below.
-	stopped := make(chan time.Time, 1)
-	context.AfterFunc(ctx, func() {
-		ready.Store(false)
-		launcher.Close()
-		stopped <- time.Now()
-	})
-	h, err := server.Handler(server.Options{Store: st, Flows: sched, Registry: reg, Ready: &ready, Logger: log,
-		Catalog: catalog, Launcher: launcher, Token: token, StoreName: g.storeName(), CookieSecure: sf.cookieSecure})
-	if err != nil {
-		ln.Close()
-		return err
-	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
-	httpDone := make(chan error, 1)
-	go func() { httpDone <- srv.Serve(ln) }()
-	log.Info("serving", "listen", ln.Addr().String(), "flows", sf.dir)
-
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
-	go func() {
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-hup:
-				log.Info("SIGHUP: reloading flows")
-				_ = sched.Reload(ctx)
-			}
-		}
-	}()
-
-	schedErr := make(chan error, 1)
-	go func() { schedErr <- sched.Run(ctx) }()
-	select {
-	case err = <-schedErr:
-	case herr := <-httpDone:
-		err = fmt.Errorf("serving HTTP: %w", herr)
-		stop(err)
-		<-schedErr
-	}
-	// The scheduler may also have ended by itself, on an error: the UI's runs stop then too.
-	stop(err)
-	// Runs started from the UI stop as scheduled ones do, within --grace of the signal;
-	// then HTTP stops, and the store closes.
-	waitUI(ctx, log, launcher, (<-stopped).Add(sf.grace))
-	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
-	defer cancel()
-	_ = srv.Shutdown(shutdownCtx)
+	err = server.Run(ctx, &server.ServeProcess{Backend: st, Fires: st, Engine: stores(st), Dir: sf.dir, Flows: g.flowOptions(registry()),
+		Listen: sf.listen, Token: token, StoreName: g.storeName(), CookieSecure: sf.cookieSecure,
+		Grace: sf.grace, Instance: sf.instance, Distributed: sf.distributed, Pacing: sharedPacing(st), Logger: log})
 	if err != nil {
 		return err
 	}

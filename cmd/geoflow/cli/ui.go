@@ -4,20 +4,12 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"fmt"
-	"log/slog"
-	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 
-	"github.com/geoflow/geoflow/flows/engine"
-	"github.com/geoflow/geoflow/retry"
-	"github.com/geoflow/geoflow/schedule"
 	"github.com/geoflow/geoflow/server"
 )
 
@@ -72,16 +64,6 @@ func (g *globals) storeName() string {
 	return abs
 }
 
-// replayOptions are the options of replays started by the UI of serve and ui.
-func (g *globals) replayOptions(run engine.RunOptions) engine.ReplayOptions {
-	return engine.ReplayOptions{Store: run.Store, HTTP: run.HTTP, Registry: registry(), Secrets: g.secrets, Logger: run.Logger, Grace: run.Grace}
-}
-
-// noSchedule is the scheduler of geoflow ui: none.
-type noSchedule struct{}
-
-func (noSchedule) Flows(int) []schedule.FlowInfo { return []schedule.FlowInfo{} }
-
 func runUI(ctx context.Context, g *globals, uf uiFlags) error {
 	log, err := g.logger()
 	if err != nil {
@@ -105,68 +87,7 @@ func runUI(ctx context.Context, g *globals, uf uiFlags) error {
 	if err := st.CheckMigrations(ctx); err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", uf.listen)
-	if err != nil {
-		return fmt.Errorf("--listen: %w", err)
-	}
-	// The runs started here live in runCtx: cancelled on a signal and when serving fails.
-	runCtx, stopRuns := context.WithCancel(ctx)
-	defer stopRuns()
-	reg := prometheus.NewRegistry()
-	opts := server.Options{Store: st, Flows: noSchedule{}, Registry: reg, Logger: log, Token: token, StoreName: g.storeName(),
-		ReadOnly: uf.readOnly, CookieSecure: uf.cookieSecure}
-	var launcher *server.Launcher
-	if fi, err := os.Stat(uf.dir); err == nil && fi.IsDir() {
-		opts.Catalog = &server.Catalog{Dir: uf.dir, Options: g.flowOptions(registry())}
-		if !uf.readOnly {
-			// Units in flight get most of --grace; the rest is for recording the run
-			// interrupted, so that the whole stop fits in --grace.
-			run := engine.RunOptions{Store: stores(st), HTTP: retry.New(&retry.Options{Logger: log, Registerer: reg, Shared: sharedPacing(st)}),
-				Logger: log, Grace: uf.grace * 4 / 5}
-			if launcher, err = server.NewLauncher(runCtx, opts.Catalog, run, g.replayOptions(run)); err != nil {
-				ln.Close()
-				return err
-			}
-			opts.Launcher = launcher
-		}
-	} else {
-		log.Warn("no flows directory: the UI shows the store's runs only", "flows", uf.dir)
-	}
-	h, err := server.Handler(opts)
-	if err != nil {
-		ln.Close()
-		return err
-	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ln) }()
-	log.Info("web UI", "url", "http://"+ln.Addr().String()+"/", "store", g.storeName(), "runs", launcher != nil)
-	select {
-	case err = <-done:
-		err = fmt.Errorf("serving HTTP: %w", err)
-	case <-ctx.Done():
-	}
-	// In this order: the runs are told to stop; new ones are refused (503) while the
-	// pages still answer; the runs get --grace to be recorded; only then does HTTP stop
-	// and the store close (deferred above).
-	stopRuns()
-	if launcher != nil {
-		launcher.Close()
-		waitUI(ctx, log, launcher, time.Now().Add(uf.grace))
-	}
-	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
-	defer cancel()
-	_ = srv.Shutdown(shutdownCtx)
-	return err
-}
-
-// waitUI waits until deadline for the runs and replays launcher started to end (a
-// stopping process, whose store closes next); what is still going then is logged and
-// left to the exit.
-func waitUI(ctx context.Context, log *slog.Logger, launcher *server.Launcher, deadline time.Time) {
-	waitCtx, cancel := context.WithDeadline(context.WithoutCancel(ctx), deadline)
-	defer cancel()
-	if err := launcher.Wait(waitCtx); err != nil {
-		log.Warn("runs started from the UI did not stop within --grace; exiting without them (geoflow runs list shows what became of them)", "err", err)
-	}
+	return server.Run(ctx, &server.UIProcess{Backend: st, Engine: stores(st), Dir: uf.dir, Flows: g.flowOptions(registry()),
+		Listen: uf.listen, Token: token, StoreName: g.storeName(), CookieSecure: uf.cookieSecure, ReadOnly: uf.readOnly,
+		Grace: uf.grace, Pacing: sharedPacing(st), Logger: log})
 }

@@ -1,22 +1,17 @@
 package cli
 
 import (
+	"cmp"
 	"context"
-	"errors"
 	"fmt"
-	"net"
-	"net/http"
 	"os"
 	"strconv"
 	"text/tabwriter"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
 
-	"github.com/geoflow/geoflow/flows/engine"
-	"github.com/geoflow/geoflow/retry"
+	"github.com/geoflow/geoflow/server"
 	"github.com/geoflow/geoflow/store"
 	"github.com/geoflow/geoflow/store/postgis"
 	"github.com/geoflow/geoflow/tasks"
@@ -91,65 +86,10 @@ func runWorker(ctx context.Context, g *globals, wf workerFlags) error {
 		return fmt.Errorf("migrating the database: %w", err)
 	}
 	host, _ := os.Hostname()
-	id := wf.id
-	if id == "" {
-		id = host + "-" + strconv.Itoa(os.Getpid())
-	}
-	reg := prometheus.NewRegistry()
-	handler := retry.New(&retry.Options{Logger: log, Shared: st, Registerer: reg})
-	w := &engine.UnitWorker{Store: stores(st), HTTP: handler, Registry: registry(), Logger: log.With("worker", id),
-		Secrets: g.secrets, Backlog: handler.Backlog, SnoozeAfter: wf.snoozeAfter, Memory: tasks.NewMemory(memLimit)}
-	registerWorkerMetrics(reg, id, w)
-	if wf.listen != "" {
-		stop, err := serveWorkerMetrics(wf.listen, reg, log)
-		if err != nil {
-			return err
-		}
-		defer stop()
-	}
-	log.Info("worker started", "worker", id, "concurrency", wf.concurrency, "rescue_after", wf.rescueAfter, "database", st.URL())
-	err = st.Work(ctx, store.WorkConfig{ID: id, Hostname: host, Version: Version, Concurrency: wf.concurrency,
-		Grace: wf.grace, RescueAfter: wf.rescueAfter, Stats: w.Stats, Logger: log.With("worker", id)}, w.Execute)
-	s := w.Stats()
-	log.Info("worker stopped", "worker", id, "units_done", s.Done, "units_failed", s.Failed, "snoozed", s.Snoozed)
-	return err // nil when asked to stop (SIGINT, SIGTERM) and stopped cleanly
-}
-
-// registerWorkerMetrics exposes what the worker did, by the worker's id.
-func registerWorkerMetrics(reg *prometheus.Registry, id string, w *engine.UnitWorker) {
-	labels := prometheus.Labels{"worker": id}
-	reg.MustRegister(
-		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "geoflow_worker_units_done_total", Help: "Units this worker executed to done.", ConstLabels: labels},
-			func() float64 { return float64(w.Stats().Done) }),
-		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "geoflow_worker_units_failed_total", Help: "Units this worker dead-lettered.", ConstLabels: labels},
-			func() float64 { return float64(w.Stats().Failed) }),
-		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "geoflow_worker_units_snoozed_total", Help: "Units this worker gave back to wait (their host's backlog, a previous worker still on them).", ConstLabels: labels},
-			func() float64 { return float64(w.Stats().Snoozed) }),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "geoflow_worker_units_in_flight", Help: "Units this worker is executing.", ConstLabels: labels},
-			func() float64 { return float64(w.Stats().InFlight) }),
-	)
-}
-
-// serveWorkerMetrics serves /metrics and /healthz on addr until stop is called.
-func serveWorkerMetrics(addr string, reg *prometheus.Registry, log interface{ Error(string, ...any) }) (stop func(), err error) {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("--listen %s: %w", addr, err)
-	}
-	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	go func() {
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			log.Error("serving the worker's metrics", "err", err)
-		}
-	}()
-	return func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(ctx)
-	}, nil
+	id := cmp.Or(wf.id, host+"-"+strconv.Itoa(os.Getpid()))
+	return server.Run(ctx, &server.WorkerProcess{Engine: stores(st), Pacing: st, Database: st.URL(), ID: id, Hostname: host, Version: Version,
+		Concurrency: wf.concurrency, RescueAfter: wf.rescueAfter, Grace: wf.grace, SnoozeAfter: wf.snoozeAfter, Memory: memLimit,
+		Tasks: registry(), Secrets: g.secrets, Listen: wf.listen, Logger: log})
 }
 
 func newWorkersCmd(g *globals) *cobra.Command {
