@@ -230,22 +230,15 @@ func decideList(e Evidence) Verdict {
 	return Verdict{Kind: Split, Reason: fmt.Sprintf("the server flagged its listing of %d ids as cut short", e.Returned)}
 }
 
-// decideTile judges a tile's first response.
+// decideTile judges a tile's first response. It asks how many features the tile is
+// known to hold (tileCount), whether the response is full, and whether the server
+// ignores the box (ignoresBox), and from those whether the tile is complete, must be
+// split, paged on, or cannot be completed.
 func decideTile(e Evidence) Verdict {
 	got := e.Returned
-	matched := e.Matched
-	if !e.CountsInResponse && matched <= got {
-		// A count that may be of what this response holds (WFS 1.x numberOfFeatures):
-		// only a larger number proves the response short.
-		matched = -1
-	}
-	if e.Counted > matched {
-		matched = e.Counted
-	}
+	matched := tileCount(e)
 	full := e.Size > 0 && got >= e.Size
-	// A response of features mostly outside the box asked, or the very features of the
-	// tile it was cut from: the server ignores the box, and smaller tiles cannot help.
-	sameAsParent := e.ParentPrint != 0 && e.Print == e.ParentPrint || got > 0 && 2*e.Outside > got
+	sameAsParent := ignoresBox(e)
 	switch {
 	case full && matched == got && e.CountsInResponse && !sameAsParent:
 		// A full response, and the server counts no more. Smaller tiles would find the
@@ -297,6 +290,26 @@ func decideTile(e Evidence) Verdict {
 	// asked, or one leaving features out. Ask once for the rest.
 	return Verdict{Kind: PageOn, Start: got, Size: e.Size - got,
 		Reason: fmt.Sprintf("the server counted %d features and returned %d; asking for the rest", matched, got)}
+}
+
+// tileCount is how many features the evidence shows the tile holds: the larger of the
+// tile's own count and the response's numberMatched; -1 when neither says. A
+// numberMatched that may be of what the response holds (WFS 1.x numberOfFeatures) is
+// taken only where it is larger than that, since only a larger number proves the
+// response short.
+func tileCount(e Evidence) int64 {
+	matched := e.Matched
+	if !e.CountsInResponse && matched <= e.Returned {
+		matched = -1
+	}
+	return max(matched, e.Counted)
+}
+
+// ignoresBox tells whether the response shows the server ignores the box asked for: it
+// holds features mostly outside it, or the very features of the tile it was cut from.
+// Smaller tiles cannot help there.
+func ignoresBox(e Evidence) bool {
+	return e.ParentPrint != 0 && e.Print == e.ParentPrint || e.Returned > 0 && 2*e.Outside > e.Returned
 }
 
 // decidePage judges a page of a tile that cannot be split, or the rest of a short tile.

@@ -9,14 +9,12 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/paulmach/orb"
-	"github.com/paulmach/orb/project"
 
 	"github.com/geoflow/geoflow/dlq"
 	"github.com/geoflow/geoflow/internal/redact"
@@ -74,122 +72,35 @@ func newTask(id string, c Config) (*Task, error) {
 	return t, nil
 }
 
-// layer is the layer document (?f=json).
-type layer struct {
-	Type           string `json:"type"`
-	GeometryType   string `json:"geometryType"`
-	ObjectIDField  string `json:"objectIdField"`
-	MaxRecordCount int    `json:"maxRecordCount"`
-	Fields         []struct {
-		Name string `json:"name"`
-		Type string `json:"type"`
-	} `json:"fields"`
-	// Extent is read apart, leniently: an empty layer may state "NaN" coordinates, which
-	// must not make the whole document unreadable when bbox is set.
-	Extent json.RawMessage `json:"extent"`
-}
-
-// extent is a layer's extent.
-type extent struct {
-	XMin, YMin, XMax, YMax float64
-	SpatialReference       struct {
-		WKID       int `json:"wkid"`
-		LatestWKID int `json:"latestWkid"`
-	} `json:"spatialReference"`
-}
-
-// columnType maps an Esri field type to a column type; ok is false for what is no
-// attribute (the geometry, blobs, rasters).
-func columnType(esri string) (store.ColumnType, bool) {
-	switch esri {
-	case "esriFieldTypeOID", "esriFieldTypeInteger", "esriFieldTypeSmallInteger", "esriFieldTypeBigInteger", "esriFieldTypeLong":
-		return store.TypeBigint, true
-	case "esriFieldTypeDouble", "esriFieldTypeSingle":
-		return store.TypeDouble, true
-	case "esriFieldTypeDate", "esriFieldTypeTimestampOffset":
-		return store.TypeTimestamptz, true
-	case "esriFieldTypeDateOnly":
-		return store.TypeDate, true
-	case "esriFieldTypeGeometry", "esriFieldTypeBlob", "esriFieldTypeRaster", "esriFieldTypeXML":
-		return "", false
-	}
-	return store.TypeText, true // String, GUID, GlobalID, TimeOnly and types to come
-}
-
+// prepare reads the layer document once and makes the harvest engine of what it says:
+// the batch size, the columns and the area. A failure is not cached, so a later unit (or
+// a replay) tries again.
 func (t *Task) prepare(ctx context.Context, env *tasks.Env) (*prepared, error) {
 	t.prepMu.Lock()
 	defer t.prepMu.Unlock()
 	if t.p != nil {
 		return t.p, nil
 	}
-	var l layer
-	err := env.HTTP.Do(ctx, t.request(env, "layer", http.MethodGet, t.cfg.URL, url.Values{"f": {"json"}}), func(resp *http.Response) error {
-		body, err := io.ReadAll(io.LimitReader(resp.Body, 32<<20))
-		if err != nil {
-			return retry.Transient(dlq.ClassTruncated, err)
-		}
-		if err := serviceError(body); err != nil {
-			return err
-		}
-		if err := json.Unmarshal(body, &l); err != nil {
-			return retry.Permanent(dlq.ClassParse, fmt.Errorf("the layer document is not JSON: %w (%s)", err, spatial.Snippet(body, 200)))
-		}
-		return nil
-	})
+	l, err := t.readLayer(ctx, env)
 	if err != nil {
-		return nil, fmt.Errorf("reading the layer %s: %w", redact.URL(t.cfg.URL), err)
+		return nil, err
 	}
-	if l.Type == "Table" || l.GeometryType == "" {
-		return nil, fmt.Errorf("%s is a table without geometry; geoflow harvests feature layers", redact.URL(t.cfg.URL))
+	if err := checkLayer(l, t.cfg.URL); err != nil {
+		return nil, err
 	}
-	p := &prepared{oidField: l.ObjectIDField, dates: map[string]bool{}}
-	if p.oidField == "" {
-		return nil, fmt.Errorf("the layer %s names no objectIdField: it cannot be harvested by object id", redact.URL(t.cfg.URL))
+	p := &prepared{oidField: l.ObjectIDField, batch: batchSize(l.MaxRecordCount, t.cfg.BatchSize)}
+	props, dates, err := layerProperties(l.Fields, t.cfg.OutFields, p.oidField)
+	if err != nil {
+		return nil, err
 	}
-	p.batch = max(l.MaxRecordCount, 1)
-	if l.MaxRecordCount <= 0 {
-		p.batch = 1000
+	p.dates = dates
+	area, fromExtent, err := layerArea(t.cfg.BBox, l.Extent)
+	if err != nil {
+		return nil, err
 	}
-	if t.cfg.BatchSize > 0 && t.cfg.BatchSize < p.batch {
-		p.batch = t.cfg.BatchSize
-	}
-	var props []tasks.Property
-	for _, f := range l.Fields {
-		typ, ok := columnType(f.Type)
-		if !ok || len(t.cfg.OutFields) > 0 && !slices.Contains(t.cfg.OutFields, f.Name) && f.Name != p.oidField {
-			continue
-		}
-		if f.Type == "esriFieldTypeDate" {
-			p.dates[f.Name] = true
-		}
-		props = append(props, tasks.Property{Name: f.Name, Type: typ})
-	}
-	for _, f := range t.cfg.OutFields {
-		if !slices.ContainsFunc(props, func(p tasks.Property) bool { return p.Name == f }) {
-			return nil, fmt.Errorf("out_fields: the layer has no field %q", f)
-		}
-	}
-	switch {
-	case t.cfg.BBox != nil:
-		b := *t.cfg.BBox
-		p.area = orb.Bound{Min: orb.Point{b[0], b[1]}, Max: orb.Point{b[2], b[3]}}
-	case len(l.Extent) > 0 && string(l.Extent) != "null":
-		var e extent
-		if err := json.Unmarshal(l.Extent, &e); err != nil {
-			return nil, fmt.Errorf("no bbox given and the layer's extent cannot be read (%v): set bbox", err)
-		}
-		b := orb.Bound{Min: orb.Point{e.XMin, e.YMin}, Max: orb.Point{e.XMax, e.YMax}}
-		switch wkid := max(e.SpatialReference.LatestWKID, e.SpatialReference.WKID); wkid {
-		case 4326:
-		case 3857, 102100, 102113, 900913:
-			b = orb.Bound{Min: project.Mercator.ToWGS84(b.Min), Max: project.Mercator.ToWGS84(b.Max)}
-		default:
-			return nil, fmt.Errorf("no bbox given and the layer states its extent in wkid %d: set bbox (lon/lat)", wkid)
-		}
-		p.area = b
-		env.Logger.Info("no bbox given: harvesting the layer's extent", "bbox", harvest.FormatBound(b))
-	default:
-		return nil, errors.New("no bbox given and the layer states no extent: set bbox")
+	p.area = area
+	if fromExtent {
+		env.Logger.Info("no bbox given: harvesting the layer's extent", "bbox", harvest.FormatBound(area))
 	}
 	p.table = &store.FeatureTable{Schema: t.schema, Name: t.table, SRID: 4326, Mode: t.cfg.Target.Mode, Key: t.cfg.Target.Key, History: t.cfg.Target.History}
 	p.table.Columns = tasks.Columns(props)

@@ -96,7 +96,8 @@ func httpURL(s string) bool {
 	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""
 }
 
-// Check implements tasks.Config.
+// Check implements tasks.Config: the one source (wms or stac), the area (bbox or
+// bbox_from) and the target.
 func (c *Config) Check(p tasks.Problems) {
 	switch {
 	case c.WMS == nil && c.STAC == nil:
@@ -104,35 +105,9 @@ func (c *Config) Check(p tasks.Problems) {
 	case c.WMS != nil && c.STAC != nil:
 		p.At("stac", "give wms or stac, not both")
 	case c.WMS != nil:
-		w := c.WMS
-		if !httpURL(w.URL) {
-			p.At("wms.url", "%q is not an http(s) URL", redact.URL(w.URL))
-		}
-		if strings.TrimSpace(w.Layers) == "" {
-			p.At("wms", "wms.layers is required")
-		}
-		if _, err := crsOf(w.CRS); err != nil {
-			p.At("wms.crs", "%v", err)
-		}
-		if w.Resolution <= 0 {
-			p.At("wms", "wms.resolution is required: the ground size of a pixel in the CRS's units")
-		}
-		if w.MaxSize < 0 {
-			p.At("wms.max_size", "must not be negative")
-		}
+		c.WMS.check(p)
 	case c.STAC != nil:
-		s := c.STAC
-		if !httpURL(s.URL) {
-			p.At("stac.url", "%q is not an http(s) URL", redact.URL(s.URL))
-		}
-		if s.Limit < 0 {
-			p.At("stac.limit", "must not be negative")
-		}
-		for _, a := range s.Assets {
-			if a == "" || strings.ContainsAny(a, "/\\") {
-				p.At("stac.assets", "%q is not an asset key", a)
-			}
-		}
+		c.STAC.check(p)
 	}
 	switch {
 	case c.BBox == nil && c.BBoxFrom == "":
@@ -153,6 +128,40 @@ func (c *Config) Check(p tasks.Problems) {
 		p.At("", "target.table is required")
 	} else if _, _, err := store.SplitTable(c.Target.Table); err != nil {
 		p.At("target.table", "%v", err)
+	}
+}
+
+// check reports what is wrong with the wms section.
+func (w *WMS) check(p tasks.Problems) {
+	if !httpURL(w.URL) {
+		p.At("wms.url", "%q is not an http(s) URL", redact.URL(w.URL))
+	}
+	if strings.TrimSpace(w.Layers) == "" {
+		p.At("wms", "wms.layers is required")
+	}
+	if _, err := crsOf(w.CRS); err != nil {
+		p.At("wms.crs", "%v", err)
+	}
+	if w.Resolution <= 0 {
+		p.At("wms", "wms.resolution is required: the ground size of a pixel in the CRS's units")
+	}
+	if w.MaxSize < 0 {
+		p.At("wms.max_size", "must not be negative")
+	}
+}
+
+// check reports what is wrong with the stac section.
+func (s *STAC) check(p tasks.Problems) {
+	if !httpURL(s.URL) {
+		p.At("stac.url", "%q is not an http(s) URL", redact.URL(s.URL))
+	}
+	if s.Limit < 0 {
+		p.At("stac.limit", "must not be negative")
+	}
+	for _, a := range s.Assets {
+		if a == "" || strings.ContainsAny(a, "/\\") {
+			p.At("stac.assets", "%q is not an asset key", a)
+		}
 	}
 }
 

@@ -196,44 +196,23 @@ func (t *Task) executeAsset(ctx context.Context, env *tasks.Env, u store.Unit) (
 		return nil, err
 	}
 	final := t.assetPath(sp)
-	if stored != nil && files.FileIntact(stored.Path, stored.Bytes) && stored.Path == final && sp.Checksum != "" {
-		if ok, _ := checksumMatches(sp.Checksum, stored.Hash, final); ok {
-			// The item still names the content we verified and hold: nothing to fetch.
-			return skipped(), nil
-		}
+	if verifiedHeld(stored, final, sp.Checksum) {
+		// The item still names the content we verified and hold: nothing to fetch.
+		return skipped(), nil
 	}
-	revalidate := stored != nil && stored.ETag != "" && stored.Path == final && files.FileIntact(stored.Path, stored.Bytes)
+	ifNoneMatch := "" // revalidate the file held, where the server gave it an ETag
+	if holds(stored, final) {
+		ifNoneMatch = stored.ETag
+	}
 	d := &download{part: final + ".part", meta: final + ".part.json"}
 	if err := os.MkdirAll(filepath.Dir(final), 0o755); err != nil {
 		return nil, store.DiskFault("creating the asset's directory", err)
 	}
-	var ct, etag, lastMod string
-	notModified := false
-	req := t.request(env, u.Key, sp.Href, []int{http.StatusNotModified, http.StatusRequestedRangeNotSatisfiable}, func(r *http.Request) {
-		d.prepare(r)
-		if revalidate && d.offset == 0 {
-			r.Header.Set("If-None-Match", stored.ETag)
-		}
-	})
-	err = env.HTTP.Do(ctx, req, func(resp *http.Response) error {
-		ct, etag, lastMod = resp.Header.Get("Content-Type"), resp.Header.Get("ETag"), resp.Header.Get("Last-Modified")
-		if resp.StatusCode == http.StatusNotModified {
-			if !revalidate {
-				return retry.Permanent(dlq.ClassHTTP4xx, errNotConditional)
-			}
-			notModified = true
-			return nil
-		}
-		if mt, _, _ := mime.ParseMediaType(ct); strings.Contains(mt, "html") {
-			b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-			return retry.Transient(dlq.ClassParse, fmt.Errorf("the server answered an HTML page instead of the asset: %.200s", b))
-		}
-		return d.receive(resp)
-	})
+	resp, err := t.fetchAsset(ctx, env, u.Key, sp, d, ifNoneMatch)
 	if err != nil {
 		return nil, fmt.Errorf("downloading asset %s of item %s: %w", sp.Asset, sp.Item, err)
 	}
-	if notModified {
+	if resp.notModified {
 		return skipped(), nil
 	}
 	size, sum, err := d.verify(sp)
@@ -243,18 +222,9 @@ func (t *Task) executeAsset(ctx context.Context, env *tasks.Env, u store.Unit) (
 		os.Remove(d.meta)
 		return nil, retry.Permanent(dlq.ClassParse, fmt.Errorf("asset %s of item %s: %w", sp.Asset, sp.Item, err))
 	}
-	if ct == "" || d.resumed {
-		ct = cmpOr(sp.Type, ct)
-	}
-	var fp orb.Geometry
-	if g := geometry(sp.Geometry); g != nil {
-		fp = g
-	} else if u.BBox != nil {
-		fp = boundPolygon(*u.BBox)
-	}
-	row := store.AssetRow{Collection: sp.Collection, Item: sp.Item, Asset: sp.Asset, Footprint: fp, Datetime: sp.Datetime,
+	row := store.AssetRow{Collection: sp.Collection, Item: sp.Item, Asset: sp.Asset, Footprint: footprint(sp.Geometry, u.BBox), Datetime: sp.Datetime,
 		Properties: sp.Properties, Href: redact.URL(sp.Href), Path: final, Hash: sum, Checksum: sp.Checksum, Bytes: size,
-		ContentType: ct, ETag: etag, LastModified: lastMod}
+		ContentType: assetContentType(resp.contentType, d.resumed, sp.Type), ETag: resp.etag, LastModified: resp.lastModified}
 	out, err := t.fileOutput(row, stored, func() error {
 		if err := os.Rename(d.part, final); err != nil {
 			return err
@@ -269,6 +239,79 @@ func (t *Task) executeAsset(ctx context.Context, env *tasks.Env, u store.Unit) (
 		out.Counts.Bytes = d.received
 	}
 	return out, err
+}
+
+// holds tells whether the stored row's file is the one at final, and intact.
+func holds(stored *store.StoredFile, final string) bool {
+	return stored != nil && files.FileIntact(stored.Path, stored.Bytes) && stored.Path == final
+}
+
+// verifiedHeld decides that an asset need not be fetched at all: the file held is intact
+// at its place, and the item's checksum still names the content that was verified.
+// Without a checksum the server is asked (revalidated) instead.
+func verifiedHeld(stored *store.StoredFile, final, checksum string) bool {
+	if !holds(stored, final) || checksum == "" {
+		return false
+	}
+	ok, _ := checksumMatches(checksum, stored.Hash, final)
+	return ok
+}
+
+// assetResponse is what an asset's last response said of it.
+type assetResponse struct {
+	contentType, etag, lastModified string
+	// notModified is a 304 to a revalidation: the file held is current.
+	notModified bool
+}
+
+// fetchAsset downloads the asset into d's part file, resuming what an earlier attempt
+// left there. With ifNoneMatch, a request from the first byte is conditional on it, and
+// a 304 answers notModified; a 304 to a request that was not conditional is an error. An
+// HTML page is no asset.
+func (t *Task) fetchAsset(ctx context.Context, env *tasks.Env, key string, sp assetSpec, d *download, ifNoneMatch string) (assetResponse, error) {
+	var ar assetResponse
+	req := t.request(env, key, sp.Href, []int{http.StatusNotModified, http.StatusRequestedRangeNotSatisfiable}, func(r *http.Request) {
+		d.prepare(r)
+		if ifNoneMatch != "" && d.offset == 0 {
+			r.Header.Set("If-None-Match", ifNoneMatch)
+		}
+	})
+	err := env.HTTP.Do(ctx, req, func(resp *http.Response) error {
+		ar.contentType, ar.etag, ar.lastModified = resp.Header.Get("Content-Type"), resp.Header.Get("ETag"), resp.Header.Get("Last-Modified")
+		if resp.StatusCode == http.StatusNotModified {
+			if ifNoneMatch == "" {
+				return retry.Permanent(dlq.ClassHTTP4xx, errNotConditional)
+			}
+			ar.notModified = true
+			return nil
+		}
+		if mt, _, _ := mime.ParseMediaType(ar.contentType); strings.Contains(mt, "html") {
+			b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+			return retry.Transient(dlq.ClassParse, fmt.Errorf("the server answered an HTML page instead of the asset: %.200s", b))
+		}
+		return d.receive(resp)
+	})
+	return ar, err
+}
+
+// assetContentType decides the content type recorded: the response's, unless it gave
+// none or only continued a part file, when the item's (else the response's) holds.
+func assetContentType(response string, resumed bool, item string) string {
+	if response == "" || resumed {
+		return cmpOr(item, response)
+	}
+	return response
+}
+
+// footprint is the item's geometry, else the unit's box; nil without either.
+func footprint(geom json.RawMessage, bbox *orb.Bound) orb.Geometry {
+	if g := geometry(geom); g != nil {
+		return g
+	}
+	if bbox != nil {
+		return boundPolygon(*bbox)
+	}
+	return nil
 }
 
 // assetPath is dir/collection/item/asset.ext, each part made safe as a file name.

@@ -84,57 +84,23 @@ func (t *Task) prepare(ctx context.Context, env *tasks.Env) (*prepared, error) {
 		return t.p, nil
 	}
 	p := &prepared{}
-	base := t.cfg.URL
-	var land landing
-	if err := t.getJSON(ctx, env, "landing", withF(base), "landing page", &land); err != nil {
-		return nil, err
-	}
-	confURL := t.keepQuery(cmp.Or(find(land.Links, "conformance", base), find(land.Links, "http://www.opengis.net/def/rel/ogc/1.0/conformance", base), join(base, "conformance")))
-	var conf struct {
-		ConformsTo []string `json:"conformsTo"`
-	}
-	if err := t.getJSON(ctx, env, "conformance", withF(confURL), "conformance declaration", &conf); err != nil {
-		return nil, err
-	}
-	p.conformance = conf.ConformsTo
-	data := t.keepQuery(cmp.Or(find(land.Links, "data", base), find(land.Links, "http://www.opengis.net/def/rel/ogc/1.0/data", base), join(base, "collections")))
-	collURL := join(data, t.cfg.Collection)
-	var coll collection
-	if err := t.getJSON(ctx, env, "collection", withF(collURL), "collection "+strconv.Quote(t.cfg.Collection), &coll); err != nil {
-		return nil, err
-	}
-	p.items = t.keepQuery(cmp.Or(find(coll.Links, "items", collURL), join(collURL, "items")))
-
-	if t.cfg.Filter != "" && (!t.conforms(p, confFilter) || !t.conforms(p, confCQL2Text)) {
-		return nil, fmt.Errorf("filter: the server does not declare the Features Part 3 filter and CQL2 text conformance classes (%s, %s), so it cannot be trusted to apply the filter; remove filter: or use another server",
-			confFilter, confCQL2Text)
-	}
-	if err := t.chooseCRS(p, &coll); err != nil {
-		return nil, err
-	}
-	area, err := t.area(env, &coll)
+	land, coll, err := t.discover(ctx, env, p)
 	if err != nil {
 		return nil, err
 	}
-	ps := int64(defaultPageSize)
-	if t.cfg.PageSize > 0 {
-		ps = int64(t.cfg.PageSize)
+	if err := t.checkFilter(p); err != nil {
+		return nil, err
 	}
-	if desc := t.keepQuery(find(land.Links, "service-desc", base)); desc != "" {
-		var doc openAPI
-		if err := t.getJSON(ctx, env, "openapi", desc, "OpenAPI document", &doc); err != nil {
-			env.Logger.Warn("could not read the OpenAPI document for limit's maximum; the page size is learnt from the answers", "err", err)
-		} else if m := doc.limitMax(t.cfg.Collection); m > 0 && m < ps {
-			env.Logger.Info("the server's OpenAPI document caps limit", "maximum", m, "asked", ps)
-			ps = m
-		}
+	if err := t.chooseCRS(p, coll); err != nil {
+		return nil, err
 	}
-
-	sampleArea := area
-	if env.Area != nil && env.Area.Intersects(area) {
-		sampleArea = harvest.Intersect(area, *env.Area) // a --bbox rerun asks for nothing beyond its area
+	area, err := t.area(env, coll)
+	if err != nil {
+		return nil, err
 	}
-	props, sample, err := t.properties(ctx, env, p, &coll, sampleArea)
+	ps := t.pageSize(ctx, env, land)
+	sample := sampleArea(area, env.Area)
+	props, meta, err := t.properties(ctx, env, p, coll, sample)
 	if err != nil {
 		return nil, err
 	}
@@ -150,15 +116,15 @@ func (t *Task) prepare(ctx context.Context, env *tasks.Env) (*prepared, error) {
 	if err := env.Features.EnsureFeatureTable(ctx, p.table); err != nil {
 		return nil, err
 	}
-	counts := sample.NumberMatched >= 0
+	counts := meta.NumberMatched >= 0
 	if !counts {
 		env.Logger.Warn("the server gives no numberMatched: tiles are split whenever a page comes back full, and completeness cannot be checked", "collection", t.cfg.Collection)
 	}
-	if n := sample.Next; n != "" {
+	if n := meta.Next; n != "" {
 		p.offsetParam = pagingParam(n)
 	}
 	if p.offsetParam != "" {
-		t.checkOffsets(ctx, env, p, sampleArea)
+		t.checkOffsets(ctx, env, p, sample)
 	}
 	p.eng = harvest.New(harvest.Config{
 		Protocol:   &protocol{t: t, p: p},
@@ -176,6 +142,74 @@ func (t *Task) prepare(ctx context.Context, env *tasks.Env) (*prepared, error) {
 		"table", p.table.Schema+"."+p.table.Name, "srid", p.srid)
 	t.p = p
 	return p, nil
+}
+
+// discover follows the landing page to the conformance declaration (into p.conformance)
+// and the collection, whose items URL it keeps in p.items. A link the server does not
+// give is taken at its conventional path.
+func (t *Task) discover(ctx context.Context, env *tasks.Env, p *prepared) (*landing, *collection, error) {
+	base := t.cfg.URL
+	var land landing
+	if err := t.getJSON(ctx, env, "landing", withF(base), "landing page", &land); err != nil {
+		return nil, nil, err
+	}
+	confURL := t.keepQuery(cmp.Or(find(land.Links, "conformance", base), find(land.Links, "http://www.opengis.net/def/rel/ogc/1.0/conformance", base), join(base, "conformance")))
+	var conf struct {
+		ConformsTo []string `json:"conformsTo"`
+	}
+	if err := t.getJSON(ctx, env, "conformance", withF(confURL), "conformance declaration", &conf); err != nil {
+		return nil, nil, err
+	}
+	p.conformance = conf.ConformsTo
+	data := t.keepQuery(cmp.Or(find(land.Links, "data", base), find(land.Links, "http://www.opengis.net/def/rel/ogc/1.0/data", base), join(base, "collections")))
+	collURL := join(data, t.cfg.Collection)
+	var coll collection
+	if err := t.getJSON(ctx, env, "collection", withF(collURL), "collection "+strconv.Quote(t.cfg.Collection), &coll); err != nil {
+		return nil, nil, err
+	}
+	p.items = t.keepQuery(cmp.Or(find(coll.Links, "items", collURL), join(collURL, "items")))
+	return &land, &coll, nil
+}
+
+// checkFilter refuses a filter where the server does not declare both Features Part 3
+// and CQL2 text: it cannot be trusted to apply it.
+func (t *Task) checkFilter(p *prepared) error {
+	if t.cfg.Filter != "" && (!t.conforms(p, confFilter) || !t.conforms(p, confCQL2Text)) {
+		return fmt.Errorf("filter: the server does not declare the Features Part 3 filter and CQL2 text conformance classes (%s, %s), so it cannot be trusted to apply the filter; remove filter: or use another server",
+			confFilter, confCQL2Text)
+	}
+	return nil
+}
+
+// pageSize decides the features asked for per page: the configured page size (else
+// defaultPageSize), capped at the maximum of limit the server's OpenAPI document states,
+// where it links one that can be read.
+func (t *Task) pageSize(ctx context.Context, env *tasks.Env, land *landing) int64 {
+	ps := int64(defaultPageSize)
+	if t.cfg.PageSize > 0 {
+		ps = int64(t.cfg.PageSize)
+	}
+	desc := t.keepQuery(find(land.Links, "service-desc", t.cfg.URL))
+	if desc == "" {
+		return ps
+	}
+	var doc openAPI
+	if err := t.getJSON(ctx, env, "openapi", desc, "OpenAPI document", &doc); err != nil {
+		env.Logger.Warn("could not read the OpenAPI document for limit's maximum; the page size is learnt from the answers", "err", err)
+	} else if m := doc.limitMax(t.cfg.Collection); m > 0 && m < ps {
+		env.Logger.Info("the server's OpenAPI document caps limit", "maximum", m, "asked", ps)
+		ps = m
+	}
+	return ps
+}
+
+// sampleArea is where the table's sample of features is asked for: the harvest's area,
+// or within it a --bbox rerun's, which asks for nothing beyond its area.
+func sampleArea(area orb.Bound, rerun *orb.Bound) orb.Bound {
+	if rerun != nil && rerun.Intersects(area) {
+		return harvest.Intersect(area, *rerun)
+	}
+	return area
 }
 
 func (t *Task) conforms(p *prepared, class string) bool {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -156,6 +157,35 @@ func parseCapabilities(root *node) (*Capabilities, error) {
 	if c.Version == "" {
 		c.Version = "1.0.0"
 	}
+	c.readGetFeature(root)
+	c.readConstraints(root)
+	if c.Version != "2.0.0" && !declaresLogicalOperators(root) {
+		c.NoStandardFilter = true
+	}
+	switch c.Version {
+	case "1.1.0":
+		// 1.1 has no paging constraint; STARTINDEX is a common vendor extension.
+		c.Hits = true
+		c.Paging = true
+	case "1.0.0":
+		for _, rf := range root.all("ResultFormat") {
+			for _, f := range rf.children {
+				c.OutputFormats = append(c.OutputFormats, f.local)
+			}
+		}
+		c.Paging = true // vendor STARTINDEX; a server that ignores it is caught by the repeat check
+	case "2.0.0":
+		c.Hits = true // mandatory in 2.0 (Basic conformance)
+	}
+	for _, ft := range root.all("FeatureType") {
+		c.FeatureTypes = append(c.FeatureTypes, parseFeatureType(ft))
+	}
+	return c, nil
+}
+
+// readGetFeature takes the output formats and RESULTTYPE=hits from the parameters of the
+// GetFeature operation.
+func (c *Capabilities) readGetFeature(root *node) {
 	for _, op := range root.all("Operation") {
 		if op.attr("name") != "GetFeature" {
 			continue
@@ -166,14 +196,17 @@ func parseCapabilities(root *node) (*Capabilities, error) {
 			case "outputformat":
 				c.OutputFormats = append(c.OutputFormats, vals...)
 			case "resulttype":
-				for _, v := range vals {
-					if strings.EqualFold(v, "hits") {
-						c.Hits = true
-					}
+				if slices.ContainsFunc(vals, func(v string) bool { return strings.EqualFold(v, "hits") }) {
+					c.Hits = true
 				}
 			}
 		}
 	}
+}
+
+// readConstraints takes the page size, sorting, paging and filtering the server declares
+// in its constraints. Of several page size constraints the smallest holds.
+func (c *Capabilities) readConstraints(root *node) {
 	for _, con := range root.all("Constraint") {
 		val := strings.TrimSpace(con.textOf("DefaultValue"))
 		if val == "" {
@@ -194,55 +227,50 @@ func parseCapabilities(root *node) (*Capabilities, error) {
 			c.NoStandardFilter = strings.EqualFold(val, "false")
 		}
 	}
-	if c.Version != "2.0.0" {
-		if fc := root.all("Filter_Capabilities"); len(fc) > 0 && len(fc[0].all("Logical_Operators"))+len(fc[0].all("LogicalOperators")) == 0 {
-			c.NoStandardFilter = true
+}
+
+// declaresLogicalOperators tells whether the (1.x) filter capabilities, where there are
+// any, list logical operators; a document without filter capabilities says nothing
+// against them.
+func declaresLogicalOperators(root *node) bool {
+	fc := root.all("Filter_Capabilities")
+	return len(fc) == 0 || len(fc[0].all("Logical_Operators"))+len(fc[0].all("LogicalOperators")) > 0
+}
+
+// parseFeatureType reads one entry of the FeatureTypeList: its name, CRSs and WGS84
+// extent (WGS84BoundingBox in 1.1 and 2.0, LatLongBoundingBox in 1.0), nil where it
+// states none or one that does not parse.
+func parseFeatureType(ft *node) FeatureType {
+	f := FeatureType{Name: ft.textOf("Name")}
+	f.DefaultCRS = firstNonEmpty(ft.textOf("DefaultCRS"), ft.textOf("DefaultSRS"), ft.textOf("SRS"))
+	for _, o := range append(ft.all("OtherCRS"), ft.all("OtherSRS")...) {
+		if s := strings.TrimSpace(o.text.String()); s != "" {
+			f.OtherCRS = append(f.OtherCRS, s)
 		}
 	}
-	switch c.Version {
-	case "1.1.0":
-		// 1.1 has no paging constraint; STARTINDEX is a common vendor extension.
-		c.Hits = c.Hits || true
-		c.Paging = true
-	case "1.0.0":
-		for _, rf := range root.all("ResultFormat") {
-			for _, f := range rf.children {
-				c.OutputFormats = append(c.OutputFormats, f.local)
-			}
+	if bb := ft.child("WGS84BoundingBox"); bb != nil {
+		lo, hi := parsePair(bb.textOf("LowerCorner")), parsePair(bb.textOf("UpperCorner"))
+		if lo != nil && hi != nil {
+			f.WGS84 = &orb.Bound{Min: *lo, Max: *hi}
 		}
-		c.Paging = true // vendor STARTINDEX; a server that ignores it is caught by the repeat check
+	} else if bb := ft.child("LatLongBoundingBox"); bb != nil {
+		f.WGS84 = latLongBoundingBox(bb)
 	}
-	if c.Version == "2.0.0" && !c.Hits {
-		c.Hits = true // mandatory in 2.0 (Basic conformance)
-	}
-	for _, ft := range root.all("FeatureType") {
-		f := FeatureType{Name: ft.textOf("Name")}
-		f.DefaultCRS = firstNonEmpty(ft.textOf("DefaultCRS"), ft.textOf("DefaultSRS"), ft.textOf("SRS"))
-		for _, o := range append(ft.all("OtherCRS"), ft.all("OtherSRS")...) {
-			if s := strings.TrimSpace(o.text.String()); s != "" {
-				f.OtherCRS = append(f.OtherCRS, s)
-			}
+	return f
+}
+
+// latLongBoundingBox reads a WFS 1.0 LatLongBoundingBox; nil unless all four attributes
+// are numbers.
+func latLongBoundingBox(bb *node) *orb.Bound {
+	var v [4]float64
+	for i, a := range []string{"minx", "miny", "maxx", "maxy"} {
+		x, err := strconv.ParseFloat(bb.attr(a), 64)
+		if err != nil {
+			return nil
 		}
-		if bb := ft.child("WGS84BoundingBox"); bb != nil {
-			lo, hi := parsePair(bb.textOf("LowerCorner")), parsePair(bb.textOf("UpperCorner"))
-			if lo != nil && hi != nil {
-				f.WGS84 = &orb.Bound{Min: *lo, Max: *hi}
-			}
-		} else if bb := ft.child("LatLongBoundingBox"); bb != nil {
-			var v [4]float64
-			ok := true
-			for i, a := range []string{"minx", "miny", "maxx", "maxy"} {
-				x, err := strconv.ParseFloat(bb.attr(a), 64)
-				ok = ok && err == nil
-				v[i] = x
-			}
-			if ok {
-				f.WGS84 = &orb.Bound{Min: orb.Point{v[0], v[1]}, Max: orb.Point{v[2], v[3]}}
-			}
-		}
-		c.FeatureTypes = append(c.FeatureTypes, f)
+		v[i] = x
 	}
-	return c, nil
+	return &orb.Bound{Min: orb.Point{v[0], v[1]}, Max: orb.Point{v[2], v[3]}}
 }
 
 func values(n *node) []string {

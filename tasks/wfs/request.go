@@ -35,10 +35,7 @@ func (t *Task) prepare(ctx context.Context, env *tasks.Env) (*prepared, error) {
 		return nil, err
 	}
 	p.caps = caps
-	p.version = caps.Version
-	if t.cfg.Version != "auto" && t.cfg.Version != "" {
-		p.version = t.cfg.Version
-	}
+	p.version = chooseVersion(t.cfg.Version, caps.Version)
 	ft, err := caps.findType(t.cfg.TypeName)
 	if err != nil {
 		return nil, err
@@ -51,39 +48,20 @@ func (t *Task) prepare(ctx context.Context, env *tasks.Env) (*prepared, error) {
 		return nil, fmt.Errorf("srs %q: %w", t.cfg.SRS, err)
 	}
 	p.latLonCRS = spatial.LatLonOrder(urnCRS(p.srid), "2.0.0")
-	p.srsParam = t.cfg.SRS
-	switch {
-	case p.geoJSON:
-		// GeoJSON is lon/lat (RFC 7946), but servers asked with a URN CRS write its
-		// latitude-first order into GeoJSON (GeoServer does); the short form keeps them
-		// to x/y. The first coordinates are still checked against the box.
-		p.srsParam = fmt.Sprintf("EPSG:%d", p.srid)
-	case p.version != "1.0.0":
-		// An unambiguous axis order for GML: the URN form is latitude-first for
-		// geographic CRSs by definition, where "EPSG:4326" means different things to
-		// different servers.
-		p.srsParam = urnCRS(p.srid)
+	p.srsParam = srsName(t.cfg.SRS, p.srid, p.version, p.geoJSON)
+	area, advertised, err := harvestArea(t.cfg.BBox, t.cfg.BBoxCRS, ft)
+	if err != nil {
+		return nil, err
 	}
-	switch {
-	case t.cfg.BBox != nil:
-		b := *t.cfg.BBox
-		p.area = orb.Bound{Min: orb.Point{b[0], b[1]}, Max: orb.Point{b[2], b[3]}}
-		if strings.EqualFold(t.cfg.BBoxCRS, "EPSG:3857") {
-			p.area = mercatorToLonLat(p.area)
-		}
-	case ft.WGS84 != nil:
-		p.area = *ft.WGS84
+	p.area = area
+	if advertised {
 		env.Logger.Info("no bbox given: harvesting the feature type's advertised extent", "bbox", harvest.FormatBound(p.area))
-	default:
-		return nil, fmt.Errorf("no bbox given and the server advertises no extent for %q: set bbox", ft.Name)
 	}
 	if err := t.checkSRS(ctx, env, p, ft); err != nil {
 		return nil, err
 	}
-	if t.cfg.Filter != "" && caps.NoStandardFilter {
-		// Such a server ignores what it cannot evaluate and answers every feature of
-		// the tile: the harvest would look complete and hold the wrong features.
-		return nil, fmt.Errorf("filter: the server declares it cannot evaluate comparison and logical filters (ImplementsMinStandardFilter is false), so it would ignore the filter and answer every feature; remove filter: or use another server")
+	if err := checkFilter(t.cfg.Filter, caps); err != nil {
+		return nil, err
 	}
 	schema, err := t.describe(ctx, env, p)
 	if err != nil {
@@ -94,27 +72,11 @@ func (t *Task) prepare(ctx context.Context, env *tasks.Env) (*prepared, error) {
 	if err := tasks.CheckKey(p.table, ft.Name); err != nil {
 		return nil, err
 	}
-	p.sortBy = t.cfg.SortBy
-	if p.sortBy == "" && len(t.cfg.Target.Key) > 0 {
-		for _, c := range p.table.Columns {
-			if c.Name == t.cfg.Target.Key[0] {
-				p.sortBy = c.Property
-			}
-		}
-	}
-	if p.sortBy == "" && len(schema.Properties) > 0 {
-		p.sortBy = schema.Properties[0].Name
-	}
+	p.sortBy = sortProperty(t.cfg.SortBy, t.cfg.Target.Key, p.table.Columns, schema.Properties)
 	if err := env.Features.EnsureFeatureTable(ctx, p.table); err != nil {
 		return nil, err
 	}
-	ps := int64(defaultPageSize)
-	if caps.CountDefault > 0 {
-		ps = int64(caps.CountDefault)
-	}
-	if t.cfg.PageSize > 0 && (caps.CountDefault == 0 || int64(t.cfg.PageSize) < ps) {
-		ps = int64(t.cfg.PageSize)
-	}
+	ps := pageSize(caps.CountDefault, t.cfg.PageSize)
 	p.eng = harvest.New(harvest.Config{
 		Protocol: &protocol{t: t, p: p},
 		Caps: harvest.Caps{Counts: caps.Hits, MatchedInResponse: p.version == "2.0.0",

@@ -53,30 +53,9 @@ func (e *Engine) Execute(ctx context.Context, env *tasks.Env, u store.Unit) (*ta
 		}
 		return e.split(env, u, sp, bbox, n)
 	}
-	// How many features does the tile hold? Known exactly (the plan counted the root),
-	// estimated from the parent's count (small enough: fetch at once, a full page says
-	// otherwise), or asked of the server with RESULTTYPE=hits.
-	n := int64(-1)
-	optimistic := false
-	switch {
-	case sp.Exact:
-		n = sp.Count
-	case sp.Count > 0 && float64(sp.Count) <= fill*float64(ps) && e.cfg.Caps.MatchedInResponse && e.estimatesHold():
-		// Only WFS 2.0 says reliably in the response how many features matched, which is
-		// what tells an overfull tile fetched without counting.
-		optimistic = true
-	case e.cfg.Caps.Counts:
-		if n, err = e.cfg.Protocol.Count(ctx, env, u.Key, bbox); err != nil {
-			return nil, err
-		}
-		if sp.Up > 0 && n > sp.Up {
-			// A box cannot hold more features than the box it was cut from: this
-			// count is proven wrong, and is no reason to split on.
-			sp.Disowned = true
-			env.Logger.Warn("the server counts more features in a tile than in the tile containing it: its counts are not evidence here",
-				"unit", u.Key, "counted", n, "container_counted", sp.Up)
-			n = sp.Up
-		}
+	n, optimistic, err := e.tileCount(ctx, env, u.Key, &sp, bbox, ps)
+	if err != nil {
+		return nil, err
 	}
 	switch {
 	case n == 0:
@@ -98,6 +77,64 @@ func (e *Engine) Execute(ctx context.Context, env *tasks.Env, u store.Unit) (*ta
 		e.overflows.Add(1)
 	}
 	return e.split(env, u, sp, bbox, max(n, overfull))
+}
+
+// countSource is where a tile's count comes from before the tile is fetched.
+type countSource int
+
+const (
+	// countUnknown: the tile cannot be counted; it is fetched, and a full page says
+	// there is more.
+	countUnknown countSource = iota
+	// countExact: the plan counted the tile (the root).
+	countExact
+	// countEstimate: the tile's share of its parent's count, small enough to fetch the
+	// tile at once without counting it; an overfull response says otherwise.
+	countEstimate
+	// countAsked: the server is asked (RESULTTYPE=hits, returnCountOnly...).
+	countAsked
+)
+
+// countFrom decides where a tile's count comes from. An estimate is fetched on only
+// where a response says reliably how many features matched (WFS 2.0, OGC API -
+// Features), which is what tells an overfull tile fetched without counting, and only
+// while estimates hold (estimatesHold).
+func countFrom(sp spec, ps int64, caps Caps, estimatesHold bool) countSource {
+	switch {
+	case sp.Exact:
+		return countExact
+	case sp.Count > 0 && float64(sp.Count) <= fill*float64(ps) && caps.MatchedInResponse && estimatesHold:
+		return countEstimate
+	case caps.Counts:
+		return countAsked
+	}
+	return countUnknown
+}
+
+// tileCount learns how many features a tile holds before it is fetched, as countFrom
+// decides: n is -1 when unknown, and optimistic when the tile is fetched on an estimate.
+// A box cannot hold more features than the box it was cut from: a count above its
+// container's is proven wrong, and no reason to split on; the tile is then marked
+// Disowned and its container's count stands.
+func (e *Engine) tileCount(ctx context.Context, env *tasks.Env, key string, sp *spec, bbox orb.Bound, ps int64) (n int64, optimistic bool, err error) {
+	switch countFrom(*sp, ps, e.cfg.Caps, e.estimatesHold()) {
+	case countExact:
+		return sp.Count, false, nil
+	case countEstimate:
+		return -1, true, nil
+	case countAsked:
+		if n, err = e.cfg.Protocol.Count(ctx, env, key, bbox); err != nil {
+			return -1, false, err
+		}
+		if sp.Up > 0 && n > sp.Up {
+			sp.Disowned = true
+			env.Logger.Warn("the server counts more features in a tile than in the tile containing it: its counts are not evidence here",
+				"unit", key, "counted", n, "container_counted", sp.Up)
+			n = sp.Up
+		}
+		return n, false, nil
+	}
+	return -1, false, nil
 }
 
 // learnPage takes in a page size the server showed it caps its pages at: smaller tiles
