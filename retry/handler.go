@@ -244,23 +244,11 @@ func hostKey(u *url.URL) string {
 // Do returns nil or an *Error. When ctx ends, Do returns at once with an
 // *Error wrapping ctx.Err(); that is not held against the host.
 func (h *Handler) Do(ctx context.Context, r Request, read func(*http.Response) error) error {
+	if err := checkRequest(r, read); err != nil {
+		return err
+	}
 	p := r.Policy.withDefaults()
-	if err := errors.Join(r.Policy.Validate(), r.Redirects.Validate()); err != nil {
-		return &Error{Class: dlq.ClassInvalid, Message: err.Error(), Err: err}
-	}
-	if r.New == nil || read == nil {
-		err := errors.New("retry: Request.New and read are required")
-		return &Error{Class: dlq.ClassInvalid, Message: err.Error(), Err: err}
-	}
-	start := h.clock.Now()
-	var (
-		prevDelay time.Duration
-		paid      int
-		waited    bool // logged a wait for the breaker
-		last      outcome
-		method    string
-		rawURL    string
-	)
+	u := unit{start: h.clock.Now()}
 	for attempt := 1; ; attempt++ {
 		req, err := r.New(ctx)
 		if err != nil || req == nil {
@@ -268,88 +256,116 @@ func (h *Handler) Do(ctx context.Context, r Request, read func(*http.Response) e
 				err = errors.New("Request.New returned a nil request")
 			}
 			if ctxErr := ctx.Err(); ctxErr != nil {
-				return h.canceled(ctxErr, method, rawURL, attempt-1)
+				return h.canceled(ctxErr, u.method, u.url, attempt-1)
 			}
-			return &Error{Class: dlq.ClassInvalid, Message: "building request: " + redact.String(err.Error()), Attempts: attempt - 1, Method: method, URL: rawURL, Err: err}
+			return &Error{Class: dlq.ClassInvalid, Message: "building request: " + redact.String(err.Error()), Attempts: attempt - 1, Method: u.method, URL: u.url, Err: err}
 		}
 		req = withRedirects(req, r.Redirects)
-		method = req.Method
-		rawURL = redact.URL(req.URL.String())
+		u.method = req.Method
+		u.url = redact.URL(req.URL.String())
 		secrets := redact.Secrets(req.URL, req.Header)
 		hs := h.host(hostKey(req.URL), r.RateLimit)
 
-		last = h.attempt(ctx, hs, req, r, read, p, secrets, attempt)
-		if last.err == nil {
-			h.refund(hs, paid)
+		last := h.attempt(ctx, hs, req, r, read, p, secrets, attempt)
+		switch {
+		case last.err == nil:
+			h.refund(hs, u.paid)
 			return nil
-		}
-		if last.canceled {
-			return h.canceled(last.err, method, rawURL, attempt)
-		}
-		if last.class == dlq.ClassCircuitOpen {
-			// Nothing was sent: the host is known to be down. The unit waits for the
-			// breaker's cool-down (spread by up to a tenth, so the waiting units do not
-			// come back together), which costs it no attempt and no budget; only its
-			// max_elapsed ends the wait.
-			wait := last.hint + time.Duration(h.jitter.float64()*0.1*float64(last.hint))
-			if elapsed := h.clock.Now().Add(wait).Sub(start); elapsed > p.MaxElapsed {
-				return &Error{Class: last.class, Message: fmt.Sprintf("%s; gave up: it stays open past max_elapsed %s", last.message, p.MaxElapsed),
-					Attempts: attempt - 1, Method: method, URL: rawURL, Err: last.err}
-			}
-			if !waited {
-				waited = true
-				h.log.InfoContext(ctx, "waiting for the host's circuit breaker to let requests through", "unit", r.Unit, "host", hs.key, "wait", wait.Round(time.Millisecond))
-			}
-			if err := sleep(ctx, h.clock, wait); err != nil {
-				return h.canceled(err, method, rawURL, attempt-1)
+		case last.canceled:
+			return h.canceled(last.err, u.method, u.url, attempt)
+		case last.class == dlq.ClassCircuitOpen:
+			// Nothing was sent: the attempt is not counted.
+			if err := h.waitBreaker(ctx, r, hs, p, &u, last, attempt-1); err != nil {
+				return err
 			}
 			attempt--
 			continue
 		}
-		fail := func(msg string) error {
-			e := &Error{Class: last.class, Status: last.status, Message: last.message, Snippet: last.snippet,
-				Attempts: attempt, Method: method, URL: rawURL, Err: last.err}
-			if msg != "" {
-				e.Message = msg + ": " + e.Message
-			}
-			return e
+		delay, err := h.backOff(ctx, r, hs, p, &u, last, attempt)
+		if err != nil {
+			return err
 		}
-		if !last.transient || last.class.Sink() {
-			return fail("")
-		}
-		if !idempotent(method, r.Idempotent) {
-			return fail(method + " is not idempotent, not retried")
-		}
-		if attempt >= p.MaxAttempts {
-			return fail("no attempts left (max_attempts)")
-		}
-
-		delay := h.jitter.delay(p, last, attempt-1, prevDelay)
-		if last.hasHint && last.capped > 0 {
-			h.log.WarnContext(ctx, "server asked for a longer delay than allowed; capped",
-				"unit", r.Unit, "host", hs.key, "asked", last.capped, "cap", p.MaxServerDelay)
-		}
-		prevDelay = delay
-		if elapsed := h.clock.Now().Add(delay).Sub(start); elapsed > p.MaxElapsed {
-			return fail(fmt.Sprintf("gave up: next attempt would start %s after the first, past max_elapsed %s",
-				elapsed.Round(time.Millisecond), p.MaxElapsed))
-		}
-		cost, ok := h.spend(hs, last.class)
-		if !ok {
-			return fail("retry budget of host " + hs.key + " exhausted, not retried")
-		}
-		paid += cost
-		hs.mu.Lock()
-		hs.stats.Retries++
-		hs.mu.Unlock()
-		h.m.retries.WithLabelValues(hs.key, string(last.class)).Inc()
-		h.m.backoff.WithLabelValues(hs.key).Observe(delay.Seconds())
-		h.log.InfoContext(ctx, "retrying", "unit", r.Unit, "host", hs.key, "attempt", attempt+1,
-			"delay", delay, "reason", string(last.class), "status", last.status, "method", method, "url", rawURL)
 		if err := sleep(ctx, h.clock, delay); err != nil {
-			return h.canceled(err, method, rawURL, attempt)
+			return h.canceled(err, u.method, u.url, attempt)
 		}
 	}
+}
+
+// checkRequest refuses a Request that Do cannot send: an invalid Policy or
+// Redirects, or no New or read. The error is an *Error of class invalid.
+func checkRequest(r Request, read func(*http.Response) error) error {
+	if err := errors.Join(r.Policy.Validate(), r.Redirects.Validate()); err != nil {
+		return &Error{Class: dlq.ClassInvalid, Message: err.Error(), Err: err}
+	}
+	if r.New == nil || read == nil {
+		err := errors.New("retry: Request.New and read are required")
+		return &Error{Class: dlq.ClassInvalid, Message: err.Error(), Err: err}
+	}
+	return nil
+}
+
+// unit is what Do keeps across the attempts of one unit.
+type unit struct {
+	start     time.Time     // when Do began, for max_elapsed
+	prevDelay time.Duration // the last backoff, for decorrelated jitter
+	paid      int           // what its retries cost the host's budget
+	waited    bool          // logged a wait for the breaker
+	method    string        // of the last request built
+	url       string        // of the last request built, redacted
+}
+
+// waitBreaker holds a unit whose attempt the host's open breaker refused until the
+// breaker's cool-down ends (spread by up to a tenth, so the waiting units do not come
+// back together). The wait costs the unit no attempt and no budget; only its
+// max_elapsed ends it, with an *Error of class circuit_open. attempts is the number
+// of attempts made so far.
+func (h *Handler) waitBreaker(ctx context.Context, r Request, hs *host, p Policy, u *unit, last outcome, attempts int) error {
+	wait := breakerWait(last.hint, h.jitter.float64())
+	if _, past := pastMaxElapsed(u.start, h.clock.Now(), wait, p.MaxElapsed); past {
+		return &Error{Class: last.class, Message: fmt.Sprintf("%s; gave up: it stays open past max_elapsed %s", last.message, p.MaxElapsed),
+			Attempts: attempts, Method: u.method, URL: u.url, Err: last.err}
+	}
+	if !u.waited {
+		u.waited = true
+		h.log.InfoContext(ctx, "waiting for the host's circuit breaker to let requests through", "unit", r.Unit, "host", hs.key, "wait", wait.Round(time.Millisecond))
+	}
+	if err := sleep(ctx, h.clock, wait); err != nil {
+		return h.canceled(err, u.method, u.url, attempts)
+	}
+	return nil
+}
+
+// backOff decides whether attempt number attempt, which failed with last, is
+// retried. When it is, backOff pays the host's retry budget for it, counts and
+// logs it, and returns the delay before the next attempt; when it is not, it
+// returns the unit's *Error saying why.
+func (h *Handler) backOff(ctx context.Context, r Request, hs *host, p Policy, u *unit, last outcome, attempt int) (time.Duration, error) {
+	if reason, ok := mayRetry(last, u.method, r.Idempotent, attempt, p.MaxAttempts); !ok {
+		return 0, failure(last, attempt, u.method, u.url, reason)
+	}
+	delay := h.jitter.delay(p, last, attempt-1, u.prevDelay)
+	if last.hasHint && last.capped > 0 {
+		h.log.WarnContext(ctx, "server asked for a longer delay than allowed; capped",
+			"unit", r.Unit, "host", hs.key, "asked", last.capped, "cap", p.MaxServerDelay)
+	}
+	u.prevDelay = delay
+	if elapsed, past := pastMaxElapsed(u.start, h.clock.Now(), delay, p.MaxElapsed); past {
+		return 0, failure(last, attempt, u.method, u.url, fmt.Sprintf("gave up: next attempt would start %s after the first, past max_elapsed %s",
+			elapsed.Round(time.Millisecond), p.MaxElapsed))
+	}
+	cost, ok := h.spend(hs, last.class)
+	if !ok {
+		return 0, failure(last, attempt, u.method, u.url, "retry budget of host "+hs.key+" exhausted, not retried")
+	}
+	u.paid += cost
+	hs.mu.Lock()
+	hs.stats.Retries++
+	hs.mu.Unlock()
+	h.m.retries.WithLabelValues(hs.key, string(last.class)).Inc()
+	h.m.backoff.WithLabelValues(hs.key).Observe(delay.Seconds())
+	h.log.InfoContext(ctx, "retrying", "unit", r.Unit, "host", hs.key, "attempt", attempt+1,
+		"delay", delay, "reason", string(last.class), "status", last.status, "method", u.method, "url", u.url)
+	return delay, nil
 }
 
 func (h *Handler) canceled(err error, method, url string, attempts int) error {
@@ -358,10 +374,6 @@ func (h *Handler) canceled(err error, method, url string, attempts int) error {
 		class = dlq.ClassTimeout
 	}
 	return &Error{Class: class, Message: "context ended", Attempts: attempts, Method: method, URL: url, Err: err}
-}
-
-func idempotent(method string, declared bool) bool {
-	return method == "" || method == http.MethodGet || method == http.MethodHead || declared
 }
 
 // spend pays the host's retry budget for a retry after a failure of class,

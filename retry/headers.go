@@ -309,63 +309,95 @@ func (p *sfParser) key() (string, bool) {
 	return p.s[start:p.i], p.i > start
 }
 
-// bare reads a string, token, number or boolean and returns its text.
+// bare reads a bare item (RFC 8941 section 3.3): a string, token, number or
+// boolean, told apart by its first character, and returns its text (a string's
+// unescaped). Byte sequences, dates and display strings are refused.
 func (p *sfParser) bare() (string, bool) {
 	if p.done() {
 		return "", false
 	}
-	c := p.s[p.i]
-	switch {
+	switch c := p.s[p.i]; {
 	case c == '"':
-		p.i++
-		var b strings.Builder
-		for p.i < len(p.s) {
-			c := p.s[p.i]
-			p.i++
-			switch {
-			case c == '\\':
-				if p.i >= len(p.s) || (p.s[p.i] != '"' && p.s[p.i] != '\\') {
-					return "", false
-				}
-				b.WriteByte(p.s[p.i])
-				p.i++
-			case c == '"':
-				return b.String(), true
-			case c < 0x20 || c > 0x7e:
-				return "", false
-			default:
-				b.WriteByte(c)
-			}
-		}
-		return "", false
+		return p.quoted()
 	case c == '?':
-		if p.i+1 < len(p.s) && (p.s[p.i+1] == '0' || p.s[p.i+1] == '1') {
-			p.i += 2
-			return p.s[p.i-2 : p.i], true
-		}
-		return "", false
-	case c == '-' || c >= '0' && c <= '9':
-		start := p.i
-		p.i++
-		for p.i < len(p.s) && (p.s[p.i] >= '0' && p.s[p.i] <= '9' || p.s[p.i] == '.') {
-			p.i++
-		}
-		num := p.s[start:p.i]
-		if _, err := strconv.ParseFloat(num, 64); err != nil || num == "-" {
-			return "", false
-		}
-		return num, true
-	case c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '*':
-		start := p.i
-		p.i++
-		for p.i < len(p.s) && strings.IndexByte(":/!#$%&'*+-.^_`|~", p.s[p.i]) >= 0 ||
-			p.i < len(p.s) && (p.s[p.i] >= 'a' && p.s[p.i] <= 'z' || p.s[p.i] >= 'A' && p.s[p.i] <= 'Z' || p.s[p.i] >= '0' && p.s[p.i] <= '9') {
-			p.i++
-		}
-		return p.s[start:p.i], true
+		return p.boolean()
+	case c == '-' || isDigit(c):
+		return p.number()
+	case isAlpha(c) || c == '*':
+		return p.token()
 	}
 	return "", false
 }
+
+// quoted reads a string from its opening quote: printable ASCII, with \" and \\
+// the only escapes.
+func (p *sfParser) quoted() (string, bool) {
+	p.i++ // the opening quote
+	var b strings.Builder
+	for p.i < len(p.s) {
+		c := p.s[p.i]
+		p.i++
+		switch {
+		case c == '\\':
+			if p.i >= len(p.s) || (p.s[p.i] != '"' && p.s[p.i] != '\\') {
+				return "", false
+			}
+			b.WriteByte(p.s[p.i])
+			p.i++
+		case c == '"':
+			return b.String(), true
+		case c < 0x20 || c > 0x7e:
+			return "", false
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return "", false // no closing quote
+}
+
+// boolean reads ?0 or ?1.
+func (p *sfParser) boolean() (string, bool) {
+	if p.i+1 < len(p.s) && (p.s[p.i+1] == '0' || p.s[p.i+1] == '1') {
+		p.i += 2
+		return p.s[p.i-2 : p.i], true
+	}
+	return "", false
+}
+
+// number reads an integer or decimal, optionally negative. It is laxer than RFC 8941
+// about digits and dots, but what it returns always parses as a float.
+func (p *sfParser) number() (string, bool) {
+	start := p.i
+	p.i++ // the sign or the first digit
+	for p.i < len(p.s) && (isDigit(p.s[p.i]) || p.s[p.i] == '.') {
+		p.i++
+	}
+	num := p.s[start:p.i]
+	if _, err := strconv.ParseFloat(num, 64); err != nil || num == "-" {
+		return "", false
+	}
+	return num, true
+}
+
+// token reads a token from its first character, a letter or '*', already checked.
+func (p *sfParser) token() (string, bool) {
+	start := p.i
+	p.i++
+	for p.i < len(p.s) && isTokenChar(p.s[p.i]) {
+		p.i++
+	}
+	return p.s[start:p.i], true
+}
+
+// isTokenChar tells whether c may follow a token's first character: a letter, a
+// digit, or one of RFC 9110's tchar punctuation, ':' and '/'.
+func isTokenChar(c byte) bool {
+	return isAlpha(c) || isDigit(c) || strings.IndexByte(":/!#$%&'*+-.^_`|~", c) >= 0
+}
+
+func isAlpha(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' }
+
+func isDigit(c byte) bool { return c >= '0' && c <= '9' }
 
 // quotaObs is what one response says about the host's quota.
 type quotaObs struct {

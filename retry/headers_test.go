@@ -167,3 +167,76 @@ func TestParseHints(t *testing.T) {
 func sameQuota(a, b quotaObs) bool {
 	return a.limit == b.limit && a.remaining == b.remaining && a.window == b.window && a.reset.Equal(b.reset)
 }
+
+func TestSFBare(t *testing.T) {
+	tests := []struct {
+		name     string
+		in       string
+		want     string
+		ok       bool
+		wantRest string
+	}{
+		{name: "empty input", in: ""},
+		{name: "string", in: `"burst";r=5`, want: "burst", ok: true, wantRest: ";r=5"},
+		{name: "empty string", in: `""`, want: "", ok: true},
+		{name: "escaped quote and backslash", in: `"a\"b\\c"`, want: `a"b\c`, ok: true},
+		{name: "other escape", in: `"a\nb"`},
+		{name: "backslash at the end", in: `"a\`},
+		{name: "unterminated string", in: `"abc`},
+		{name: "control character in string", in: "\"a\x01b\""},
+		{name: "non-ASCII in string", in: `"é"`},
+		{name: "true", in: "?1;x", want: "?1", ok: true, wantRest: ";x"},
+		{name: "false", in: "?0", want: "?0", ok: true},
+		{name: "boolean of another digit", in: "?2"},
+		{name: "lone question mark", in: "?"},
+		{name: "integer", in: "42;w=1", want: "42", ok: true, wantRest: ";w=1"},
+		{name: "negative decimal", in: "-1.5, x", want: "-1.5", ok: true, wantRest: ", x"},
+		{name: "trailing dot is taken", in: "1.", want: "1.", ok: true},
+		{name: "two dots", in: "1.2.3"},
+		{name: "lone minus", in: "-"},
+		{name: "minus before a letter", in: "-x"},
+		{name: "leading dot", in: ".5"},
+		{name: "token", in: "default;q=10", want: "default", ok: true, wantRest: ";q=10"},
+		{name: "token with tchar, colon and slash", in: "Ab9/x:y!#$%&'*+-.^_`|~ z", want: "Ab9/x:y!#$%&'*+-.^_`|~", ok: true, wantRest: " z"},
+		{name: "token from a star", in: "*x,", want: "*x", ok: true, wantRest: ","},
+		{name: "token stops at a quote", in: `a"b"`, want: "a", ok: true, wantRest: `"b"`},
+		{name: "token cannot start with a colon", in: ":x"},
+		{name: "byte sequence refused", in: ":aGk=:"},
+		{name: "at sign", in: "@x"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := sfParser{s: tt.in}
+			got, ok := p.bare()
+			if got != tt.want || ok != tt.ok {
+				t.Fatalf("bare(%q) = %q, %v; want %q, %v", tt.in, got, ok, tt.want, tt.ok)
+			}
+			if rest := p.s[p.i:]; ok && rest != tt.wantRest {
+				t.Errorf("bare(%q) left %q, want %q", tt.in, rest, tt.wantRest)
+			}
+		})
+	}
+}
+
+func TestIsTokenChar(t *testing.T) {
+	tests := []struct {
+		name string
+		in   string
+		want bool
+	}{
+		{name: "letters and digits", in: "azAZ09", want: true},
+		{name: "tchar punctuation", in: "!#$%&'*+-.^_`|~", want: true},
+		{name: "colon and slash", in: ":/", want: true},
+		{name: "separators", in: " \t,;=\"()<>@[]{}?\\"},
+		{name: "control and non-ASCII", in: "\x00\x1f\x7f\x80\xff"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for i := 0; i < len(tt.in); i++ {
+				if got := isTokenChar(tt.in[i]); got != tt.want {
+					t.Errorf("isTokenChar(%q) = %v, want %v", tt.in[i], got, tt.want)
+				}
+			}
+		})
+	}
+}

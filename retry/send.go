@@ -94,17 +94,12 @@ func (h *Handler) send(ctx context.Context, hs *host, req *http.Request, r Reque
 		if ctx.Err() != nil {
 			return outcome{err: ctx.Err(), canceled: true}, hints{}
 		}
-		if o, ok := timedOut(actx); ok {
-			h.m.requests.WithLabelValues(hs.key, string(o.class)).Inc()
-			return o, hints{}
+		o, ok := timedOut(actx)
+		if !ok {
+			o = transportFailure(err, secrets)
 		}
-		class, transient := classifyErr(err)
-		if class == dlq.ClassParse || class == dlq.ClassCanceled {
-			class, transient = dlq.ClassNetwork, false
-		}
-		h.m.requests.WithLabelValues(hs.key, string(class)).Inc()
-		return outcome{err: err, class: class, transient: transient, hostFault: transient,
-			message: redact.String(err.Error(), secrets...)}, hints{}
+		h.m.requests.WithLabelValues(hs.key, string(o.class)).Inc()
+		return o, hints{}
 	}
 	// Every body, an error answer's and the drain's included, is held to the idle
 	// timeout: a 503 whose body stalls must not hold the attempt for attempt_timeout.
@@ -118,52 +113,42 @@ func (h *Handler) send(ctx context.Context, hs *host, req *http.Request, r Reque
 		body.Close()
 		body.timer.Stop()
 	}()
-	// Absolute times in the headers are on the server's clock: read them there and
-	// bring the reset back to ours.
-	recv := h.clock.Now()
-	hs.mu.Lock()
-	hs.clock.observe(resp.Header, sent, recv)
-	off, late := hs.clock.offset(), hs.clock.late()
-	hn := parseHints(resp.Header, recv.Add(off))
-	if r := hn.quota.reset; !r.IsZero() {
-		// An absolute reset of fixed windows is placed by the send times of the answers
-		// that named it; failing that (a time to go, or the window's length not known
-		// yet), by the Date header, at the late end of what it allows.
-		hn.quota.reset, hn.quota.early = r.Add(late-off), r.Add(-late-off)
-		if hn.quota.absolute {
-			hs.phase.observe(sent, r, hn.quota.window)
-			if early, end, ok := hs.phase.bounds(r); ok {
-				hn.quota.reset, hn.quota.early = end, early
-				hn.quota.window = hs.phase.length()
-			}
-		}
-	}
-	hs.mu.Unlock()
+	hn := hs.answerHints(resp.Header, sent, h.clock.Now())
 	for _, f := range hn.forms {
 		h.m.headers.WithLabelValues(hs.key, f).Inc()
 	}
 	code := resp.StatusCode
 	h.m.requests.WithLabelValues(hs.key, strconv.Itoa(code)).Inc()
 
+	var o outcome
 	if code/100 == 2 || slices.Contains(r.AcceptStatus, code) {
-		o := h.read(ctx, hs, resp, read, secrets)
-		if o.err != nil && !o.canceled {
-			if t, ok := timedOut(actx); ok {
-				h.m.requests.WithLabelValues(hs.key, string(t.class)).Inc()
-				t.status = code
-				return t, hn
-			}
+		if o = h.read(ctx, hs, resp, read, secrets); o.err == nil || o.canceled {
+			return o, hn
 		}
-		return o, hn
+	} else {
+		o = answer(resp, r.Classify, secrets)
 	}
-	o := answer(resp, r.Classify, secrets)
 	if t, ok := timedOut(actx); ok {
-		// The error answer's body stalled: a timeout, whatever its status said.
+		// The body stalled, or the attempt ran out of time while it was read: a
+		// timeout, whatever the status or the read said.
 		h.m.requests.WithLabelValues(hs.key, string(t.class)).Inc()
 		t.status = code
 		return t, hn
 	}
 	return o, hn
+}
+
+// transportFailure classifies a round trip that brought no answer, neither cancelled
+// by the caller nor cut by one of the attempt's timeouts. What classifyErr cannot
+// name (parse) and a cancellation not the caller's are permanent network failures;
+// a transient failure counts against the host.
+func transportFailure(err error, secrets []string) outcome {
+	class, transient := classifyErr(err)
+	if class == dlq.ClassParse || class == dlq.ClassCanceled {
+		class, transient = dlq.ClassNetwork, false
+	}
+	return outcome{err: err, class: class, transient: transient, hostFault: transient,
+		message: redact.String(err.Error(), secrets...)}
 }
 
 // read hands an accepted response to the caller's read and classifies its

@@ -137,3 +137,37 @@ func (p *windowPhase) bounds(reset time.Time) (early, end time.Time, ok bool) {
 	}
 	return reset.Add(p.lo - phaseMargin), reset.Add(p.hi + phaseMargin), true
 }
+
+// answerHints reads what an answer's headers say about pacing, with the absolute
+// times in them brought from the server's clock to ours. The answer's Date narrows
+// the host's clock offset first. An absolute reset of fixed windows is then placed by
+// the send times of the answers that named it (windowPhase); failing that (a time to
+// go, or the window's length not known yet), by the clock offset, at the late end of
+// what it allows (resetOnOurClock). sent and recv are when the request went and its
+// headers came, on our clock. It takes the host's lock.
+func (hs *host) answerHints(h http.Header, sent, recv time.Time) hints {
+	hs.mu.Lock()
+	defer hs.mu.Unlock()
+	hs.clock.observe(h, sent, recv)
+	off, late := hs.clock.offset(), hs.clock.late()
+	hn := parseHints(h, recv.Add(off))
+	if r := hn.quota.reset; !r.IsZero() {
+		hn.quota.early, hn.quota.reset = resetOnOurClock(r, off, late)
+		if hn.quota.absolute {
+			hs.phase.observe(sent, r, hn.quota.window)
+			if early, end, ok := hs.phase.bounds(r); ok {
+				hn.quota.reset, hn.quota.early = end, early
+				hn.quota.window = hs.phase.length()
+			}
+		}
+	}
+	return hn
+}
+
+// resetOnOurClock brings a reset read on the server's clock to ours, given the
+// server's offset (its clock minus ours) and how late a time on it may fall
+// (serverClock.late): the earliest and the latest it may be. The pacer waits for the
+// latest, so a new window's first requests never reach the server before it rolls.
+func resetOnOurClock(reset time.Time, offset, late time.Duration) (early, end time.Time) {
+	return reset.Add(-late - offset), reset.Add(late - offset)
+}

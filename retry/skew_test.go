@@ -73,3 +73,32 @@ func TestWindowPhase(t *testing.T) {
 		t.Errorf("after the clock was set: end %s for a request sent at %s", end.Sub(ours), sent.Sub(ours))
 	}
 }
+
+func TestResetOnOurClock(t *testing.T) {
+	reset := time.Date(2026, 11, 23, 10, 1, 0, 0, time.UTC) // on the server's clock
+	tests := []struct {
+		name      string
+		offset    time.Duration
+		late      time.Duration
+		wantEarly time.Time
+		wantEnd   time.Time
+	}{
+		{name: "clocks agree", wantEarly: reset, wantEnd: reset},
+		{name: "server ahead", offset: 1500 * time.Millisecond,
+			wantEarly: reset.Add(-1500 * time.Millisecond), wantEnd: reset.Add(-1500 * time.Millisecond)},
+		{name: "server behind", offset: -2 * time.Second,
+			wantEarly: reset.Add(2 * time.Second), wantEnd: reset.Add(2 * time.Second)},
+		{name: "uncertain offset widens both ways", offset: time.Second, late: 300 * time.Millisecond,
+			wantEarly: reset.Add(-1300 * time.Millisecond), wantEnd: reset.Add(-700 * time.Millisecond)},
+		{name: "uncertain with no offset", late: 500 * time.Millisecond,
+			wantEarly: reset.Add(-500 * time.Millisecond), wantEnd: reset.Add(500 * time.Millisecond)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			early, end := resetOnOurClock(reset, tt.offset, tt.late)
+			if !early.Equal(tt.wantEarly) || !end.Equal(tt.wantEnd) {
+				t.Errorf("resetOnOurClock = %v, %v; want %v, %v", early, end, tt.wantEarly, tt.wantEnd)
+			}
+		})
+	}
+}

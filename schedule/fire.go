@@ -80,55 +80,73 @@ func (s *Scheduler) acquire(ctx context.Context, f *flows.Flow, at time.Time, lo
 	s.mu.Lock()
 	queueing := f.Overlap == OverlapQueue && len(s.state(f.Name).waiting) > 0
 	s.mu.Unlock()
-	var (
-		lock store.FlowLock
-		busy = true
-		err  error
-	)
+	var err error
 	if !queueing { // else the fire waits behind those already queued
+		var (
+			lock store.FlowLock
+			busy bool
+		)
 		lock, busy, err = s.tryLock(ctx, f.Name)
 		if err == nil && !busy {
 			return lock, true
 		}
 	}
-	if err != nil && ctx.Err() != nil {
-		// Shutdown came while the fire was being claimed.
-		mark(store.FireCancelled, 0, "shutdown came before the fire could start")
-		s.o.Metrics.fire(f.Name, store.FireCancelled)
-		return nil, false
+	status, msg := busyVerdict(f.Overlap, err, ctx.Err() != nil)
+	if status == store.FireQueued {
+		return s.queue(ctx, f, at, log, mark)
 	}
-	if f.Overlap != OverlapQueue || err != nil {
-		msg := "the previous run of the flow is still going"
+	if status == store.FireSkippedOverlap {
 		if err != nil {
-			msg = "cannot tell whether the previous run is still going: " + err.Error()
 			log.Error("fire skipped", "err", err)
 		} else {
 			log.Warn("fire skipped: the previous run of the flow is still going", "overlap", f.Overlap)
 		}
-		mark(store.FireSkippedOverlap, 0, msg)
-		s.o.Metrics.fire(f.Name, store.FireSkippedOverlap)
-		return nil, false
 	}
+	mark(status, 0, msg)
+	s.o.Metrics.fire(f.Name, status)
+	return nil, false
+}
 
-	// overlap: queue. Fires of one flow take their turn in order within this process.
+// busyVerdict decides what becomes of a claimed fire of a flow whose overlap policy is
+// skip or queue when the fire did not take the flow's lock at once. lockErr is why the
+// lock could not be asked for; nil means a run of the flow is going, or fires queued
+// before this one wait for it. shuttingDown tells whether the scheduler's context has
+// ended. The verdict is a fire status, FireQueued (wait in the flow's queue),
+// FireSkippedOverlap or FireCancelled, and for the last two the message to record.
+func busyVerdict(overlap string, lockErr error, shuttingDown bool) (status, msg string) {
+	switch {
+	case lockErr != nil && shuttingDown:
+		// Shutdown came while the fire was being claimed.
+		return store.FireCancelled, "shutdown came before the fire could start"
+	case lockErr != nil:
+		return store.FireSkippedOverlap, "cannot tell whether the previous run is still going: " + lockErr.Error()
+	case overlap != OverlapQueue:
+		return store.FireSkippedOverlap, "the previous run of the flow is still going"
+	}
+	return store.FireQueued, ""
+}
+
+// queue holds a fire of a flow with overlap: queue until its turn: fires of one flow take
+// their turn in order within this process, each when the flow's lock is free. It returns
+// the flow's lock and true, or false when the fire was skipped (too many queued) or
+// cancelled by shutdown, as recorded on it.
+func (s *Scheduler) queue(ctx context.Context, f *flows.Flow, at time.Time, log *slog.Logger,
+	mark func(status string, runID int64, msg string)) (store.FlowLock, bool) {
 	s.mu.Lock()
 	st := s.state(f.Name)
-	if len(st.waiting) >= maxQueued {
-		s.mu.Unlock()
+	waiting, ok := enqueue(st.waiting, at)
+	st.waiting = waiting
+	s.mu.Unlock()
+	if !ok {
 		log.Warn("fire skipped: too many fires of the flow are queued", "queued", maxQueued)
 		mark(store.FireSkippedOverlap, 0, fmt.Sprintf("%d fires already queued", maxQueued))
 		s.o.Metrics.fire(f.Name, store.FireSkippedOverlap)
 		return nil, false
 	}
-	i, _ := slices.BinarySearchFunc(st.waiting, at, time.Time.Compare)
-	st.waiting = slices.Insert(st.waiting, i, at)
-	s.mu.Unlock()
 	defer func() {
 		s.mu.Lock()
 		st := s.state(f.Name)
-		if i := slices.IndexFunc(st.waiting, at.Equal); i >= 0 {
-			st.waiting = slices.Delete(st.waiting, i, i+1)
-		}
+		st.waiting = dequeue(st.waiting, at)
 		s.mu.Unlock()
 	}()
 	log.Info("fire queued: the previous run of the flow is still going")
@@ -161,6 +179,24 @@ func (s *Scheduler) acquire(ctx context.Context, f *flows.Flow, at time.Time, lo
 			return lock, true
 		}
 	}
+}
+
+// enqueue puts the fire at at in a flow's queue of waiting fires, kept earliest first,
+// unless maxQueued fires wait already; it reports whether the fire is in.
+func enqueue(waiting []time.Time, at time.Time) ([]time.Time, bool) {
+	if len(waiting) >= maxQueued {
+		return waiting, false
+	}
+	i, _ := slices.BinarySearchFunc(waiting, at, time.Time.Compare)
+	return slices.Insert(waiting, i, at), true
+}
+
+// dequeue takes the fire at at out of a flow's queue of waiting fires, if it is there.
+func dequeue(waiting []time.Time, at time.Time) []time.Time {
+	if i := slices.IndexFunc(waiting, at.Equal); i >= 0 {
+		return slices.Delete(waiting, i, i+1)
+	}
+	return waiting
 }
 
 // tryLock takes the flow's exclusive lock unless a run of the flow is going anywhere: a
