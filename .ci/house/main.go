@@ -34,6 +34,10 @@ type fn struct {
 
 func main() {
 	top := flag.Int("top", 15, "rows per table")
+	check := flag.Bool("check", false, "fail (exit 1) when a limit below is crossed or an import points up")
+	maxLines := flag.Int("max-lines", 120, "with -check: the most lines a product function may have")
+	maxCyclo := flag.Int("max-cyclo", 25, "with -check: the highest cyclomatic complexity a product function may have")
+	maxLong := flag.Int("max-long", 10, "with -check: how many product functions may be over 80 lines")
 	flag.Parse()
 	root := flag.Arg(0)
 	if root == "" {
@@ -66,10 +70,37 @@ func main() {
 	report(fns, *top)
 	widest(prod, mod)
 	storeMethods(pkgs, mod)
+	problems := limits(fns, *maxLines, *maxCyclo, *maxLong)
 	if bad := importGraph(prod, mod); bad > 0 {
-		fmt.Fprintf(os.Stderr, "house: %d imports point up the layers\n", bad)
+		problems = append(problems, fmt.Sprintf("%d imports point up the layers", bad))
+	}
+	if *check && len(problems) > 0 {
+		for _, p := range problems {
+			fmt.Fprintln(os.Stderr, "house:", p)
+		}
 		os.Exit(1)
 	}
+}
+
+// limits lists the product functions beyond the limits the house keeps.
+func limits(fns []fn, maxLines, maxCyclo, maxLong int) []string {
+	var out []string
+	long := 0
+	for _, f := range fns {
+		if f.lines > 80 {
+			long++
+		}
+		if f.lines > maxLines {
+			out = append(out, fmt.Sprintf("%s %s is %d lines (at most %d)", f.where, f.name, f.lines, maxLines))
+		}
+		if f.cyclo > maxCyclo {
+			out = append(out, fmt.Sprintf("%s %s has cyclomatic complexity %d (at most %d)", f.where, f.name, f.cyclo, maxCyclo))
+		}
+	}
+	if long > maxLong {
+		out = append(out, fmt.Sprintf("%d product functions are over 80 lines (at most %d)", long, maxLong))
+	}
+	return out
 }
 
 // layers is the architecture, top-down: a package may import only packages of its own
