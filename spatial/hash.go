@@ -23,10 +23,10 @@ const hashVersion = "geoflow-payload-v1\x00"
 // properties; f.ID is not part of it, so the same payload delivered twice
 // (overlapping bbox tiles, unstable paging) hashes alike.
 //
-// The geometry is encoded as little-endian WKB (spatial/wkb, writing what
-// orb/encoding/wkb writes), a nil
-// geometry as its own marker. Properties are taken in name order. Values are
-// tagged by kind so that nil, "" and "0" differ:
+// The geometry is encoded as little-endian WKB (spatial/wkb with its zero
+// Options, which write what orb/encoding/wkb writes), a nil geometry as its
+// own marker. Properties are taken in name order. Values are tagged by kind so
+// that nil, "" and "0" differ:
 //   - numbers of any Go type (and json.Number) are normalised, so 1, 1.0,
 //     int64(1) and float32(1) hash alike; -0 hashes as 0;
 //   - strings as they are, bools as such;
