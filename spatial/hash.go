@@ -10,7 +10,9 @@ import (
 	"strconv"
 
 	"github.com/paulmach/orb"
-	"github.com/paulmach/orb/encoding/wkb"
+	orbwkb "github.com/paulmach/orb/encoding/wkb"
+
+	"github.com/geoflow/geoflow/spatial/wkb"
 )
 
 // hashVersion starts every canonical encoding, so that a future change of
@@ -21,9 +23,10 @@ const hashVersion = "geoflow-payload-v1\x00"
 // properties; f.ID is not part of it, so the same payload delivered twice
 // (overlapping bbox tiles, unstable paging) hashes alike.
 //
-// The geometry is encoded as little-endian WKB (orb/encoding/wkb), a nil
-// geometry as its own marker. Properties are taken in name order. Values are
-// tagged by kind so that nil, "" and "0" differ:
+// The geometry is encoded as little-endian WKB (spatial/wkb with its zero
+// Options, which write what orb/encoding/wkb writes), a nil geometry as its
+// own marker. Properties are taken in name order. Values are tagged by kind so
+// that nil, "" and "0" differ:
 //   - numbers of any Go type (and json.Number) are normalised, so 1, 1.0,
 //     int64(1) and float32(1) hash alike; -0 hashes as 0;
 //   - strings as they are, bools as such;
@@ -71,12 +74,14 @@ func appendGeometry(b []byte, g orb.Geometry) []byte {
 	}
 	b = append(b, 'G')
 	start := len(b)
-	if w, ok := appendWKB(b, g); ok {
+	// The zero Options: nil slices write nothing and NaNs keep their bits, as
+	// orb/encoding/wkb wrote them when the first hashes were stored.
+	if w, err := wkb.Append(b, g, wkb.Options{}); err == nil {
 		return withLen(w, start)
 	}
-	// A type appendWKB does not know: as orb/encoding/wkb encodes it.
+	// A type wkb.Append does not know: as orb/encoding/wkb encodes it.
 	b = b[:start-1]
-	w, err := wkb.Marshal(g, binary.LittleEndian)
+	w, err := orbwkb.Marshal(g, binary.LittleEndian)
 	if err != nil {
 		// A type WKB cannot carry; still deterministic.
 		return appendStr(b, 'X', fmt.Sprintf("%T:%v", g, g))
@@ -84,109 +89,6 @@ func appendGeometry(b []byte, g orb.Geometry) []byte {
 	b = append(b, 'G')
 	b = binary.AppendUvarint(b, uint64(len(w)))
 	return append(b, w...)
-}
-
-// WKB geometry types.
-const (
-	wkbPoint              = 1
-	wkbLineString         = 2
-	wkbPolygon            = 3
-	wkbMultiPoint         = 4
-	wkbMultiLineString    = 5
-	wkbMultiPolygon       = 6
-	wkbGeometryCollection = 7
-)
-
-// appendWKB appends g as little-endian WKB, byte for byte what
-// orb/encoding/wkb writes (nil slices write nothing, a Ring is a Polygon, a
-// Bound its Polygon). It reports false for a type it does not know.
-func appendWKB(b []byte, g orb.Geometry) ([]byte, bool) {
-	le := binary.LittleEndian
-	head := func(b []byte, t uint32, n int) []byte {
-		b = append(b, 1)
-		b = le.AppendUint32(b, t)
-		return le.AppendUint32(b, uint32(n))
-	}
-	points := func(b []byte, ps []orb.Point) []byte {
-		for _, p := range ps {
-			b = le.AppendUint64(b, math.Float64bits(p[0]))
-			b = le.AppendUint64(b, math.Float64bits(p[1]))
-		}
-		return b
-	}
-	polygon := func(b []byte, p orb.Polygon) []byte {
-		if p == nil {
-			return b
-		}
-		b = head(b, wkbPolygon, len(p))
-		for _, r := range p {
-			b = le.AppendUint32(b, uint32(len(r)))
-			b = points(b, r)
-		}
-		return b
-	}
-	switch g := g.(type) {
-	case nil:
-	case orb.Point:
-		b = append(b, 1)
-		b = le.AppendUint32(b, wkbPoint)
-		b = points(b, []orb.Point{g})
-	case orb.MultiPoint:
-		if g == nil {
-			break
-		}
-		b = head(b, wkbMultiPoint, len(g))
-		for _, p := range g {
-			b = append(b, 1)
-			b = le.AppendUint32(b, wkbPoint)
-			b = points(b, []orb.Point{p})
-		}
-	case orb.LineString:
-		if g == nil {
-			break
-		}
-		b = points(head(b, wkbLineString, len(g)), g)
-	case orb.MultiLineString:
-		if g == nil {
-			break
-		}
-		b = head(b, wkbMultiLineString, len(g))
-		for _, ls := range g {
-			if ls != nil {
-				b = points(head(b, wkbLineString, len(ls)), ls)
-			}
-		}
-	case orb.Ring:
-		if g != nil {
-			b = polygon(b, orb.Polygon{g})
-		}
-	case orb.Bound:
-		b = polygon(b, g.ToPolygon())
-	case orb.Polygon:
-		b = polygon(b, g)
-	case orb.MultiPolygon:
-		if g == nil {
-			break
-		}
-		b = head(b, wkbMultiPolygon, len(g))
-		for _, p := range g {
-			b = polygon(b, p)
-		}
-	case orb.Collection:
-		if g == nil {
-			break
-		}
-		b = head(b, wkbGeometryCollection, len(g))
-		for _, m := range g {
-			var ok bool
-			if b, ok = appendWKB(b, m); !ok {
-				return b, false
-			}
-		}
-	default:
-		return b, false
-	}
-	return b, true
 }
 
 // appendFloat appends a number tagged 'd', as canonFloat writes it.
@@ -205,17 +107,11 @@ func appendUint(b []byte, u uint64) []byte {
 	return withLen(strconv.AppendUint(b, u, 10), len(b))
 }
 
-func appendValue(b []byte, v any) []byte {
+// appendNumber appends a number of any Go type tagged 'd', in the one decimal form
+// that makes 1, 1.0, int64(1), float32(1) and json.Number("1.0") hash alike. v is one of
+// the types appendValue sends here.
+func appendNumber(b []byte, v any) []byte {
 	switch v := v.(type) {
-	case nil:
-		return append(b, 'n')
-	case bool:
-		if v {
-			return append(b, 't')
-		}
-		return append(b, 'f')
-	case string:
-		return appendStr(b, 's', v)
 	case float64:
 		return appendFloat(b, v)
 	case float32:
@@ -242,6 +138,24 @@ func appendValue(b []byte, v any) []byte {
 		return appendUint(b, v)
 	case json.Number:
 		return appendStr(b, 'd', canonJSONNumber(v))
+	}
+	panic(fmt.Sprintf("spatial: appendNumber got %T, which appendValue does not send", v))
+}
+
+// appendValue appends v tagged by its kind (see PayloadHash).
+func appendValue(b []byte, v any) []byte {
+	switch v := v.(type) {
+	case nil:
+		return append(b, 'n')
+	case bool:
+		if v {
+			return append(b, 't')
+		}
+		return append(b, 'f')
+	case string:
+		return appendStr(b, 's', v)
+	case float64, float32, int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64, json.Number:
+		return appendNumber(b, v)
 	case map[string]any:
 		// Inline, not in a function of its own: escape analysis takes b
 		// to escape through mutually recursive calls.

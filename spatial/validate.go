@@ -93,28 +93,38 @@ func validate(g orb.Geometry, path []string) error {
 			}
 		}
 	case orb.Collection:
-		path = append(path, "collection")
-		if len(g) == 0 {
-			return fail(path, "is empty")
-		}
-		for i, m := range g {
-			if m == nil {
-				return fail(append(path, "geometry", strconv.Itoa(i)), "is missing (nil)")
-			}
-			if err := validate(m, append(path, "geometry", strconv.Itoa(i))); err != nil {
-				return err
-			}
-		}
+		return collection(g, append(path, "collection"))
 	case orb.Bound:
-		path = append(path, "bound")
-		if err := points([]orb.Point{g.Min, g.Max}, path, 2, 1, false); err != nil {
-			return err
-		}
-		if g.Min[0] > g.Max[0] || g.Min[1] > g.Max[1] {
-			return fail(path, fmt.Sprintf("is inverted (min %s max %s)", xy(g.Min), xy(g.Max)))
-		}
+		return bound(g, append(path, "bound"))
 	default:
 		return fail(append(path, fmt.Sprintf("%T", g)), "is not a geometry type geoflow stores")
+	}
+	return nil
+}
+
+// collection checks that c has members, none of them nil, and each valid.
+func collection(c orb.Collection, path []string) error {
+	if len(c) == 0 {
+		return fail(path, "is empty")
+	}
+	for i, m := range c {
+		if m == nil {
+			return fail(append(path, "geometry", strconv.Itoa(i)), "is missing (nil)")
+		}
+		if err := validate(m, append(path, "geometry", strconv.Itoa(i))); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// bound checks that b's corners are finite and min is not beyond max.
+func bound(b orb.Bound, path []string) error {
+	if err := points([]orb.Point{b.Min, b.Max}, path, 2, 1, false); err != nil {
+		return err
+	}
+	if b.Min[0] > b.Max[0] || b.Min[1] > b.Max[1] {
+		return fail(path, fmt.Sprintf("is inverted (min %s max %s)", xy(b.Min), xy(b.Max)))
 	}
 	return nil
 }

@@ -4,17 +4,13 @@ package gpkg
 // ("GP", version, flags, srs_id), an optional envelope, then ISO WKB. orb is 2D, so Z
 // and M ordinates are read and dropped, never written.
 //
-// The encoder writes its own WKB rather than going through orb/encoding/wkb: for 2D
+// The encoder writes its WKB with spatial/wkb rather than orb/encoding/wkb: for 2D
 // geometries both produce the same bytes (type codes 1-7, ISO and OGC WKB agree), but
 // orb's writes through an io.Writer into a bytes.Buffer it allocates per call, while
 // appending into the caller's buffer allocates nothing. BenchmarkAppendGeometry and
 // BenchmarkAppendGeometryOrbWKB in geom_test.go measure the two on a 20-vertex polygon.
-
-import (
-	"math"
-
-	"github.com/paulmach/orb"
-)
+// The envelope, written or computed from a blob's WKB, is a wkb.Extent either way, so
+// that the two agree.
 
 // Header flag bits (clause 2.1.3.1.1, "bit layout of GeoPackageBinary flags byte").
 const (
@@ -71,50 +67,4 @@ func wkbTypeName(t uint32) string {
 		return names[t]
 	}
 	return ""
-}
-
-// nanBits is the quiet NaN the GeoPackage requires for the coordinates of an empty point
-// (0x7ff8000000000000; little-endian 00 00 00 00 00 00 f8 7f).
-const nanBits = 0x7ff8000000000000
-
-func isEmptyPoint(p orb.Point) bool {
-	return math.IsNaN(p[0]) && math.IsNaN(p[1])
-}
-
-// envelope accumulates [minx, maxx, miny, maxy]. The encoder and blobEnvelope share it,
-// so that the envelope written and the envelope computed from WKB agree.
-type envelope struct {
-	minX, maxX, minY, maxY float64
-	points                 int
-}
-
-func newEnvelope() envelope {
-	return envelope{minX: math.Inf(1), maxX: math.Inf(-1), minY: math.Inf(1), maxY: math.Inf(-1)}
-}
-
-// add extends e by (x, y), unless either is NaN: (NaN, NaN) is an empty point, and half
-// a coordinate has no place in an envelope.
-func (e *envelope) add(x, y float64) {
-	if x != x || y != y {
-		return
-	}
-	e.points++
-	if x < e.minX {
-		e.minX = x
-	}
-	if x > e.maxX {
-		e.maxX = x
-	}
-	if y < e.minY {
-		e.minY = y
-	}
-	if y > e.maxY {
-		e.maxY = y
-	}
-}
-
-func (e *envelope) empty() bool { return e.points == 0 }
-
-func (e *envelope) bound() orb.Bound {
-	return orb.Bound{Min: orb.Point{e.minX, e.minY}, Max: orb.Point{e.maxX, e.maxY}}
 }

@@ -6,6 +6,8 @@ import (
 	"math"
 
 	"github.com/paulmach/orb"
+
+	"github.com/geoflow/geoflow/spatial/wkb"
 )
 
 // decodeGeometry parses a GeoPackage geometry blob: either byte order in the header and
@@ -54,14 +56,14 @@ func blobEnvelope(b []byte) (env orb.Bound, empty bool, err error) {
 		return orb.Bound{Min: orb.Point{h.env[0], h.env[2]}, Max: orb.Point{h.env[1], h.env[3]}}, false, nil
 	}
 	r := wkbReader{b: b, off: h.wkbAt}
-	e := newEnvelope()
+	e := wkb.NewExtent()
 	if err := r.scan(0, &e); err != nil {
 		return orb.Bound{}, false, err
 	}
-	if e.empty() {
+	if e.Empty() {
 		return orb.Bound{}, true, nil
 	}
-	return e.bound(), false, nil
+	return e.Bound(), false, nil
 }
 
 // header is a parsed GeoPackageBinaryHeader.
@@ -240,73 +242,93 @@ func (r *wkbReader) body(h wkbHead, depth int) (orb.Geometry, error) {
 	}
 	switch h.typ {
 	case wkbMultiPoint:
-		n, err := r.count(h.big, 5+8*2, "points")
-		if err != nil {
-			return nil, err
-		}
-		mp := make(orb.MultiPoint, 0, n)
-		for range n {
-			m, err := r.member(wkbPoint)
-			if err != nil {
-				return nil, err
-			}
-			if len(r.b)-r.off < 8*m.dims {
-				return nil, r.errorf(m.at, "point needs %d bytes, %d left", 8*m.dims, len(r.b)-r.off)
-			}
-			mp = append(mp, r.point(m))
-		}
-		return mp, nil
+		return r.multiPoint(h)
 	case wkbMultiLineString:
-		n, err := r.count(h.big, 9, "linestrings")
-		if err != nil {
-			return nil, err
-		}
-		mls := make(orb.MultiLineString, 0, n)
-		for range n {
-			m, err := r.member(wkbLineString)
-			if err != nil {
-				return nil, err
-			}
-			ls, err := r.points(m, "points")
-			if err != nil {
-				return nil, err
-			}
-			mls = append(mls, ls)
-		}
-		return mls, nil
+		return r.multiLineString(h)
 	case wkbMultiPolygon:
-		n, err := r.count(h.big, 9, "polygons")
-		if err != nil {
-			return nil, err
-		}
-		mp := make(orb.MultiPolygon, 0, n)
-		for range n {
-			m, err := r.member(wkbPolygon)
-			if err != nil {
-				return nil, err
-			}
-			p, err := r.polygon(m)
-			if err != nil {
-				return nil, err
-			}
-			mp = append(mp, p)
-		}
-		return mp, nil
+		return r.multiPolygon(h)
 	default: // wkbGeometryCollection
-		n, err := r.count(h.big, 9, "geometries")
+		return r.collection(h, depth)
+	}
+}
+
+// multiPoint reads a MultiPoint's members, each a whole WKB Point.
+func (r *wkbReader) multiPoint(h wkbHead) (orb.Geometry, error) {
+	n, err := r.count(h.big, 5+8*2, "points")
+	if err != nil {
+		return nil, err
+	}
+	mp := make(orb.MultiPoint, 0, n)
+	for range n {
+		m, err := r.member(wkbPoint)
 		if err != nil {
 			return nil, err
 		}
-		c := make(orb.Collection, 0, n)
-		for range n {
-			m, err := r.geometry(depth + 1)
-			if err != nil {
-				return nil, err
-			}
-			c = append(c, m)
+		if len(r.b)-r.off < 8*m.dims {
+			return nil, r.errorf(m.at, "point needs %d bytes, %d left", 8*m.dims, len(r.b)-r.off)
 		}
-		return c, nil
+		mp = append(mp, r.point(m))
 	}
+	return mp, nil
+}
+
+// multiLineString reads a MultiLineString's members, each a whole WKB LineString.
+func (r *wkbReader) multiLineString(h wkbHead) (orb.Geometry, error) {
+	n, err := r.count(h.big, 9, "linestrings")
+	if err != nil {
+		return nil, err
+	}
+	mls := make(orb.MultiLineString, 0, n)
+	for range n {
+		m, err := r.member(wkbLineString)
+		if err != nil {
+			return nil, err
+		}
+		ls, err := r.points(m, "points")
+		if err != nil {
+			return nil, err
+		}
+		mls = append(mls, ls)
+	}
+	return mls, nil
+}
+
+// multiPolygon reads a MultiPolygon's members, each a whole WKB Polygon.
+func (r *wkbReader) multiPolygon(h wkbHead) (orb.Geometry, error) {
+	n, err := r.count(h.big, 9, "polygons")
+	if err != nil {
+		return nil, err
+	}
+	mp := make(orb.MultiPolygon, 0, n)
+	for range n {
+		m, err := r.member(wkbPolygon)
+		if err != nil {
+			return nil, err
+		}
+		p, err := r.polygon(m)
+		if err != nil {
+			return nil, err
+		}
+		mp = append(mp, p)
+	}
+	return mp, nil
+}
+
+// collection reads a GeometryCollection's members, each one level deeper than depth.
+func (r *wkbReader) collection(h wkbHead, depth int) (orb.Geometry, error) {
+	n, err := r.count(h.big, 9, "geometries")
+	if err != nil {
+		return nil, err
+	}
+	c := make(orb.Collection, 0, n)
+	for range n {
+		m, err := r.geometry(depth + 1)
+		if err != nil {
+			return nil, err
+		}
+		c = append(c, m)
+	}
+	return c, nil
 }
 
 // member reads the head of a multi-geometry's member, which must be of type want.
@@ -367,7 +389,7 @@ func (r *wkbReader) polygon(h wkbHead) (orb.Polygon, error) {
 
 // scan walks one WKB geometry like geometry does, without building it, extending e by
 // its coordinates.
-func (r *wkbReader) scan(depth int, e *envelope) error {
+func (r *wkbReader) scan(depth int, e *wkb.Extent) error {
 	h, err := r.head()
 	if err != nil {
 		return err
@@ -375,14 +397,14 @@ func (r *wkbReader) scan(depth int, e *envelope) error {
 	return r.scanBody(h, depth, e)
 }
 
-func (r *wkbReader) scanBody(h wkbHead, depth int, e *envelope) error {
+func (r *wkbReader) scanBody(h wkbHead, depth int, e *wkb.Extent) error {
 	switch h.typ {
 	case wkbPoint:
 		if len(r.b)-r.off < 8*h.dims {
 			return r.errorf(h.at, "point needs %d bytes, %d left", 8*h.dims, len(r.b)-r.off)
 		}
 		p := r.point(h)
-		e.add(p[0], p[1])
+		e.Add(p[0], p[1])
 		return nil
 	case wkbLineString:
 		return r.scanPoints(h, "points", e)
@@ -437,14 +459,14 @@ func (r *wkbReader) scanBody(h wkbHead, depth int, e *envelope) error {
 	return nil
 }
 
-func (r *wkbReader) scanPoints(h wkbHead, what string, e *envelope) error {
+func (r *wkbReader) scanPoints(h wkbHead, what string, e *wkb.Extent) error {
 	n, err := r.count(h.big, 8*h.dims, what)
 	if err != nil {
 		return err
 	}
 	step := 8 * h.dims
 	for range n {
-		e.add(math.Float64frombits(u64(r.b[r.off:], h.big)), math.Float64frombits(u64(r.b[r.off+8:], h.big)))
+		e.Add(math.Float64frombits(u64(r.b[r.off:], h.big)), math.Float64frombits(u64(r.b[r.off+8:], h.big)))
 		r.off += step
 	}
 	return nil

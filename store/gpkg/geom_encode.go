@@ -6,6 +6,8 @@ import (
 	"math"
 
 	"github.com/paulmach/orb"
+
+	"github.com/geoflow/geoflow/spatial/wkb"
 )
 
 // encodeGeometry returns g as a GeoPackage geometry blob for srs srsID: magic "GP",
@@ -52,12 +54,12 @@ func appendGeometry(dst []byte, g orb.Geometry, srsID int32) ([]byte, error) {
 	if p, ok := g.(orb.Point); ok {
 		flags := byte(flagLittleEndian)
 		if math.IsNaN(p[0]) || math.IsNaN(p[1]) {
-			flags |= flagEmpty // as envelope.add decides
+			flags |= flagEmpty // as wkb.Extent.Add decides
 		}
 		dst = grow(dst, headerLen+n)
 		dst = append(dst, 'G', 'P', 0, flags)
 		dst = binary.LittleEndian.AppendUint32(dst, uint32(srsID))
-		return appendPoint(dst, p), nil
+		return appendWKB(dst, start, p, nil)
 	}
 
 	dst = grow(dst, headerLen+32+n)
@@ -65,18 +67,32 @@ func appendGeometry(dst []byte, g orb.Geometry, srsID int32) ([]byte, error) {
 	dst = binary.LittleEndian.AppendUint32(dst, uint32(srsID))
 	envAt := len(dst)
 	dst = dst[:envAt+32]
-	e := newEnvelope()
-	dst = appendWKB(dst, g, &e)
-	if e.empty() {
+	e := wkb.NewExtent()
+	dst, err = appendWKB(dst, start, g, &e)
+	if err != nil {
+		return dst, err
+	}
+	if e.Empty() {
 		// Rare: move the WKB over the envelope slot rather than walk the geometry twice.
 		dst[start+3] = flagLittleEndian | flagEmpty
 		copy(dst[envAt:], dst[envAt+32:])
 		return dst[:len(dst)-32], nil
 	}
-	binary.LittleEndian.PutUint64(dst[envAt:], math.Float64bits(e.minX))
-	binary.LittleEndian.PutUint64(dst[envAt+8:], math.Float64bits(e.maxX))
-	binary.LittleEndian.PutUint64(dst[envAt+16:], math.Float64bits(e.minY))
-	binary.LittleEndian.PutUint64(dst[envAt+24:], math.Float64bits(e.maxY))
+	binary.LittleEndian.PutUint64(dst[envAt:], math.Float64bits(e.MinX))
+	binary.LittleEndian.PutUint64(dst[envAt+8:], math.Float64bits(e.MaxX))
+	binary.LittleEndian.PutUint64(dst[envAt+16:], math.Float64bits(e.MinY))
+	binary.LittleEndian.PutUint64(dst[envAt+24:], math.Float64bits(e.MaxY))
+	return dst, nil
+}
+
+// appendWKB appends g's WKB as a GeoPackage wants it (wkb.Options NilAsEmpty and
+// QuietNaN), extending e when not nil, to a blob begun at dst[start]. g has passed
+// wkbSize, so the error is not expected; dst[:start] comes back with it.
+func appendWKB(dst []byte, start int, g orb.Geometry, e *wkb.Extent) ([]byte, error) {
+	dst, err := wkb.AppendExtent(dst, g, wkb.Options{NilAsEmpty: true, QuietNaN: true}, e)
+	if err != nil {
+		return dst[:start], fmt.Errorf("gpkg geometry: encoding: %w", err)
+	}
 	return dst, nil
 }
 
@@ -186,87 +202,4 @@ func checkCount(n int, what string) error {
 		return fmt.Errorf("gpkg geometry: encoding: %s of %d parts does not fit WKB's uint32 count", what, n)
 	}
 	return nil
-}
-
-// appendWKB appends g as little-endian WKB, extending e by its coordinates. g has passed
-// wkbSize, and dst has the capacity for it.
-func appendWKB(dst []byte, g orb.Geometry, e *envelope) []byte {
-	switch g := g.(type) {
-	case orb.Point:
-		e.add(g[0], g[1])
-		return appendPoint(dst, g)
-	case orb.MultiPoint:
-		dst = appendTypeCount(dst, wkbMultiPoint, len(g))
-		for _, p := range g {
-			e.add(p[0], p[1])
-			dst = appendPoint(dst, p)
-		}
-		return dst
-	case orb.LineString:
-		dst = appendTypeCount(dst, wkbLineString, len(g))
-		return appendPoints(dst, g, e)
-	case orb.Ring:
-		return appendPolygon(dst, orb.Polygon{g}, e)
-	case orb.Polygon:
-		return appendPolygon(dst, g, e)
-	case orb.Bound:
-		return appendPolygon(dst, g.ToPolygon(), e)
-	case orb.MultiLineString:
-		dst = appendTypeCount(dst, wkbMultiLineString, len(g))
-		for _, ls := range g {
-			dst = appendTypeCount(dst, wkbLineString, len(ls))
-			dst = appendPoints(dst, ls, e)
-		}
-		return dst
-	case orb.MultiPolygon:
-		dst = appendTypeCount(dst, wkbMultiPolygon, len(g))
-		for _, p := range g {
-			dst = appendPolygon(dst, p, e)
-		}
-		return dst
-	case orb.Collection:
-		dst = appendTypeCount(dst, wkbGeometryCollection, len(g))
-		for _, m := range g {
-			dst = appendWKB(dst, m, e)
-		}
-		return dst
-	}
-	panic(fmt.Sprintf("gpkg geometry: appendWKB got %T, which wkbSize refuses", g))
-}
-
-func appendTypeCount(dst []byte, typ uint32, n int) []byte {
-	dst = append(dst, 1) // little-endian
-	dst = binary.LittleEndian.AppendUint32(dst, typ)
-	return binary.LittleEndian.AppendUint32(dst, uint32(n))
-}
-
-// appendPoint appends a WKB Point; an empty one gets the quiet NaN the GeoPackage
-// prescribes, whatever the NaN payloads in p.
-func appendPoint(dst []byte, p orb.Point) []byte {
-	dst = append(dst, 1)
-	dst = binary.LittleEndian.AppendUint32(dst, wkbPoint)
-	if isEmptyPoint(p) {
-		dst = binary.LittleEndian.AppendUint64(dst, nanBits)
-		return binary.LittleEndian.AppendUint64(dst, nanBits)
-	}
-	dst = binary.LittleEndian.AppendUint64(dst, math.Float64bits(p[0]))
-	return binary.LittleEndian.AppendUint64(dst, math.Float64bits(p[1]))
-}
-
-func appendPoints(dst []byte, ps []orb.Point, e *envelope) []byte {
-	for _, p := range ps {
-		e.add(p[0], p[1])
-		dst = binary.LittleEndian.AppendUint64(dst, math.Float64bits(p[0]))
-		dst = binary.LittleEndian.AppendUint64(dst, math.Float64bits(p[1]))
-	}
-	return dst
-}
-
-func appendPolygon(dst []byte, p orb.Polygon, e *envelope) []byte {
-	dst = appendTypeCount(dst, wkbPolygon, len(p))
-	for _, r := range p {
-		dst = binary.LittleEndian.AppendUint32(dst, uint32(len(r)))
-		dst = appendPoints(dst, r, e)
-	}
-	return dst
 }

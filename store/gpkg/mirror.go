@@ -44,58 +44,25 @@ const seenSQL = `INSERT INTO geoflow_seen (run_id, task, unit, keys) VALUES (?, 
 
 // writeKeyed writes rows into a keyed table (mirror mode, or history), keyed on gf_key,
 // the last element of each row: a feature twice in the rows (tile edges) is written once,
-// as it comes last; an unchanged one (same payload hash) costs one lookup and no write; a
-// changed one is updated in place or, with history, its current version closed and a
-// new one inserted, the two stamped with one time so that the versions meet. What
-// changed goes into the change log; a mirror's unit also records the keys it saw.
-// Counts are as the PostGIS store reports them: every row not inserted or updated,
-// repeats included, is skipped.
+// as it comes last (lastOfEachKey); what happens to it is keyedWriteFor's decision, which
+// keyedStmts.write carries out, the two versions of a feature with history stamped with
+// one time so that they meet. What changed goes into the change log; a mirror's unit
+// also records the keys it saw. Counts are as the PostGIS store reports them: every row
+// not inserted or updated, repeats included, is skipped.
 func (u *unitTx) writeKeyed(ctx context.Context, t *store.FeatureTable, name string, cols []string, rows []featureRow) (store.Counts, error) {
 	var res store.Counts
 	what := fmt.Sprintf("writing into %s", name)
 	k := len(cols) // gf_key's index in a row
-	last := make(map[string]int, len(rows))
-	var keys []string
-	for i, row := range rows {
-		key := row[k].(string)
-		if _, ok := last[key]; !ok {
-			keys = append(keys, key)
-		}
-		last[key] = i
-	}
-	current := ""
-	cols = append(cols, `"gf_key"`)
-	if t.History {
-		current = " AND gf_valid_to IS NULL"
-		cols = append(cols, `"gf_valid_from"`)
-	}
-	lookSQL := fmt.Sprintf(`SELECT fid, gf_payload_hash FROM %s WHERE gf_key = ?%s`, quote(name), current)
-	insSQL := fmt.Sprintf(`INSERT INTO %s (%s) VALUES (%s)`, quote(name), strings.Join(cols, ", "), placeholders(len(cols)))
-	var updSQL string
-	if t.History {
-		updSQL = fmt.Sprintf(`UPDATE %s SET gf_valid_to = ?, gf_closed_run = ? WHERE fid = ?`, quote(name))
-	} else {
-		sets := make([]string, len(cols))
-		for i, c := range cols {
-			sets[i] = c + " = ?"
-		}
-		updSQL = fmt.Sprintf(`UPDATE %s SET %s WHERE fid = ?`, quote(name), strings.Join(sets, ", "))
-	}
-	queries := []string{lookSQL, insSQL, updSQL, changeSQL}
-	if t.Mode == store.ModeMirror {
-		queries = append(queries, seenSQL)
-	}
-	tx, err := u.begin(ctx, queries...)
+	last, keys := lastOfEachKey(rows, k)
+	q := keyedSQL(t, name, cols)
+	tx, err := u.begin(ctx, q.all()...)
 	if err != nil {
 		return res, err
 	}
-	stmts := make([]*sql.Stmt, len(queries))
-	for i, q := range queries {
-		if stmts[i], err = u.s.stmt(ctx, tx, q); err != nil {
-			return res, translate(what, err)
-		}
+	st, err := u.keyedStmts(ctx, tx, q)
+	if err != nil {
+		return res, translate(what, err)
 	}
-	look, ins, upd, change := stmts[0], stmts[1], stmts[2], stmts[3]
 	stamp := ts(time.Now()) // taken with the writer: versions follow each other in commit order
 	target := targetName(t)
 	for i, row := range rows {
@@ -105,36 +72,26 @@ func (u *unitTx) writeKeyed(ctx context.Context, t *store.FeatureTable, name str
 		}
 		var fid int64
 		var hash []byte
-		kind := store.ChangeUpdated
-		switch err := look.QueryRowContext(ctx, key).Scan(&fid, &hash); {
-		case errors.Is(err, sql.ErrNoRows):
-			kind = store.ChangeInserted
-		case err != nil:
+		err := st.look.QueryRowContext(ctx, key).Scan(&fid, &hash)
+		found := !errors.Is(err, sql.ErrNoRows)
+		if found && err != nil {
 			return res, translate(what, err)
-		case bytes.Equal(hash, row[2].([]byte)):
+		}
+		w := keyedWriteFor(found, hash, row[2].([]byte), t.History)
+		if w == keyedSkip {
 			continue
 		}
-		switch {
-		case kind == store.ChangeUpdated && !t.History:
-			_, err = upd.ExecContext(ctx, append(append([]any{}, row...), fid)...)
-		case kind == store.ChangeUpdated:
-			if _, err = upd.ExecContext(ctx, stamp, u.ref.RunID, fid); err == nil {
-				_, err = ins.ExecContext(ctx, append(append([]any{}, row...), stamp)...)
-			}
-		case t.History:
-			_, err = ins.ExecContext(ctx, append(append([]any{}, row...), stamp)...)
-		default:
-			_, err = ins.ExecContext(ctx, row...)
-		}
-		if err != nil {
+		if err := st.write(ctx, w, row, fid, stamp, u.ref.RunID); err != nil {
 			return res, translate(what, err)
 		}
-		if kind == store.ChangeInserted {
+		kind := store.ChangeUpdated
+		if w == keyedInsert {
+			kind = store.ChangeInserted
 			res.Inserted++
 		} else {
 			res.Updated++
 		}
-		if _, err := change.ExecContext(ctx, u.ref.RunID, u.ref.TaskID, target, key, row[1], kind, row[2]); err != nil {
+		if _, err := st.change.ExecContext(ctx, u.ref.RunID, u.ref.TaskID, target, key, row[1], kind, row[2]); err != nil {
 			return res, translate(fmt.Sprintf("recording the changes of unit %s", u.ref.Key), err)
 		}
 	}
@@ -144,11 +101,134 @@ func (u *unitTx) writeKeyed(ctx context.Context, t *store.FeatureTable, name str
 		if err != nil {
 			return res, fmt.Errorf("encoding the features unit %s saw: %w", u.ref.Key, err)
 		}
-		if _, err := stmts[4].ExecContext(ctx, u.ref.RunID, u.ref.TaskID, u.ref.Key, string(b)); err != nil {
+		if _, err := st.seen.ExecContext(ctx, u.ref.RunID, u.ref.TaskID, u.ref.Key, string(b)); err != nil {
 			return res, translate(fmt.Sprintf("recording the features unit %s saw", u.ref.Key), err)
 		}
 	}
 	return res, nil
+}
+
+// lastOfEachKey returns, for each key in element k of rows, the index of its last row,
+// and the distinct keys in the order of their first row.
+func lastOfEachKey(rows []featureRow, k int) (map[string]int, []string) {
+	last := make(map[string]int, len(rows))
+	var keys []string
+	for i, row := range rows {
+		key := row[k].(string)
+		if _, ok := last[key]; !ok {
+			keys = append(keys, key)
+		}
+		last[key] = i
+	}
+	return last, keys
+}
+
+// keyedWrite is what writeKeyed does with a feature of a keyed table.
+type keyedWrite int
+
+const (
+	keyedSkip       keyedWrite = iota // unchanged: one lookup, no write
+	keyedInsert                       // a new key: its row inserted
+	keyedUpdate                       // changed: its row updated in place
+	keyedNewVersion                   // changed, with history: the current version closed, a new one inserted
+)
+
+// keyedWriteFor decides what to do with a feature whose payload hash is hash, given
+// whether its key has a current row (found) and that row's payload hash (stored).
+func keyedWriteFor(found bool, stored, hash []byte, history bool) keyedWrite {
+	switch {
+	case !found:
+		return keyedInsert
+	case bytes.Equal(stored, hash):
+		return keyedSkip
+	case history:
+		return keyedNewVersion
+	}
+	return keyedUpdate
+}
+
+// keyedQueries are writeKeyed's statements for one table.
+type keyedQueries struct {
+	look    string // fid and payload hash of a key's current row
+	insert  string // a row, gf_key, and with history gf_valid_from
+	update  string // in place, or with history the closing of a version
+	history bool   // an insert takes gf_valid_from; an update closes a version
+	mirror  bool   // the unit records the keys it saw (seenSQL)
+}
+
+// all lists the queries to prepare, in the order keyedStmts takes them.
+func (q keyedQueries) all() []string {
+	queries := []string{q.look, q.insert, q.update, changeSQL}
+	if q.mirror {
+		queries = append(queries, seenSQL)
+	}
+	return queries
+}
+
+// keyedSQL builds writeKeyed's statements for table t named name whose rows have the
+// columns cols, then gf_key.
+func keyedSQL(t *store.FeatureTable, name string, cols []string) keyedQueries {
+	current := ""
+	cols = append(cols[:len(cols):len(cols)], `"gf_key"`)
+	if t.History {
+		current = " AND gf_valid_to IS NULL"
+		cols = append(cols, `"gf_valid_from"`)
+	}
+	q := keyedQueries{
+		look:    fmt.Sprintf(`SELECT fid, gf_payload_hash FROM %s WHERE gf_key = ?%s`, quote(name), current),
+		insert:  fmt.Sprintf(`INSERT INTO %s (%s) VALUES (%s)`, quote(name), strings.Join(cols, ", "), placeholders(len(cols))),
+		history: t.History,
+		mirror:  t.Mode == store.ModeMirror,
+	}
+	if t.History {
+		q.update = fmt.Sprintf(`UPDATE %s SET gf_valid_to = ?, gf_closed_run = ? WHERE fid = ?`, quote(name))
+	} else {
+		sets := make([]string, len(cols))
+		for i, c := range cols {
+			sets[i] = c + " = ?"
+		}
+		q.update = fmt.Sprintf(`UPDATE %s SET %s WHERE fid = ?`, quote(name), strings.Join(sets, ", "))
+	}
+	return q
+}
+
+// keyedStmts are keyedQueries prepared on the unit's transaction; seen is nil unless
+// the table is a mirror.
+type keyedStmts struct {
+	look, insert, update, change, seen *sql.Stmt
+	history                            bool
+}
+
+// keyedStmts prepares q on tx.
+func (u *unitTx) keyedStmts(ctx context.Context, tx *sql.Tx, q keyedQueries) (keyedStmts, error) {
+	queries := q.all()
+	stmts := make([]*sql.Stmt, 5)
+	for i, query := range queries {
+		var err error
+		if stmts[i], err = u.s.stmt(ctx, tx, query); err != nil {
+			return keyedStmts{}, err
+		}
+	}
+	return keyedStmts{look: stmts[0], insert: stmts[1], update: stmts[2], change: stmts[3], seen: stmts[4], history: q.history}, nil
+}
+
+// write carries out w for row, whose key's current row is fid; with history, stamp
+// closes the old version and opens the new one, which run closed.
+func (s keyedStmts) write(ctx context.Context, w keyedWrite, row featureRow, fid int64, stamp string, run int64) error {
+	var err error
+	switch {
+	case w == keyedUpdate:
+		_, err = s.update.ExecContext(ctx, append(append([]any{}, row...), fid)...)
+	case w == keyedNewVersion:
+		if _, err = s.update.ExecContext(ctx, stamp, run, fid); err == nil {
+			_, err = s.insert.ExecContext(ctx, append(append([]any{}, row...), stamp)...)
+		}
+	case s.history:
+		_, err = s.insert.ExecContext(ctx, append(append([]any{}, row...), stamp)...)
+	default:
+		_, err = s.insert.ExecContext(ctx, row...)
+	}
+	return err
 }
 
 // SeenFeatures implements store.Mirrors.
@@ -449,22 +529,7 @@ const changeOrder = ` ORDER BY c.task, CASE c.change WHEN 'inserted' THEN 0 WHEN
 func (s *Store) listChanges(ctx context.Context, f store.ChangeFilter, tn string, fn func(store.Change) error) error {
 	what := fmt.Sprintf("reading the changes of run %d to %s", f.RunID, tn)
 	if !f.Features {
-		rows, err := s.r.QueryContext(ctx, `SELECT c.task, c.gf_key, coalesce(c.feature_id, ''), c.change FROM geoflow_changes c
-			WHERE c.run_id = ?1 AND c.target = ?2 AND (?3 = '' OR c.task = ?3)`+changeOrder, f.RunID, tn, f.Task)
-		if err != nil {
-			return translate(what, err)
-		}
-		defer rows.Close()
-		for rows.Next() {
-			ch := store.Change{RunID: f.RunID, Table: tn}
-			if err := rows.Scan(&ch.Task, &ch.Key, &ch.FeatureID, &ch.Kind); err != nil {
-				return translate(what, err)
-			}
-			if err := fn(ch); err != nil {
-				return err
-			}
-		}
-		return translate(what, rows.Err())
+		return s.listChangeKeys(ctx, f, tn, what, fn)
 	}
 	schema, table, _ := strings.Cut(tn, ".")
 	name := tableName(schema, table)
@@ -488,20 +553,12 @@ func (s *Store) listChanges(ctx context.Context, f store.ChangeFilter, tn string
 		!errors.Is(err, sql.ErrNoRows) {
 		return translate(what, err)
 	}
-	// The version the run wrote: with history the one it opened (or, deleted, closed);
-	// without, the row as it is if its payload is still the one the run wrote, and a
-	// deleted row's copy from the log (which has properties).
-	join := "t.gf_key = c.gf_key AND t.gf_payload_hash = c.payload_hash AND c.change <> 'deleted'"
-	if history {
-		join = `t.gf_key = c.gf_key AND CASE WHEN c.change = 'deleted' THEN t.gf_closed_run = c.run_id
-			ELSE t.gf_run_id = c.run_id AND t.gf_payload_hash = c.payload_hash END`
-	}
 	rows, err := s.r.QueryContext(ctx, fmt.Sprintf(`SELECT c.task, c.gf_key, coalesce(c.feature_id, ''), c.change,
 			CASE WHEN c.properties IS NOT NULL THEN c.geom ELSE t.geom END,
 			coalesce(c.properties, CASE WHEN t.gf_key IS NOT NULL THEN %s END),
 			t.gf_key IS NULL AND c.properties IS NULL
 		FROM geoflow_changes c LEFT JOIN %s t ON %s
-		WHERE c.run_id = ?1 AND c.target = ?2 AND (?3 = '' OR c.task = ?3)`, propertiesJSON(cols, "t"), quote(name), join)+changeOrder,
+		WHERE c.run_id = ?1 AND c.target = ?2 AND (?3 = '' OR c.task = ?3)`, propertiesJSON(cols, "t"), quote(name), writtenVersion(history))+changeOrder,
 		f.RunID, tn, f.Task)
 	if err != nil {
 		return translate(what, err)
@@ -514,31 +571,81 @@ func (s *Store) listChanges(ctx context.Context, f store.ChangeFilter, tn string
 		if err := rows.Scan(&ch.Task, &ch.Key, &ch.FeatureID, &ch.Kind, &g, &props, &ch.Superseded); err != nil {
 			return translate(what, err)
 		}
-		srs := tableSRS.Int64
-		if len(g) > 0 {
-			geom, id, err := decodeGeometry(g)
-			if err != nil {
-				return fmt.Errorf("%s: feature %q: decoding its geometry: %w", what, ch.Key, err)
-			}
-			ch.Geometry, srs = geom, int64(id)
-		}
-		ch.SRID = epsg(srs)
-		if ch.SRID == 3857 || ch.SRID == 900913 {
-			if ch.Geometry != nil {
-				ch.Geometry = project.Geometry(ch.Geometry, project.Mercator.ToWGS84)
-			}
-			ch.SRID = 4326
-		}
-		if props.Valid {
-			if err := json.Unmarshal([]byte(props.String), &ch.Properties); err != nil {
-				return fmt.Errorf("%s: feature %q: decoding its properties: %w", what, ch.Key, err)
-			}
+		if err := changeFeature(&ch, g, props, tableSRS.Int64, epsg); err != nil {
+			return fmt.Errorf("%s: feature %q: %w", what, ch.Key, err)
 		}
 		if err := fn(ch); err != nil {
 			return err
 		}
 	}
 	return translate(what, rows.Err())
+}
+
+// listChangeKeys lists the changes of run f.RunID to table tn without their features.
+func (s *Store) listChangeKeys(ctx context.Context, f store.ChangeFilter, tn, what string, fn func(store.Change) error) error {
+	rows, err := s.r.QueryContext(ctx, `SELECT c.task, c.gf_key, coalesce(c.feature_id, ''), c.change FROM geoflow_changes c
+			WHERE c.run_id = ?1 AND c.target = ?2 AND (?3 = '' OR c.task = ?3)`+changeOrder, f.RunID, tn, f.Task)
+	if err != nil {
+		return translate(what, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		ch := store.Change{RunID: f.RunID, Table: tn}
+		if err := rows.Scan(&ch.Task, &ch.Key, &ch.FeatureID, &ch.Kind); err != nil {
+			return translate(what, err)
+		}
+		if err := fn(ch); err != nil {
+			return err
+		}
+	}
+	return translate(what, rows.Err())
+}
+
+// writtenVersion is the join condition that finds, for a change c, the version of the
+// feature the run wrote in table t: with history the one it opened (or, deleted,
+// closed); without, the row as it is if its payload is still the one the run wrote (a
+// deleted row's copy comes from the log, which has properties).
+func writtenVersion(history bool) string {
+	if history {
+		return `t.gf_key = c.gf_key AND CASE WHEN c.change = 'deleted' THEN t.gf_closed_run = c.run_id
+			ELSE t.gf_run_id = c.run_id AND t.gf_payload_hash = c.payload_hash END`
+	}
+	return "t.gf_key = c.gf_key AND t.gf_payload_hash = c.payload_hash AND c.change <> 'deleted'"
+}
+
+// changeFeature fills in ch's feature from the blob g and the properties JSON props: the
+// geometry in the SRS of its blob (tableSRS when there is none), named by its EPSG code
+// (epsg), Web Mercator brought to lon/lat (changeSRID).
+func changeFeature(ch *store.Change, g []byte, props sql.NullString, tableSRS int64, epsg func(int64) int) error {
+	srs := tableSRS
+	if len(g) > 0 {
+		geom, id, err := decodeGeometry(g)
+		if err != nil {
+			return fmt.Errorf("decoding its geometry: %w", err)
+		}
+		ch.Geometry, srs = geom, int64(id)
+	}
+	var toLonLat bool
+	ch.SRID, toLonLat = changeSRID(epsg(srs))
+	if toLonLat && ch.Geometry != nil {
+		ch.Geometry = project.Geometry(ch.Geometry, project.Mercator.ToWGS84)
+	}
+	if props.Valid {
+		if err := json.Unmarshal([]byte(props.String), &ch.Properties); err != nil {
+			return fmt.Errorf("decoding its properties: %w", err)
+		}
+	}
+	return nil
+}
+
+// changeSRID decides the SRID a change's geometry in EPSG code srid is listed in, and
+// whether it must be brought there from Web Mercator: lon/lat (4326) for Web Mercator
+// under either of its codes, every other CRS as stored.
+func changeSRID(srid int) (int, bool) {
+	if srid == 3857 || srid == 900913 {
+		return 4326, true
+	}
+	return srid, false
 }
 
 // epsgCodes returns a function giving the EPSG code of a gpkg srs_id: its

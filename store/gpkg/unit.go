@@ -113,37 +113,50 @@ func (u *unitTx) WriteFeatures(ctx context.Context, t *store.FeatureTable, src s
 }
 
 func (u *unitTx) writeFeatures(ctx context.Context, t *store.FeatureTable, src store.FeatureSource) (store.Counts, error) {
+	rows, err := readRows(src, t, u.ref.RunID)
+	if err != nil || len(rows) == 0 {
+		return store.Counts{}, err
+	}
 	name := tableName(t.Schema, t.Name)
+	cols := []string{`"geom"`, `"gf_feature_id"`, `"gf_payload_hash"`, `"gf_run_id"`, `"gf_fetched_at"`}
+	for _, c := range t.Columns {
+		cols = append(cols, quote(c.Name))
+	}
+	switch {
+	case t.Keyed():
+		return u.writeKeyed(ctx, t, name, cols, rows)
+	case t.Mode == store.ModeUpsert:
+		return u.upsert(ctx, t, name, cols, rows)
+	}
+	return u.insertNew(ctx, name, cols, rows)
+}
+
+// readRows reads the whole of src, encoding each feature as its row (encodeFeature), all
+// stamped with one fetch time.
+func readRows(src store.FeatureSource, t *store.FeatureTable, runID int64) ([]featureRow, error) {
 	fetched, srs := ts(time.Now()), srsID(t.SRID)
 	var rows []featureRow
 	for {
 		f, err := src.Next()
 		if errors.Is(err, io.EOF) {
-			break
+			return rows, nil
 		}
 		if err != nil {
-			return store.Counts{}, err // the source's own error, unchanged
+			return nil, err // the source's own error, unchanged
 		}
-		row, err := encodeFeature(f, t, srs, u.ref.RunID, fetched)
+		row, err := encodeFeature(f, t, srs, runID, fetched)
 		if err != nil {
-			return store.Counts{}, err
+			return nil, err
 		}
 		rows = append(rows, row)
 	}
+}
+
+// insertNew inserts the rows whose payload the table does not hold yet, one statement
+// each, counting the others skipped; of those, the ones merged into a stored row of
+// another feature id are recorded (recordMerged).
+func (u *unitTx) insertNew(ctx context.Context, name string, cols []string, rows []featureRow) (store.Counts, error) {
 	var res store.Counts
-	if len(rows) == 0 {
-		return res, nil
-	}
-	cols := []string{`"geom"`, `"gf_feature_id"`, `"gf_payload_hash"`, `"gf_run_id"`, `"gf_fetched_at"`}
-	for _, c := range t.Columns {
-		cols = append(cols, quote(c.Name))
-	}
-	if t.Keyed() {
-		return u.writeKeyed(ctx, t, name, cols, rows)
-	}
-	if t.Mode == store.ModeUpsert {
-		return u.upsert(ctx, t, name, cols, rows)
-	}
 	what := fmt.Sprintf("inserting into %s", name)
 	insert := fmt.Sprintf(`INSERT INTO %s (%s) VALUES (%s) ON CONFLICT (gf_payload_hash) DO NOTHING`,
 		quote(name), strings.Join(cols, ", "), placeholders(len(cols)))
@@ -169,39 +182,57 @@ func (u *unitTx) writeFeatures(ctx context.Context, t *store.FeatureTable, src s
 		}
 	}
 	if len(skipped) > 0 {
-		// Those whose stored row has another feature id are distinct features with one
-		// payload, which the completeness check counts.
-		q := fmt.Sprintf(`SELECT gf_feature_id FROM %s WHERE gf_payload_hash = ?`, quote(name))
-		look, err := u.s.stmt(ctx, tx, q)
+		res.Merged, err = u.recordMerged(ctx, tx, name, skipped)
 		if err != nil {
 			return res, translate(what, err)
-		}
-		rec, err := u.s.stmt(ctx, tx, mergedSQL)
-		if err != nil {
-			return res, translate(what, err)
-		}
-		for _, row := range skipped {
-			id := row[1]
-			if id == nil || id == "" {
-				continue
-			}
-			var stored sql.NullString
-			if err := look.QueryRowContext(ctx, row[2]).Scan(&stored); err != nil && !errors.Is(err, sql.ErrNoRows) {
-				return res, translate(what, err)
-			}
-			if stored.Valid && stored.String == id {
-				continue
-			}
-			// Each id once in the run, however many tiles deliver it.
-			r, err := rec.ExecContext(ctx, u.ref.RunID, u.ref.TaskID, id)
-			if err != nil {
-				return res, translate(what, err)
-			}
-			n, _ := r.RowsAffected()
-			res.Merged += n
 		}
 	}
 	return res, nil
+}
+
+// recordMerged records, each once in the run however many tiles deliver it, the ids of
+// the skipped rows that were merged into a stored row (merged), and returns how many
+// it recorded.
+func (u *unitTx) recordMerged(ctx context.Context, tx *sql.Tx, name string, skipped []featureRow) (int64, error) {
+	look, err := u.s.stmt(ctx, tx, fmt.Sprintf(`SELECT gf_feature_id FROM %s WHERE gf_payload_hash = ?`, quote(name)))
+	if err != nil {
+		return 0, err
+	}
+	rec, err := u.s.stmt(ctx, tx, mergedSQL)
+	if err != nil {
+		return 0, err
+	}
+	var n int64
+	for _, row := range skipped {
+		if id := row[1]; id == nil || id == "" {
+			continue
+		}
+		var stored sql.NullString
+		if err := look.QueryRowContext(ctx, row[2]).Scan(&stored); err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return n, err
+		}
+		if !merged(row[1], stored) {
+			continue
+		}
+		r, err := rec.ExecContext(ctx, u.ref.RunID, u.ref.TaskID, row[1])
+		if err != nil {
+			return n, err
+		}
+		k, _ := r.RowsAffected()
+		n += k
+	}
+	return n, nil
+}
+
+// merged decides whether a row skipped for its payload, with feature id id (nil or ""
+// for none), was merged into the stored row of that payload, whose id is stored: the
+// two are distinct features with one payload, which the completeness check counts. A
+// feature without an id, or one whose stored row has its id, was merely delivered again.
+func merged(id any, stored sql.NullString) bool {
+	if id == nil || id == "" {
+		return false
+	}
+	return !stored.Valid || stored.String != id
 }
 
 // mergedSQL records a feature id merged into a stored row of another id, once per run.

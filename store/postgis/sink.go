@@ -131,6 +131,56 @@ func (u *unitTx) WriteFeatures(ctx context.Context, t *store.FeatureTable, src s
 
 func (u *unitTx) writeFeatures(ctx context.Context, t *store.FeatureTable, src store.FeatureSource) (store.Counts, error) {
 	stage := stagingName(t)
+	staged, err := u.stage(ctx, t, stage, src)
+	if err != nil {
+		return store.Counts{}, err
+	}
+	insertCols, selects := insertColumns(t)
+	var res store.Counts
+	switch {
+	case t.Keyed():
+		res, err := u.writeKeyed(ctx, t, stage, insertCols, selects)
+		res.Skipped = staged - res.Inserted - res.Updated
+		return res, err
+	case t.Mode == store.ModeUpsert:
+		res, err = u.upsert(ctx, t, stage, insertCols, selects)
+	default:
+		res, err = u.insertNew(ctx, t, stage, insertCols, selects, staged)
+	}
+	if err != nil {
+		return res, err
+	}
+	res.Skipped = staged - res.Inserted - res.Updated
+	return res, nil
+}
+
+// stage copies src into the staging table stage, creating it on the connection's first
+// unit for the table, and returns how many features it copied.
+func (u *unitTx) stage(ctx context.Context, t *store.FeatureTable, stage string, src store.FeatureSource) (int64, error) {
+	cols, names := stagingColumns(t)
+	// ON COMMIT DELETE ROWS empties the table at every commit and keeps it for the
+	// connection's next unit; rows of a rolled-back unit vanish with the rollback. So the
+	// table is always empty here, without a TRUNCATE (which would cost a new file).
+	if _, err := u.tx.Exec(ctx, fmt.Sprintf(`CREATE TEMP TABLE IF NOT EXISTS %s
+		(gf_feature_id text, gf_payload_hash bytea NOT NULL, gf_wkb bytea%s) ON COMMIT DELETE ROWS`, stage, cols)); err != nil {
+		return 0, translate("creating the staging table", err)
+	}
+	rows := &copySource{src: src, table: t}
+	staged, err := u.tx.CopyFrom(ctx, pgx.Identifier{stage}, names, rows)
+	if rows.err != nil {
+		return 0, rows.err // the source's own error (truncated, parse...), unchanged
+	}
+	if err != nil {
+		return 0, translate(fmt.Sprintf("copying features into %s", tableIdent(t)), err)
+	}
+	return staged, nil
+}
+
+// stagingColumns returns the staging table's property columns as SQL to follow its
+// fixed ones (", c0 text, c1 text"), and the names of all its columns in the order of
+// featureRow: the properties as c0, c1 ... whatever their names, all text (castSQL types
+// them on the way out), and gf_key last for a keyed table.
+func stagingColumns(t *store.FeatureTable) (string, []string) {
 	var cols strings.Builder
 	names := []string{"gf_feature_id", "gf_payload_hash", "gf_wkb"}
 	for i := range t.Columns {
@@ -141,105 +191,106 @@ func (u *unitTx) writeFeatures(ctx context.Context, t *store.FeatureTable, src s
 		cols.WriteString(", gf_key text")
 		names = append(names, "gf_key")
 	}
-	// ON COMMIT DELETE ROWS empties the table at every commit and keeps it for the
-	// connection's next unit; rows of a rolled-back unit vanish with the rollback. So the
-	// table is always empty here, without a TRUNCATE (which would cost a new file).
-	if _, err := u.tx.Exec(ctx, fmt.Sprintf(`CREATE TEMP TABLE IF NOT EXISTS %s
-		(gf_feature_id text, gf_payload_hash bytea NOT NULL, gf_wkb bytea%s) ON COMMIT DELETE ROWS`, stage, cols.String())); err != nil {
-		return store.Counts{}, translate("creating the staging table", err)
-	}
-	rows := &copySource{src: src, table: t}
-	staged, err := u.tx.CopyFrom(ctx, pgx.Identifier{stage}, names, rows)
-	if rows.err != nil {
-		return store.Counts{}, rows.err // the source's own error (truncated, parse...), unchanged
-	}
-	if err != nil {
-		return store.Counts{}, translate(fmt.Sprintf("copying features into %s", tableIdent(t)), err)
-	}
+	return cols.String(), names
+}
 
-	target := tableIdent(t)
-	insertCols := []string{"geom", "gf_feature_id", "gf_payload_hash", "gf_run_id", "gf_fetched_at"}
+// insertColumns returns the target's columns a write sets and, in the same order, the
+// SQL that selects each from the staging table (parameter $1 is the run's id).
+func insertColumns(t *store.FeatureTable) (insertCols, selects []string) {
+	insertCols = []string{"geom", "gf_feature_id", "gf_payload_hash", "gf_run_id", "gf_fetched_at"}
 	geom := "ST_GeomFromWKB(gf_wkb)"
 	if t.SRID > 0 {
 		geom = fmt.Sprintf("ST_GeomFromWKB(gf_wkb, %d)", t.SRID)
 	}
-	selects := []string{geom, "gf_feature_id", "gf_payload_hash", "$1::bigint", "now()"}
+	selects = []string{geom, "gf_feature_id", "gf_payload_hash", "$1::bigint", "now()"}
 	for i, c := range t.Columns {
 		insertCols = append(insertCols, pgx.Identifier{c.Name}.Sanitize())
 		selects = append(selects, castSQL(fmt.Sprintf("c%d", i), c.Type))
 	}
-	res := store.Counts{}
-	if t.Keyed() {
-		res, err := u.writeKeyed(ctx, t, stage, insertCols, selects)
-		res.Skipped = staged - res.Inserted - res.Updated
-		return res, err
+	return insertCols, selects
+}
+
+// upsert writes the staged features keyed on t.Key: a new key is inserted, a changed
+// payload updates its row, an unchanged one is left alone (and so counted skipped).
+func (u *unitTx) upsert(ctx context.Context, t *store.FeatureTable, stage string, insertCols, selects []string) (store.Counts, error) {
+	var res store.Counts
+	target := tableIdent(t)
+	rs, err := u.tx.Query(ctx, upsertSQL(t, stage, insertCols, selects), u.ref.RunID)
+	if err != nil {
+		return res, translate(fmt.Sprintf("upserting into %s", target), err)
 	}
-	if t.Mode == store.ModeUpsert {
-		keys := make([]string, len(t.Key))
-		keyStage := make([]string, len(t.Key))
-		for i, k := range t.Key {
-			keys[i] = pgx.Identifier{k}.Sanitize()
-			for j, c := range t.Columns {
-				if c.Name == k {
-					keyStage[i] = fmt.Sprintf("c%d", j)
-				}
+	var inserted bool
+	_, err = pgx.ForEachRow(rs, []any{&inserted}, func() error {
+		if inserted {
+			res.Inserted++
+		} else {
+			res.Updated++
+		}
+		return nil
+	})
+	if err != nil {
+		return res, translate(fmt.Sprintf("upserting into %s", target), err)
+	}
+	return res, nil
+}
+
+// upsertSQL is upsert's statement. It returns a row for each feature inserted or
+// updated, and (xmax = 0) tells the two apart; an unchanged payload matches no row of
+// the WHERE, so it returns none.
+func upsertSQL(t *store.FeatureTable, stage string, insertCols, selects []string) string {
+	keys := make([]string, len(t.Key))
+	keyStage := make([]string, len(t.Key))
+	for i, k := range t.Key {
+		keys[i] = pgx.Identifier{k}.Sanitize()
+		for j, c := range t.Columns {
+			if c.Name == k {
+				keyStage[i] = fmt.Sprintf("c%d", j)
 			}
 		}
-		var sets []string
-		for _, c := range insertCols {
-			sets = append(sets, fmt.Sprintf("%s = EXCLUDED.%s", c, c))
-		}
-		// DISTINCT ON: a feature seen twice in one page (tile edges) would otherwise make
-		// ON CONFLICT DO UPDATE touch one row twice, which PostgreSQL refuses.
-		sql := fmt.Sprintf(`INSERT INTO %s AS t (%s)
+	}
+	var sets []string
+	for _, c := range insertCols {
+		sets = append(sets, fmt.Sprintf("%s = EXCLUDED.%s", c, c))
+	}
+	// DISTINCT ON: a feature seen twice in one page (tile edges) would otherwise make
+	// ON CONFLICT DO UPDATE touch one row twice, which PostgreSQL refuses.
+	return fmt.Sprintf(`INSERT INTO %s AS t (%s)
 			SELECT DISTINCT ON (%s) %s FROM %s ORDER BY %s
 			ON CONFLICT (%s) DO UPDATE SET %s WHERE t.gf_payload_hash IS DISTINCT FROM EXCLUDED.gf_payload_hash
 			RETURNING (xmax = 0) AS inserted`,
-			target, strings.Join(insertCols, ", "), strings.Join(keyStage, ", "), strings.Join(selects, ", "), stage,
-			strings.Join(keyStage, ", "), strings.Join(keys, ", "), strings.Join(sets, ", "))
-		rs, err := u.tx.Query(ctx, sql, u.ref.RunID)
-		if err != nil {
-			return res, translate(fmt.Sprintf("upserting into %s", target), err)
-		}
-		var inserted bool
-		_, err = pgx.ForEachRow(rs, []any{&inserted}, func() error {
-			if inserted {
-				res.Inserted++
-			} else {
-				res.Updated++
-			}
-			return nil
-		})
-		if err != nil {
-			return res, translate(fmt.Sprintf("upserting into %s", target), err)
-		}
-	} else {
-		// ORDER BY: units running at once share features along tile edges; inserting
-		// them in one global order keeps two transactions from each waiting on a key
-		// the other inserted first (a deadlock PostgreSQL would break by failing one).
-		sql := fmt.Sprintf(`INSERT INTO %s (%s) SELECT %s FROM %s ORDER BY gf_payload_hash ON CONFLICT (gf_payload_hash) DO NOTHING`,
-			target, strings.Join(insertCols, ", "), strings.Join(selects, ", "), stage)
-		tag, err := u.tx.Exec(ctx, sql, u.ref.RunID)
-		if err != nil {
-			return res, translate(fmt.Sprintf("inserting into %s", target), err)
-		}
-		res.Inserted = tag.RowsAffected()
-		if res.Inserted < staged {
-			// Some were skipped: those whose stored row has another feature id are
-			// distinct features with one payload, which the completeness check counts,
-			// each once in the run however many tiles deliver it.
-			tag, err := u.tx.Exec(ctx, fmt.Sprintf(`INSERT INTO geoflow_merged (run_id, task, feature_id)
-				SELECT DISTINCT $1::bigint, $2::text, s.gf_feature_id FROM %s s
-				JOIN %s t ON t.gf_payload_hash = s.gf_payload_hash
-				WHERE s.gf_feature_id <> '' AND t.gf_feature_id IS DISTINCT FROM s.gf_feature_id
-				ON CONFLICT DO NOTHING`, stage, target), u.ref.RunID, u.ref.TaskID)
-			if err != nil {
-				return res, translate(fmt.Sprintf("recording features of %s with equal payloads", target), err)
-			}
-			res.Merged = tag.RowsAffected()
-		}
+		tableIdent(t), strings.Join(insertCols, ", "), strings.Join(keyStage, ", "), strings.Join(selects, ", "), stage,
+		strings.Join(keyStage, ", "), strings.Join(keys, ", "), strings.Join(sets, ", "))
+}
+
+// insertNew inserts the staged features whose payload the table does not hold yet. When
+// some of the staged were skipped, those whose stored row has another feature id are
+// distinct features with one payload, which the completeness check counts, each once in
+// the run however many tiles deliver it: they are recorded as merged.
+func (u *unitTx) insertNew(ctx context.Context, t *store.FeatureTable, stage string, insertCols, selects []string, staged int64) (store.Counts, error) {
+	var res store.Counts
+	target := tableIdent(t)
+	// ORDER BY: units running at once share features along tile edges; inserting
+	// them in one global order keeps two transactions from each waiting on a key
+	// the other inserted first (a deadlock PostgreSQL would break by failing one).
+	sql := fmt.Sprintf(`INSERT INTO %s (%s) SELECT %s FROM %s ORDER BY gf_payload_hash ON CONFLICT (gf_payload_hash) DO NOTHING`,
+		target, strings.Join(insertCols, ", "), strings.Join(selects, ", "), stage)
+	tag, err := u.tx.Exec(ctx, sql, u.ref.RunID)
+	if err != nil {
+		return res, translate(fmt.Sprintf("inserting into %s", target), err)
 	}
-	res.Skipped = staged - res.Inserted - res.Updated
+	res.Inserted = tag.RowsAffected()
+	if res.Inserted >= staged {
+		return res, nil
+	}
+	tag, err = u.tx.Exec(ctx, fmt.Sprintf(`INSERT INTO geoflow_merged (run_id, task, feature_id)
+		SELECT DISTINCT $1::bigint, $2::text, s.gf_feature_id FROM %s s
+		JOIN %s t ON t.gf_payload_hash = s.gf_payload_hash
+		WHERE s.gf_feature_id <> '' AND t.gf_feature_id IS DISTINCT FROM s.gf_feature_id
+		ON CONFLICT DO NOTHING`, stage, target), u.ref.RunID, u.ref.TaskID)
+	if err != nil {
+		return res, translate(fmt.Sprintf("recording features of %s with equal payloads", target), err)
+	}
+	res.Merged = tag.RowsAffected()
 	return res, nil
 }
 
