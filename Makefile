@@ -13,12 +13,13 @@ POSTGIS := bash internal/testdb/postgis.sh
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/geoflow
 
-## vet: go vet, staticcheck, no unreachable product code (deadcode), and no committed file over 1 MB outside the vendored UI assets
+## vet: go vet, staticcheck, no unreachable product code (deadcode), functions a reader can hold and imports that point down (make house -check), and no committed file over 1 MB outside the vendored UI assets
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 vet:
 	$(GO) vet ./...
 	$(GO) run $(STATICCHECK) ./...
 	bash .ci/deadcode
+	$(GO) -C .ci/house run . -check ../.. >/dev/null
 	bash .ci/bigfiles
 
 ## docs: the command reference in docs/cli (Markdown) and docs/man (man pages), generated from the commands' flags
