@@ -160,6 +160,7 @@ func Run(ctx context.Context, f *flows.Flow, opts RunOptions) (*Result, error) {
 	// new units, the units in flight end, and the run is recorded as interrupted.
 	r.stop = newStopping(ctx, cmp.Or(opts.Grace, 30*time.Second), log)
 	defer r.stop.Close()
+	r.outage.stop = r.stop
 	if run.Distributed {
 		r.queue = opts.Store.Queue
 	}

@@ -10,7 +10,7 @@ import (
 // and the start of new units: the caller's context ends (a signal), or the run stops
 // itself (its store stayed down past its wait). In-flight units go on under the work
 // context until the grace after the stop is spent; then it ends too, cutting what is
-// left, and from then on nothing waits for the store, bookkeeping included.
+// left, and from then on a run waits for its store no more, bookkeeping included.
 //
 // It holds the two contexts because they are its subject: every piece of the engine
 // that must tell "stop starting" from "stop now" asks it, instead of being handed both.

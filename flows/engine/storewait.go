@@ -56,6 +56,10 @@ type outage struct {
 	round   *probeRound   // the probe going on, which later waiters join
 	gone    error         // set once the outage outlasted the store wait; final in a run
 	stopped bool          // the run has been told to stop
+	// stop is the run's: an outage past the store wait stops it, and once its grace is
+	// spent nothing waits for the store. Nil for the runners of a replay and of a pool's
+	// worker, whose units are each left for a resume instead.
+	stop *stopping
 }
 
 // probeRound is one wait-then-probe that every waiter of the moment shares.
@@ -94,7 +98,7 @@ func (r *runner) leftForResume(work context.Context, err error) bool {
 // halted tells whether the run's in-flight work has been cut.
 func (r *runner) halted() bool {
 	select {
-	case <-r.stop.Cut():
+	case <-r.outage.stop.Cut():
 		return true
 	default:
 		return false
@@ -110,7 +114,7 @@ func (r *runner) storeAnswered(log *slog.Logger) {
 	o := &r.outage
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if !o.down || (o.gone != nil && r.stop != nil) {
+	if !o.down || (o.gone != nil && r.outage.stop != nil) {
 		return // a run that gave up on its store is stopping; a worker's goes on
 	}
 	log.Info("the store answers again: a write went through", "down_for", time.Since(o.since).Round(time.Millisecond),
@@ -180,7 +184,7 @@ func (r *runner) waitStore(ctx context.Context, env *tasks.Env, f *store.Fault, 
 		case <-round.done:
 		case <-ctx.Done():
 			return false
-		case <-r.stop.Cut():
+		case <-r.outage.stop.Cut():
 			return false
 		}
 		if round.ok {
@@ -210,7 +214,7 @@ func (r *runner) probeRound(ctx context.Context, log *slog.Logger, round *probeR
 	select {
 	case <-ctx.Done():
 		t.Stop()
-	case <-r.stop.Cut():
+	case <-r.outage.stop.Cut():
 		t.Stop()
 	case <-t.C:
 		round.ok = r.probe(ctx, f) == nil
@@ -230,7 +234,7 @@ func (r *runner) probeRound(ctx context.Context, log *slog.Logger, round *probeR
 	o.mu.Unlock()
 	close(round.done)
 	if stop {
-		r.stop.Stop(o.gone)
+		r.outage.stop.Stop(o.gone)
 	}
 }
 
