@@ -5,6 +5,7 @@
 package redact
 
 import (
+	"encoding/base64"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -74,14 +75,18 @@ func sensitiveName(name string) bool {
 // keyword are not).
 func SensitiveName(name string) bool { return sensitiveName(name) }
 
-// Tokens returns s with each secret (of minSecret characters or more) masked where it
-// stands as a token of its own; unlike String it masks nothing by position, so ordinary
-// text ("unexpected token while") stays as it is.
+// Tokens returns s with each secret (of minSecret characters or more), in each of its
+// Forms, masked where it stands as a token of its own; unlike String it masks nothing by
+// position, so ordinary text ("unexpected token while") stays as it is.
 func Tokens(s string, secrets ...string) string {
-	for _, sec := range secrets {
-		if len(sec) >= minSecret && sec != Mask {
-			s = replaceToken(s, sec)
-		}
+	return maskForms(s, Forms(secrets...))
+}
+
+// maskForms masks each of forms (longest first, as Forms gives them) where it stands as
+// a token of its own.
+func maskForms(s string, forms []string) string {
+	for _, f := range forms {
+		s = replaceToken(s, f)
 	}
 	return s
 }
@@ -148,17 +153,18 @@ var (
 // password "e") would be found inside ordinary words, and masking it there would show it.
 const minSecret = 4
 
-// String returns s with each secret (of minSecret characters or more) masked where it
-// stands as a token of its own, not inside a longer word, and with credentials that
-// look like query parameters, URL userinfo or Bearer/Basic tokens masked by their
-// position. Use it on response bodies and messages that may echo a request back.
+// String returns s with each secret (of minSecret characters or more), in each of its
+// Forms, masked where it stands as a token of its own, not inside a longer word, and
+// with credentials that look like query parameters, URL userinfo or Bearer/Basic tokens
+// masked by their position. Use it on response bodies and messages that may echo a
+// request back.
 func String(s string, secrets ...string) string {
-	for _, sec := range secrets {
-		if len(sec) < minSecret || sec == Mask {
-			continue
-		}
-		s = replaceToken(s, sec)
-	}
+	return positional(maskForms(s, Forms(secrets...)))
+}
+
+// positional masks the credentials text holds by their position: the values of
+// credential parameters, URL userinfo, Bearer and Basic tokens.
+func positional(s string) string {
 	s = paramRe.ReplaceAllString(s, "${1}="+Mask)
 	s = userinfoRe.ReplaceAllString(s, "${1}:"+Mask+"@")
 	s = tokenUserRe.ReplaceAllString(s, "${1}"+Mask+"@")
@@ -166,28 +172,35 @@ func String(s string, secrets ...string) string {
 	return s
 }
 
-// replaceToken masks the occurrences of sec in s that no letter or digit touches on
-// either side.
+// replaceToken masks the occurrences of sec in s that no letter or digit continues on
+// either side: where sec begins (or ends) with a letter or a digit, the byte before
+// (after) it must not be one, so that "geoflow" is not masked inside "geoflowadmin".
 func replaceToken(s, sec string) string {
+	if !strings.Contains(s, sec) {
+		return s
+	}
+	firstWord, lastWord := alnum(sec[0]), alnum(sec[len(sec)-1])
 	var b strings.Builder
-	for {
-		i := strings.Index(s, sec)
-		if i < 0 {
-			b.WriteString(s)
-			return b.String()
+	last := 0
+	for from := 0; ; {
+		j := strings.Index(s[from:], sec)
+		if j < 0 {
+			break
 		}
-		end := i + len(sec)
+		i, end := from+j, from+j+len(sec)
 		// An escape such as %3D before it (an echoed, percent-encoded URL) is a
 		// boundary too, though it ends in a letter or digit.
-		left := i == 0 || !alnum(s[i-1]) || (i >= 3 && s[i-3] == '%' && hex(s[i-2]) && hex(s[i-1]))
-		if left && (end == len(s) || !alnum(s[end])) {
-			b.WriteString(s[:i])
-			b.WriteString(Mask)
-		} else {
-			b.WriteString(s[:end])
+		left := !firstWord || i == 0 || !alnum(s[i-1]) || (i >= 3 && s[i-3] == '%' && hex(s[i-2]) && hex(s[i-1]))
+		if !left || lastWord && end < len(s) && alnum(s[end]) {
+			from = i + 1
+			continue
 		}
-		s = s[end:]
+		b.WriteString(s[last:i])
+		b.WriteString(Mask)
+		last, from = end, end
 	}
+	b.WriteString(s[last:])
+	return b.String()
 }
 
 func hex(c byte) bool {
@@ -206,7 +219,8 @@ func Secrets(u *url.URL, h http.Header) []string {
 	if u != nil {
 		if u.User != nil {
 			if p, ok := u.User.Password(); ok && p != "" {
-				out = append(out, p)
+				// The client sends the pair as a Basic credential, which a server may echo.
+				out = append(out, p, u.User.Username()+":"+p)
 			} else if !ok && u.User.Username() != "" {
 				out = append(out, u.User.Username())
 			}
@@ -237,8 +251,26 @@ func Secrets(u *url.URL, h http.Header) []string {
 			// "Bearer abc": the credential is the last field.
 			if f := strings.Fields(v); len(f) > 0 && len(f[len(f)-1]) >= 4 {
 				out = append(out, f[len(f)-1])
+				out = append(out, basicPassword(f)...)
 			}
 		}
 	}
 	return out
+}
+
+// basicPassword is the "user:password" pair and the password of a Basic credential's
+// fields ("Basic dXNlcjpwdw=="), which a server may echo decoded.
+func basicPassword(f []string) []string {
+	if len(f) != 2 || !strings.EqualFold(f[0], "Basic") {
+		return nil
+	}
+	dec, err := base64.StdEncoding.DecodeString(f[1])
+	if err != nil {
+		return nil
+	}
+	pair := string(dec)
+	if _, pw, ok := strings.Cut(pair, ":"); ok && pw != "" {
+		return []string{pair, pw}
+	}
+	return nil
 }

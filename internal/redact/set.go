@@ -2,6 +2,7 @@ package redact
 
 import (
 	"context"
+	"io"
 	"log/slog"
 	"slices"
 	"strconv"
@@ -13,8 +14,9 @@ import (
 // zero value is an empty set ready to use; it is safe for concurrent use, and a nil *Set
 // masks nothing.
 type Set struct {
-	mu   sync.RWMutex
-	vals []string
+	mu    sync.RWMutex
+	vals  []string
+	forms []string // Forms(vals...)
 }
 
 // Add adds values to the set; those shorter than String masks, and numbers (a port is
@@ -33,6 +35,7 @@ func (s *Set) Add(vals ...string) {
 			s.vals = append(s.vals, v)
 		}
 	}
+	s.forms = Forms(s.vals...)
 }
 
 // Values returns the set's values.
@@ -47,13 +50,7 @@ func (s *Set) Values() []string {
 
 // String is String(x, the set's values...).
 func (s *Set) String(x string) string {
-	if s == nil {
-		return String(x)
-	}
-	s.mu.RLock()
-	vals := s.vals
-	s.mu.RUnlock()
-	return String(x, vals...)
+	return positional(s.tokens(x))
 }
 
 func (s *Set) empty() bool {
@@ -65,18 +62,16 @@ func (s *Set) empty() bool {
 	return len(s.vals) == 0
 }
 
-// tokens masks the set's values in x (Tokens), and nothing by position.
+// tokens masks the set's values in x in each of their forms (Tokens), and nothing by
+// position.
 func (s *Set) tokens(x string) string {
 	if s == nil {
 		return x
 	}
 	s.mu.RLock()
-	vals := s.vals
+	forms := s.forms
 	s.mu.RUnlock()
-	if len(vals) == 0 {
-		return x
-	}
-	return Tokens(x, vals...)
+	return maskForms(x, forms)
 }
 
 // Handler returns a slog.Handler that passes h every record with its message and its
@@ -139,3 +134,28 @@ func (h *handler) attr(a slog.Attr) slog.Attr {
 	}
 	return slog.Attr{Key: a.Key, Value: v}
 }
+
+// Writer returns a writer that passes w what it is given with the set's values masked in
+// each of their forms (and nothing by position): for a command's output, where a summary
+// may name a host or a URL that holds a secret. Each Write is masked whole, so a secret
+// split across two writes is not found; fmt's printers write each call at once. The
+// writer's Unwrap returns w (a terminal check looks through it).
+func (s *Set) Writer(w io.Writer) io.Writer { return &writer{w: w, s: s} }
+
+type writer struct {
+	w io.Writer
+	s *Set
+}
+
+func (m *writer) Write(p []byte) (int, error) {
+	if m.s.empty() {
+		return m.w.Write(p)
+	}
+	if _, err := io.WriteString(m.w, m.s.tokens(string(p))); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+// Unwrap returns the writer masked output goes to.
+func (m *writer) Unwrap() io.Writer { return m.w }
