@@ -4,6 +4,7 @@ import (
 	"encoding"
 	"fmt"
 	"math"
+	"net/url"
 	"reflect"
 	"slices"
 	"strconv"
@@ -376,22 +377,48 @@ func (d *decoder) scalar(n ast.Node, key string) (string, bool) {
 		d.errorf(n, "%s must be a single value, not %s", key, describe(n))
 		return "", false
 	}
-	lookup := d.lookup
-	if where := secretPath(d.path); where != "" {
-		lookup = func(name string) (string, bool) {
-			v, ok := d.lookup(name)
-			if ok && v != "" && (where == "header" || redact.SensitiveName(name)) {
-				d.secrets = append(d.secrets, v)
-			}
-			return v, ok
-		}
-	}
-	out, err := expand(s, lookup)
+	out, err := d.expandAt(s)
 	if err != nil {
 		d.errorf(n, "%s: %v", key, err)
 		return "", false
 	}
 	return out, true
+}
+
+// expandAt expands the ${VAR} references of s for where it stands (d.path) and collects
+// the secrets among their values: in a URL, each value is placed for the part of the URL
+// it lands in (expandURL), and those in userinfo or of a variable whose name says it is
+// a credential are secrets, as is the "user:password" pair a client sends as Basic; in a
+// header, every value is a secret and none may break the header's line; anywhere else
+// values are spliced as they are.
+func (d *decoder) expandAt(s string) (string, error) {
+	switch secretPath(d.path) {
+	case "url":
+		out, err := expandURL(s, d.lookup, func(name, val string, p part) {
+			if p == partUserinfo || redact.SensitiveName(name) {
+				d.secrets = append(d.secrets, val)
+			}
+		})
+		if u, perr := url.Parse(out); err == nil && perr == nil && u.User != nil {
+			if pw, ok := u.User.Password(); ok && pw != "" {
+				d.secrets = append(d.secrets, u.User.Username()+":"+pw, pw)
+			}
+		}
+		return out, err
+	case "header":
+		out, err := expand(s, func(name string) (string, bool) {
+			v, ok := d.lookup(name)
+			if ok && v != "" {
+				d.secrets = append(d.secrets, v)
+			}
+			return v, ok
+		})
+		if i := strings.IndexAny(out, "\r\n\x00"); err == nil && i >= 0 {
+			return "", fmt.Errorf("a header value cannot hold a line break or a NUL byte (byte %d): it would end the header and start another", i)
+		}
+		return out, err
+	}
+	return expand(s, d.lookup)
 }
 
 // secretPath tells where a value at path may carry credentials it takes from the
@@ -416,28 +443,7 @@ func expand(s string, lookup func(string) (string, bool)) (string, error) {
 		return s, nil
 	}
 	var b strings.Builder
-	for {
-		i := strings.Index(s, "${")
-		if i < 0 {
-			b.WriteString(s)
-			return b.String(), nil
-		}
-		if i > 0 && s[i-1] == '$' {
-			b.WriteString(s[:i-1])
-			b.WriteString("${")
-			s = s[i+2:]
-			continue
-		}
-		b.WriteString(s[:i])
-		end := strings.IndexByte(s[i:], '}')
-		if end < 0 {
-			return "", fmt.Errorf("unclosed ${ in %q", s)
-		}
-		ref := s[i+2 : i+end]
-		name, def, hasDef := strings.Cut(ref, ":-")
-		if !validEnvName(name) {
-			return "", fmt.Errorf("%q is not a valid environment variable name", name)
-		}
+	err := walkRefs(s, func(lit string) { b.WriteString(lit) }, func(name, def string, hasDef bool, _ string) error {
 		val, ok := lookup(name)
 		switch {
 		case ok && (val != "" || !hasDef):
@@ -445,10 +451,46 @@ func expand(s string, lookup func(string) (string, bool)) (string, error) {
 		case hasDef:
 			b.WriteString(def)
 		default:
-			return "", fmt.Errorf("environment variable %s is not set (write ${%s:-default} to give a default)", name, name)
+			return unset(name)
+		}
+		return nil
+	})
+	return b.String(), err
+}
+
+// walkRefs walks s, handing lit its literal text ($${ as ${) and ref each ${VAR} or
+// ${VAR:-default} reference with the template that follows it, in order.
+func walkRefs(s string, lit func(string), ref func(name, def string, hasDef bool, rest string) error) error {
+	for {
+		i := strings.Index(s, "${")
+		if i < 0 {
+			lit(s)
+			return nil
+		}
+		if i > 0 && s[i-1] == '$' {
+			lit(s[:i-1])
+			lit("${")
+			s = s[i+2:]
+			continue
+		}
+		lit(s[:i])
+		end := strings.IndexByte(s[i:], '}')
+		if end < 0 {
+			return fmt.Errorf("unclosed ${ in %q", s)
+		}
+		name, def, hasDef := strings.Cut(s[i+2:i+end], ":-")
+		if !validEnvName(name) {
+			return fmt.Errorf("%q is not a valid environment variable name", name)
 		}
 		s = s[i+end+1:]
+		if err := ref(name, def, hasDef, s); err != nil {
+			return err
+		}
 	}
+}
+
+func unset(name string) error {
+	return fmt.Errorf("environment variable %s is not set (write ${%s:-default} to give a default)", name, name)
 }
 
 func validEnvName(s string) bool {

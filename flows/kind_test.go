@@ -11,17 +11,18 @@ import (
 // testConfig is a task kind for exercising the decoder: the keys a feature task has, and
 // the checks one makes. Its tasks are never run here (the engine's tests run theirs).
 type testConfig struct {
-	URL      string        `yaml:"url"`
-	Typename string        `yaml:"typename"`
-	BBox     *[4]float64   `yaml:"bbox"`
-	BBoxCRS  string        `yaml:"bbox_crs"`
-	Units    int           `yaml:"units"`
-	Split    int           `yaml:"split"`
-	Fail     []string      `yaml:"fail_units"`
-	Parts    []string      `yaml:"fail_parts"`
-	Sleep    time.Duration `yaml:"sleep"`
-	Mode     string        `yaml:"mode" enum:"append,upsert"`
-	BBoxFrom string        `yaml:"bbox_from"`
+	URL      string            `yaml:"url"`
+	Headers  map[string]string `yaml:"headers"`
+	Typename string            `yaml:"typename"`
+	BBox     *[4]float64       `yaml:"bbox"`
+	BBoxCRS  string            `yaml:"bbox_crs"`
+	Units    int               `yaml:"units"`
+	Split    int               `yaml:"split"`
+	Fail     []string          `yaml:"fail_units"`
+	Parts    []string          `yaml:"fail_parts"`
+	Sleep    time.Duration     `yaml:"sleep"`
+	Mode     string            `yaml:"mode" enum:"append,upsert"`
+	BBoxFrom string            `yaml:"bbox_from"`
 	Target   struct {
 		Table string   `yaml:"table"`
 		Key   []string `yaml:"key"`
