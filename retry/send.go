@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/geoflow/geoflow/dlq"
 	"github.com/geoflow/geoflow/internal/redact"
@@ -182,7 +183,8 @@ func (h *Handler) read(ctx context.Context, hs *host, resp *http.Response, read 
 func answer(resp *http.Response, classify func(int, []byte) error, secrets []string) outcome {
 	code := resp.StatusCode
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, classifyLen))
-	snippet := redact.String(strings.ToValidUTF8(string(bytes.TrimSpace(body[:min(len(body), snippetLen)])), "?"), secrets...)
+	// Masked whole, then cut: cut first, a secret the cut splits would keep its head.
+	snippet := cut(redact.String(strings.ToValidUTF8(string(bytes.TrimSpace(body)), "?"), secrets...), snippetLen)
 	o := outcome{err: fmt.Errorf("HTTP %s", resp.Status), status: code, message: resp.Status, snippet: snippet}
 	if first := firstLine(snippet); first != "" {
 		o.message += ": " + first
@@ -223,3 +225,14 @@ type redactedError struct {
 
 func (e *redactedError) Error() string { return e.msg }
 func (e *redactedError) Unwrap() error { return e.err }
+
+// cut is s cut to at most n bytes on a rune boundary.
+func cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
