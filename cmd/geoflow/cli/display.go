@@ -14,12 +14,23 @@ import (
 	"github.com/geoflow/geoflow/flows/engine"
 )
 
+// unwrap is the writer beneath w's wrappers (the secrets' masking writer).
+func unwrap(w io.Writer) io.Writer {
+	for {
+		u, ok := w.(interface{ Unwrap() io.Writer })
+		if !ok {
+			return w
+		}
+		w = u.Unwrap()
+	}
+}
+
 // startDisplay shows progress until the returned function is called: a live, redrawn
 // table on a terminal, or a log line every 10 seconds otherwise.
 func startDisplay(w io.Writer, mode string, p *engine.Progress, log *slog.Logger) func() {
 	if mode == "auto" {
 		mode = "log"
-		if f, ok := w.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		if f, ok := unwrap(w).(*os.File); ok && term.IsTerminal(int(f.Fd())) {
 			mode = "live"
 		}
 	}

@@ -187,6 +187,8 @@ func newRoot(stdout, stderr io.Writer, secrets *redact.Set) *cobra.Command {
 // Main runs the CLI with args and returns the process exit code.
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	secrets := &redact.Set{}
+	// Whatever a command prints (a run's summary names its hosts) is masked too.
+	stdout, stderr = secrets.Writer(stdout), secrets.Writer(stderr)
 	root := newRoot(stdout, stderr, secrets)
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
