@@ -91,9 +91,22 @@ var entityForms = []*strings.Replacer{
 	// html/template in text and attributes.
 	strings.NewReplacer(`&`, "&amp;", `'`, "&#39;", `<`, "&lt;", `>`, "&gt;", `"`, "&#34;", `+`, "&#43;"),
 	// encoding/xml EscapeText.
-	strings.NewReplacer(`&`, "&amp;", `'`, "&#39;", `<`, "&lt;", `>`, "&gt;", `"`, "&#34;", "\t", "&#x9;", "\n", "&#xA;", "\r", "&#xD;"),
+	xmlText(),
 	// Named references (libxml2, Java, .NET).
 	strings.NewReplacer(`&`, "&amp;", `'`, "&apos;", `<`, "&lt;", `>`, "&gt;", `"`, "&quot;"),
+}
+
+// xmlText escapes like encoding/xml's EscapeText, which writes a character XML cannot
+// hold (a control character, U+FFFE, U+FFFF) as U+FFFD.
+func xmlText() *strings.Replacer {
+	pairs := []string{`&`, "&amp;", `'`, "&#39;", `<`, "&lt;", `>`, "&gt;", `"`, "&#34;", "\t", "&#x9;", "\n", "&#xA;", "\r", "&#xD;",
+		"\uFFFE", "\uFFFD", "\uFFFF", "\uFFFD"}
+	for c := range byte(0x20) {
+		if c != '\t' && c != '\n' && c != '\r' {
+			pairs = append(pairs, string(rune(c)), "\uFFFD")
+		}
+	}
+	return strings.NewReplacer(pairs...)
 }
 
 // Escape percent-encodes every byte of s but the unreserved ones (RFC 3986: letters,
