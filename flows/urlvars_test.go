@@ -160,3 +160,45 @@ func TestHeaderVariableCannotSplitTheHeader(t *testing.T) {
 		t.Errorf("a header takes its value as it is: %v %v", f, err)
 	}
 }
+
+// FuzzURLVariable puts a random value in a path segment, a query value, userinfo or the
+// fragment of a URL: the URL parses, and the part gives back exactly the value.
+func FuzzURLVariable(f *testing.F) {
+	f.Add("k&y/SECRET+FFFF6666=x y", uint8(1))
+	f.Add("ab/cd+ef==SECRETHHHH8888:x", uint8(0))
+	f.Add("p@ss:w/rd#1?", uint8(2))
+	f.Add("%zz%2F", uint8(3))
+	f.Fuzz(func(t *testing.T, val string, where uint8) {
+		if val == "" {
+			return
+		}
+		templates := []string{"https://h/a/${V}/b", "https://h/wfs?x=1&k=${V}&y=2", "https://u:${V}@h/", "https://h/x#${V}"}
+		tpl := templates[int(where)%len(templates)]
+		out, err := expandURL(tpl, func(string) (string, bool) { return val, true }, func(string, string, part) {})
+		if err != nil {
+			t.Fatalf("expandURL(%q) with %q: %v", tpl, val, err)
+		}
+		u, err := url.Parse(out)
+		if err != nil {
+			t.Fatalf("%q does not parse: %v", out, err)
+		}
+		var got string
+		switch int(where) % len(templates) {
+		case 0:
+			got = strings.TrimSuffix(strings.TrimPrefix(u.EscapedPath(), "/a/"), "/b")
+			got, err = url.PathUnescape(got)
+		case 1:
+			got = u.Query().Get("k")
+			if len(u.Query()) != 3 {
+				t.Errorf("%q has %d parameters, want 3", out, len(u.Query()))
+			}
+		case 2:
+			got, _ = u.User.Password()
+		case 3:
+			got = u.Fragment
+		}
+		if err != nil || got != val || u.Host != "h" {
+			t.Errorf("%q gives back %q (%v), host %q; want %q, host h", out, got, err, u.Host, val)
+		}
+	})
+}
