@@ -6,6 +6,7 @@ import (
 	"crypto/subtle"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"mime"
 	"net"
 	"net/http"
@@ -54,7 +55,16 @@ func loopbackHost(host string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
+// maxBody is the largest request body geoflow reads (a run's or a triage's JSON, the
+// sign-in form): anything larger is answered 413, Request Entity Too Large.
+const (
+	maxBody     = 1 << 20
+	maxBodyText = "1 MiB"
+)
+
 // guard is what stands before every route but the probes and the static assets:
+//   - a request body over maxBody is refused (413): at once when its Content-Length says
+//     so, else when reading it reaches the limit (capBody);
 //   - with a token, a request must carry it (Authorization: Bearer, or the session
 //     cookie /login sets); pages without it are sent to /login, the API answers 401.
 //     An Authorization header of another scheme (the Basic of a proxy in front, which
@@ -136,6 +146,9 @@ func (g *guard) validSession(v string, now time.Time) bool {
 
 func (g *guard) wrap(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !g.bounded(w, r) {
+			return
+		}
 		if g.token == "" {
 			host := r.Host
 			if h, _, err := net.SplitHostPort(host); err == nil {
@@ -170,7 +183,27 @@ func (g *guard) wrap(next http.Handler) http.Handler {
 	})
 }
 
-// login checks the token a person typed and sets the session cookie.
+// capBody caps the body of r at maxBody: reading further fails with *http.MaxBytesError
+// (a chunked body), which the handlers answer 413 (bodyStatus). w must be the server's
+// own writer, not one wrapped around it: the reader tells it that the limit was hit, and
+// the server then closes the connection instead of reading on to reuse it.
+func capBody(w http.ResponseWriter, r *http.Request) {
+	r.Body = http.MaxBytesReader(w, r.Body, maxBody)
+}
+
+// bounded refuses a body declared larger than maxBody (Content-Length) at once: 413,
+// before any of it is read.
+func (g *guard) bounded(w http.ResponseWriter, r *http.Request) bool {
+	if r.ContentLength <= maxBody {
+		return true
+	}
+	w.Header().Set("Connection", "close")
+	g.deny(w, r, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body over %s: %d bytes sent, geoflow reads %d at most",
+		maxBodyText, r.ContentLength, maxBody))
+	return false
+}
+
+// login checks the token a person typed (a form parsed already) and sets the session cookie.
 func (g *guard) login(w http.ResponseWriter, r *http.Request) bool {
 	if g.token == "" {
 		return true

@@ -394,11 +394,20 @@ func (h *handler) recordedFlow(r *http.Request, id int64, name string) (string, 
 	return info.FlowText, nil
 }
 
+// loginPage shows the sign-in form and, posted, checks the token: a wrong one shows the
+// form again (401), a form over maxBody is refused (413).
 func (h *handler) loginPage(w http.ResponseWriter, r *http.Request) {
+	// Parsed first: FormValue would parse it too, and drop the error of a body too large.
+	formErr := r.ParseForm()
 	data := struct {
 		page
 		Next, Problem string
 	}{page: page{Title: "Sign in", Page: "login"}, Next: safeNext(r.FormValue("next"))} // no store named to those without the token
+	if r.Method == http.MethodPost && formErr != nil {
+		data.Problem = bodyError(formErr).Error()
+		h.render(w, r, bodyStatus(formErr), "login", "layout", data)
+		return
+	}
 	if r.Method == http.MethodPost {
 		if h.guard.login(w, r) {
 			http.Redirect(w, r, data.Next, http.StatusSeeOther)

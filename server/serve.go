@@ -156,6 +156,7 @@ func Handler(opts Options) (http.Handler, error) {
 	}
 	guarded := h.guard.wrap(mux)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		capBody(w, r)
 		rw := &statusWriter{ResponseWriter: w, code: http.StatusOK}
 		guarded.ServeHTTP(rw, r)
 		// The mux sets the matched pattern on r; unmatched paths share one label, so a
