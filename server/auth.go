@@ -77,6 +77,9 @@ const (
 //     form cannot send.
 type guard struct {
 	token string
+	// digest is the token's SHA-256: tokens are compared by digest, in constant time
+	// and whatever their length.
+	digest [sha256.Size]byte
 	// ttl is how long a session cookie lasts; secure marks it Secure even over plain
 	// HTTP (the server sits behind a TLS proxy, and cannot see it).
 	ttl    time.Duration
@@ -86,7 +89,7 @@ type guard struct {
 }
 
 func newGuard(o Options, deny func(w http.ResponseWriter, r *http.Request, code int, msg string)) *guard {
-	g := &guard{token: o.Token, ttl: o.Session, secure: o.CookieSecure, cop: http.NewCrossOriginProtection(), deny: deny}
+	g := &guard{token: o.Token, digest: sha256.Sum256([]byte(o.Token)), ttl: o.Session, secure: o.CookieSecure, cop: http.NewCrossOriginProtection(), deny: deny}
 	if g.ttl <= 0 {
 		g.ttl = defaultSession
 	}
@@ -113,12 +116,19 @@ func (g *guard) authorized(r *http.Request) bool {
 		return true
 	}
 	if scheme, tok, ok := strings.Cut(r.Header.Get("Authorization"), " "); ok && strings.EqualFold(scheme, "Bearer") {
-		return subtle.ConstantTimeCompare([]byte(strings.TrimSpace(tok)), []byte(g.token)) == 1
+		return g.validToken(strings.TrimSpace(tok))
 	}
 	if c, err := r.Cookie(cookieName); err == nil {
 		return g.validSession(c.Value, time.Now())
 	}
 	return false
+}
+
+// validToken reports whether given is the token. The digests are compared: a comparison
+// of the tokens themselves would end early on a length that differs.
+func (g *guard) validToken(given string) bool {
+	d := sha256.Sum256([]byte(given))
+	return subtle.ConstantTimeCompare(d[:], g.digest[:]) == 1
 }
 
 // session is the cookie value of a session that ends at until: the end time and an HMAC
@@ -208,7 +218,7 @@ func (g *guard) login(w http.ResponseWriter, r *http.Request) bool {
 	if g.token == "" {
 		return true
 	}
-	if subtle.ConstantTimeCompare([]byte(r.PostFormValue("token")), []byte(g.token)) != 1 {
+	if !g.validToken(r.PostFormValue("token")) {
 		return false
 	}
 	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: g.session(time.Now().Add(g.ttl)), Path: "/",
