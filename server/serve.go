@@ -66,7 +66,9 @@ type Options struct {
 	// Token, when set, is required on every request but the probes, /metrics and the
 	// static assets (Authorization: Bearer, or the cookie /login sets). A server that
 	// listens beyond loopback must have one (CheckListen); without one, only requests
-	// addressed to a loopback host name are answered.
+	// addressed to a loopback host name are answered. Failed sign-ins are logged at WARN
+	// and counted, and a client that makes 5 within a minute is answered 429 until the
+	// minute has passed (throttle).
 	Token string
 	// StoreName says which store the pages show (no credentials), for the header.
 	StoreName string
@@ -77,6 +79,8 @@ type Options struct {
 	// HTTPS only: set it when the UI is reached through a TLS proxy (geoflow serves plain
 	// HTTP and cannot tell). A request that came over TLS gets a Secure cookie anyway.
 	CookieSecure bool
+	// Now is the clock of the sessions and of the sign-in throttle. Defaults to time.Now.
+	Now func() time.Time
 }
 
 // FlowLister lists scheduled flows; *schedule.Scheduler is one.
@@ -121,9 +125,12 @@ func Handler(opts Options) (http.Handler, error) {
 	if h.pages, err = loadPages(h.assets); err != nil {
 		return nil, err
 	}
-	h.guard = newGuard(opts, func(w http.ResponseWriter, r *http.Request, code int, msg string) {
+	h.guard, err = newGuard(opts, h.log, func(w http.ResponseWriter, r *http.Request, code int, msg string) {
 		writeJSON(w, code, apiError{Error: msg})
 	})
+	if err != nil {
+		return nil, err
+	}
 	if err := opts.Registry.Register(&deadLetterCollector{st: opts.Store, log: h.log}); err != nil {
 		return nil, err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -59,6 +60,13 @@ func (u *ui) seedHostile() (runID, entryID int64) {
 
 func (u *ui) do(method, path, body string, header ...string) (int, string, http.Header) {
 	u.t.Helper()
+	return u.doFrom("", method, path, body, header...)
+}
+
+// doFrom is do from the local address from (127.0.0.2: another client of the loopback
+// server), or from the default one when from is "".
+func (u *ui) doFrom(from, method, path, body string, header ...string) (int, string, http.Header) {
+	u.t.Helper()
 	req, err := http.NewRequest(method, u.srv.URL+path, strings.NewReader(body))
 	if err != nil {
 		u.t.Fatal(err)
@@ -74,6 +82,11 @@ func (u *ui) do(method, path, body string, header ...string) (int, string, http.
 		req.Header.Set(header[i], header[i+1])
 	}
 	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	if from != "" {
+		d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(from)}}
+		client.Transport = &http.Transport{DialContext: d.DialContext}
+		defer client.CloseIdleConnections()
+	}
 	resp, err := client.Do(req)
 	if err != nil {
 		u.t.Fatal(err)
