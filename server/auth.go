@@ -89,9 +89,11 @@ type guard struct {
 	// HTTP (the server sits behind a TLS proxy, and cannot see it).
 	ttl    time.Duration
 	secure bool
-	now    func() time.Time
-	cop    *http.CrossOriginProtection
-	deny   func(w http.ResponseWriter, r *http.Request, code int, msg string)
+	// metricsPublic serves /metrics without the token.
+	metricsPublic bool
+	now           func() time.Time
+	cop           *http.CrossOriginProtection
+	deny          func(w http.ResponseWriter, r *http.Request, code int, msg string)
 
 	throttle  *throttle
 	log       *slog.Logger
@@ -101,7 +103,7 @@ type guard struct {
 
 func newGuard(o Options, log *slog.Logger, deny func(w http.ResponseWriter, r *http.Request, code int, msg string)) (*guard, error) {
 	g := &guard{token: o.Token, digest: sha256.Sum256([]byte(o.Token)), ttl: o.Session, secure: o.CookieSecure,
-		now: o.Now, cop: http.NewCrossOriginProtection(), deny: deny, log: log}
+		metricsPublic: o.MetricsPublic, now: o.Now, cop: http.NewCrossOriginProtection(), deny: deny, log: log}
 	if g.ttl <= 0 {
 		g.ttl = defaultSession
 	}
@@ -133,12 +135,14 @@ func newGuard(o Options, log *slog.Logger, deny func(w http.ResponseWriter, r *h
 	return g, nil
 }
 
-// open reports whether path is served to anyone: probes, metrics, the static assets
-// (geoflow's own code, nothing of the store), and signing in and out.
-func open(path string) bool {
+// open reports whether path is served to anyone: probes, the static assets (geoflow's
+// own code, nothing of the store), signing in and out, and /metrics when it is public.
+func (g *guard) open(path string) bool {
 	switch path {
-	case "/healthz", "/readyz", "/metrics", "/login", "/logout", "/favicon.ico":
+	case "/healthz", "/readyz", "/login", "/logout", "/favicon.ico":
 		return true
+	case "/metrics":
+		return g.metricsPublic
 	}
 	return strings.HasPrefix(path, "/static/")
 }
@@ -258,7 +262,7 @@ func (g *guard) addressed(w http.ResponseWriter, r *http.Request) bool {
 // carries a valid credential. Otherwise it has answered: 429 when the client is
 // throttled, else 401, or for a page the way to /login.
 func (g *guard) admit(w http.ResponseWriter, r *http.Request) bool {
-	if g.token == "" || open(r.URL.Path) {
+	if g.token == "" || g.open(r.URL.Path) {
 		return true
 	}
 	kind, value := offered(r)
@@ -307,13 +311,13 @@ func (g *guard) attempt(r *http.Request, kind credentialKind, check func() bool)
 }
 
 // unauthorized answers a request without a valid credential: a page is sent to /login,
-// the rest (the API) gets 401. A session cookie that opened nothing (ended, or forged) is removed
+// the rest (the API, /metrics: a program asks) gets 401. A session cookie that opened nothing (ended, or forged) is removed
 // from the browser, which would otherwise send it, and count it, again and again.
 func (g *guard) unauthorized(w http.ResponseWriter, r *http.Request, dropCookie bool) {
 	if dropCookie {
 		g.logout(w, r)
 	}
-	if r.Method == http.MethodGet && !strings.HasPrefix(r.URL.Path, "/api/") {
+	if r.Method == http.MethodGet && !strings.HasPrefix(r.URL.Path, "/api/") && r.URL.Path != "/metrics" {
 		http.Redirect(w, r, "/login?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
 		return
 	}

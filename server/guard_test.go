@@ -83,3 +83,33 @@ func TestBodyLimit(t *testing.T) {
 		t.Errorf("POST /api/runs, 1 MiB exactly: %d %s, want the flow looked for (404)", code, body)
 	}
 }
+
+// TestMetricsGuard: with a token, /metrics asks for it (a scraper sends it as a Bearer
+// token) unless MetricsPublic; without a token (loopback) it is open.
+func TestMetricsGuard(t *testing.T) {
+	const token = "s3cret-token-of-24-chars"
+	tests := []struct {
+		name   string
+		o      uiOptions
+		header []string
+		code   int
+	}{
+		{"token, none sent", uiOptions{token: token}, nil, http.StatusUnauthorized},
+		{"token, a wrong one sent", uiOptions{token: token}, []string{"Authorization", "Bearer wrong-token-wrong-token"}, http.StatusUnauthorized},
+		{"token, sent", uiOptions{token: token}, []string{"Authorization", "Bearer " + token}, http.StatusOK},
+		{"token and MetricsPublic, none sent", uiOptions{token: token, metricsPublic: true}, nil, http.StatusOK},
+		{"no token (loopback), none sent", uiOptions{}, nil, http.StatusOK},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			u := newUI(t, tt.o)
+			code, body, _ := u.do("GET", "/metrics", "", tt.header...)
+			if code != tt.code {
+				t.Fatalf("GET /metrics: %d, want %d\n%.300s", code, tt.code, body)
+			}
+			if code == http.StatusOK && !strings.Contains(body, "geoflow_ui_signin_failures_total") {
+				t.Errorf("GET /metrics: no sign-in counts:\n%.300s", body)
+			}
+		})
+	}
+}

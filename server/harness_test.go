@@ -99,10 +99,12 @@ type uiOptions struct {
 	readOnly bool
 	// scheduled is what the scheduler lists (/api/flows); none by default.
 	scheduled fakeFlows
-	// session, cookieSecure and now are server.Options.Session, CookieSecure and Now.
-	session      time.Duration
-	cookieSecure bool
-	now          func() time.Time
+	// session, cookieSecure, metricsPublic and now are server.Options.Session,
+	// CookieSecure, MetricsPublic and Now.
+	session       time.Duration
+	cookieSecure  bool
+	metricsPublic bool
+	now           func() time.Time
 }
 
 func newUI(t *testing.T, o uiOptions) *ui {
@@ -191,7 +193,7 @@ tasks:
 	})
 	opts := server.Options{Store: db, Flows: append(fakeFlows{}, o.scheduled...), Registry: prometheus.NewRegistry(), Logger: log,
 		Catalog: catalog, Launcher: u.launcher, Token: o.token, StoreName: "test PostGIS", Session: o.session, CookieSecure: o.cookieSecure,
-		Now: o.now}
+		MetricsPublic: o.metricsPublic, Now: o.now}
 	if o.readOnly {
 		opts.Launcher, opts.ReadOnly = nil, true
 	}

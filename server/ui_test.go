@@ -298,8 +298,8 @@ func TestAPIRunAndTriage(t *testing.T) {
 	}
 }
 
-// TestTokenAndCrossSite: with a token, nothing but the probes, /metrics and the static
-// files answers without it; a replay POST without it is refused; the browser's session
+// TestTokenAndCrossSite: with a token, nothing but the probes, the sign-in page and the
+// static files answers without it; a replay POST without it is refused; the browser's session
 // cookie comes from /login; state-changing requests from another site are refused.
 func TestTokenAndCrossSite(t *testing.T) {
 	const token = "s3cret-token-of-24-chars"
@@ -330,7 +330,7 @@ func TestTokenAndCrossSite(t *testing.T) {
 	if code != http.StatusSeeOther || h.Get("Location") != "/login?next=%2Fdlq" {
 		t.Errorf("page without the token: %d to %q, want the login page", code, h.Get("Location"))
 	}
-	for _, path := range []string{"/healthz", "/metrics", "/login"} {
+	for _, path := range []string{"/healthz", "/login"} {
 		if code, _, _ := u.do("GET", path, ""); code != 200 {
 			t.Errorf("GET %s: %d, want it open", path, code)
 		}

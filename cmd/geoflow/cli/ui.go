@@ -21,6 +21,8 @@ type uiFlags struct {
 	grace    time.Duration
 	// cookieSecure: the UI is reached over HTTPS through a proxy (server.Options.CookieSecure).
 	cookieSecure bool
+	// metricsPublic: /metrics answers without the token (server.Options.MetricsPublic).
+	metricsPublic bool
 }
 
 func newUICmd(g *globals) *cobra.Command {
@@ -48,6 +50,7 @@ func newUICmd(g *globals) *cobra.Command {
 	f.BoolVar(&uf.readOnly, "read-only", false, "only look: start no runs, replays or discards")
 	f.DurationVar(&uf.grace, "grace", 30*time.Second, "on SIGTERM/SIGINT, how long runs started from the UI may take to stop")
 	f.BoolVar(&uf.cookieSecure, "cookie-secure", false, "send the sign-in cookie over HTTPS only: set it when a TLS proxy serves the UI")
+	f.BoolVar(&uf.metricsPublic, "metrics-public", false, "serve /metrics without --token; by default a scraper sends it as Authorization: Bearer TOKEN (Prometheus: authorization: {credentials: TOKEN})")
 	return cmd
 }
 
@@ -88,6 +91,6 @@ func runUI(ctx context.Context, g *globals, uf uiFlags) error {
 		return err
 	}
 	return server.Run(ctx, &server.UIProcess{Backend: st, Engine: stores(st), Dir: uf.dir, Flows: g.flowOptions(registry()),
-		Listen: uf.listen, Token: token, StoreName: g.storeName(), CookieSecure: uf.cookieSecure, ReadOnly: uf.readOnly,
+		Listen: uf.listen, Token: token, StoreName: g.storeName(), CookieSecure: uf.cookieSecure, MetricsPublic: uf.metricsPublic, ReadOnly: uf.readOnly,
 		Grace: uf.grace, Pacing: sharedPacing(st), Logger: log})
 }
