@@ -38,7 +38,8 @@ func newServeCmd(g *globals) *cobra.Command {
 			"finish is recorded interrupted (continue it with geoflow run FLOW --resume).\n\n" +
 			"HTTP on --listen: the web UI at / (runs, units and dead letters on a map; draw a box to rerun an\n" +
 			"area), its JSON API under /api/, /metrics, /healthz and /readyz. --listen beyond loopback needs\n" +
-			"--token (or GEOFLOW_UI_TOKEN); see geoflow ui.\n\n" +
+			"--token (or GEOFLOW_UI_TOKEN), which /metrics then asks for too unless --metrics-public; see\n" +
+			"geoflow ui.\n\n" +
 			"Exit codes: 0 after a clean shutdown; 1 error (no database, --flows unreadable, --listen taken).",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

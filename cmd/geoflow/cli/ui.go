@@ -36,7 +36,9 @@ func newUICmd(g *globals) *cobra.Command {
 			"area. geoflow serve serves the same pages alongside its scheduler.\n\n" +
 			"Safe by default: it listens on 127.0.0.1 and answers to loopback host names only. --listen beyond\n" +
 			"loopback needs --token (or GEOFLOW_UI_TOKEN): requests then carry it (Authorization: Bearer TOKEN,\n" +
-			"or the cookie of /login). Requests that change anything must come from the UI's own pages.\n\n" +
+			"or the cookie of /login), /metrics too unless --metrics-public. Requests that change anything must\n" +
+			"come from the UI's own pages. A client that fails to sign in 5 times within a minute is answered\n" +
+			"429 until the minute has passed; each failure is logged. Request bodies over 1 MiB are refused (413).\n\n" +
 			"Exit codes: 0 after SIGINT/SIGTERM; 1 error (no store, --listen taken, no --token for a public --listen).",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
