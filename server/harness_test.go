@@ -2,12 +2,14 @@ package server_test
 
 import (
 	"context"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -53,6 +55,35 @@ type ui struct {
 	// dir is the flows directory; secrets the set its flows' ${VAR} values go to.
 	dir     string
 	secrets *redact.Set
+	// logs holds what the server logged (WARN and up), one record a line.
+	logs lockedLog
+}
+
+// lockedLog keeps the lines a logger writes, for the test to read while the server
+// writes more.
+type lockedLog struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (l *lockedLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.lines = append(l.lines, strings.TrimSpace(string(p)))
+	return len(p), nil
+}
+
+// matching is the lines logged so far that hold substr.
+func (l *lockedLog) matching(substr string) []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []string
+	for _, line := range l.lines {
+		if strings.Contains(line, substr) {
+			out = append(out, line)
+		}
+	}
+	return out
 }
 
 type uiOptions struct {
@@ -68,9 +99,12 @@ type uiOptions struct {
 	readOnly bool
 	// scheduled is what the scheduler lists (/api/flows); none by default.
 	scheduled fakeFlows
-	// session and cookieSecure are server.Options.Session and CookieSecure.
-	session      time.Duration
-	cookieSecure bool
+	// session, cookieSecure, metricsPublic and now are server.Options.Session,
+	// CookieSecure, MetricsPublic and Now.
+	session       time.Duration
+	cookieSecure  bool
+	metricsPublic bool
+	now           func() time.Time
 }
 
 func newUI(t *testing.T, o uiOptions) *ui {
@@ -140,7 +174,7 @@ tasks:
 	reg := &tasks.Registry{}
 	reg.Register(wfs.Kind())
 	reg.Register(tiles.Kind())
-	log := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	log := slog.New(slog.NewTextHandler(io.MultiWriter(testWriter{t}, &u.logs), &slog.HandlerOptions{Level: slog.LevelWarn}))
 	u.dir, u.secrets = dir, &redact.Set{}
 	catalog := &server.Catalog{Dir: dir, Options: flows.Options{Registry: reg, Secrets: u.secrets}}
 	runCtx, cancel := context.WithCancel(context.Background())
@@ -158,7 +192,8 @@ tasks:
 		}
 	})
 	opts := server.Options{Store: db, Flows: append(fakeFlows{}, o.scheduled...), Registry: prometheus.NewRegistry(), Logger: log,
-		Catalog: catalog, Launcher: u.launcher, Token: o.token, StoreName: "test PostGIS", Session: o.session, CookieSecure: o.cookieSecure}
+		Catalog: catalog, Launcher: u.launcher, Token: o.token, StoreName: "test PostGIS", Session: o.session, CookieSecure: o.cookieSecure,
+		MetricsPublic: o.metricsPublic, Now: o.now}
 	if o.readOnly {
 		opts.Launcher, opts.ReadOnly = nil, true
 	}

@@ -394,21 +394,38 @@ func (h *handler) recordedFlow(r *http.Request, id int64, name string) (string, 
 	return info.FlowText, nil
 }
 
+// loginPage shows the sign-in form and, posted, checks the token: a wrong one shows the
+// form again (401), a throttled client is told when to try again (429) without its token
+// being checked, a form over maxBody is refused (413).
 func (h *handler) loginPage(w http.ResponseWriter, r *http.Request) {
+	// Parsed first: FormValue would parse it too, and drop the error of a body too large.
+	formErr := r.ParseForm()
 	data := struct {
 		page
 		Next, Problem string
 	}{page: page{Title: "Sign in", Page: "login"}, Next: safeNext(r.FormValue("next"))} // no store named to those without the token
-	if r.Method == http.MethodPost {
-		if h.guard.login(w, r) {
-			http.Redirect(w, r, data.Next, http.StatusSeeOther)
-			return
-		}
-		data.Problem = "That is not this server's token."
-		h.render(w, r, http.StatusUnauthorized, "login", "layout", data)
+	if r.Method != http.MethodPost {
+		h.render(w, r, http.StatusOK, "login", "layout", data)
 		return
 	}
-	h.render(w, r, http.StatusOK, "login", "layout", data)
+	if formErr != nil {
+		data.Problem = bodyError(formErr).Error()
+		h.render(w, r, bodyStatus(formErr), "login", "layout", data)
+		return
+	}
+	code := http.StatusUnauthorized
+	switch a := h.guard.login(w, r); {
+	case a.ok:
+		http.Redirect(w, r, data.Next, http.StatusSeeOther)
+		return
+	case a.refused > 0:
+		w.Header().Set("Retry-After", strconv.Itoa(retryAfter(a.refused)))
+		code, data.Problem = http.StatusTooManyRequests, "Too many failed sign-ins from this address: try again in "+
+			strconv.Itoa(retryAfter(a.refused))+" s."
+	default:
+		data.Problem = "That is not this server's token."
+	}
+	h.render(w, r, code, "login", "layout", data)
 }
 
 // logout ends this browser's session and shows the sign-in page.

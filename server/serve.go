@@ -63,11 +63,17 @@ type Options struct {
 	// geoflow ui --read-only. Discarding needs no flows, so a server without a Launcher
 	// still discards unless ReadOnly is set.
 	ReadOnly bool
-	// Token, when set, is required on every request but the probes, /metrics and the
-	// static assets (Authorization: Bearer, or the cookie /login sets). A server that
-	// listens beyond loopback must have one (CheckListen); without one, only requests
-	// addressed to a loopback host name are answered.
+	// Token, when set, is required on every request but the probes, signing in and out,
+	// the static assets and, with MetricsPublic, /metrics (Authorization: Bearer, or the
+	// cookie /login sets). A server that listens beyond loopback must have one (CheckListen); without
+	// one, only requests addressed to a loopback host name are answered. Failed sign-ins
+	// are logged at WARN and counted, and a client that makes 5 within a minute is
+	// answered 429 until the minute has passed (throttle).
 	Token string
+	// MetricsPublic serves /metrics without the token, to a scraper that cannot send
+	// one. Without it, a scraper sends Authorization: Bearer TOKEN (Prometheus's
+	// authorization: {credentials: ...}). No effect without a token.
+	MetricsPublic bool
 	// StoreName says which store the pages show (no credentials), for the header.
 	StoreName string
 	// Session is how long a sign-in on /login lasts (the cookie's Max-Age and the end
@@ -77,6 +83,8 @@ type Options struct {
 	// HTTPS only: set it when the UI is reached through a TLS proxy (geoflow serves plain
 	// HTTP and cannot tell). A request that came over TLS gets a Secure cookie anyway.
 	CookieSecure bool
+	// Now is the clock of the sessions and of the sign-in throttle. Defaults to time.Now.
+	Now func() time.Time
 }
 
 // FlowLister lists scheduled flows; *schedule.Scheduler is one.
@@ -96,7 +104,7 @@ type handler struct {
 
 // Handler returns the HTTP handler of geoflow serve:
 //
-//	GET /metrics          Prometheus metrics of Registry
+//	GET /metrics          Prometheus metrics of Registry (the token too, unless MetricsPublic)
 //	GET /healthz          200 while the process serves
 //	GET /readyz           200 when the database answers and its migrations are current
 //	GET /api/flows        scheduled flows with their next fire times
@@ -121,9 +129,12 @@ func Handler(opts Options) (http.Handler, error) {
 	if h.pages, err = loadPages(h.assets); err != nil {
 		return nil, err
 	}
-	h.guard = newGuard(opts, func(w http.ResponseWriter, r *http.Request, code int, msg string) {
+	h.guard, err = newGuard(opts, h.log, func(w http.ResponseWriter, r *http.Request, code int, msg string) {
 		writeJSON(w, code, apiError{Error: msg})
 	})
+	if err != nil {
+		return nil, err
+	}
 	if err := opts.Registry.Register(&deadLetterCollector{st: opts.Store, log: h.log}); err != nil {
 		return nil, err
 	}
@@ -156,6 +167,7 @@ func Handler(opts Options) (http.Handler, error) {
 	}
 	guarded := h.guard.wrap(mux)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		capBody(w, r)
 		rw := &statusWriter{ResponseWriter: w, code: http.StatusOK}
 		guarded.ServeHTTP(rw, r)
 		// The mux sets the matched pattern on r; unmatched paths share one label, so a

@@ -34,12 +34,13 @@ type ServeProcess struct {
 	// Dir is the flows directory; Flows is how its files are parsed (Registry required).
 	Dir   string
 	Flows flows.Options
-	// Listen is the HTTP address (port 0 picks one); Token, StoreName and CookieSecure
-	// are the web UI's (Options).
-	Listen       string
-	Token        string
-	StoreName    string
-	CookieSecure bool
+	// Listen is the HTTP address (port 0 picks one); Token, StoreName, CookieSecure and
+	// MetricsPublic are the web UI's (Options).
+	Listen        string
+	Token         string
+	StoreName     string
+	CookieSecure  bool
+	MetricsPublic bool
 	// Grace is the stop's budget (budgetFor); required above 0.
 	Grace time.Duration
 	// Instance names this instance in the fires it claims (schedule.Options).
@@ -85,7 +86,7 @@ func (p *ServeProcess) setup(ctx context.Context, reg *prometheus.Registry, read
 		return nil, err
 	}
 	h, err := Handler(Options{Store: p.Backend, Flows: sched, Registry: reg, Ready: ready, Logger: log, Catalog: catalog,
-		Launcher: launcher, Token: p.Token, StoreName: p.StoreName, CookieSecure: p.CookieSecure})
+		Launcher: launcher, Token: p.Token, StoreName: p.StoreName, CookieSecure: p.CookieSecure, MetricsPublic: p.MetricsPublic})
 	if err != nil {
 		return nil, err
 	}

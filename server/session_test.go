@@ -1,10 +1,12 @@
 package server_test
 
 import (
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -146,5 +148,154 @@ func TestLoginSessionCookie(t *testing.T) {
 	time.Sleep(2 * time.Second)
 	if code, _, _ := short.do("GET", "/api/runs", "", "Cookie", cookie); code != http.StatusUnauthorized {
 		t.Errorf("an ended session: %d, want 401", code)
+	}
+}
+
+// fakeClock is a server's clock (Options.Now) that the test moves.
+type fakeClock struct{ ns atomic.Int64 }
+
+func newFakeClock() *fakeClock {
+	c := &fakeClock{}
+	c.ns.Store(time.Now().UnixNano())
+	return c
+}
+
+func (c *fakeClock) Now() time.Time      { return time.Unix(0, c.ns.Load()) }
+func (c *fakeClock) Add(d time.Duration) { c.ns.Add(int64(d)) }
+
+// metric is the value of the series named series (with its labels, as exposed) on
+// /metrics, read with the token from the client address from.
+func (u *ui) metric(from, token, series string) string {
+	u.t.Helper()
+	code, body, _ := u.doFrom(from, "GET", "/metrics", "", "Authorization", "Bearer "+token)
+	if code != http.StatusOK {
+		u.t.Fatalf("GET /metrics: %d %s", code, body)
+	}
+	for line := range strings.Lines(body) {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), series+" "); ok {
+			return v
+		}
+	}
+	return "absent"
+}
+
+// TestSigninThrottle: 300 wrong Bearer tokens from one client in a burst: the first 5 are
+// checked and answered 401, each logged; the 5th throttles the client, logged once; the
+// 295 others are answered 429 with Retry-After, unchecked and unlogged. No log line holds
+// a token. Another client is not affected; the throttled one still gets in with its
+// session cookie, and with the token once the minute has passed.
+func TestSigninThrottle(t *testing.T) {
+	const token = "s3cret-token-of-24-chars"
+	clock := newFakeClock()
+	u := newUI(t, uiOptions{token: token, now: clock.Now})
+	cookie, _ := u.signIn(token)
+
+	codes := map[int]int{}
+	for i := range 300 {
+		code, body, h := u.do("GET", "/api/runs", "", "Authorization", fmt.Sprintf("Bearer wrong-guess-%03d-of-the-token", i))
+		codes[code]++
+		if code == http.StatusTooManyRequests && (h.Get("Retry-After") != "60" || !strings.Contains(body, "too many failed sign-ins")) {
+			t.Fatalf("guess %d: 429 with Retry-After %q, want 60 (the clock stands still):\n%s", i, h.Get("Retry-After"), body)
+		}
+		if want := http.StatusUnauthorized; i < 5 && code != want {
+			t.Fatalf("guess %d: %d, want %d", i, code, want)
+		}
+	}
+	if codes[http.StatusUnauthorized] != 5 || codes[http.StatusTooManyRequests] != 295 || len(codes) != 2 {
+		t.Errorf("300 wrong tokens answered %v, want 5 401 and 295 429", codes)
+	}
+	lines := u.logs.matching("sign-in")
+	failed := u.logs.matching(`msg="failed sign-in" client=127.0.0.1 method=GET path=/api/runs credential=bearer`)
+	throttled := u.logs.matching(`client 127.0.0.1 throttled for 60 s after 5 failed sign-ins`)
+	if len(lines) != 6 || len(failed) != 5 || len(throttled) != 1 {
+		t.Errorf("the log has %d lines about sign-ins (%d failures, %d throttled), want 6 (5, 1):\n%s",
+			len(lines), len(failed), len(throttled), strings.Join(lines, "\n"))
+	}
+	for _, line := range lines {
+		if strings.Contains(line, "wrong-guess") || strings.Contains(line, token) {
+			t.Errorf("a log line holds a token: %s", line)
+		}
+	}
+	// Another client (another loopback address) is not throttled: it reads the counts.
+	if got := u.metric("127.0.0.2", token, `geoflow_ui_signin_failures_total{kind="bearer"}`); got != "5" {
+		t.Errorf("bearer failures on /metrics: %s, want 5", got)
+	}
+	if got := u.metric("127.0.0.2", token, "geoflow_ui_signin_throttled_total"); got != "295" {
+		t.Errorf("throttled sign-ins on /metrics: %s, want 295", got)
+	}
+
+	// The throttled client: its genuine session cookie passes; its token, even the right
+	// one, is not checked, on the API or on /login.
+	if code, _, _ := u.do("GET", "/api/runs", "", "Cookie", cookie); code != http.StatusOK {
+		t.Errorf("the session cookie of a throttled client: %d, want 200", code)
+	}
+	if code, _, h := u.do("GET", "/api/runs", "", "Authorization", "Bearer "+token); code != http.StatusTooManyRequests || h.Get("Retry-After") != "60" {
+		t.Errorf("the right token from a throttled client: %d (Retry-After %q), want 429", code, h.Get("Retry-After"))
+	}
+	if code, body, h := u.postLogin(token, "/"); code != http.StatusTooManyRequests || h.Get("Retry-After") != "60" ||
+		!strings.Contains(body, "Too many failed sign-ins from this address: try again in 60 s.") || h.Get("Set-Cookie") != "" {
+		t.Errorf("sign-in on /login by a throttled client: %d (Retry-After %q, Set-Cookie %q):\n%s", code, h.Get("Retry-After"), h.Get("Set-Cookie"), body)
+	}
+	if n := len(u.logs.matching("sign-in")); n != 6 {
+		t.Errorf("refusals were logged: %d lines about sign-ins, want still 6", n)
+	}
+
+	// Retry-After counts down with the clock; once the minute has passed the token works.
+	clock.Add(45 * time.Second)
+	if _, _, h := u.do("GET", "/api/runs", "", "Authorization", "Bearer "+token); h.Get("Retry-After") != "15" {
+		t.Errorf("45 s later: Retry-After %q, want 15", h.Get("Retry-After"))
+	}
+	clock.Add(15 * time.Second)
+	if code, _, _ := u.do("GET", "/api/runs", "", "Authorization", "Bearer "+token); code != http.StatusOK {
+		t.Errorf("the token a minute after the failures: %d, want 200", code)
+	}
+	if code, _, _ := u.do("GET", "/api/runs", "", "Authorization", "Bearer wrong-guess-after-the-minute"); code != http.StatusUnauthorized {
+		t.Errorf("a wrong token a minute after: %d, want 401 (checked again)", code)
+	}
+}
+
+// TestSigninFailureKinds: a wrong token on /login and a forged session cookie are failed
+// sign-ins too, logged by kind without their value; a request without any credential,
+// and a genuine session cookie past its end, are not. A cookie that opens nothing is
+// removed from the browser.
+func TestSigninFailureKinds(t *testing.T) {
+	const token = "s3cret-token-of-24-chars"
+	clock := newFakeClock()
+	u := newUI(t, uiOptions{token: token, now: clock.Now})
+	cookie, _ := u.signIn(token)
+	end, mac, _ := strings.Cut(strings.TrimPrefix(cookie, "geoflow_session="), ".")
+	forged := "geoflow_session=" + end + "." + strings.Repeat("0", len(mac))
+
+	if code, _, _ := u.do("GET", "/api/runs", ""); code != http.StatusUnauthorized {
+		t.Errorf("no credential: %d, want 401", code)
+	}
+	if code, _, _ := u.postLogin("wrong-login-typed-in-the-form", "/"); code != http.StatusUnauthorized {
+		t.Errorf("a wrong token on /login: %d, want 401", code)
+	}
+	code, _, h := u.do("GET", "/runs", "", "Cookie", forged)
+	if code != http.StatusSeeOther || !strings.Contains(h.Get("Set-Cookie"), "Max-Age=0") {
+		t.Errorf("a forged cookie on a page: %d, Set-Cookie %q: want the way to /login, and the cookie removed", code, h.Get("Set-Cookie"))
+	}
+	clock.Add(13 * time.Hour) // the session lasts 12
+	code, _, h = u.do("GET", "/api/runs", "", "Cookie", cookie)
+	if code != http.StatusUnauthorized || !strings.Contains(h.Get("Set-Cookie"), "Max-Age=0") {
+		t.Errorf("an ended session: %d, Set-Cookie %q: want 401, and the cookie removed", code, h.Get("Set-Cookie"))
+	}
+
+	want := map[string]string{"bearer": "0", "login": "1", "cookie": "1"}
+	for kind, n := range want {
+		if got := u.metric("", token, `geoflow_ui_signin_failures_total{kind="`+kind+`"}`); got != n {
+			t.Errorf("failures by %s: %s, want %s", kind, got, n)
+		}
+	}
+	lines := u.logs.matching(`msg="failed sign-in"`)
+	if len(lines) != 2 || !strings.Contains(lines[0], "method=POST path=/login credential=login") ||
+		!strings.Contains(lines[1], "method=GET path=/runs credential=cookie") {
+		t.Errorf("failed sign-ins logged:\n%s\nwant the /login one and the forged cookie's", strings.Join(lines, "\n"))
+	}
+	for _, line := range u.logs.matching("sign-in") {
+		if strings.Contains(line, "wrong-login") || strings.Contains(line, mac[:16]) || strings.Contains(line, end) {
+			t.Errorf("a log line holds a credential: %s", line)
+		}
 	}
 }

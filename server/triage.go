@@ -57,7 +57,7 @@ func (h *handler) replay(w http.ResponseWriter, r *http.Request) {
 	}
 	var t triageRequest
 	if err := decode(r, &t); err != nil {
-		h.fail(w, r, http.StatusBadRequest, err)
+		h.fail(w, r, bodyStatus(err), err)
 		return
 	}
 	sel, err := t.selection()
@@ -127,7 +127,7 @@ func (h *handler) discard(w http.ResponseWriter, r *http.Request) {
 	}
 	var t triageRequest
 	if err := decode(r, &t); err != nil {
-		h.fail(w, r, http.StatusBadRequest, err)
+		h.fail(w, r, bodyStatus(err), err)
 		return
 	}
 	if t.Wait {

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -261,18 +260,37 @@ func (h *handler) deadLetter(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, e)
 }
 
-// decode reads a JSON body of at most 1 MiB into v, refusing unknown fields: a typo in
-// a field name must not run something else than was asked for.
+// decode reads a JSON body into v, refusing unknown fields: a typo in a field name must
+// not run something else than was asked for. The guard caps the body at maxBody: a
+// larger one fails with an error that says so, and that bodyStatus answers 413.
 func decode(r *http.Request, v any) error {
-	dec := json.NewDecoder(io.LimitReader(r.Body, 1<<20))
+	dec := json.NewDecoder(r.Body)
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return fmt.Errorf("reading the request's JSON body: %w", err)
+		return bodyError(fmt.Errorf("reading the request's JSON body: %w", err))
 	}
 	if dec.More() {
 		return errors.New("reading the request's JSON body: more than one JSON value")
 	}
 	return nil
+}
+
+// bodyError is err, a failure to read a request's body, saying so first when the body
+// was over maxBody: "unexpected EOF" would send the client looking for a network fault.
+func bodyError(err error) error {
+	if _, tooBig := errors.AsType[*http.MaxBytesError](err); tooBig {
+		return fmt.Errorf("request body over %s: %w", maxBodyText, err)
+	}
+	return err
+}
+
+// bodyStatus is the status of an answer to a request whose body could not be read
+// (decode's err): 413 when it was over maxBody, else 400.
+func bodyStatus(err error) int {
+	if _, tooBig := errors.AsType[*http.MaxBytesError](err); tooBig {
+		return http.StatusRequestEntityTooLarge
+	}
+	return http.StatusBadRequest
 }
 
 // runRequest is the body of POST /api/runs; the fields are named as geoflow run's flags.
@@ -333,7 +351,7 @@ func (h *handler) startRun(w http.ResponseWriter, r *http.Request) {
 	}
 	var rq runRequest
 	if err := decode(r, &rq); err != nil {
-		h.fail(w, r, http.StatusBadRequest, err)
+		h.fail(w, r, bodyStatus(err), err)
 		return
 	}
 	if rq.Flow == "" {

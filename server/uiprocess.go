@@ -30,13 +30,14 @@ type UIProcess struct {
 	// parsed (Registry required).
 	Dir   string
 	Flows flows.Options
-	// Listen is the HTTP address (port 0 picks one); Token, StoreName, CookieSecure and
-	// ReadOnly are the web UI's (Options).
-	Listen       string
-	Token        string
-	StoreName    string
-	CookieSecure bool
-	ReadOnly     bool
+	// Listen is the HTTP address (port 0 picks one); Token, StoreName, CookieSecure,
+	// MetricsPublic and ReadOnly are the web UI's (Options).
+	Listen        string
+	Token         string
+	StoreName     string
+	CookieSecure  bool
+	MetricsPublic bool
+	ReadOnly      bool
 	// Grace is the stop's budget (budgetFor); required above 0.
 	Grace time.Duration
 	// Pacing is the pacing of hosts the store shares between processes (retry.Options.Shared);
@@ -61,7 +62,7 @@ func (noSchedule) Flows(int) []schedule.FlowInfo { return []schedule.FlowInfo{} 
 func (p *UIProcess) setup(ctx context.Context, reg *prometheus.Registry, _ *atomic.Bool) (*parts, error) {
 	log := cmp.Or(p.Logger, slog.Default())
 	opts := Options{Store: p.Backend, Flows: noSchedule{}, Registry: reg, Logger: log, Token: p.Token, StoreName: p.StoreName,
-		ReadOnly: p.ReadOnly, CookieSecure: p.CookieSecure}
+		ReadOnly: p.ReadOnly, CookieSecure: p.CookieSecure, MetricsPublic: p.MetricsPublic}
 	if fi, err := os.Stat(p.Dir); err == nil && fi.IsDir() {
 		opts.Catalog = &Catalog{Dir: p.Dir, Options: p.Flows}
 		if !p.ReadOnly {

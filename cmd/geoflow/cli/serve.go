@@ -20,7 +20,9 @@ type serveFlags struct {
 	instance string
 	// cookieSecure: the UI is reached over HTTPS through a proxy (server.Options.CookieSecure).
 	cookieSecure bool
-	distributed  bool
+	// metricsPublic: /metrics answers without the token (server.Options.MetricsPublic).
+	metricsPublic bool
+	distributed   bool
 }
 
 func newServeCmd(g *globals) *cobra.Command {
@@ -36,7 +38,8 @@ func newServeCmd(g *globals) *cobra.Command {
 			"finish is recorded interrupted (continue it with geoflow run FLOW --resume).\n\n" +
 			"HTTP on --listen: the web UI at / (runs, units and dead letters on a map; draw a box to rerun an\n" +
 			"area), its JSON API under /api/, /metrics, /healthz and /readyz. --listen beyond loopback needs\n" +
-			"--token (or GEOFLOW_UI_TOKEN); see geoflow ui.\n\n" +
+			"--token (or GEOFLOW_UI_TOKEN), which /metrics then asks for too unless --metrics-public; see\n" +
+			"geoflow ui.\n\n" +
 			"Exit codes: 0 after a clean shutdown; 1 error (no database, --flows unreadable, --listen taken).",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -50,6 +53,7 @@ func newServeCmd(g *globals) *cobra.Command {
 	f.DurationVar(&sf.grace, "grace", 30*time.Second, "on SIGTERM/SIGINT, how long runs still going may take to finish or stop")
 	f.StringVar(&sf.instance, "instance", "", "name of this instance in the fires it claims (default hostname:pid)")
 	f.BoolVar(&sf.cookieSecure, "cookie-secure", false, "send the sign-in cookie over HTTPS only: set it when a TLS proxy serves the UI")
+	f.BoolVar(&sf.metricsPublic, "metrics-public", false, "serve /metrics without --token; by default a scraper sends it as Authorization: Bearer TOKEN (Prometheus: authorization: {credentials: TOKEN})")
 	f.BoolVar(&sf.distributed, "distributed", false, "hand every run's units (scheduled, and started from the UI) to the pool of geoflow worker processes on the database (PostgreSQL only), as a flow's distributed: true does")
 	return cmd
 }
@@ -86,7 +90,7 @@ func runServe(ctx context.Context, g *globals, sf serveFlags) error {
 		return fmt.Errorf("migrating the database: %w", err)
 	}
 	err = server.Run(ctx, &server.ServeProcess{Backend: st, Fires: st, Engine: stores(st), Dir: sf.dir, Flows: g.flowOptions(registry()),
-		Listen: sf.listen, Token: token, StoreName: g.storeName(), CookieSecure: sf.cookieSecure,
+		Listen: sf.listen, Token: token, StoreName: g.storeName(), CookieSecure: sf.cookieSecure, MetricsPublic: sf.metricsPublic,
 		Grace: sf.grace, Instance: sf.instance, Distributed: sf.distributed, Pacing: sharedPacing(st), Logger: log})
 	if err != nil {
 		return err

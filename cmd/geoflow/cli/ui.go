@@ -21,6 +21,8 @@ type uiFlags struct {
 	grace    time.Duration
 	// cookieSecure: the UI is reached over HTTPS through a proxy (server.Options.CookieSecure).
 	cookieSecure bool
+	// metricsPublic: /metrics answers without the token (server.Options.MetricsPublic).
+	metricsPublic bool
 }
 
 func newUICmd(g *globals) *cobra.Command {
@@ -34,7 +36,9 @@ func newUICmd(g *globals) *cobra.Command {
 			"area. geoflow serve serves the same pages alongside its scheduler.\n\n" +
 			"Safe by default: it listens on 127.0.0.1 and answers to loopback host names only. --listen beyond\n" +
 			"loopback needs --token (or GEOFLOW_UI_TOKEN): requests then carry it (Authorization: Bearer TOKEN,\n" +
-			"or the cookie of /login). Requests that change anything must come from the UI's own pages.\n\n" +
+			"or the cookie of /login), /metrics too unless --metrics-public. Requests that change anything must\n" +
+			"come from the UI's own pages. A client that fails to sign in 5 times within a minute is answered\n" +
+			"429 until the minute has passed; each failure is logged. Request bodies over 1 MiB are refused (413).\n\n" +
 			"Exit codes: 0 after SIGINT/SIGTERM; 1 error (no store, --listen taken, no --token for a public --listen).",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -48,6 +52,7 @@ func newUICmd(g *globals) *cobra.Command {
 	f.BoolVar(&uf.readOnly, "read-only", false, "only look: start no runs, replays or discards")
 	f.DurationVar(&uf.grace, "grace", 30*time.Second, "on SIGTERM/SIGINT, how long runs started from the UI may take to stop")
 	f.BoolVar(&uf.cookieSecure, "cookie-secure", false, "send the sign-in cookie over HTTPS only: set it when a TLS proxy serves the UI")
+	f.BoolVar(&uf.metricsPublic, "metrics-public", false, "serve /metrics without --token; by default a scraper sends it as Authorization: Bearer TOKEN (Prometheus: authorization: {credentials: TOKEN})")
 	return cmd
 }
 
@@ -88,6 +93,6 @@ func runUI(ctx context.Context, g *globals, uf uiFlags) error {
 		return err
 	}
 	return server.Run(ctx, &server.UIProcess{Backend: st, Engine: stores(st), Dir: uf.dir, Flows: g.flowOptions(registry()),
-		Listen: uf.listen, Token: token, StoreName: g.storeName(), CookieSecure: uf.cookieSecure, ReadOnly: uf.readOnly,
+		Listen: uf.listen, Token: token, StoreName: g.storeName(), CookieSecure: uf.cookieSecure, MetricsPublic: uf.metricsPublic, ReadOnly: uf.readOnly,
 		Grace: uf.grace, Pacing: sharedPacing(st), Logger: log})
 }

@@ -107,6 +107,12 @@ tasks:
 	if code, _ := call("POST", "/api/runs", `{"flow":"parcels"}`, false); code != http.StatusUnauthorized {
 		t.Errorf("POST /api/runs without the token: %d", code)
 	}
+	if code, _ := call("GET", "/metrics", "", false); code != http.StatusUnauthorized {
+		t.Errorf("GET /metrics without the token: %d, want 401", code)
+	}
+	if code, body := call("GET", "/metrics", "", true); code != http.StatusOK || !strings.Contains(body, "geoflow_ui_signin_failures_total") {
+		t.Errorf("GET /metrics with the token: %d\n%.300s", code, body)
+	}
 	code, body := call("POST", "/api/runs", `{"flow":"parcels"}`, true)
 	if code != http.StatusAccepted || !strings.Contains(body, `"run_id": 1`) {
 		t.Fatalf("POST /api/runs: %d %s", code, body)
@@ -140,6 +146,43 @@ tasks:
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("geoflow ui did not stop")
+	}
+}
+
+// TestMetricsPublicFlag: geoflow ui and geoflow serve with a token ask a scraper for it
+// on /metrics, unless --metrics-public.
+func TestMetricsPublicFlag(t *testing.T) {
+	const token = "a-token-of-twenty-chars"
+	t.Setenv("GEOFLOW_UI_TOKEN", token)
+	gpkg := filepath.Join(t.TempDir(), "metrics.gpkg")
+	if code, _, errs := geoflow(t, nil, "--database", gpkg, "migrate", "up"); code != 0 {
+		t.Fatal(errs)
+	}
+	tests := []struct {
+		name string
+		args []string
+		code int
+	}{
+		{"ui", []string{"ui"}, http.StatusUnauthorized},
+		{"ui --metrics-public", []string{"ui", "--metrics-public"}, http.StatusOK},
+		{"serve", []string{"serve"}, http.StatusUnauthorized},
+		{"serve --metrics-public", []string{"serve", "--metrics-public"}, http.StatusOK},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			args := append([]string{"--database", gpkg}, tt.args...)
+			base, _, done := startUI(t, ctx, append(args, "--flows", t.TempDir(), "--listen", "127.0.0.1:0")...)
+			if code, body := uiCall(t, base, "GET", "/metrics", "", ""); code != tt.code {
+				t.Errorf("GET /metrics without the token: %d, want %d\n%.300s", code, tt.code, body)
+			}
+			if code, _ := uiCall(t, base, "GET", "/metrics", "", token); code != http.StatusOK {
+				t.Errorf("GET /metrics with the token: %d", code)
+			}
+			cancel()
+			<-done
+		})
 	}
 }
 
