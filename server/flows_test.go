@@ -1,10 +1,16 @@
 package server_test
 
 import (
+	"context"
+	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/geoflow/geoflow/dlq"
+	"github.com/geoflow/geoflow/store"
 )
 
 // TestPagesMaskFlowSecrets: a flow that does not validate may quote a value the
@@ -40,6 +46,36 @@ tasks:
 		}
 		if !strings.Contains(text, "not an http(s) URL") || !strings.Contains(text, "ftp://gis.example/REDACTED/wfs") {
 			t.Errorf("the %s does not show the problem, masked:\n%s", what, text)
+		}
+	}
+}
+
+// TestAnswersMaskSecretsTheStoreHeld: a dead letter written before a secret was known
+// (or by an older geoflow) holds it percent-encoded; the API and the pages mask it with
+// the flows' secrets before they answer.
+func TestAnswersMaskSecretsTheStoreHeld(t *testing.T) {
+	const key = "k&y/SECRET+FFFF6666=x y"
+	u := newUI(t, uiOptions{})
+	u.secrets.Add(key)
+	ctx := context.Background()
+	run, err := u.db.StartRun(ctx, store.RunStart{Flow: "parcels"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer run.Close()
+	e := dlq.Entry{Flow: "parcels", Task: "parcels", RunID: run.ID, Unit: "q.1", Class: dlq.ClassHTTP4xx, HTTPStatus: 400, Attempts: 1,
+		Request: dlq.Request{Method: "GET", URL: "https://wfs.example/wfs?map=" + url.QueryEscape(key)},
+		Error:   "HTTP 400: unknown map " + url.PathEscape(key), Snippet: `{"error":"bad map k\u0026y/SECRET+FFFF6666=x y"}`}
+	if _, err := u.db.RecordDeadLetter(ctx, store.UnitRef{RunID: run.ID, TaskID: "parcels", Key: "q.1"}, e); err != nil {
+		t.Fatal(err)
+	}
+	if n := u.count(`SELECT count(*) FROM geoflow_dlq WHERE geoflow_dlq::text LIKE '%FFFF6666%'`); n != 1 {
+		t.Fatalf("the dead letter holds the key %d times, want it there for the test", n)
+	}
+	for _, path := range []string{"/api/dlq", "/dlq", "/api/dlq/1", "/runs/" + strconv.FormatInt(run.ID, 10)} {
+		code, body, _ := u.do("GET", path, "")
+		if code != 200 || strings.Contains(body, "FFFF6666") {
+			t.Errorf("GET %s: %d, shows the key:\n%s", path, code, body)
 		}
 	}
 }

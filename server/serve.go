@@ -18,7 +18,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/geoflow/geoflow/internal/redact"
 	"github.com/geoflow/geoflow/schedule"
@@ -147,7 +146,7 @@ func Handler(opts Options) (http.Handler, error) {
 		}
 	}
 	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", promhttp.HandlerFor(opts.Registry, promhttp.HandlerOpts{Registry: opts.Registry}))
+	mux.Handle("GET /metrics", metricsHandlerFor(opts.Registry, h.secrets()))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
@@ -165,7 +164,7 @@ func Handler(opts Options) (http.Handler, error) {
 	if err := opts.Registry.Register(requests); err != nil {
 		return nil, err
 	}
-	guarded := h.guard.wrap(mux)
+	guarded := h.guard.wrap(maskAnswers(h.secrets(), mux))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		capBody(w, r)
 		rw := &statusWriter{ResponseWriter: w, code: http.StatusOK}

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/geoflow/geoflow/flows/engine"
 	"github.com/geoflow/geoflow/internal/redact"
@@ -69,7 +68,7 @@ func (p *WorkerProcess) setup(_ context.Context, reg *prometheus.Registry, _ *at
 	cfg := store.WorkConfig{ID: p.ID, Hostname: p.Hostname, Version: p.Version, Concurrency: p.Concurrency,
 		Grace: budgetFor(workerKind, p.Grace).units, RescueAfter: p.RescueAfter, Stats: w.Stats, Logger: log.With("worker", p.ID)}
 	return &parts{
-		handler: metricsHandler(reg),
+		handler: metricsHandler(reg, p.Secrets),
 		loop: func(ctx context.Context) error {
 			log.Info("worker started", "worker", p.ID, "concurrency", p.Concurrency, "rescue_after", p.RescueAfter, "database", p.Database)
 			err := p.Engine.Queue.Work(ctx, cfg, w.Execute)
@@ -80,10 +79,10 @@ func (p *WorkerProcess) setup(_ context.Context, reg *prometheus.Registry, _ *at
 	}, nil
 }
 
-// metricsHandler serves a worker's /metrics and /healthz.
-func metricsHandler(reg *prometheus.Registry) http.Handler {
+// metricsHandler serves a worker's /metrics, with the flows' secrets masked, and /healthz.
+func metricsHandler(reg *prometheus.Registry, secrets *redact.Set) http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	mux.Handle("GET /metrics", metricsHandlerFor(reg, secrets))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
 	return mux
 }
