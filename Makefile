@@ -84,6 +84,11 @@ bench-ratelimit: build
 	$(POSTGIS) run --env GEOFLOW_DATABASE_URL -- $(GO) run ./bench/sharedquota -geoflow bin/geoflow -features 100000 -quota 5
 	$(POSTGIS) run --env GEOFLOW_DATABASE_URL -- $(GO) run ./bench/sharedquota -geoflow bin/geoflow -features 100000 -quota 5 -kill 12s -modes shared
 
+## bench-signin: 300 wrong tokens sent to geoflow ui --token as fast as one client can: the answers, the log lines, then a 4 MB body and /metrics without the token
+.PHONY: bench-signin
+bench-signin: build
+	$(GO) run ./bench/signin -geoflow $(BIN)
+
 ## bench-pool: distributed runs on a pool of geoflow worker processes: 3 workers vs a local run (100,000 features), one SIGKILLed, a quota-limited host, scaling 1-3 workers against 200 ms answers
 .PHONY: bench-pool
 bench-pool: build
