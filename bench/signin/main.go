@@ -82,6 +82,7 @@ func run(bin string, attempts int) error {
 	for _, l := range firstLast(logged) {
 		fmt.Println("  log:", l)
 	}
+	fmt.Printf("  /metrics afterwards, from another client: %s\n", signinCounters(base))
 	fmt.Printf("  POST /api/runs with a 4 MB body: %s\n", body)
 	fmt.Printf("  GET /metrics without the token: %s\n", noToken)
 	fmt.Printf("  GET /metrics with the token: %s\n", withToken)
@@ -202,3 +203,28 @@ func (l *lines) all() []string {
 func (l *lines) count() int { return len(l.all()) }
 
 func (l *lines) since(n int) []string { return l.all()[n:] }
+
+// signinCounters reads the sign-in series of /metrics as another client (127.0.0.2: the
+// guessing one is throttled, its right token too).
+func signinCounters(base string) string {
+	dialer := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP("127.0.0.2")}}
+	client := &http.Client{Transport: &http.Transport{DialContext: dialer.DialContext}}
+	req, _ := http.NewRequest("GET", base+"/metrics", nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := client.Do(req)
+	if err != nil {
+		return err.Error()
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	var out []string
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(l, "geoflow_ui_signin") {
+			out = append(out, l)
+		}
+	}
+	if len(out) == 0 {
+		return fmt.Sprintf("%d, no sign-in series", resp.StatusCode)
+	}
+	return strings.Join(out, "; ")
+}
