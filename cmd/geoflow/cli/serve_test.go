@@ -215,11 +215,14 @@ func TestServeStopsOnCancel(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan int, 1)
-	var out, errb strings.Builder
+	var out, errb lockedBuffer
 	go func() {
 		done <- cli.Main(ctx, []string{"--database", db, "serve", "--flows", dir, "--listen", "127.0.0.1:0"}, &out, &errb)
 	}()
-	time.Sleep(time.Second)
+	// Cancelled once it serves: a loaded machine may take more than a second to migrate.
+	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(errb.String(), "msg=serving") && time.Now().Before(deadline); {
+		time.Sleep(50 * time.Millisecond)
+	}
 	cancel()
 	select {
 	case code := <-done:
