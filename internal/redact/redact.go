@@ -75,13 +75,6 @@ func sensitiveName(name string) bool {
 // keyword are not).
 func SensitiveName(name string) bool { return sensitiveName(name) }
 
-// Tokens returns s with each secret (of minSecret characters or more), in each of its
-// Forms, masked where it stands as a token of its own; unlike String it masks nothing by
-// position, so ordinary text ("unexpected token while") stays as it is.
-func Tokens(s string, secrets ...string) string {
-	return maskForms(s, Forms(secrets...))
-}
-
 // maskForms masks each of forms (longest first, as Forms gives them) where it stands as
 // a token of its own.
 func maskForms(s string, forms []string) string {

@@ -62,7 +62,7 @@ func (s *Set) empty() bool {
 	return len(s.vals) == 0
 }
 
-// tokens masks the set's values in x in each of their forms (Tokens), and nothing by
+// tokens masks the set's values in x in each of their forms (Forms), and nothing by
 // position.
 func (s *Set) tokens(x string) string {
 	if s == nil {
