@@ -104,8 +104,8 @@ type Result struct {
 	StoreDown error
 	// Memory is what the run's memory budget saw: its peak, the waits for it.
 	Memory tasks.MemoryStats
-	// Process names this process in the run's records (RunOptions.Process); the
-	// Summary's hosts split by process name it too.
+	// Process names this process in the run's records (RunOptions.Process), and so
+	// among the processes the Summary's hosts are split by.
 	Process string
 }
 
