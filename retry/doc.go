@@ -20,6 +20,11 @@
 // classes of class.go. A fault of where output goes (a dlq.Classed error of a
 // sink class, from a read callback) is never the host's: Do returns it at once.
 //
+// A Tally (count.go) carried in a request's context counts what its requests asked of
+// each host (requests, retries, 429s, waits, breaker openings): the runner gives each
+// unit its own, so one Handler shared by concurrent units still tells their figures
+// apart.
+//
 // All waits end at once when the context is cancelled, and all time comes
 // from an injectable Clock so tests never sleep.
 package retry

@@ -71,7 +71,7 @@ func (h *Handler) waitGate(ctx context.Context, hs *host, p Policy) error {
 		h.m.throttled.WithLabelValues(hs.key, "retry_after").Inc()
 		d := min(g.until.Sub(now)+spread, p.MaxServerDelay)
 		h.m.waited.WithLabelValues(hs.key, "retry_after").Add(d.Seconds())
-		if err := sleep(ctx, h.clock, d); err != nil {
+		if err := h.wait(ctx, hs.key, d); err != nil {
 			return err
 		}
 	}

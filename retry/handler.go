@@ -162,37 +162,8 @@ type host struct {
 	breaker breaker     // holds every request while the host is down
 	clock   serverClock // the host's clock against ours, from Date headers
 	phase   windowPhase // its fixed windows' ends on our clock, from send times
-	stats   HostStats   // what was asked of the host, for Hosts
 	// queued counts the requests waiting for a slot or their pace, for Backlog.
 	queued atomic.Int64
-}
-
-// HostStats is what one host was asked and how it went, as Hosts reports it.
-type HostStats struct {
-	Host          string // scheme://host:port
-	Attempts      int64  // requests sent, retries included
-	Retries       int64
-	BreakerOpened int64 // times the circuit breaker opened
-}
-
-// Hosts reports every host the Handler has sent requests to, in no fixed order. It is
-// safe to call while requests are going.
-func (h *Handler) Hosts() []HostStats {
-	h.mu.Lock()
-	hosts := make([]*host, 0, len(h.hosts))
-	for _, hs := range h.hosts {
-		hosts = append(hosts, hs)
-	}
-	h.mu.Unlock()
-	out := make([]HostStats, 0, len(hosts))
-	for _, hs := range hosts {
-		hs.mu.Lock()
-		st := hs.stats
-		st.Host, st.BreakerOpened = hs.key, int64(hs.breaker.opened)
-		hs.mu.Unlock()
-		out = append(out, st)
-	}
-	return out
 }
 
 func (h *Handler) host(key string, rl RateLimit) *host {
@@ -285,7 +256,7 @@ func (h *Handler) Do(ctx context.Context, r Request, read func(*http.Response) e
 		if err != nil {
 			return err
 		}
-		if err := sleep(ctx, h.clock, delay); err != nil {
+		if err := h.wait(ctx, hs.key, delay); err != nil {
 			return h.canceled(err, u.method, u.url, attempt)
 		}
 	}
@@ -329,7 +300,7 @@ func (h *Handler) waitBreaker(ctx context.Context, r Request, hs *host, p Policy
 		u.waited = true
 		h.log.InfoContext(ctx, "waiting for the host's circuit breaker to let requests through", "unit", r.Unit, "host", hs.key, "wait", wait.Round(time.Millisecond))
 	}
-	if err := sleep(ctx, h.clock, wait); err != nil {
+	if err := h.wait(ctx, hs.key, wait); err != nil {
 		return h.canceled(err, u.method, u.url, attempts)
 	}
 	return nil
@@ -358,9 +329,7 @@ func (h *Handler) backOff(ctx context.Context, r Request, hs *host, p Policy, u 
 		return 0, failure(last, attempt, u.method, u.url, "retry budget of host "+hs.key+" exhausted, not retried")
 	}
 	u.paid += cost
-	hs.mu.Lock()
-	hs.stats.Retries++
-	hs.mu.Unlock()
+	TallyOf(ctx).add(hs.key, func(s *HostStats) { s.Retries++ })
 	h.m.retries.WithLabelValues(hs.key, string(last.class)).Inc()
 	h.m.backoff.WithLabelValues(hs.key).Observe(delay.Seconds())
 	h.log.InfoContext(ctx, "retrying", "unit", r.Unit, "host", hs.key, "attempt", attempt+1,
@@ -436,12 +405,10 @@ func (h *Handler) attempt(ctx context.Context, hs *host, req *http.Request, r Re
 	}
 
 	sent := h.clock.Now()
-	countRequest(ctx)
 	o, hn := h.send(ctx, hs, req, r, read, secrets)
 
 	now = h.clock.Now()
 	hs.mu.Lock()
-	hs.stats.Attempts++
 	hs.pacer.observe(now, sent, o.class, o.status != 0 && !o.canceled, hn, seq)
 	hs.serverDelay(now, &o, hn, p, h.jitter.float64)
 	sharePause := hs.isShared && o.class == dlq.ClassRateLimited && o.hasHint && o.hint > 0
@@ -459,6 +426,7 @@ func (h *Handler) attempt(ctx context.Context, hs *host, req *http.Request, r Re
 	state = hs.breaker.state
 	justOpened := hs.breaker.opened > opened
 	hs.mu.Unlock()
+	TallyOf(ctx).add(hs.key, func(s *HostStats) { s.count(o.status, justOpened) })
 	if sharePause {
 		h.sharePause(ctx, hs, o.hint)
 	}

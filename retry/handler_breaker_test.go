@@ -67,38 +67,39 @@ func TestDoCircuitBreaker(t *testing.T) {
 	// cool-down: it fails at once (TestDoBreakerWaitsForCooldown has the wait).
 	req := Request{Policy: Policy{MaxAttempts: 5, MaxElapsed: 10 * time.Minute}, New: get(srv.URL)}
 	noop := func(*http.Response) error { return nil }
+	ctx, tally := CountRequests(context.Background())
 
 	// A down host fails unit after unit: the first attempts of three units open it. The
 	// retries of one unit are one broken request and do not count.
-	err := h.Do(context.Background(), req, noop)
+	err := h.Do(ctx, req, noop)
 	if ClassOf(err) != dlq.ClassHTTP5xx || hits.Load() != 5 {
 		t.Fatalf("first unit: %v after %d hits, want http_5xx after all 5 attempts", err, hits.Load())
 	}
 	for range 2 {
-		_ = h.Do(context.Background(), req, noop)
+		_ = h.Do(ctx, req, noop)
 	}
 	before := hits.Load()
-	err = h.Do(context.Background(), req, noop)
+	err = h.Do(ctx, req, noop)
 	if ClassOf(err) != dlq.ClassCircuitOpen || hits.Load() != before {
 		t.Fatalf("after three failed units: %v after %d more hits, want circuit_open at once", err, hits.Load()-before)
 	}
 	clock.Advance(time.Hour)
 	healthy.Store(true)
-	if err := h.Do(context.Background(), req, noop); err != nil {
+	if err := h.Do(ctx, req, noop); err != nil {
 		t.Fatalf("half-open probe: %v", err)
 	}
-	if err := h.Do(context.Background(), req, noop); err != nil {
+	if err := h.Do(ctx, req, noop); err != nil {
 		t.Fatalf("closed again: %v", err)
 	}
 	if hits.Load() != before+2 {
 		t.Errorf("hits = %d, want %d", hits.Load(), before+2)
 	}
-	// Hosts tells what was asked of the host: the attempts that reached it, the retries
-	// (4 of each of the first two units; the third's first retry met the open breaker)
-	// and that the breaker opened once.
-	hosts := h.Hosts()
-	if len(hosts) != 1 || hosts[0].Attempts != before+2 || hosts[0].Retries != 9 || hosts[0].BreakerOpened != 1 {
-		t.Errorf("Hosts() = %+v; want %d attempts, 9 retries, opened once", hosts, before+2)
+	// The tally tells what was asked of the host: the requests that reached it, the
+	// retries (4 of each of the first two units; the third's first retry met the open
+	// breaker) and that the breaker opened once.
+	hosts := tally.Hosts()
+	if len(hosts) != 1 || hosts[0].Requests != before+2 || hosts[0].Retries != 9 || hosts[0].BreakerOpened != 1 {
+		t.Errorf("Hosts() = %+v; want %d requests, 9 retries, opened once", hosts, before+2)
 	}
 }
 
@@ -124,15 +125,16 @@ func TestDoBreakerWaitsForCooldown(t *testing.T) {
 	})
 	req := Request{Policy: Policy{MaxAttempts: 1, MaxElapsed: 5 * time.Minute}, New: get(srv.URL)}
 	noop := func(*http.Response) error { return nil }
+	ctx, tally := CountRequests(context.Background())
 	for range 2 { // two units fail: the breaker opens
-		if err := h.Do(context.Background(), req, noop); ClassOf(err) != dlq.ClassHTTP5xx {
+		if err := h.Do(ctx, req, noop); ClassOf(err) != dlq.ClassHTTP5xx {
 			t.Fatalf("unit on a down host: %v", err)
 		}
 	}
 	before := hits.Load()
 	errs := make(chan error, 3)
 	for range 3 {
-		go func() { errs <- h.Do(context.Background(), req, noop) }()
+		go func() { errs <- h.Do(ctx, req, noop) }()
 	}
 	// The three units wait for the cool-down, sending nothing.
 	for clock.Waiting() < 3 {
@@ -156,8 +158,9 @@ func TestDoBreakerWaitsForCooldown(t *testing.T) {
 	if hits.Load() != before+3 {
 		t.Errorf("%d requests after the cool-down, want 3", hits.Load()-before)
 	}
-	if hosts := h.Hosts(); hosts[0].BreakerOpened != 1 {
-		t.Errorf("breaker opened %d times, want once", hosts[0].BreakerOpened)
+	// The three units' waits for the cool-down are theirs: about 30 s each.
+	if hosts := tally.Hosts(); hosts[0].BreakerOpened != 1 || hosts[0].Waited < 90*time.Second {
+		t.Errorf("breaker opened %d times, waits %s; want once, and 3 waits of the 30 s cool-down", hosts[0].BreakerOpened, hosts[0].Waited)
 	}
 }
 

@@ -161,7 +161,7 @@ func (h *Handler) pace(ctx context.Context, hs *host, p Policy) (uint64, error) 
 		h.m.throttled.WithLabelValues(hs.key, source).Inc()
 		h.m.waited.WithLabelValues(hs.key, source).Add(wait.Seconds())
 	}
-	err := sleep(ctx, h.clock, wait)
+	err := h.wait(ctx, hs.key, wait)
 	hs.mu.Lock()
 	seq := hs.pacer.sent(h.clock.Now(), err == nil)
 	hs.mu.Unlock()

@@ -110,6 +110,39 @@ var (
 		[]string{"flow", "state"}, nil)
 )
 
+// What the requests of each flow's latest run asked of each host, summed over the processes
+// that sent them (a distributed run's workers, and the process that planned it), from the
+// run's units. The labels are the flow and the host only: the processes of a pool come and
+// go under new names (hostname-pid), and geoflow runs show has the split by process.
+var (
+	lastRunHostRequestsDesc = prometheus.NewDesc("geoflow_flow_last_run_host_requests",
+		"Requests the latest run of each flow sent to each host, retries included, by all its processes.", []string{"flow", "host"}, nil)
+	lastRunHostRetriesDesc = prometheus.NewDesc("geoflow_flow_last_run_host_retries",
+		"Retries of the latest run of each flow, by host.", []string{"flow", "host"}, nil)
+	lastRunHostThrottledDesc = prometheus.NewDesc("geoflow_flow_last_run_host_rate_limited",
+		"Answers 429 Too Many Requests the latest run of each flow got, by host.", []string{"flow", "host"}, nil)
+	lastRunHostWaitDesc = prometheus.NewDesc("geoflow_flow_last_run_host_wait_seconds",
+		"Time the requests of the latest run of each flow were held back by pacing and Retry-After or slept before retries, by host, summed over its requests.",
+		[]string{"flow", "host"}, nil)
+	lastRunHostBreakerDesc = prometheus.NewDesc("geoflow_flow_last_run_host_breaker_opened",
+		"Times the circuit breakers of a host opened in the latest run of each flow, summed over its processes (each has its own).", []string{"flow", "host"}, nil)
+)
+
+// collectHosts sends the figures of a flow's latest run per host.
+func collectHosts(ch chan<- prometheus.Metric, flow string, hosts []store.HostCount) {
+	for _, h := range hosts {
+		for d, v := range map[*prometheus.Desc]float64{
+			lastRunHostRequestsDesc:  float64(h.Requests),
+			lastRunHostRetriesDesc:   float64(h.Retries),
+			lastRunHostThrottledDesc: float64(h.RateLimited),
+			lastRunHostWaitDesc:      float64(h.WaitedMS) / 1000,
+			lastRunHostBreakerDesc:   float64(h.BreakerOpened),
+		} {
+			ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, flow, h.Host)
+		}
+	}
+}
+
 // lastRunLimit caps the runs a scrape reads to find each flow's latest.
 const lastRunLimit = 500
 
@@ -122,6 +155,11 @@ type lastRunCollector struct {
 func (c *lastRunCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- lastRunDesc
 	ch <- lastRunTasksDesc
+	ch <- lastRunHostRequestsDesc
+	ch <- lastRunHostRetriesDesc
+	ch <- lastRunHostThrottledDesc
+	ch <- lastRunHostWaitDesc
+	ch <- lastRunHostBreakerDesc
 }
 
 func (c *lastRunCollector) Collect(ch chan<- prometheus.Metric) {
@@ -151,5 +189,6 @@ func (c *lastRunCollector) Collect(ch chan<- prometheus.Metric) {
 		for st, k := range n {
 			ch <- prometheus.MustNewConstMetric(lastRunTasksDesc, prometheus.GaugeValue, float64(k), r.Flow, string(st))
 		}
+		collectHosts(ch, r.Flow, full.Hosts)
 	}
 }

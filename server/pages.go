@@ -48,6 +48,7 @@ func loadPages(a *assets) (*pages, error) {
 		"ago":        ago,
 		"ahead":      ahead,
 		"elapsed":    elapsed,
+		"ms":         millis,
 		"clip":       clip,
 		"errSummary": errSummary,
 		"json":       jsonString,

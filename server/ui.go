@@ -106,7 +106,7 @@ func (h *handler) units(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// An unknown run is a 404, as on /api/runs/{id}, not an empty map.
-	if _, err := h.o.Store.GetRun(r.Context(), id); errors.Is(err, store.ErrNotFound) {
+	if _, err := h.o.Store.RunInfo(r.Context(), id); errors.Is(err, store.ErrNotFound) {
 		h.fail(w, r, http.StatusNotFound, errors.New("no run "+strconv.FormatInt(id, 10)))
 		return
 	} else if err != nil {

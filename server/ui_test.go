@@ -285,15 +285,47 @@ func TestAPIRunAndTriage(t *testing.T) {
 	if err := u.db.SetTaskState(ctx, short.ID, "layer", "ogcapi", store.Incomplete, "incomplete: 3 features missing"); err != nil {
 		t.Fatal(err)
 	}
+	// Two processes sent its requests: the figures per host are summed over them.
+	const shortHost = "https://short.example:443"
+	for _, x := range []store.Execution{
+		{Worker: "w1", Hosts: []store.HostCount{{Host: shortHost, Requests: 7, Retries: 3, RateLimited: 2, WaitedMS: 1500, BreakerOpened: 1}}},
+		{Worker: "w2", Hosts: []store.HostCount{{Host: shortHost, Requests: 3, Retries: 1, BreakerOpened: 1}}},
+	} {
+		if err := u.db.AddTaskExecution(ctx, short.ID, "layer", x); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if _, err := u.db.FinishRun(ctx, short.ID, store.Incomplete, ""); err != nil {
 		t.Fatal(err)
 	}
 	short.Close()
 	_, metrics, _ = u.do("GET", "/metrics", "")
 	for _, want := range []string{`geoflow_flow_last_run{flow="parcels",status="done"} 1`, `geoflow_flow_last_run_tasks{flow="parcels",state="done"} 1`,
-		`geoflow_flow_last_run{flow="short",status="incomplete"} 1`, `geoflow_flow_last_run_tasks{flow="short",state="incomplete"} 1`} {
+		`geoflow_flow_last_run{flow="short",status="incomplete"} 1`, `geoflow_flow_last_run_tasks{flow="short",state="incomplete"} 1`,
+		`geoflow_flow_last_run_host_requests{flow="short",host="` + shortHost + `"} 10`,
+		`geoflow_flow_last_run_host_retries{flow="short",host="` + shortHost + `"} 4`,
+		`geoflow_flow_last_run_host_rate_limited{flow="short",host="` + shortHost + `"} 2`,
+		`geoflow_flow_last_run_host_wait_seconds{flow="short",host="` + shortHost + `"} 1.5`,
+		`geoflow_flow_last_run_host_breaker_opened{flow="short",host="` + shortHost + `"} 2`,
+		`geoflow_flow_last_run_host_requests{flow="parcels",host="http://127.0.0.1:`} {
 		if !strings.Contains(metrics, want) {
 			t.Errorf("/metrics lacks %s:\n%s", want, metrics)
+		}
+	}
+	if strings.Contains(metrics, `geoflow_flow_last_run_host_requests{flow="short",host="`+shortHost+`",worker`) {
+		t.Errorf("/metrics labels the hosts' figures by process")
+	}
+	// The run's page and its API say the same, and split them by process.
+	code, body, _ = u.do("GET", "/api/runs/"+itoa(short.ID), "")
+	var got store.RunRecord
+	if err := json.Unmarshal([]byte(body), &got); code != 200 || err != nil || len(got.Hosts) != 1 || got.Hosts[0].Requests != 10 ||
+		len(got.Workers) != 2 || got.Workers[0].Worker != "w1" || got.Workers[1].Hosts[0].Requests != 3 {
+		t.Errorf("GET /api/runs/%d: %d %s", short.ID, code, body)
+	}
+	code, body, _ = u.do("GET", "/runs/"+itoa(short.ID), "")
+	for _, want := range []string{"Requests by host", shortHost, "By process", "summed over the processes"} {
+		if code != 200 || !strings.Contains(body, want) {
+			t.Errorf("the run's page lacks %q (%d)", want, code)
 		}
 	}
 }

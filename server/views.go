@@ -45,6 +45,9 @@ func span(d time.Duration) string {
 	return strconv.Itoa(int(d.Hours()/24)) + " days"
 }
 
+// millis is a span given in milliseconds, as span says it: "840 ms", "12.5 s".
+func millis(ms int64) string { return span(time.Duration(ms) * time.Millisecond) }
+
 // ago says how long before now t was: "3m12s ago".
 func ago(t time.Time) string {
 	if t.IsZero() {

@@ -62,7 +62,7 @@ func (p *WorkerProcess) lifecycle() lifecycle {
 func (p *WorkerProcess) setup(_ context.Context, reg *prometheus.Registry, _ *atomic.Bool) (*parts, error) {
 	log := cmp.Or(p.Logger, slog.Default())
 	handler := retry.New(&retry.Options{Logger: log, Shared: p.Pacing, Registerer: reg})
-	w := &engine.UnitWorker{Store: p.Engine, HTTP: handler, Registry: p.Tasks, Logger: log.With("worker", p.ID),
+	w := &engine.UnitWorker{ID: p.ID, Store: p.Engine, HTTP: handler, Registry: p.Tasks, Logger: log.With("worker", p.ID),
 		Secrets: p.Secrets, Backlog: handler.Backlog, SnoozeAfter: p.SnoozeAfter, Memory: tasks.NewMemory(p.Memory)}
 	registerWorkerMetrics(reg, p.ID, w)
 	cfg := store.WorkConfig{ID: p.ID, Hostname: p.Hostname, Version: p.Version, Concurrency: p.Concurrency,

@@ -32,6 +32,8 @@ type RunRecord struct {
 	Error           string `json:"error,omitempty"`
 	// Tasks is filled by GetRun only.
 	Tasks []TaskRecord `json:"tasks,omitempty"`
+	// RunHosts, filled by GetRun only, is what the run's requests asked of each host.
+	RunHosts
 }
 
 // TaskRecord is one task of a run.
@@ -74,6 +76,6 @@ type RunFilter struct {
 type History interface {
 	// ListRuns returns runs, latest first.
 	ListRuns(ctx context.Context, f RunFilter) ([]RunRecord, error)
-	// GetRun returns one run with its tasks, or fails wrapping ErrNotFound.
+	// GetRun returns one run with its tasks and hosts, or fails wrapping ErrNotFound.
 	GetRun(ctx context.Context, id int64) (RunRecord, error)
 }

@@ -73,6 +73,8 @@ type RunSummary struct {
 	Deleted    int64
 	StartedAt  time.Time
 	FinishedAt *time.Time
+	// Hosts is what the run's requests asked of each host (History.RunHosts).
+	Hosts RunHosts
 }
 
 // RunInfo is what a run recorded when it started, as a replay needs it.
@@ -103,7 +105,8 @@ type Runs interface {
 	// StartRun records a new run, or takes over an unfinished one (Resume), and holds it.
 	// With Resume and nothing to resume it fails wrapping ErrNothingToResume.
 	StartRun(ctx context.Context, st RunStart) (*Run, error)
-	// FinishRun records the run's final status and returns its totals.
+	// FinishRun records the run's final status and returns its totals, its hosts'
+	// figures among them.
 	FinishRun(ctx context.Context, runID int64, status State, errMsg string) (RunSummary, error)
 	// TaskState returns a task's recorded state, Pending when it has none.
 	TaskState(ctx context.Context, runID int64, task string) (State, error)
@@ -114,6 +117,9 @@ type Runs interface {
 	// HoldRun holds a run without waiting, or fails wrapping ErrRunBusy when another
 	// process executes it.
 	HoldRun(ctx context.Context, runID int64) (*Run, error)
+	// AddTaskExecution records what a task's requests outside its units (its planning,
+	// its finish's checks) asked of each host, added to what the task recorded before.
+	AddTaskExecution(ctx context.Context, runID int64, task string, x Execution) error
 }
 
 // Units records a run's units and commits each unit's output with its outcome.
@@ -156,6 +162,11 @@ type UnitTx interface {
 	// set to it: children to execute (in a distributed run, enqueued in the same
 	// transaction), failed to be dead-lettered once the unit commits.
 	Complete(ctx context.Context, c Counts, children, failed []Unit, start time.Time) error
+	// AddExecution records, with the unit's outcome, which process executed it and what
+	// its requests asked of each host, added to what its earlier executions recorded (an
+	// interrupted one, a failed one before a replay). It may be called with Complete or,
+	// for a unit that ended without output, alone.
+	AddExecution(ctx context.Context, x Execution) error
 	// Fail, after Complete, marks the unit failed instead and records its dead letter
 	// (as DeadLetterSink.RecordDeadLetter does, its attempt counted once): a unit whose
 	// output is stored but incomplete (features refused) commits as a dead letter in

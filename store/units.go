@@ -18,8 +18,11 @@ type UnitRecord struct {
 	// Attempts counts the unit's executions; Requests the HTTP requests its last
 	// successful execution made, retries included (0 for units recorded before
 	// requests were counted, and for units that did not end done).
-	Attempts   int        `json:"attempts"`
-	Requests   int64      `json:"requests"`
+	Attempts int   `json:"attempts"`
+	Requests int64 `json:"requests"`
+	// Worker names the process that executed the unit last (a geoflow worker's id, or
+	// the process of a local run); "" before it ran.
+	Worker     string     `json:"worker,omitempty"`
 	StartedAt  *time.Time `json:"started_at"`
 	FinishedAt *time.Time `json:"finished_at"`
 

@@ -11,7 +11,8 @@
 //	         each worker executed, and the two tables compared feature by feature
 //	kill     the same on 3 workers, one SIGKILLed mid-run: its units rescued by the others
 //	quota    a host allowing -quota requests per one-second window (X-RateLimit headers,
-//	         Retry-After, 5% 503s): 429s and quota used, one process vs 3 workers
+//	         Retry-After, 5% 503s): 429s and quota used, one process vs 3 workers, and the
+//	         requests and 429s the server counted next to those the run's summary printed
 //	scale    a server answering every request in -latency: units per second for 1, 2 and 3
 //	         workers, and what the database costs per unit (transactions, connections)
 package main
@@ -26,6 +27,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -333,7 +335,7 @@ func quota(o options) error {
 	}
 	defer c.Close(ctx)
 	fmt.Printf("\n## quota: a host allowing %d requests per fixed 1 s window, answers in 300 ms, 5%% 503s; 30000 parcels in pages of 200\n\n", o.quota)
-	fmt.Print("| harvest by | requests | answered 429 | 429 share | quota used | units snoozed | exit | features stored / held |\n|---|---:|---:|---:|---:|---:|---|---:|\n")
+	fmt.Print("| harvest by | requests: server / summary | answered 429: server / summary | 429 share | quota used | units snoozed | exit | features stored / held |\n|---|---:|---:|---:|---:|---:|---|---:|\n")
 	for _, mode := range []string{"one process", "3 workers"} {
 		s, err := serve(wfsserver.Options{Features: 30000, CountDefault: 200, Seed: 1, ImplementsSorting: true, Latency: 300 * time.Millisecond,
 			Quota:  &wfsserver.Quota{Limit: o.quota, Window: time.Second, RetryAfter: true},
@@ -372,10 +374,34 @@ func quota(o options) error {
 		if mode != "one process" {
 			snoozed = fmt.Sprint(scalar[int64](ctx, c, "SELECT coalesce(sum(units_snoozed), 0)::bigint FROM geoflow_workers WHERE id LIKE 'quota-%'"))
 		}
-		fmt.Printf("| %s | %d | %d | %.1f%% | %.0f%% | %s | %s | %d / %d |\n", mode, req, thr, 100*float64(thr)/float64(max(req, 1)),
-			100*cnt.Used(first, o.quota), snoozed, exit, stored, s.srv.Len())
+		sumReq, sumThr, err := o.summaryHost(table, s.url)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("| %s | %d / %s | %d / %s | %.1f%% | %.0f%% | %s | %s | %d / %d |\n", mode, req, sumReq, thr, sumThr,
+			100*float64(thr)/float64(max(req, 1)), 100*cnt.Used(first, o.quota), snoozed, exit, stored, s.srv.Len())
 	}
+	fmt.Println("\nserver: what the server counted; summary: what `geoflow run` printed for the host (its workers' units and its own requests).")
 	return nil
+}
+
+// summaryLine is a host's line in geoflow run's summary.
+var summaryLine = regexp.MustCompile(`(?m)^  host (\S+): (\d+) requests, \d+ retries, (\d+) answered 429`)
+
+// summaryHost reads the requests and 429s the summary of run name printed for the host of
+// serverURL ("-" when it printed none).
+func (o options) summaryHost(name, serverURL string) (requests, throttled string, err error) {
+	out, err := os.ReadFile(filepath.Join(o.dir, name+".run.log"))
+	if err != nil {
+		return "", "", err
+	}
+	host := strings.TrimSuffix(serverURL, "/wfs")
+	for _, m := range summaryLine.FindAllStringSubmatch(string(out), -1) {
+		if m[1] == host {
+			return m[2], m[3], nil
+		}
+	}
+	return "-", "-", nil
 }
 
 // scale runs one harvest on 1, 2 and 3 workers against a slow server.

@@ -31,6 +31,12 @@ tasks:
 // process would have; stop ends them and waits.
 func pool(t *testing.T, db string, reg *tasks.Registry, n int) (workers []*UnitWorker, stop func()) {
 	t.Helper()
+	return poolOf(t, db, n, func(string) *UnitWorker { return &UnitWorker{Registry: reg} })
+}
+
+// poolOf is pool with the workers newWorker makes for each id; their stores are set.
+func poolOf(t *testing.T, db string, n int, newWorker func(id string) *UnitWorker) (workers []*UnitWorker, stop func()) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	for i := range n {
@@ -39,7 +45,8 @@ func pool(t *testing.T, db string, reg *tasks.Registry, n int) (workers []*UnitW
 			t.Fatal(err)
 		}
 		id := fmt.Sprintf("w%d", i+1)
-		w := &UnitWorker{Store: storesOf(st), Registry: reg}
+		w := newWorker(id)
+		w.Store = storesOf(st)
 		workers = append(workers, w)
 		wg.Add(1)
 		go func() {

@@ -77,6 +77,10 @@ type RunOptions struct {
 	// finished here. The flow's own distributed: setting does the same. A resumed run
 	// keeps the mode it started with.
 	Distributed bool
+	// Process names this process in what the run records of the units it executes and
+	// of its tasks' own requests (a pool's workers record their ids). Defaults to
+	// hostname-pid.
+	Process string
 }
 
 // Result is the outcome of a run.
@@ -100,6 +104,9 @@ type Result struct {
 	StoreDown error
 	// Memory is what the run's memory budget saw: its peak, the waits for it.
 	Memory tasks.MemoryStats
+	// Process names this process in the run's records (RunOptions.Process), and so
+	// among the processes the Summary's hosts are split by.
+	Process string
 }
 
 // DeadLetters returns the number of units that failed for good.
@@ -137,7 +144,7 @@ func Run(ctx context.Context, f *flows.Flow, opts RunOptions) (*Result, error) {
 	if opts.Started != nil {
 		opts.Started(run.ID)
 	}
-	res := &Result{RunID: run.ID, Resumed: run.Resumed}
+	res := &Result{RunID: run.ID, Resumed: run.Resumed, Process: processName(opts.Process)}
 	if run.Resumed {
 		if f, err = resumeAs(f, run, &opts, log, res); err != nil {
 			return nil, err

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
+	"strconv"
 	"sync"
 	"sync/atomic"
 
@@ -67,6 +69,7 @@ func newRunner(f *flows.Flow, opts RunOptions, log *slog.Logger, runID int64) *r
 	if len(f.Secrets) > 0 {
 		log = slog.New(secrets.Handler(log.Handler()))
 	}
+	opts.Process = processName(opts.Process)
 	r := &runner{f: f, opts: opts, log: log, runID: runID, secrets: secrets,
 		done: make(map[string]chan struct{}), state: make(map[string]store.State), fails: make(map[string]string),
 		outside: make(map[string]orb.Bound),
@@ -172,8 +175,11 @@ func (r *runner) execute(ctx context.Context, t *flows.Task) (state store.State,
 		return store.Failed, err.Error(), 0
 	}
 	env := r.env(t)
+	// The task's own requests (planning, its finish's checks) count with the run's.
+	counted, _ := retry.CountRequests(ctx)
+	defer r.recordTaskRequests(context.WithoutCancel(counted), env)
 	var planned []store.Unit
-	err = r.persist(ctx, "planning", func(ctx context.Context) error {
+	err = r.persist(counted, "planning", func(ctx context.Context) error {
 		planned, err = task.Plan(ctx, env)
 		return err
 	})
@@ -209,12 +215,35 @@ func (r *runner) execute(ctx context.Context, t *flows.Task) (state store.State,
 		return store.Failed, ran.halted.Error(), 0
 	}
 	env.UnitsLeft = ran.dead + ran.unrecorded
-	end := taskEnd{finish: r.finish(final, task, env), unrecorded: ran.unrecorded, dead: ran.dead}
+	end := taskEnd{finish: r.finish(context.WithoutCancel(counted), task, env), unrecorded: ran.unrecorded, dead: ran.dead}
 	if ran.dead > 0 {
 		end.deadByClass = r.deadByClass(final, env)
 	}
 	state, msg = end.state()
 	return state, msg, ran.dead
+}
+
+// recordTaskRequests records what the task's requests outside its units, counted in ctx,
+// asked of each host; nothing when it sent none.
+func (r *runner) recordTaskRequests(ctx context.Context, env *tasks.Env) {
+	x := r.execution(ctx)
+	if len(x.Hosts) == 0 {
+		return
+	}
+	if err := r.persist(ctx, "recording the task's requests", func(ctx context.Context) error {
+		return r.opts.Store.Runs.AddTaskExecution(ctx, r.runID, env.TaskID, x)
+	}); err != nil {
+		env.Logger.Error("recording the task's requests", "err", err)
+	}
+}
+
+// processName is name, or this process's hostname-pid when name is "".
+func processName(name string) string {
+	if name != "" {
+		return name
+	}
+	host, _ := os.Hostname()
+	return host + "-" + strconv.Itoa(os.Getpid())
 }
 
 // recordPlan records the task's planned units and returns those to run: the units not

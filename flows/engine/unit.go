@@ -34,8 +34,9 @@ func (r *runner) unit(work context.Context, task tasks.Task, env *tasks.Env, u s
 	ended func(store.Unit, store.State)) (children []store.Unit, state store.State, cause error) {
 	ref := store.UnitRef{RunID: env.RunID, TaskID: env.TaskID, Key: u.Key}
 	// Every request the unit sends is counted, over its executions and the stream
-	// its output reads while it is written.
-	work = retry.CountRequests(work)
+	// its output reads while it is written, apart from the other units' on the same
+	// handler, and recorded with its outcome.
+	work, _ = retry.CountRequests(work)
 	if err := r.opts.Store.Units.StartUnit(work, ref); err != nil {
 		// Only the live map shows it: the unit runs all the same.
 		env.Logger.Debug("recording a unit as running", "unit", u.Key, "err", err)
@@ -76,6 +77,9 @@ func (r *runner) unit(work context.Context, task tasks.Task, env *tasks.Env, u s
 		case work.Err() != nil && errors.Is(err, context.Canceled):
 			// One attempt, not a wait: shutdown has a deadline, and a unit left as it
 			// was is run again by a resume all the same.
+			if err := r.recordExecution(final, ref); err != nil {
+				env.Logger.Error("recording an interrupted unit's requests", "unit", u.Key, "err", err)
+			}
 			if err := r.opts.Store.Units.EndUnit(final, ref, store.Interrupted, "interrupted by shutdown"); err != nil {
 				env.Logger.Error("recording an interrupted unit", "unit", u.Key, "err", err)
 			}
@@ -91,8 +95,37 @@ func (r *runner) unit(work context.Context, task tasks.Task, env *tasks.Env, u s
 			return nil, store.Interrupted, nil
 		}
 		prog.failed()
+		if err := r.persist(final, "recording the unit's requests", func(ctx context.Context) error { return r.recordExecution(ctx, ref) }); err != nil {
+			env.Logger.Error("recording a failed unit's requests", "unit", u.Key, "err", err)
+		}
 		return nil, r.deadLetter(final, env, u, err), err
 	}
+}
+
+// execution is what the requests counted in ctx (retry.CountRequests) asked of each
+// host, as this runner's process sent them.
+func (r *runner) execution(ctx context.Context) store.Execution {
+	x := store.Execution{Worker: r.opts.Process}
+	for _, h := range retry.TallyOf(ctx).Hosts() {
+		x.Hosts = append(x.Hosts, store.HostCount{Host: h.Host, Requests: h.Requests, Retries: h.Retries,
+			RateLimited: h.RateLimited, WaitedMS: h.Waited.Milliseconds(), BreakerOpened: h.BreakerOpened})
+	}
+	return x
+}
+
+// recordExecution records the execution of a unit that ended without output (failed or
+// cut short), in a transaction of its own just before its outcome: its requests count
+// however it ended.
+func (r *runner) recordExecution(ctx context.Context, ref store.UnitRef) error {
+	tx, err := r.opts.Store.Units.BeginUnit(ctx, ref)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback(ctx)
+	if err := tx.AddExecution(ctx, r.execution(ctx)); err != nil {
+		return err
+	}
+	return tx.Commit(ctx)
 }
 
 // committed settles a unit whose transaction committed: the files it replaced are
@@ -202,9 +235,13 @@ func (r *runner) write(ctx context.Context, env *tasks.Env, ref store.UnitRef, u
 			return w, err
 		}
 	}
-	w.counts.Requests = retry.RequestsSent(ctx)
+	x := r.execution(ctx)
+	w.counts.Requests = retry.TallyOf(ctx).Requests()
 	// The failed units are recorded with the children, but not run.
 	if err := tx.Complete(ctx, w.counts, w.children, failedUnits(out.Failed), start); err != nil {
+		return w, err
+	}
+	if err := tx.AddExecution(ctx, x); err != nil {
 		return w, err
 	}
 	if w.failure != nil && fail != nil {

@@ -44,6 +44,9 @@ type UnitWorker struct {
 	// features of every unit it executes, whatever their run; nil gives each run the
 	// budget its flow sets (memory_limit, else the default).
 	Memory *tasks.Memory
+	// ID names the worker in what the runs record of the units it executes (its id in
+	// the pool); defaults to hostname-pid.
+	ID string
 
 	mu   sync.Mutex
 	runs map[int64]*workerRun
@@ -196,7 +199,7 @@ func (w *UnitWorker) run(ctx context.Context, id int64) (*workerRun, store.State
 			return nil, "", fmt.Errorf("run %d: %w", id, err)
 		}
 		wr = &workerRun{used: now, tasks: map[string]*workerTask{}, flow: f,
-			r: newRunner(f, RunOptions{Store: w.Store, HTTP: w.HTTP, Logger: log, Area: info.Area, Memory: w.Memory}, log, id)}
+			r: newRunner(f, RunOptions{Store: w.Store, HTTP: w.HTTP, Logger: log, Area: info.Area, Memory: w.Memory, Process: w.ID}, log, id)}
 		w.runs[id] = wr
 	}
 	wr.status, wr.checked = info.Status, now

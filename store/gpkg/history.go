@@ -137,7 +137,11 @@ func (s *Store) GetRun(ctx context.Context, id int64) (store.RunRecord, error) {
 		}
 		run.Tasks = append(run.Tasks, t)
 	}
-	return run, translate(what, rows.Err())
+	if err := rows.Err(); err != nil {
+		return run, translate(what, err)
+	}
+	run.RunHosts, err = s.runHosts(ctx, id)
+	return run, err
 }
 
 // ShortFeatures implements tasks.Records.

@@ -339,6 +339,10 @@ func (s *Store) FinishRun(ctx context.Context, runID int64, status store.State, 
 		// that the run reads as it ended (interrupted, resumable), not crashed.
 		sum, err = s.finishRun(ctx, runID, status, errMsg)
 	}
+	if err != nil {
+		return sum, err
+	}
+	sum.Hosts, err = s.runHosts(ctx, runID)
 	return sum, err
 }
 

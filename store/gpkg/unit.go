@@ -54,7 +54,7 @@ const completeSQL = `UPDATE geoflow_units SET state = 'done', finished_at = ` + 
 
 // Complete implements store.UnitTx.
 func (u *unitTx) Complete(ctx context.Context, c store.Counts, children, failed []store.Unit, start time.Time) error {
-	tx, err := u.begin(ctx, completeSQL, addUnitSQL)
+	tx, err := u.begin(ctx, completeSQL, addUnitSQL, addExecutionSQL)
 	if err != nil {
 		return err
 	}

@@ -317,5 +317,9 @@ func (s *Store) FinishRun(ctx context.Context, runID int64, status store.State, 
 			(SELECT coalesce(sum(features_deleted), 0) FROM geoflow_run_tasks WHERE run_id = r.id)`,
 		runID, status, errMsg).Scan(&sum.ID, &sum.Flow, &sum.Status, &sum.UnitsTotal, &sum.UnitsDone, &sum.UnitsDead,
 		&sum.Inserted, &sum.Skipped, &sum.Updated, &sum.Bytes, &sum.StartedAt, &sum.FinishedAt, &sum.Deleted)
-	return sum, translate(fmt.Sprintf("finishing run %d", runID), err)
+	if err != nil {
+		return sum, translate(fmt.Sprintf("finishing run %d", runID), err)
+	}
+	sum.Hosts, err = s.runHosts(ctx, runID)
+	return sum, err
 }

@@ -104,7 +104,11 @@ func (s *Store) GetRun(ctx context.Context, id int64) (store.RunRecord, error) {
 			&t.FeaturesRejected, &t.FeaturesMerged, &t.FeaturesDeleted, &t.VersionsClosed, &t.FeaturesUnchanged, &t.MirrorNote, &t.Error)
 		return t, err
 	})
-	return run, translate(what, err)
+	if err != nil {
+		return run, translate(what, err)
+	}
+	run.RunHosts, err = s.runHosts(ctx, id)
+	return run, err
 }
 
 // ShortFeatures implements tasks.Records.

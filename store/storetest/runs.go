@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"errors"
+	"reflect"
 	"slices"
 	"testing"
 	"time"
@@ -120,7 +121,7 @@ func testFinishRun(t *testing.T, s store.Store) {
 	got.StartedAt, got.FinishedAt = time.Time{}, nil
 	want := store.RunSummary{ID: run.ID, Flow: "parcels", Status: store.Failed, UnitsTotal: 5, UnitsDone: 3, UnitsDead: 1,
 		Inserted: 4, Skipped: 5, Updated: 2, Bytes: 157}
-	if got != want {
+	if !reflect.DeepEqual(got, want) { // no hosts: its units recorded no execution
 		t.Errorf("FinishRun = %+v\nwant %+v", got, want)
 	}
 	near(t, "summary StartedAt", sum.StartedAt, run.StartedAt, roundTrip)

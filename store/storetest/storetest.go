@@ -49,6 +49,7 @@ func tests() []test {
 		{"Units", testUnits},
 		{"ListUnits", testListUnits},
 		{"ListUnitsDefaultLimit", testListUnitsDefaultLimit},
+		{"UnitHosts", testUnitHosts},
 		{"UnitChildren", testUnitChildren},
 		{"UnitRollback", testUnitRollback},
 		{"ConcurrentUnits", testConcurrentUnits},

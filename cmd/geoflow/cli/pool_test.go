@@ -123,3 +123,54 @@ func TestPoolWorkerKilled(t *testing.T) {
 		t.Errorf("workers list: %v, want w1 and w2 stopped, w3 silent:\n%s", states, out)
 	}
 }
+
+// TestPoolRunSummaryHosts runs a distributed harvest of a quota-limited host on three
+// geoflow worker processes: the summary of geoflow run --distributed says the requests and
+// the 429s the server counted, exactly (the workers sent nearly all of them), and splits
+// them by process.
+func TestPoolRunSummaryHosts(t *testing.T) {
+	bin := buildGeoflow(t)
+	db := testdb.URL(t)
+	fx, url, flow := quotaFixture(t)
+	env := append(os.Environ(), "GEOFLOW_DATABASE_URL="+db)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	migrate := exec.CommandContext(ctx, bin, "migrate", "up")
+	migrate.Env = env
+	if out, err := migrate.CombinedOutput(); err != nil {
+		t.Fatalf("migrate: %v\n%s", err, out)
+	}
+	var workers []*exec.Cmd
+	for i := range 3 {
+		w := exec.CommandContext(ctx, bin, "worker", "--id", fmt.Sprintf("w%d", i+1), "--concurrency", "4", "--grace", "5s")
+		w.Env = env
+		if err := w.Start(); err != nil {
+			t.Fatal(err)
+		}
+		workers = append(workers, w)
+	}
+	defer func() {
+		for _, w := range workers {
+			_ = w.Process.Signal(syscall.SIGTERM)
+			_ = w.Wait()
+		}
+	}()
+	run := exec.CommandContext(ctx, bin, "run", flow, "--distributed", "--progress", "off")
+	run.Env = env
+	var out, errs strings.Builder
+	run.Stdout, run.Stderr = &out, &errs
+	if err := run.Run(); err != nil {
+		t.Fatalf("run: %v\n%s%s", err, out.String(), errs.String())
+	}
+	served := fx.Stats()
+	requests, throttled := summaryHost(t, out.String(), url)
+	if served.TooManyRequests == 0 || requests != served.Requests || throttled != served.TooManyRequests {
+		t.Errorf("the summary says %d requests, %d answered 429; the server counted %d and %d (want some 429s)\n%s",
+			requests, throttled, served.Requests, served.TooManyRequests, out.String())
+	}
+	for _, w := range []string{"by process:", "    w1, ", "    w2, ", "    w3, ", "(this process)"} {
+		if !strings.Contains(out.String(), w) {
+			t.Errorf("the summary lacks %q:\n%s", w, out.String())
+		}
+	}
+}

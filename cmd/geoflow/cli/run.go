@@ -18,7 +18,6 @@ import (
 	"github.com/geoflow/geoflow/dlq"
 	"github.com/geoflow/geoflow/flows"
 	"github.com/geoflow/geoflow/flows/engine"
-	"github.com/geoflow/geoflow/internal/redact"
 	"github.com/geoflow/geoflow/retry"
 	"github.com/geoflow/geoflow/store"
 	"github.com/geoflow/geoflow/tasks"
@@ -139,7 +138,7 @@ func runFlow(ctx context.Context, g *globals, path string, rf runFlags) error {
 	var se *SignalError
 	errors.As(context.Cause(ctx), &se)
 	if err == nil {
-		printSummary(g, f, res, handler.Hosts())
+		printSummary(g, f, res)
 	}
 	return runExit(res, err, se, path)
 }
@@ -230,7 +229,10 @@ func incompleteTasks(res *engine.Result) string {
 		plural(len(ids)), strings.Join(ids, ", "), res.RunID, res.RunID)
 }
 
-func printSummary(g *globals, f *flows.Flow, res *engine.Result, hosts []retry.HostStats) {
+// printSummary writes what the run did: its units and features, its tasks' states, and
+// what its requests asked of each host, read back from its units (a distributed run's are
+// its workers').
+func printSummary(g *globals, f *flows.Flow, res *engine.Result) {
 	s := res.Summary
 	if len(res.FlowChanges) > 0 {
 		which := "the flow run " + strconv.FormatInt(res.RunID, 10) + " recorded (--use-current-flow to use the file)"
@@ -256,14 +258,7 @@ func printSummary(g *globals, f *flows.Flow, res *engine.Result, hosts []retry.H
 			fmt.Fprintf(g.stdout, "  task %-20s %s\n", t.ID, st)
 		}
 	}
-	slices.SortFunc(hosts, func(a, b retry.HostStats) int { return strings.Compare(a.Host, b.Host) })
-	for _, h := range hosts {
-		opened := "its breaker never opened"
-		if h.BreakerOpened > 0 {
-			opened = fmt.Sprintf("its breaker opened %d times", h.BreakerOpened)
-		}
-		fmt.Fprintf(g.stdout, "  host %s: %d requests, %d retries; %s\n", redact.URL(h.Host), h.Attempts, h.Retries, opened)
-	}
+	printHosts(g.stdout, s.Hosts, res.Process)
 }
 
 // memoryLimit resolves the run's memory budget: --memory-limit, else the flow's

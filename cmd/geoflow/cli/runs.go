@@ -72,7 +72,7 @@ func newRunsShowCmd(g *globals) *cobra.Command {
 	var asJS bool
 	cmd := &cobra.Command{
 		Use:   "show ID",
-		Short: "Show one run and its tasks",
+		Short: "Show one run, its tasks, and what its requests asked of each host",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			id, err := strconv.ParseInt(args[0], 10, 64)
@@ -146,7 +146,7 @@ func printRun(w io.Writer, r store.RunRecord) error {
 		return err
 	}
 	if len(r.Tasks) == 0 {
-		return nil
+		return printHostTables(w, r.RunHosts)
 	}
 	fmt.Fprintln(w)
 	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
@@ -173,5 +173,5 @@ func printRun(w io.Writer, r store.RunRecord) error {
 			fmt.Fprintf(w, "\n%s: %s\n", t.Task, t.MirrorNote)
 		}
 	}
-	return nil
+	return printHostTables(w, r.RunHosts)
 }

@@ -272,6 +272,7 @@ function unitDetails(p) {
     ['state', p.state === 'failed' ? 'dead' : p.state],
     ['attempts', fmt(p.attempts)],
     ['requests', fmt(p.requests)],
+    ['executed by', p.worker || ''],
     ['inserted', fmt(p.features_inserted)],
     ['skipped', fmt(p.features_skipped)],
     ['updated', fmt(p.features_updated)],
