@@ -35,10 +35,21 @@ type Queue interface {
 	// Work joins the pool: it executes units of any distributed run with fn, up to
 	// cfg.Concurrency at once, until ctx is cancelled; then units in flight get
 	// cfg.Grace to finish, after which their contexts are cancelled and their jobs
-	// released at once for the other workers. It returns when the worker has stopped.
+	// released at once for the other workers. A unit the pool took back while the
+	// worker was silent (RescueUnits) has its context cancelled, with ErrUnitTaken as
+	// the cause, at the worker's next report, and its writes are refused. It returns
+	// when the worker has stopped.
 	Work(ctx context.Context, cfg WorkConfig, fn func(ctx context.Context, job UnitJob) error) error
 	// ListWorkers returns the workers that reported themselves, newest first.
 	ListWorkers(ctx context.Context) ([]WorkerRecord, error)
+	// RescueUnits gives the pool back, at once, the units in flight on workers taken for
+	// dead: silent for WorkerSilent, stopped, or started again since they took the unit.
+	// Each unit's job is available again with the lost attempt recorded in it, or given
+	// up once its attempts are spent (LostUnits then reports it). It returns how many
+	// units it gave back and which workers held them. Every live worker calls it as it
+	// reports, and a distributed run's starting process as it follows: concurrent calls
+	// rescue each unit once.
+	RescueUnits(ctx context.Context) (units int64, workers []string, err error)
 }
 
 // UnitTally is how a task's units stand.
@@ -82,9 +93,11 @@ type WorkConfig struct {
 	// stop.
 	Grace time.Duration
 	// RescueAfter is how long a unit may run: then it is stopped (and tried again
-	// later, as an attempt), and a unit still marked running a little after is taken
-	// for lost (its worker died) and given to another worker. It must be longer than
-	// a unit can take: its retries' max_elapsed, a server's delays, its writing.
+	// later, as an attempt), and a unit still marked running a little after is given
+	// to another worker. It is the backstop for a worker that is alive but stuck (it
+	// keeps reporting, its unit never ends); a worker that dies or stops reporting
+	// loses its units after WorkerSilent. It must be longer than a unit can take: its
+	// retries' max_elapsed, a server's delays, its writing.
 	RescueAfter time.Duration
 	// Stats, when set, is read every few seconds for the worker's report
 	// (geoflow workers list).
@@ -109,14 +122,27 @@ type WorkerRecord struct {
 	WorkerStats
 }
 
-// WorkerReport is how often a worker reports itself; one silent for three reports is
-// taken for dead.
+// WorkerReport is how often a worker reports itself.
 const WorkerReport = 5 * time.Second
+
+// WorkerSilent is how long a worker may go without reporting itself before it is taken
+// for dead and its units are given to the others (Queue.RescueUnits): three reports.
+// One or two late reports (a long garbage collection, a slow commit, a network blip)
+// take nothing from a worker that is alive, and since the live workers look on their
+// own reports, a dead worker's units are back in the queue 15 to 20 s after its last
+// report.
+const WorkerSilent = 3 * WorkerReport
 
 // Alive reports whether the worker reported itself lately and has not stopped.
 func (w WorkerRecord) Alive(now time.Time) bool {
-	return w.StoppedAt == nil && now.Sub(w.SeenAt) < 3*WorkerReport
+	return w.StoppedAt == nil && now.Sub(w.SeenAt) < WorkerSilent
 }
+
+// ErrUnitTaken is returned for a write of a unit's execution whose job the pool took
+// back (its worker was silent long enough to be taken for dead) and may have given to
+// another worker: the write is refused, so that a unit is committed by one execution
+// only.
+var ErrUnitTaken = errors.New("store: the unit was taken back from this worker (it was silent) and given to the pool again")
 
 // SnoozeError asks the pool to give a unit's job back and offer it again after For,
 // without counting an attempt: the unit must wait (for its host's quota, for its run to

@@ -9,7 +9,9 @@
 //
 //	harvest  FEATURES parcels, one local run and one distributed run on 3 workers: the units
 //	         each worker executed, and the two tables compared feature by feature
-//	kill     the same on 3 workers, one SIGKILLed mid-run: its units rescued by the others
+//	kill     the same on 3 workers with the default flags, one SIGKILLed once a third of the
+//	         units are done: how soon its units are taken back, the run's time against the
+//	         harvest scenario's distributed run of this session, and every parcel stored once
 //	quota    a host allowing -quota requests per one-second window (X-RateLimit headers,
 //	         Retry-After, 5% 503s): 429s and quota used, one process vs 3 workers, and the
 //	         requests and 429s the server counted next to those the run's summary printed
@@ -58,7 +60,7 @@ func main() {
 	flag.IntVar(&o.quota, "quota", 5, "quota scenario: requests per fixed one-second window")
 	flag.DurationVar(&o.latency, "latency", 200*time.Millisecond, "scale scenario: the server's time to answer each request")
 	flag.IntVar(&o.concurrency, "concurrency", 16, "each worker's --concurrency")
-	flag.DurationVar(&o.rescue, "rescue-after", 15*time.Second, "the workers' --rescue-after")
+	flag.DurationVar(&o.rescue, "rescue-after", 0, "kill scenario: the workers' --rescue-after (default: not passed, geoflow's default)")
 	flag.StringVar(&scenarios, "scenarios", "harvest,kill,quota,scale", "which to run")
 	flag.Parse()
 	o.db = os.Getenv("GEOFLOW_DATABASE_URL")
@@ -78,13 +80,14 @@ func main() {
 	if out, err := exec.Command(o.geoflow, "migrate", "up").CombinedOutput(); err != nil {
 		fail(fmt.Errorf("geoflow migrate up: %v: %s", err, out))
 	}
+	var unkilled time.Duration // the harvest scenario's distributed run, for the kill scenario's
 	for _, s := range strings.Split(scenarios, ",") {
 		var err error
 		switch strings.TrimSpace(s) {
 		case "harvest":
-			err = harvest(o, false)
+			unkilled, err = harvest(o, false, 0)
 		case "kill":
-			err = harvest(o, true)
+			_, err = harvest(o, true, unkilled)
 		case "quota":
 			err = quota(o)
 		case "scale":
@@ -146,17 +149,17 @@ type worker struct {
 	cmd *exec.Cmd
 }
 
-// startWorkers starts n workers; the kill scenario's rescue them after -rescue-after,
-// the others after 15 minutes (geoflow's default).
+// startWorkers starts n workers with geoflow's defaults but for --concurrency and
+// --grace; the kill scenario's with -rescue-after when it is set.
 func (o options) startWorkers(n int, tag string) ([]*worker, error) {
-	rescue := 15 * time.Minute
-	if tag == "kill" {
-		rescue = o.rescue
-	}
 	var ws []*worker
 	for i := range n {
 		id := fmt.Sprintf("%s-w%d", tag, i+1)
-		cmd := exec.Command(o.geoflow, "worker", "--id", id, "--concurrency", fmt.Sprint(o.concurrency), "--rescue-after", rescue.String(), "--grace", "5s")
+		args := []string{"worker", "--id", id, "--concurrency", fmt.Sprint(o.concurrency), "--grace", "5s"}
+		if tag == "kill" && o.rescue > 0 {
+			args = append(args, "--rescue-after", o.rescue.String())
+		}
+		cmd := exec.Command(o.geoflow, args...)
 		logf, err := os.Create(filepath.Join(o.dir, id+".log"))
 		if err != nil {
 			return nil, err
@@ -235,44 +238,48 @@ func spread(ctx context.Context, c *pgx.Conn, runID int64) string {
 	return strings.Join(parts, ", ")
 }
 
-// harvest compares a local run with a distributed one on 3 workers; with kill, one worker
-// is SIGKILLed once a third of the units are done.
-func harvest(o options, kill bool) error {
+// harvest compares a local run with a distributed one on 3 workers and returns the
+// distributed run's time; with kill, one worker is SIGKILLed once a third of the units
+// are done, and the run's time is compared with unkilled's (when the harvest scenario ran
+// before it in this session).
+func harvest(o options, kill bool, unkilled time.Duration) (time.Duration, error) {
 	ctx := context.Background()
 	s, err := serve(wfsserver.Options{Features: o.features, CountDefault: 1000, Seed: 1, ImplementsSorting: true, Latency: 50 * time.Millisecond})
 	if err != nil {
-		return err
+		return 0, err
 	}
 	defer s.hs.Close()
 	c, err := connect(ctx, o.db)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	defer c.Close(ctx)
 	tag := map[bool]string{false: "harvest", true: "kill"}[kill]
 	fmt.Printf("\n## %s: %d parcels, 3 workers (--concurrency %d)\n\n", tag, o.features, o.concurrency)
-	if kill {
+	if kill && o.rescue > 0 {
 		fmt.Printf("- the workers' --rescue-after %s\n", o.rescue)
+	} else if kill {
+		fmt.Println("- the workers' flags: geoflow's defaults (--rescue-after 15m)")
 	}
 	localTable := tag + "_local"
 	if !kill {
 		lf, err := o.flow(tag+"_local", localTable, s, "")
 		if err != nil {
-			return err
+			return 0, err
 		}
 		took, exit, err := o.run(ctx, tag+"_local", lf)
 		if err != nil {
-			return err
+			return 0, err
 		}
 		fmt.Printf("- local run: exit %s in %.1f s\n", exit, took.Seconds())
 	}
 	df, err := o.flow(tag+"_dist", tag+"_dist", s, "")
 	if err != nil {
-		return err
+		return 0, err
 	}
 	ws, err := o.startWorkers(3, tag)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	defer stopWorkers(ws)
 	time.Sleep(time.Second)
@@ -284,34 +291,22 @@ func harvest(o options, kill bool) error {
 		took, exit, err = o.run(ctx, tag+"_dist", df, "--distributed")
 		done <- err
 	}()
-	var killNote string
 	if kill {
-		// SIGKILL the worker with the most units in flight once a third are done.
-		for {
-			time.Sleep(100 * time.Millisecond)
-			var total, finished int64
-			_ = c.QueryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE state IN ('done', 'failed')) FROM geoflow_units u
-				JOIN geoflow_runs r ON r.id = u.run_id WHERE r.flow = $1`, tag+"_dist").Scan(&total, &finished)
-			if total > 0 && finished*3 >= total {
-				break
-			}
-		}
-		victim := ws[len(ws)-1]
-		inflight := scalar[int64](ctx, c, `SELECT count(*) FROM river_job WHERE kind = 'geoflow_unit' AND state = 'running'
-			AND attempted_by[array_length(attempted_by, 1)] = $1`, victim.id)
-		_ = victim.cmd.Process.Kill()
-		_ = victim.cmd.Wait()
-		killNote = fmt.Sprintf("%s SIGKILLed with %d units running", victim.id, inflight)
-		fmt.Println("-", killNote)
+		killOne(ctx, c, ws[len(ws)-1], tag+"_dist")
 	}
 	if err := <-done; err != nil {
-		return err
+		return 0, err
 	}
 	time.Sleep(time.Second) // River marks jobs completed in batches, just after the units commit
 	runID := scalar[int64](ctx, c, "SELECT max(id) FROM geoflow_runs WHERE flow = $1", tag+"_dist")
 	status := scalar[string](ctx, c, "SELECT status FROM geoflow_runs WHERE id = $1", runID)
 	units := scalar[int64](ctx, c, "SELECT count(*) FROM geoflow_units WHERE run_id = $1", runID)
-	fmt.Printf("- distributed run %d: exit %s, %s, %d units in %.1f s (%.1f units/s)\n", runID, exit, status, units, took.Seconds(), float64(units)/took.Seconds())
+	once := scalar[int64](ctx, c, "SELECT count(*) FROM geoflow_units WHERE run_id = $1 AND attempts = 1", runID)
+	fmt.Printf("- distributed run %d: exit %s, %s, %d units (%d recorded once) in %.1f s (%.1f units/s)\n", runID, exit, status, units, once,
+		took.Seconds(), float64(units)/took.Seconds())
+	if kill && unkilled > 0 {
+		fmt.Printf("- against the harvest scenario's distributed run in this session (%.1f s): %+.1f s\n", unkilled.Seconds(), (took - unkilled).Seconds())
+	}
 	fmt.Printf("- units completed by worker: %s\n", spread(ctx, c, runID))
 	stored := scalar[int64](ctx, c, "SELECT count(*) FROM public."+tag+"_dist")
 	distinct := scalar[int64](ctx, c, "SELECT count(DISTINCT gf_feature_id) FROM public."+tag+"_dist")
@@ -323,7 +318,32 @@ func harvest(o options, kill bool) error {
 			EXCEPT SELECT gf_feature_id, gf_payload_hash, ST_AsBinary(geom) FROM public.%s) x`, tag+"_dist", localTable))
 		fmt.Printf("- rows (id, payload hash, geometry) only in the local table: %d; only in the distributed one: %d\n", onlyLocal, onlyDist)
 	}
-	return nil
+	return took, nil
+}
+
+// killOne SIGKILLs victim once a third of flow's units are done, then waits for the pool
+// to take back the units it held and says how soon that was.
+func killOne(ctx context.Context, c *pgx.Conn, victim *worker, flow string) {
+	for {
+		time.Sleep(100 * time.Millisecond)
+		var total, finished int64
+		_ = c.QueryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE state IN ('done', 'failed')) FROM geoflow_units u
+			JOIN geoflow_runs r ON r.id = u.run_id WHERE r.flow = $1`, flow).Scan(&total, &finished)
+		if total > 0 && finished*3 >= total {
+			break
+		}
+	}
+	const held = `SELECT count(*) FROM river_job WHERE kind = 'geoflow_unit' AND state = 'running'
+		AND attempted_by[array_length(attempted_by, 1)] = $1`
+	_ = victim.cmd.Process.Kill()
+	killed := time.Now()
+	_ = victim.cmd.Wait()
+	inflight := scalar[int64](ctx, c, held, victim.id)
+	fmt.Printf("- %s SIGKILLed with %d units running\n", victim.id, inflight)
+	for scalar[int64](ctx, c, held, victim.id) > 0 && time.Since(killed) < 20*time.Minute {
+		time.Sleep(100 * time.Millisecond)
+	}
+	fmt.Printf("- its units taken back by the pool %.1f s after the kill\n", time.Since(killed).Seconds())
 }
 
 // quota compares one process with 3 workers against a quota-limited host.

@@ -20,33 +20,31 @@ const followEvery = 500 * time.Millisecond
 var stallAfter = 10 * time.Second
 
 // follow waits for a distributed task's units, which the pool's workers execute, as drain
-// waits for the process's own: it keeps prog current, dead-letters units the pool gave up
-// on (worker_lost) and enqueues again those whose job is gone, and ends when no unit is
-// open. Once ctx is cancelled it withdraws the run's units that no worker has started
-// and waits, until work is cancelled too, for those in flight. It returns how many of
-// the task's units are dead, and whether it was cut short.
+// waits for the process's own: it keeps prog current, gives back to the pool the units of
+// workers taken for dead, dead-letters units the pool gave up on (worker_lost) and
+// enqueues again those whose job is gone, and ends when no unit is open. Once ctx is
+// cancelled it withdraws the run's units that no worker has started and waits, until
+// work is cancelled too, for those in flight. It returns how many of the task's units
+// are dead, and whether it was cut short.
 func (r *runner) follow(ctx context.Context, q store.Queue, env *tasks.Env, prog *TaskProgress) (dead int64, interrupted bool) {
 	final := context.WithoutCancel(ctx)
 	var (
-		last      store.UnitTally
-		lastMove  = time.Now()
-		withdrawn bool
+		last       store.UnitTally
+		lastMove   = time.Now()
+		lastRescue time.Time
+		withdrawn  bool
 	)
 	tick := time.NewTicker(followEvery)
 	defer tick.Stop()
 	r.checkPool(final, q, env)
 	for {
 		if ctx.Err() != nil {
-			// Withdrawn again at every tick: units still in flight enqueue the
-			// children they plan, which must not run either.
-			n, err := q.CancelUnits(final, r.runID)
-			switch {
-			case err != nil:
-				env.Logger.Error("withdrawing the run's queued units", "err", err)
-			case !withdrawn:
-				env.Logger.Warn("stopping: the run's queued units are withdrawn; units in flight on the workers may finish", "withdrawn", n)
-			}
+			r.withdraw(final, q, env, !withdrawn)
 			withdrawn = true
+		}
+		if time.Since(lastRescue) >= store.WorkerReport {
+			r.rescue(final, q, env)
+			lastRescue = time.Now()
 		}
 		var t store.UnitTally
 		err := r.persist(final, "following the task's units", func(ctx context.Context) error {
@@ -87,6 +85,34 @@ func (r *runner) follow(ctx context.Context, q store.Queue, env *tasks.Env, prog
 		case <-r.stop.Cut():
 			return t.Failed, true
 		}
+	}
+}
+
+// withdraw withdraws the run's queued units, again at every tick of a run that stops:
+// units still in flight enqueue the children they plan, which must not run either. first
+// is the first time, which is logged.
+func (r *runner) withdraw(ctx context.Context, q store.Queue, env *tasks.Env, first bool) {
+	n, err := q.CancelUnits(ctx, r.runID)
+	switch {
+	case err != nil:
+		env.Logger.Error("withdrawing the run's queued units", "err", err)
+	case first:
+		env.Logger.Warn("stopping: the run's queued units are withdrawn; units in flight on the workers may finish", "withdrawn", n)
+	}
+}
+
+// rescue gives back to the pool the units of workers taken for dead, as every live worker
+// does when it reports: here too, so that a pool whose workers all died, or run an older
+// geoflow, has its units back in the queue soon after store.WorkerSilent. A stopping
+// run's follower needs them released as well: it waits for no job of the run to be
+// running.
+func (r *runner) rescue(ctx context.Context, q store.Queue, env *tasks.Env) {
+	n, workers, err := q.RescueUnits(ctx)
+	switch {
+	case err != nil:
+		env.Logger.Warn("giving back the units of workers taken for dead", "err", err)
+	case n > 0:
+		env.Logger.Warn("units of workers taken for dead given back to the pool", "units", n, "workers", workers)
 	}
 }
 

@@ -294,3 +294,83 @@ func TestWorkerEnv(t *testing.T) {
 		t.Errorf("a recorded flow naming GEOFLOW_DATABASE_URL: err %v, want refused without the value", err)
 	}
 }
+
+// TestDistributedDeadWorker: the units a worker held when it died (their jobs running
+// under it, its reports stopped) go back to the pool once it has been silent for
+// store.WorkerSilent, long before River's rescuer would take them (the workers'
+// RescueAfter, a minute here): the run ends with every other unit executed once, and the
+// unit whose attempts the dead worker spent is a worker_lost dead letter that names it.
+func TestDistributedDeadWorker(t *testing.T) {
+	defer func(d time.Duration) { stallAfter = d }(stallAfter)
+	stallAfter = time.Second
+	rec := &recorder{}
+	reg := testRegistry(rec)
+	f := writeFlow(t, reg, `
+name: dist_dead
+tasks:
+  a: {type: fake, units: 12, sleep: 20ms}
+`)
+	db := testdb.URL(t)
+	st := openStore(t, db)
+	type outcome struct {
+		res *Result
+		err error
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		res, err := Run(context.Background(), f, RunOptions{Store: storesOf(st), Distributed: true})
+		done <- outcome{res, err}
+	}()
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the run's units were never enqueued")
+		}
+		if testdb.Int64(t, db, "SELECT count(*) FROM river_job WHERE state = 'available'") == 12 {
+			break
+		}
+	}
+	// The worker "gone" took four units and died just after its last report; one of
+	// them had been taken nine times before.
+	testdb.Exec(t, db, "INSERT INTO geoflow_workers (id, hostname, pid, concurrency) VALUES ('gone', 'test', 1, 4)")
+	testdb.Exec(t, db, `UPDATE river_job SET state = 'running', attempted_at = now(), attempted_by = ARRAY['gone'],
+		attempt = CASE WHEN args->>'key' = 'u003' THEN 10 ELSE 1 END WHERE args->>'key' IN ('u000', 'u001', 'u002', 'u003')`)
+	died := time.Now()
+	_, stop := pool(t, db, reg, 2)
+	defer stop()
+	var o outcome
+	select {
+	case o = <-done:
+	case <-time.After(store.WorkerSilent + 2*store.WorkerReport + 15*time.Second):
+		t.Fatalf("the run did not end within the dead worker's silence and a few reports")
+	}
+	if o.err != nil {
+		t.Fatal(o.err)
+	}
+	if took := time.Since(died); took < store.WorkerSilent {
+		t.Errorf("the run ended %s after the worker's last report: its units were taken before it was silent for %s", took, store.WorkerSilent)
+	}
+	if o.res.Status != store.Failed || o.res.Summary.UnitsDone != 11 || o.res.Summary.UnitsDead != 1 {
+		t.Errorf("run %s, %d done, %d dead; want failed with 11 done, 1 dead", o.res.Status, o.res.Summary.UnitsDone, o.res.Summary.UnitsDead)
+	}
+	seen := map[string]int{}
+	for _, e := range rec.list() {
+		if !strings.HasPrefix(e, "plan ") {
+			seen[e]++
+		}
+	}
+	for e, n := range seen {
+		if n != 1 {
+			t.Errorf("%s executed %d times, want once", e, n)
+		}
+	}
+	if len(seen) != 11 {
+		t.Errorf("%d units executed, want 11", len(seen))
+	}
+	rows := testdb.Query(t, db, "SELECT unit_key, error_class, error FROM geoflow_dlq")
+	if len(rows) != 1 || rows[0][0] != "u003" || rows[0][1] != "worker_lost" || !strings.Contains(rows[0][2].(string), "its worker gone was taken for dead") {
+		t.Errorf("dead letters %v, want u003 worker_lost naming the dead worker", rows)
+	}
+	if n := testdb.Int64(t, db, "SELECT count(*) FROM geoflow_units WHERE attempts <> 1"); n != 0 {
+		t.Errorf("%d units recorded more or less than one attempt", n)
+	}
+}

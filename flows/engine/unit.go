@@ -74,6 +74,11 @@ func (r *runner) unit(work context.Context, task tasks.Task, env *tasks.Env, u s
 		case err == nil:
 			state, cause = r.committed(final, env, u, out, w, prog, ended)
 			return w.children, state, cause
+		case taken(work, err):
+			// The pool took the unit back while this worker was silent, and another
+			// worker may be executing it: nothing of this execution is recorded.
+			env.Logger.Warn("unit taken back by the pool: stopped without writing", "unit", u.Key)
+			return nil, store.Interrupted, store.ErrUnitTaken
 		case work.Err() != nil && errors.Is(err, context.Canceled):
 			// One attempt, not a wait: shutdown has a deadline, and a unit left as it
 			// was is run again by a resume all the same.
@@ -126,6 +131,12 @@ func (r *runner) recordExecution(ctx context.Context, ref store.UnitRef) error {
 		return err
 	}
 	return tx.Commit(ctx)
+}
+
+// taken tells whether a unit's execution failed because the pool took its unit back: the
+// store refused its write, or the worker cancelled it for that.
+func taken(ctx context.Context, err error) bool {
+	return errors.Is(err, store.ErrUnitTaken) || errors.Is(context.Cause(ctx), store.ErrUnitTaken)
 }
 
 // committed settles a unit whose transaction committed: the files it replaced are
@@ -277,7 +288,8 @@ func failedUnits(fs []tasks.Failure) []store.Unit {
 // dead-letter entry (classified, redacted) commit together. Only the redacted error is
 // logged, so no credential reaches the logs either. It returns store.Failed, or
 // store.Pending when the store could not take the failure (the unit is then left for a
-// resume, which runs it again).
+// resume, which runs it again), or store.Interrupted when the pool took the unit back
+// from this worker (another records its outcome).
 func (r *runner) deadLetter(ctx context.Context, env *tasks.Env, u store.Unit, err error) store.State {
 	ref := store.UnitRef{RunID: env.RunID, TaskID: env.TaskID, Key: u.Key}
 	e := r.entry(env, u, err)
@@ -285,7 +297,10 @@ func (r *runner) deadLetter(ctx context.Context, env *tasks.Env, u store.Unit, e
 	if rerr := r.persist(ctx, "recording a dead letter", func(ctx context.Context) error {
 		_, err := r.opts.Store.DeadLetters.RecordDeadLetter(ctx, ref, e)
 		return err
-	}); rerr != nil {
+	}); errors.Is(rerr, store.ErrUnitTaken) {
+		env.Logger.Warn("unit taken back by the pool: its failure is not recorded", "unit", u.Key)
+		return store.Interrupted
+	} else if rerr != nil {
 		env.Logger.Error("the unit's failure could not be recorded; a resume runs it again", "unit", u.Key, "err", rerr)
 		r.unrecorded.Add(1)
 		return store.Pending

@@ -83,8 +83,10 @@ func (w *UnitWorker) Stats() store.WorkerStats {
 // or failed with its dead letter) or has nothing left to do (done already, its run no
 // longer running); a *store.SnoozeError when the unit must wait (its host's backlog,
 // its run interrupted and perhaps about to be resumed); ctx's error when the worker
-// stopped it or its time ran out (the unit is left interrupted); any other error when
-// the unit's outcome could not be recorded (the pool tries it again later).
+// stopped it or its time ran out (the unit is left interrupted), or when the pool took
+// it back (the store refused its writes: store.ErrUnitTaken, and nothing of it was
+// recorded); any other error when the unit's outcome could not be recorded (the pool
+// tries it again later).
 func (w *UnitWorker) Execute(ctx context.Context, job store.UnitJob) error {
 	log := cmp.Or(w.Logger, slog.Default())
 	ref := job.Ref
@@ -126,12 +128,13 @@ func (w *UnitWorker) Execute(ctx context.Context, job store.UnitJob) error {
 	}
 	w.inFlight.Add(1)
 	defer w.inFlight.Add(-1)
-	// The pool ends ctx when the worker stops hard or the unit has run its time out;
-	// either way the unit is cut short (interrupted, for the next attempt), not failed:
-	// a deadline would read as the source's timeout.
-	uctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	defer cancel()
-	defer context.AfterFunc(ctx, cancel)()
+	// The pool ends ctx when the worker stops hard, the unit has run its time out, or
+	// the unit was taken back (the cause, store.ErrUnitTaken, passes on); the unit is
+	// cut short (interrupted, for the next attempt), not failed: a deadline would read
+	// as the source's timeout.
+	uctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	defer cancel(nil)
+	defer context.AfterFunc(ctx, func() { cancel(context.Cause(ctx)) })()
 	_, end, _ := wr.r.unit(uctx, wt.task, wt.env, u, nil, func(_ store.Unit, st store.State) {
 		if st == store.Failed {
 			w.failed.Add(1) // a unit the output listed as failed

@@ -25,6 +25,9 @@ import (
 func (s *Store) RecordDeadLetter(ctx context.Context, ref store.UnitRef, e dlq.Entry) (int64, error) {
 	var id int64
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if err := holdTake(ctx, tx, ref); err != nil {
+			return err // a worker's unit taken back: another records its outcome
+		}
 		var err error
 		id, err = recordDeadLetter(ctx, tx, ref, e, 1)
 		return err

@@ -198,13 +198,35 @@ func (s *Store) RunningJobs(ctx context.Context, runID int64) (int64, error) {
 // unitWorker hands River's jobs to the function a worker executes units with.
 type unitWorker struct {
 	river.WorkerDefaults[unitArgs]
-	fn func(ctx context.Context, job store.UnitJob) error
+	s        *Store
+	id       string
+	fn       func(ctx context.Context, job store.UnitJob) error
+	inFlight takes
 }
 
 func (w *unitWorker) Work(ctx context.Context, job *river.Job[unitArgs]) error {
 	uj := store.UnitJob{Ref: store.UnitRef{RunID: job.Args.RunID, TaskID: job.Args.Task, Key: job.Args.Key},
 		Attempt: job.Attempt, Enqueued: job.CreatedAt}
-	err := w.fn(ctx, uj)
+	if job.AttemptedAt == nil {
+		return w.result(ctx, w.fn(ctx, uj))
+	}
+	t := &take{job: job.ID, at: *job.AttemptedAt, worker: w.id, unit: uj.Ref}
+	uctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	defer w.inFlight.add(t, cancel)()
+	err := w.fn(withTake(uctx, *t), uj)
+	var snooze *store.SnoozeError
+	if err != nil && !errors.As(err, &snooze) && (errors.Is(context.Cause(uctx), store.ErrUnitTaken) || !w.s.holds(ctx, *t)) {
+		// Taken back while this worker was silent: the unit wrote nothing, and River
+		// must record this execution's end only while no one runs the job.
+		w.s.settle(ctx, t.job)
+		return river.JobSnooze(0)
+	}
+	return w.result(ctx, err)
+}
+
+// result is what River is told of an execution that ended with err.
+func (w *unitWorker) result(ctx context.Context, err error) error {
 	var snooze *store.SnoozeError
 	switch {
 	case err == nil:
@@ -228,28 +250,8 @@ func (s *Store) Work(ctx context.Context, cfg store.WorkConfig, fn func(ctx cont
 	if cfg.ID == "" || cfg.Concurrency < 1 || cfg.RescueAfter <= 0 {
 		return errors.New("postgis: a worker needs an id, a concurrency and a rescue time")
 	}
-	workers := river.NewWorkers()
-	river.AddWorker(workers, &unitWorker{fn: fn})
-	client, err := river.NewClient(riverpgxv5.New(s.pool), &river.Config{
-		ID:      cfg.ID,
-		Logger:  slog.New(warnings{cfg.Logger}),
-		Queues:  map[string]river.QueueConfig{UnitQueue: {MaxWorkers: cfg.Concurrency}},
-		Workers: workers,
-		// A unit may run RescueAfter; then its context ends (the unit is left
-		// interrupted, and tried again later), and a little after, a job still marked
-		// running is taken for its worker's death: River's rescuer (on the pool's
-		// leader, every 30 s) gives it to another. The rescuer leaves jobs with no
-		// timeout alone, so there must be one.
-		JobTimeout:           cfg.RescueAfter,
-		RescueStuckJobsAfter: cfg.RescueAfter + max(cfg.RescueAfter/10, 5*time.Second),
-		// A job fails only when its worker could not see the unit through (stopped
-		// hard, cut off at its time, a store that stayed down): tried again soon, not
-		// after River's default attempt^4 seconds (hours by the tenth).
-		RetryPolicy:       unitRetry{},
-		SoftStopTimeout:   max(cfg.Grace, time.Millisecond),
-		FetchCooldown:     20 * time.Millisecond,
-		FetchPollInterval: 500 * time.Millisecond,
-	})
+	w := &unitWorker{s: s, id: cfg.ID, fn: fn}
+	client, err := s.workClient(cfg, w)
 	if err != nil {
 		return fmt.Errorf("joining the pool: %w", err)
 	}
@@ -267,15 +269,65 @@ func (s *Store) Work(ctx context.Context, cfg store.WorkConfig, fn func(ctx cont
 	for {
 		select {
 		case <-tick.C:
-			if err := s.reportWorker(ctx, cfg, false); err != nil && ctx.Err() == nil {
-				slog.New(warnings{cfg.Logger}).Warn("reporting the worker", "err", err)
-			}
+			// Reported until the client has stopped, the grace included: a worker
+			// finishing its units is not silent.
+			s.heartbeat(context.WithoutCancel(ctx), cfg, w)
 			continue
 		case <-client.Stopped():
 		}
 		break
 	}
 	return s.reportWorker(context.WithoutCancel(ctx), cfg, true)
+}
+
+// workClient is a worker's River client, executing units with w.
+func (s *Store) workClient(cfg store.WorkConfig, w *unitWorker) (*river.Client[pgx.Tx], error) {
+	workers := river.NewWorkers()
+	river.AddWorker(workers, w)
+	return river.NewClient(riverpgxv5.New(s.pool), &river.Config{
+		ID:      cfg.ID,
+		Logger:  slog.New(warnings{cfg.Logger}),
+		Queues:  map[string]river.QueueConfig{UnitQueue: {MaxWorkers: cfg.Concurrency}},
+		Workers: workers,
+		// A unit may run RescueAfter; then its context ends (the unit is left
+		// interrupted, and tried again later), and a little after, a job still marked
+		// running is given to another worker by River's rescuer (on the pool's leader,
+		// every 30 s): the backstop for a worker that reports but whose unit never ends
+		// (a dead or silent worker's units go back sooner: RescueUnits). The rescuer
+		// leaves jobs with no timeout alone, so there must be one.
+		JobTimeout:           cfg.RescueAfter,
+		RescueStuckJobsAfter: cfg.RescueAfter + max(cfg.RescueAfter/10, 5*time.Second),
+		// A job fails only when its worker could not see the unit through (stopped
+		// hard, cut off at its time, a store that stayed down): tried again soon, not
+		// after River's default attempt^4 seconds (hours by the tenth).
+		RetryPolicy:       unitRetry{},
+		SoftStopTimeout:   max(cfg.Grace, time.Millisecond),
+		FetchCooldown:     20 * time.Millisecond,
+		FetchPollInterval: 500 * time.Millisecond,
+	})
+}
+
+// heartbeat is a worker's every report: it reports itself, gives back the units of
+// workers taken for dead, and stops its own units that were taken back while it was
+// silent (paused, cut off). Each step is bounded by the report's period.
+func (s *Store) heartbeat(ctx context.Context, cfg store.WorkConfig, w *unitWorker) {
+	log := slog.New(warnings{cfg.Logger})
+	ctx, cancel := context.WithTimeout(ctx, store.WorkerReport)
+	defer cancel()
+	if err := s.reportWorker(ctx, cfg, false); err != nil {
+		log.Warn("reporting the worker", "err", err)
+		return // cut off: the rest would fail as well
+	}
+	if n, workers, err := s.RescueUnits(ctx); err != nil {
+		log.Warn("giving back the units of workers taken for dead", "err", err)
+	} else if n > 0 {
+		log.Warn("units of workers taken for dead given back to the pool", "units", n, "workers", workers)
+	}
+	if n, err := s.cancelTaken(ctx, cfg.ID, &w.inFlight); err != nil {
+		log.Warn("checking the worker's units in flight", "err", err)
+	} else if n > 0 {
+		log.Warn("units taken back while this worker was silent: stopping them", "units", n)
+	}
 }
 
 // warnings passes River's warnings and errors to a worker's log (nil: nowhere); its

@@ -282,10 +282,14 @@ func (s *Store) StartUnit(ctx context.Context, ref store.UnitRef) error {
 
 // EndUnit implements store.Units: a unit that did not complete is failed (a dead letter,
 // or none could be recorded) or interrupted (shutdown cut it short). A unit done stays
-// done: a second execution of it (a pool's rescued job) cut short takes nothing back.
+// done: a second execution of it (a pool's rescued job) cut short takes nothing back,
+// and a worker's execution whose unit the pool took back records nothing (store.ErrUnitTaken).
 func (s *Store) EndUnit(ctx context.Context, ref store.UnitRef, state store.State, errMsg string) error {
-	_, err := s.pool.Exec(ctx, `UPDATE geoflow_units SET state = $4, finished_at = now(), error = NULLIF($5, ''),
-		attempts = attempts + 1 WHERE run_id = $1 AND task = $2 AND key = $3 AND state <> 'done'`, ref.RunID, ref.TaskID, ref.Key, state, errMsg)
+	err := s.unitWrite(ctx, ref, func(q querier) error {
+		_, err := q.Exec(ctx, `UPDATE geoflow_units SET state = $4, finished_at = now(), error = NULLIF($5, ''),
+			attempts = attempts + 1 WHERE run_id = $1 AND task = $2 AND key = $3 AND state <> 'done'`, ref.RunID, ref.TaskID, ref.Key, state, errMsg)
+		return err
+	})
 	return translate(fmt.Sprintf("recording unit %s of task %q as %s", ref.Key, ref.TaskID, state), err)
 }
 

@@ -53,9 +53,14 @@ type unitTx struct {
 // Complete implements store.UnitTx.
 //
 // In a distributed run the children are enqueued in the same transaction (the failed
-// units are not: they are dead letters as soon as the unit commits).
+// units are not: they are dead letters as soon as the unit commits), and a worker's unit
+// commits only while its job is still the worker's (holdTake): store.ErrUnitTaken
+// otherwise.
 func (u *unitTx) Complete(ctx context.Context, c store.Counts, children, failed []store.Unit, start time.Time) error {
 	ref := u.ref
+	if err := holdTake(ctx, u.tx, ref); err != nil {
+		return err
+	}
 	if all := len(children) + len(failed); all > 0 {
 		kids := make([]store.Unit, 0, all)
 		for _, k := range append(children[:len(children):len(children)], failed...) {

@@ -128,7 +128,7 @@ func translate(what string, err error) error {
 	if err == nil {
 		return nil
 	}
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, store.ErrUnitTaken) {
 		return fmt.Errorf("%s: %w", what, err)
 	}
 	if errors.Is(err, pgx.ErrNoRows) {

@@ -13,103 +13,139 @@ import (
 
 	"github.com/geoflow/geoflow/internal/devserver/wfsserver"
 	"github.com/geoflow/geoflow/internal/testdb"
+	"github.com/geoflow/geoflow/store"
 )
 
-// TestPoolWorkerKilled runs a distributed harvest on three geoflow worker processes and
-// SIGKILLs one with units in flight: River's rescuer gives its units to the others, the
-// run ends done, and every feature is stored once. The surviving workers then stop
-// cleanly on SIGTERM and geoflow workers list shows what each did.
-func TestPoolWorkerKilled(t *testing.T) {
+// workerProc is one geoflow worker process.
+type workerProc struct {
+	id  string
+	cmd *exec.Cmd
+	out *lockedBuffer
+}
+
+// poolRun is a distributed harvest of the sample WFS on n geoflow worker processes, all
+// with the default flags (no --rescue-after), started and running.
+type poolRun struct {
+	db      string
+	fx      *wfsserver.Server
+	workers []*workerProc
+	run     *exec.Cmd
+	runOut  *lockedBuffer
+}
+
+func startPoolRun(t *testing.T, n int, latency time.Duration) *poolRun {
+	t.Helper()
 	bin := buildGeoflow(t)
-	db := testdb.URL(t)
-	fx := wfsserver.New(wfsserver.Options{Features: 3000, CountDefault: 100, ImplementsSorting: true, Latency: 150 * time.Millisecond})
-	srv := httptest.NewServer(fx)
-	defer srv.Close()
+	p := &poolRun{db: testdb.URL(t), runOut: &lockedBuffer{}}
+	p.fx = wfsserver.New(wfsserver.Options{Features: 3000, CountDefault: 100, ImplementsSorting: true, Latency: latency})
+	srv := httptest.NewServer(p.fx)
+	t.Cleanup(srv.Close)
 	flow := dlqFlow(t, srv.URL)
-	env := append(os.Environ(), "GEOFLOW_DATABASE_URL="+db)
+	env := append(os.Environ(), "GEOFLOW_DATABASE_URL="+p.db)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
+	t.Cleanup(cancel)
 	migrate := exec.CommandContext(ctx, bin, "migrate", "up")
 	migrate.Env = env
 	if out, err := migrate.CombinedOutput(); err != nil {
 		t.Fatalf("migrate: %v\n%s", err, out)
 	}
-
-	type proc struct {
-		id  string
-		cmd *exec.Cmd
-		out *strings.Builder
-	}
-	var workers []*proc
-	for i := range 3 {
-		p := &proc{id: fmt.Sprintf("w%d", i+1), out: &strings.Builder{}}
-		p.cmd = exec.CommandContext(ctx, bin, "worker", "--id", p.id, "--concurrency", "4", "--rescue-after", "10s", "--grace", "10s")
-		p.cmd.Env, p.cmd.Stdout, p.cmd.Stderr = env, p.out, p.out
-		if err := p.cmd.Start(); err != nil {
+	for i := range n {
+		w := &workerProc{id: fmt.Sprintf("w%d", i+1), out: &lockedBuffer{}}
+		w.cmd = exec.CommandContext(ctx, bin, "worker", "--id", w.id, "--concurrency", "4", "--grace", "10s")
+		w.cmd.Env, w.cmd.Stdout, w.cmd.Stderr = env, w.out, w.out
+		if err := w.cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		workers = append(workers, p)
+		p.workers = append(p.workers, w)
 	}
-	defer func() {
-		for _, p := range workers {
-			_ = p.cmd.Process.Kill()
+	t.Cleanup(func() {
+		for _, w := range p.workers {
+			_ = w.cmd.Process.Signal(syscall.SIGCONT)
+			_ = w.cmd.Process.Kill()
 		}
-	}()
-
-	run := exec.CommandContext(ctx, bin, "run", flow, "--distributed", "--progress", "log")
-	var runOut strings.Builder
-	run.Env, run.Stdout, run.Stderr = env, &runOut, &runOut
-	if err := run.Start(); err != nil {
+	})
+	p.run = exec.CommandContext(ctx, bin, "run", flow, "--distributed", "--progress", "log")
+	p.run.Env, p.run.Stdout, p.run.Stderr = env, p.runOut, p.runOut
+	if err := p.run.Start(); err != nil {
 		t.Fatal(err)
 	}
-	victim := workers[2]
-	var inFlight int64
-	for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
+	return p
+}
+
+// running lists the unit jobs running under worker id.
+func (p *poolRun) running(t *testing.T, id string) []int64 {
+	t.Helper()
+	if !tableExists(t, p.db, "river_job") {
+		return nil
+	}
+	var ids []int64
+	for _, r := range testdb.Query(t, p.db, `SELECT id FROM river_job WHERE kind = 'geoflow_unit' AND state = 'running'
+		AND attempted_by[array_length(attempted_by, 1)] = $1`, id) {
+		ids = append(ids, r[0].(int64))
+	}
+	return ids
+}
+
+// inFlight waits for worker w to have at least n units running and returns their jobs.
+func (p *poolRun) inFlight(t *testing.T, w *workerProc, n int) []int64 {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatalf("%s never had units in flight\n%s", victim.id, runOut.String())
+			t.Fatalf("%s never had %d units in flight\n%s", w.id, n, p.runOut.String())
 		}
-		if !tableExists(t, db, "river_job") {
-			continue
-		}
-		inFlight = testdb.Count(t, db, `SELECT count(*) FROM river_job WHERE kind = 'geoflow_unit' AND state = 'running'
-			AND attempted_by[array_length(attempted_by, 1)] = $1`, victim.id)
-		if inFlight >= 2 {
-			break
+		if jobs := p.running(t, w.id); len(jobs) >= n {
+			return jobs
 		}
 	}
-	if err := victim.cmd.Process.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	_ = victim.cmd.Wait()
-	workers = workers[:2]
+}
 
-	if err := run.Wait(); err != nil {
-		t.Fatalf("run: %v\n%s", err, runOut.String())
+// takenBack waits until none of jobs runs under worker id any more and returns how long
+// that took from since: the pool must take them within the worker's silence and one
+// report of the others' (plus a margin for a loaded machine). A job whose row the worker
+// has locked is its own still: it was paused in the unit's commit, which it may finish.
+func (p *poolRun) takenBack(t *testing.T, id string, jobs []int64, since time.Time) time.Duration {
+	t.Helper()
+	for deadline := since.Add(store.WorkerSilent + 2*store.WorkerReport); ; time.Sleep(50 * time.Millisecond) {
+		n := testdb.Count(t, p.db, `SELECT count(*) FROM (SELECT id FROM river_job WHERE id = ANY($1) AND state = 'running'
+			AND attempted_by[array_length(attempted_by, 1)] = $2 FOR UPDATE SKIP LOCKED) j`, jobs, id)
+		if n == 0 {
+			return time.Since(since)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %s's units still running under it %s after it fell silent", n, id, time.Since(since).Round(time.Second))
+		}
 	}
-	checkComplete(t, db, featuresIn(fx, harvestArea))
-	if st := testdb.Query(t, db, "SELECT status FROM geoflow_runs WHERE id = 1")[0][0]; st != "done" {
+}
+
+// finish waits for the run, checks it stored every feature once, done, with no dead
+// letter and each unit committed once, stops the workers left with SIGTERM and returns
+// what geoflow workers list --all says of each.
+func (p *poolRun) finish(t *testing.T) map[string]string {
+	t.Helper()
+	if err := p.run.Wait(); err != nil {
+		t.Fatalf("run: %v\n%s", err, p.runOut.String())
+	}
+	checkComplete(t, p.db, featuresIn(p.fx, harvestArea))
+	if st := testdb.Query(t, p.db, "SELECT status FROM geoflow_runs WHERE id = 1")[0][0]; st != "done" {
 		t.Errorf("run status %v, want done", st)
 	}
-	taken := testdb.Count(t, db, `SELECT count(*) FROM river_job WHERE kind = 'geoflow_unit' AND state = 'completed'
-		AND $1 = ANY(attempted_by) AND attempted_by[array_length(attempted_by, 1)] <> $1`, victim.id)
-	if taken < inFlight {
-		t.Errorf("%d of the %d units in flight on the killed worker were completed by another", taken, inFlight)
-	}
-	if n := testdb.Count(t, db, "SELECT count(*) FROM geoflow_dlq"); n != 0 {
+	if n := testdb.Count(t, p.db, "SELECT count(*) FROM geoflow_dlq"); n != 0 {
 		t.Errorf("%d dead letters, want none", n)
 	}
-
-	for _, p := range workers {
-		if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+	if n := testdb.Count(t, p.db, "SELECT count(*) FROM geoflow_units WHERE attempts <> 1 OR state <> 'done'"); n != 0 {
+		t.Errorf("%d units not done or recorded more than once", n)
+	}
+	for _, w := range p.workers {
+		if err := w.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 			t.Fatal(err)
 		}
 	}
-	for _, p := range workers {
-		if err := p.cmd.Wait(); err != nil {
-			t.Errorf("%s after SIGTERM: %v\n%s", p.id, err, p.out.String())
+	for _, w := range p.workers {
+		if err := w.cmd.Wait(); err != nil {
+			t.Errorf("%s after SIGTERM: %v\n%s", w.id, err, w.out.String())
 		}
 	}
-	code, out, errs := geoflow(t, map[string]string{"GEOFLOW_DATABASE_URL": db}, "workers", "list", "--all")
+	code, out, errs := geoflow(t, map[string]string{"GEOFLOW_DATABASE_URL": p.db}, "workers", "list", "--all")
 	if code != 0 {
 		t.Fatalf("workers list: exit %d: %s", code, errs)
 	}
@@ -119,8 +155,70 @@ func TestPoolWorkerKilled(t *testing.T) {
 			states[f[0]] = f[1]
 		}
 	}
+	return states
+}
+
+// TestPoolWorkerKilled runs a distributed harvest on three geoflow worker processes with
+// the default flags and SIGKILLs one with units in flight: the others take its units
+// once it has been silent for store.WorkerSilent (not after --rescue-after, 15 minutes),
+// the run ends done, and every unit and feature is stored once. The surviving workers
+// then stop cleanly on SIGTERM and geoflow workers list shows what each did.
+func TestPoolWorkerKilled(t *testing.T) {
+	p := startPoolRun(t, 3, 150*time.Millisecond)
+	victim := p.workers[2]
+	p.inFlight(t, victim, 2)
+	if err := victim.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	killed := time.Now()
+	_ = victim.cmd.Wait()
+	p.workers = p.workers[:2]
+	jobs := p.running(t, victim.id) // what it held when it died
+	if len(jobs) == 0 {
+		t.Fatal("the killed worker held no unit")
+	}
+	t.Logf("the killed worker's %d units taken back %s after the kill", len(jobs), p.takenBack(t, victim.id, jobs, killed).Round(100*time.Millisecond))
+
+	states := p.finish(t)
+	taken := testdb.Count(t, p.db, `SELECT count(*) FROM river_job WHERE id = ANY($1) AND state = 'completed'
+		AND attempted_by[array_length(attempted_by, 1)] <> $2`, jobs, victim.id)
+	if taken != int64(len(jobs)) {
+		t.Errorf("%d of the %d units in flight on the killed worker were completed by another", taken, len(jobs))
+	}
 	if states["w1"] != "stopped" || states["w2"] != "stopped" || states["w3"] != "silent" {
-		t.Errorf("workers list: %v, want w1 and w2 stopped, w3 silent:\n%s", states, out)
+		t.Errorf("workers list: %v, want w1 and w2 stopped, w3 silent", states)
+	}
+}
+
+// TestPoolWorkerPaused SIGSTOPs a worker with units in flight until the pool has taken
+// them back, then SIGCONTs it: the worker finds its units taken and stops them without
+// writing (each unit is recorded once, by the worker that took it over), and goes on as
+// a member of the pool, stopping cleanly on SIGTERM.
+func TestPoolWorkerPaused(t *testing.T) {
+	p := startPoolRun(t, 2, 300*time.Millisecond)
+	victim := p.workers[1]
+	jobs := p.inFlight(t, victim, 3)
+	if err := victim.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	paused := time.Now()
+	t.Logf("the paused worker's %d units taken back %s after the pause", len(jobs), p.takenBack(t, victim.id, jobs, paused).Round(100*time.Millisecond))
+	if err := victim.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(store.WorkerSilent); !strings.Contains(victim.out.String(), "taken back"); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the worker did not stop the units taken back from it:\n%s", victim.out.String())
+		}
+	}
+	for _, line := range strings.Split(victim.out.String(), "\n") {
+		if strings.Contains(line, "taken back") {
+			t.Log(line)
+		}
+	}
+	states := p.finish(t)
+	if states["w1"] != "stopped" || states["w2"] != "stopped" {
+		t.Errorf("workers list: %v, want w1 and w2 stopped", states)
 	}
 }
 

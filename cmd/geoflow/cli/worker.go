@@ -35,8 +35,10 @@ func newWorkerCmd(g *globals) *cobra.Command {
 		Long: "geoflow worker takes units of distributed runs (geoflow run --distributed, or a flow's distributed: true)\n" +
 			"from the job queue in the database and executes them, as many at once as --concurrency, until SIGINT or\n" +
 			"SIGTERM: then units in flight get --grace to finish, and those still going are handed back to the other\n" +
-			"workers. Run one or more on each machine, all on one database. A worker needs the environment variables\n" +
-			"the flows' ${VAR}s name, as the process that starts the run does.",
+			"workers. A worker that dies, or is silent for " + store.WorkerSilent.String() + " (it reports every " + store.WorkerReport.String() + "), loses its units to the\n" +
+			"others; one that was only paused finds them taken and stops them without writing. Run one or more on\n" +
+			"each machine, all on one database. A worker needs the environment variables the flows' ${VAR}s name, as\n" +
+			"the process that starts the run does.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runWorker(cmd.Context(), g, wf) },
 	}
@@ -45,7 +47,7 @@ func newWorkerCmd(g *globals) *cobra.Command {
 	f.IntVar(&wf.concurrency, "concurrency", 32, "units executed at once")
 	f.DurationVar(&wf.grace, "grace", 30*time.Second, "on SIGINT/SIGTERM, how long units in flight may take to finish")
 	f.DurationVar(&wf.rescueAfter, "rescue-after", 15*time.Minute,
-		"how long a unit may run (then it is stopped and tried again later); a unit still running a little after is taken for lost with its worker and given to another (every worker should agree)")
+		"how long a unit may run (then it is stopped and tried again later); one still running a little after is given to another worker: the backstop for a worker that keeps reporting but whose unit never ends, as one that dies or stops reporting loses its units after "+store.WorkerSilent.String()+" (every worker should agree)")
 	f.DurationVar(&wf.snoozeAfter, "snooze-after", 2*time.Second,
 		"a unit whose host's requests here would wait longer than this goes back to the queue for that long instead of holding a slot")
 	f.StringVar(&wf.memoryLimit, "memory-limit", "", "the worker's one budget for the responses, spools and decoded features of all the units it executes (512MiB, 2GiB...): units wait for it instead of the process growing (default 1GiB)")
