@@ -39,6 +39,10 @@ type Queue interface {
 	Work(ctx context.Context, cfg WorkConfig, fn func(ctx context.Context, job UnitJob) error) error
 	// ListWorkers returns the workers that reported themselves, newest first.
 	ListWorkers(ctx context.Context) ([]WorkerRecord, error)
+	// OrphanedRuns returns the distributed runs still recorded running that no process
+	// holds, oldest first: the process that started them is gone (a crash, a lost
+	// machine), and a worker adopts each (RunStart.AdoptedBy).
+	OrphanedRuns(ctx context.Context) ([]int64, error)
 }
 
 // UnitTally is how a task's units stand.

@@ -29,6 +29,12 @@ type RunStart struct {
 	Resume bool
 	// RunID, with Resume, names the run to continue instead of the latest.
 	RunID int64
+	// AdoptedBy, with Resume and RunID, adopts the run: it is taken over only while it
+	// is still recorded running with no process holding it (the process that started
+	// it is gone), and AdoptedBy is recorded as who finishes it ("worker w2"). A run
+	// that is held, or has ended meanwhile, fails wrapping ErrNothingToResume. A
+	// resume without it clears what an earlier adoption recorded.
+	AdoptedBy string
 	// Distributed makes the run's units jobs of the store's Queue, executed by its
 	// workers; a resumed run keeps the mode it started with.
 	Distributed bool

@@ -118,3 +118,49 @@ func TestTranslateTemporary(t *testing.T) {
 		t.Errorf("a lost connection: %+v", f)
 	}
 }
+
+// TestOrphanedRuns lists the distributed runs a worker may adopt: recorded running, held
+// by no session. A local run whose process died waits for a person's --resume, and runs
+// held, interrupted or adopted already are not listed.
+func TestOrphanedRuns(t *testing.T) {
+	ctx := context.Background()
+	s := openTestStore(t)
+	start := func(flow string, distributed bool) *store.Run {
+		t.Helper()
+		run, err := s.StartRun(ctx, store.RunStart{Flow: flow, Distributed: distributed})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(run.Close)
+		return run
+	}
+	orphan := start("dist", true)
+	orphan.Close()
+	start("dist_alive", true)
+	local := start("local", false)
+	local.Close()
+	stopped := start("dist_stopped", true)
+	if _, err := s.FinishRun(ctx, stopped.ID, store.Interrupted, ""); err != nil {
+		t.Fatal(err)
+	}
+	stopped.Close()
+	adopted := start("dist_adopted", true)
+	adopted.Close()
+	again, err := s.StartRun(ctx, store.RunStart{Flow: "dist_adopted", Resume: true, RunID: adopted.ID, AdoptedBy: "worker w1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(again.Close)
+
+	ids, err := s.OrphanedRuns(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ids) != 1 || ids[0] != orphan.ID {
+		t.Errorf("orphaned runs %v, want [%d]", ids, orphan.ID)
+	}
+	again.Close() // its adopter died as well: the run is an orphan again
+	if ids, err = s.OrphanedRuns(ctx); err != nil || len(ids) != 2 || ids[1] != adopted.ID {
+		t.Errorf("orphaned runs %v, %v; want [%d %d]", ids, err, orphan.ID, adopted.ID)
+	}
+}
