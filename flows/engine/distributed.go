@@ -23,8 +23,9 @@ var stallAfter = 10 * time.Second
 // waits for the process's own: it keeps prog current, dead-letters units the pool gave up
 // on (worker_lost) and enqueues again those whose job is gone, and ends when no unit is
 // open. Once ctx is cancelled it withdraws the run's units that no worker has started
-// and waits, until work is cancelled too, for those in flight. It returns how many of
-// the task's units are dead, and whether it was cut short.
+// and waits, until work is cancelled too, for those in flight; a run handed back
+// (ErrHandedBack) returns at once, its units left queued. It returns how many of the
+// task's units are dead, and whether it was cut short.
 func (r *runner) follow(ctx context.Context, q store.Queue, env *tasks.Env, prog *TaskProgress) (dead int64, interrupted bool) {
 	final := context.WithoutCancel(ctx)
 	var (
@@ -36,6 +37,9 @@ func (r *runner) follow(ctx context.Context, q store.Queue, env *tasks.Env, prog
 	defer tick.Stop()
 	r.checkPool(final, q, env)
 	for {
+		if r.stop.handedBack() {
+			return last.Failed, true // its queued units stay, for whoever takes the run over
+		}
 		if ctx.Err() != nil {
 			// Withdrawn again at every tick: units still in flight enqueue the
 			// children they plan, which must not run either.

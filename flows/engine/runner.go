@@ -77,6 +77,10 @@ type RunOptions struct {
 	// finished here. The flow's own distributed: setting does the same. A resumed run
 	// keeps the mode it started with.
 	Distributed bool
+	// AdoptedBy, with ResumeRun, adopts that run (store.RunStart.AdoptedBy): a
+	// distributed run whose starting process is gone, taken over by this name
+	// ("worker w2"); see Adopter.
+	AdoptedBy string
 }
 
 // Result is the outcome of a run.
@@ -108,8 +112,11 @@ func (r *Result) DeadLetters() int64 { return r.Summary.UnitsDead }
 // Run executes flow f: tasks in dependency order, independent ones concurrently, each
 // task's units through a bounded worker pool. Cancelling ctx stops planning new units;
 // in-flight units get opts.Grace to commit or roll back, then the run is recorded as
-// interrupted. The error is non-nil only when the run could not be carried out at all
-// (no database, a bad option); task and unit failures are in the Result.
+// interrupted. A ctx cancelled with ErrHandedBack as its cause drops the run instead: it
+// records nothing more and lets go of the run, whose queued units stay queued, for
+// another process to adopt or resume; Run then returns ErrHandedBack. Otherwise the
+// error is non-nil only when the run could not be carried out at all (no database, a bad
+// option); task and unit failures are in the Result.
 func Run(ctx context.Context, f *flows.Flow, opts RunOptions) (*Result, error) {
 	if err := opts.Store.check(); err != nil {
 		return nil, err
@@ -128,7 +135,7 @@ func Run(ctx context.Context, f *flows.Flow, opts RunOptions) (*Result, error) {
 	run, err := opts.Store.Runs.StartRun(ctx, store.RunStart{
 		Flow: f.Name, FlowFile: absPath(f.File), FlowText: string(f.Source), FlowHash: f.Hash(),
 		Trigger: opts.Trigger, ScheduledFor: opts.ScheduledFor, Area: opts.Area, OnlyTasks: opts.OnlyTasks, Resume: opts.Resume || opts.ResumeRun > 0, RunID: opts.ResumeRun,
-		Distributed: distributed,
+		Distributed: distributed, AdoptedBy: opts.AdoptedBy,
 	})
 	if err != nil {
 		return nil, err
@@ -167,6 +174,10 @@ func Run(ctx context.Context, f *flows.Flow, opts RunOptions) (*Result, error) {
 	r.resumed = run.Resumed
 	r.replan = res.FlowUsed == "current"
 	r.runTasks(r.stop.Context(), selected)
+	if r.stop.handedBack() {
+		log.Info("run handed back: another process takes it over", "flow", f.Name, "run", run.ID)
+		return nil, ErrHandedBack
+	}
 	if err := r.end(context.WithoutCancel(ctx), res); err != nil {
 		return nil, err
 	}

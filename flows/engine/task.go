@@ -96,6 +96,9 @@ func (r *runner) runTask(ctx context.Context, t *flows.Task, sem chan struct{}) 
 	record := func(state store.State, msg string) {
 		msg = r.secrets.String(msg)
 		r.setState(t.ID, state)
+		if r.stop.handedBack() {
+			return // the run is another process's to record now
+		}
 		if err := r.persist(final, "recording task state", func(ctx context.Context) error {
 			return r.opts.Store.Runs.SetTaskState(ctx, r.runID, t.ID, t.Type, state, msg)
 		}); err != nil {
