@@ -36,7 +36,10 @@ func newWorkerCmd(g *globals) *cobra.Command {
 			"from the job queue in the database and executes them, as many at once as --concurrency, until SIGINT or\n" +
 			"SIGTERM: then units in flight get --grace to finish, and those still going are handed back to the other\n" +
 			"workers. Run one or more on each machine, all on one database. A worker needs the environment variables\n" +
-			"the flows' ${VAR}s name, as the process that starts the run does.",
+			"the flows' ${VAR}s name, as the process that starts the run does.\n\n" +
+			"Every 5 s a worker also looks for distributed runs whose starting process is gone (killed, its machine\n" +
+			"lost): one worker adopts each such run, follows it and finishes it as geoflow run --resume would, and\n" +
+			"geoflow runs show names it. A worker that stops hands the runs it adopted back to the others.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runWorker(cmd.Context(), g, wf) },
 	}
