@@ -58,6 +58,13 @@ type Run struct {
 	Distributed bool
 	// Release, set by the store, gives the run's hold back; Close calls it once.
 	Release func()
+	// Held, set by a store whose hold can end while the process goes on (a PostgreSQL
+	// session ended by a restart or a cut connection), tells whether the process still
+	// holds the run: a hold whose session ended is taken again, unless another process
+	// took the run over meanwhile (adopted or resumed it), when Held reports false. An
+	// error means it cannot tell now (the store is down). nil: the hold lasts as long as
+	// the process. Safe for concurrent use, until Close.
+	Held func(ctx context.Context) (bool, error)
 }
 
 // Close releases the run. It is safe to call more than once.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/geoflow/geoflow/store"
@@ -52,8 +53,66 @@ func (s *Store) StartRun(ctx context.Context, st store.RunStart) (*store.Run, er
 		closeConn(conn)()
 		return nil, err
 	}
-	run.Release = closeConn(conn)
+	h := &runHold{s: s, id: run.ID, by: st.AdoptedBy, conn: conn}
+	run.Release, run.Held = h.release, h.held
 	return run, nil
+}
+
+// runHold is a process's hold on a run: the run's advisory lock, on a connection of its
+// own. by is the adopter's name for a run it adopted, "" otherwise.
+type runHold struct {
+	s    *Store
+	id   int64
+	by   string
+	mu   sync.Mutex
+	conn *pgx.Conn // nil once released
+}
+
+// held implements store.Run.Held. A session that ended (a restart, a cut connection) took
+// the lock with it, and the run read as orphaned meanwhile: the lock is taken again on a
+// new connection only when nobody else holds it and the run is still this process's
+// (running, with the adopter it had), not adopted, resumed or finished by another since.
+func (h *runHold) held(ctx context.Context) (bool, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.conn == nil {
+		return false, nil
+	}
+	// A connection cut off without a word answers nothing: it must not hold the caller.
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if h.conn.Ping(ctx) == nil {
+		return true, nil
+	}
+	what := fmt.Sprintf("taking the hold on run %d again", h.id)
+	conn, err := h.s.lockConn(ctx, what)
+	if err != nil {
+		return false, err
+	}
+	var locked, ours bool
+	if err := conn.QueryRow(ctx, "SELECT pg_try_advisory_lock($1, $2)", runLockClass, int32(h.id)).Scan(&locked); err != nil || !locked {
+		closeConn(conn)()
+		return false, translate(what, err)
+	}
+	err = conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM geoflow_runs WHERE id = $1 AND status = 'running' AND coalesce(finished_by, '') = $2)`,
+		h.id, h.by).Scan(&ours)
+	if err != nil || !ours {
+		closeConn(conn)()
+		return false, translate(what, err)
+	}
+	_ = h.conn.Close(ctx)
+	h.conn = conn
+	return true, nil
+}
+
+// release lets go of the run at once.
+func (h *runHold) release() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.conn != nil {
+		closeConn(h.conn)()
+		h.conn = nil
+	}
 }
 
 // resumable selects the runs of a flow that --resume may continue ($2, when above 0,
