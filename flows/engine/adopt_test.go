@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -195,6 +196,67 @@ func TestAdopterHandsBack(t *testing.T) {
 	second.handBack()
 	if r.Status != store.Done || r.FinishedBy != "worker a2" {
 		t.Errorf("run %s, finished by %q; want done, by worker a2", r.Status, r.FinishedBy)
+	}
+	executedOnce(t, rec, 36)
+}
+
+// endRunSessions ends the database sessions that hold run id's lock, as a restart of the
+// database would (runLockClass is postgis's 0x67660001), and returns how many it ended.
+func endRunSessions(t *testing.T, db string, id int64) int64 {
+	t.Helper()
+	return testdb.Int64(t, db, `SELECT count(pg_terminate_backend(pid)) FROM pg_locks
+		WHERE locktype = 'advisory' AND granted AND classid::bigint = 1734737921 AND objid::bigint = $1 AND objsubid = 2`, id)
+}
+
+// TestFollowerLosesHold: the process following a distributed run loses its session
+// with the database (as in a restart) and a worker adopts the run before it takes its
+// hold again: it lets go, recording nothing, and the adopter finishes the run, every unit
+// once. Two processes never follow one run.
+func TestFollowerLosesHold(t *testing.T) {
+	rec := &recorder{}
+	reg := testRegistry(rec)
+	db := testdb.URL(t)
+	st := openStore(t, db)
+	f := writeFlow(t, testRegistry(nil), orphanFlow)
+	var id atomic.Int64
+	ran := make(chan error, 1)
+	go func() {
+		_, err := Run(context.Background(), f, RunOptions{Store: storesOf(st), Distributed: true, Started: func(run int64) { id.Store(run) }})
+		ran <- err
+	}()
+	for deadline := time.Now().Add(30 * time.Second); testdb.Int64(t, db, "SELECT count(*) FROM river_job WHERE state = 'available'") < 30; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the run's units were never enqueued")
+		}
+	}
+	adopter := &Adopter{Store: storesOf(openStore(t, db)), Registry: reg, By: "worker a1"}
+	// The follower takes its hold again within half a second of losing it; the adopter
+	// must come in between, which may take a few tries.
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		if endRunSessions(t, db, id.Load()) > 0 {
+			if ids, err := adopter.Adopt(context.Background()); err != nil || len(ids) == 1 {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the adopter never took the run over from the follower")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	select {
+	case err := <-ran:
+		if !errors.Is(err, ErrHandedBack) || !strings.Contains(err.Error(), "took the run over") {
+			t.Errorf("the follower that lost its hold returned %v; want it handed back, saying why", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the follower went on following a run another process adopted")
+	}
+	_, stop := pool(t, db, reg, 2)
+	defer stop()
+	r := waitRun(t, st, id.Load())
+	adopter.handBack()
+	if r.Status != store.Done || r.FinishedBy != "worker a1" {
+		t.Errorf("run %s, finished by %q; want done, by worker a1", r.Status, r.FinishedBy)
 	}
 	executedOnce(t, rec, 36)
 }

@@ -63,6 +63,9 @@ func (r *runner) follow(ctx context.Context, q store.Queue, env *tasks.Env, prog
 			return last.Failed, true
 		}
 		prog.set(t)
+		if r.takenOver(final) {
+			return t.Failed, true
+		}
 		switch {
 		case t.Open() == 0:
 			return t.Failed, false
@@ -92,6 +95,27 @@ func (r *runner) follow(ctx context.Context, q store.Queue, env *tasks.Env, prog
 			return t.Failed, true
 		}
 	}
+}
+
+// errTakenOver stops a distributed run whose follower lost its hold on it to another
+// process: its session with the store ended (a restart of the database, a cut
+// connection), the run read as orphaned, and a worker adopted it (or a person resumed
+// it). Two must not follow one run, so this one lets go, as a hand-back does.
+var errTakenOver = fmt.Errorf("this process lost its hold on the run (its database session ended) and another process took the run over, and finishes it: %w", ErrHandedBack)
+
+// takenOver tells whether another process holds the run now (store.Run.Held), and then
+// stops this one's following of it. A hold it cannot check (the store down) counts as
+// still held: the store is down for the others too.
+func (r *runner) takenOver(ctx context.Context) bool {
+	if r.held == nil {
+		return false
+	}
+	if held, err := r.held(ctx); held || err != nil {
+		return false
+	}
+	r.log.Warn("another process took the run over: this one stops following it, recording nothing", "run", r.runID)
+	r.stop.Stop(errTakenOver)
+	return true
 }
 
 // checkPool warns when no worker of the pool is alive: the units wait in the queue until

@@ -169,14 +169,14 @@ func Run(ctx context.Context, f *flows.Flow, opts RunOptions) (*Result, error) {
 	defer r.stop.Close()
 	r.outage.stop = r.stop
 	if run.Distributed {
-		r.queue = opts.Store.Queue
+		r.queue, r.held = opts.Store.Queue, run.Held
 	}
 	r.resumed = run.Resumed
 	r.replan = res.FlowUsed == "current"
 	r.runTasks(r.stop.Context(), selected)
 	if r.stop.handedBack() {
 		log.Info("run handed back: another process takes it over", "flow", f.Name, "run", run.ID)
-		return nil, ErrHandedBack
+		return nil, fmt.Errorf("run %d: %w", run.ID, context.Cause(r.stop.Context()))
 	}
 	if err := r.end(context.WithoutCancel(ctx), res); err != nil {
 		return nil, err

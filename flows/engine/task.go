@@ -59,6 +59,9 @@ type runner struct {
 	// queue is set for a distributed run: its units are the pool's jobs, which the
 	// runner follows instead of executing them.
 	queue store.Queue
+	// held tells whether this process still holds the run (store.Run.Held); nil: it
+	// does for as long as it goes.
+	held func(ctx context.Context) (bool, error)
 }
 
 func newRunner(f *flows.Flow, opts RunOptions, log *slog.Logger, runID int64) *runner {
