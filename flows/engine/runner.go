@@ -114,9 +114,10 @@ func (r *Result) DeadLetters() int64 { return r.Summary.UnitsDead }
 // in-flight units get opts.Grace to commit or roll back, then the run is recorded as
 // interrupted. A ctx cancelled with ErrHandedBack as its cause drops the run instead: it
 // records nothing more and lets go of the run, whose queued units stay queued, for
-// another process to adopt or resume; Run then returns ErrHandedBack. Otherwise the
-// error is non-nil only when the run could not be carried out at all (no database, a bad
-// option); task and unit failures are in the Result.
+// another process to adopt or resume; a distributed run whose hold another process took
+// over (store.Run.Held) drops itself so. Run then returns an error wrapping
+// ErrHandedBack. Otherwise the error is non-nil only when the run could not be carried
+// out at all (no database, a bad option); task and unit failures are in the Result.
 func Run(ctx context.Context, f *flows.Flow, opts RunOptions) (*Result, error) {
 	if err := opts.Store.check(); err != nil {
 		return nil, err
