@@ -89,7 +89,7 @@ bench-ratelimit: build
 bench-signin: build
 	$(GO) run ./bench/signin -geoflow $(BIN)
 
-## bench-pool: distributed runs on a pool of geoflow worker processes: 3 workers vs a local run (100,000 features), one SIGKILLed, a quota-limited host, scaling 1-3 workers against 200 ms answers
+## bench-pool: distributed runs on a pool of geoflow worker processes: 3 workers vs a local run (100,000 features), one SIGKILLed, the starting process SIGKILLed (a worker adopts the run), a quota-limited host, scaling 1-3 workers against 200 ms answers
 .PHONY: bench-pool
 bench-pool: build
 	$(POSTGIS) run --env GEOFLOW_DATABASE_URL -- $(GO) run ./bench/pool -geoflow bin/geoflow

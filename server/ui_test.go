@@ -3,12 +3,14 @@ package server_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -474,5 +476,40 @@ func TestBasemap(t *testing.T) {
 	_, body, _ := u.do("GET", "/flows/parcels", "")
 	if !strings.Contains(body, `data-basemap="/tiles/parcels/basemap/{z}/{x}/{y}" data-basemap-zoom="3,12"`) {
 		t.Errorf("the flow's map has no basemap:\n%s", body)
+	}
+}
+
+// TestRunPageNamesAdopter: a run that a worker adopted once its starting process was
+// gone says so on its page and in the API; a run finished by its own process does not.
+func TestRunPageNamesAdopter(t *testing.T) {
+	u := newUI(t, uiOptions{})
+	ctx := context.Background()
+	run, err := u.db.StartRun(ctx, store.RunStart{Flow: "parcels", Distributed: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run.Close() // its process died
+	adopted, err := u.db.StartRun(ctx, store.RunStart{Flow: "parcels", Resume: true, RunID: run.ID, AdoptedBy: "worker w2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := u.db.FinishRun(ctx, run.ID, store.Done, ""); err != nil {
+		t.Fatal(err)
+	}
+	adopted.Close()
+	plain, _ := u.seedHostile()
+
+	_, body, _ := u.do("GET", fmt.Sprintf("/runs/%d", run.ID), "")
+	if !regexp.MustCompile(`finished by worker w2 \(adopted \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC, after the starting process was gone\)`).MatchString(body) {
+		t.Errorf("the adopted run's page does not name its adopter:\n%s", body)
+	}
+	_, body, _ = u.do("GET", fmt.Sprintf("/api/runs/%d", run.ID), "")
+	var rec store.RunRecord
+	if err := json.Unmarshal([]byte(body), &rec); err != nil || rec.FinishedBy != "worker w2" || rec.AdoptedAt == nil {
+		t.Errorf("/api/runs/%d: %v, finished_by %q, adopted_at %v; want worker w2 and a time\n%s", run.ID, err, rec.FinishedBy, rec.AdoptedAt, body)
+	}
+	_, body, _ = u.do("GET", fmt.Sprintf("/runs/%d", plain), "")
+	if strings.Contains(body, "adopted") || strings.Contains(body, "finished by") {
+		t.Errorf("a run its own process finished names an adopter")
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -19,8 +20,9 @@ import (
 )
 
 // WorkerProcess is geoflow worker, for Run: it joins the pool on the store's job queue
-// and executes units of distributed runs until the stop, and, when Listen is set, serves
-// its /metrics and /healthz there. Its fields are the command's options, validated.
+// and executes units of distributed runs until the stop, adopts the distributed runs
+// whose starting process is gone (engine.Adopter), and, when Listen is set, serves its
+// /metrics and /healthz there. Its fields are the command's options, validated.
 type WorkerProcess struct {
 	// Engine is the database the runs are recorded in, migrated, with the job queue
 	// (Queue); required.
@@ -62,8 +64,11 @@ func (p *WorkerProcess) lifecycle() lifecycle {
 func (p *WorkerProcess) setup(_ context.Context, reg *prometheus.Registry, _ *atomic.Bool) (*parts, error) {
 	log := cmp.Or(p.Logger, slog.Default())
 	handler := retry.New(&retry.Options{Logger: log, Shared: p.Pacing, Registerer: reg})
+	memory := tasks.NewMemory(p.Memory)
 	w := &engine.UnitWorker{ID: p.ID, Store: p.Engine, HTTP: handler, Registry: p.Tasks, Logger: log.With("worker", p.ID),
-		Secrets: p.Secrets, Backlog: handler.Backlog, SnoozeAfter: p.SnoozeAfter, Memory: tasks.NewMemory(p.Memory)}
+		Secrets: p.Secrets, Backlog: handler.Backlog, SnoozeAfter: p.SnoozeAfter, Memory: memory}
+	adopter := &engine.Adopter{Store: p.Engine, HTTP: handler, Registry: p.Tasks, Secrets: p.Secrets, Logger: log.With("worker", p.ID),
+		By: "worker " + p.ID, Memory: memory}
 	registerWorkerMetrics(reg, p.ID, w)
 	cfg := store.WorkConfig{ID: p.ID, Hostname: p.Hostname, Version: p.Version, Concurrency: p.Concurrency,
 		Grace: budgetFor(workerKind, p.Grace).units, RescueAfter: p.RescueAfter, Stats: w.Stats, Logger: log.With("worker", p.ID)}
@@ -71,7 +76,15 @@ func (p *WorkerProcess) setup(_ context.Context, reg *prometheus.Registry, _ *at
 		handler: metricsHandler(reg, p.Secrets),
 		loop: func(ctx context.Context) error {
 			log.Info("worker started", "worker", p.ID, "concurrency", p.Concurrency, "rescue_after", p.RescueAfter, "database", p.Database)
+			// Beside its units, the worker adopts the distributed runs whose starting
+			// process is gone, looking on every report; at the stop it hands them back
+			// at once, for the other workers, while its units get their grace.
+			watching, stopWatching := context.WithCancel(ctx)
+			var adopting sync.WaitGroup
+			adopting.Go(func() { adopter.Watch(watching, store.WorkerReport) })
 			err := p.Engine.Queue.Work(ctx, cfg, w.Execute)
+			stopWatching()
+			adopting.Wait()
 			s := w.Stats()
 			log.Info("worker stopped", "worker", p.ID, "units_done", s.Done, "units_failed", s.Failed, "snoozed", s.Snoozed)
 			return err // nil when asked to stop (SIGINT, SIGTERM) and stopped cleanly

@@ -30,10 +30,32 @@ type RunRecord struct {
 	// closed), summed over the run's tasks.
 	FeaturesDeleted int64  `json:"features_deleted"`
 	Error           string `json:"error,omitempty"`
+	// FinishedBy names who follows the run to its end when it is not the process that
+	// started it: the pool's worker that adopted it once that process was gone
+	// ("worker w2"), at AdoptedAt. Both are empty for every other run, a resumed one
+	// included.
+	FinishedBy string     `json:"finished_by,omitempty"`
+	AdoptedAt  *time.Time `json:"adopted_at,omitempty"`
 	// Tasks is filled by GetRun only.
 	Tasks []TaskRecord `json:"tasks,omitempty"`
 	// RunHosts, filled by GetRun only, is what the run's requests asked of each host.
 	RunHosts
+}
+
+// AdoptionVerb says how FinishedBy relates to a run a worker adopted, as the CLI and the
+// web UI show it ("finished by worker w2"): "finished by" once the run has ended,
+// "followed by" while it goes, "adopted by" when that worker is gone too (another one
+// adopts the run). It is "" for a run nobody adopted.
+func (r RunRecord) AdoptionVerb() string {
+	switch {
+	case r.FinishedBy == "":
+		return ""
+	case r.Status == Running:
+		return "followed by"
+	case r.Status == Crashed:
+		return "adopted by"
+	}
+	return "finished by"
 }
 
 // TaskRecord is one task of a run.

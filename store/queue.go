@@ -50,6 +50,11 @@ type Queue interface {
 	// reports, and a distributed run's starting process as it follows: concurrent calls
 	// rescue each unit once.
 	RescueUnits(ctx context.Context) (units int64, workers []string, err error)
+
+	// OrphanedRuns returns the distributed runs still recorded running that no process
+	// holds, oldest first: the process that started them is gone (a crash, a lost
+	// machine), and a worker adopts each (RunStart.AdoptedBy).
+	OrphanedRuns(ctx context.Context) ([]int64, error)
 }
 
 // UnitTally is how a task's units stand.

@@ -29,6 +29,12 @@ type RunStart struct {
 	Resume bool
 	// RunID, with Resume, names the run to continue instead of the latest.
 	RunID int64
+	// AdoptedBy, with Resume and RunID, adopts the run: it is taken over only while it
+	// is still recorded running with no process holding it (the process that started
+	// it is gone), and AdoptedBy is recorded as who finishes it ("worker w2"). A run
+	// that is held, or has ended meanwhile, fails wrapping ErrNothingToResume. A
+	// resume without it clears what an earlier adoption recorded.
+	AdoptedBy string
 	// Distributed makes the run's units jobs of the store's Queue, executed by its
 	// workers; a resumed run keeps the mode it started with.
 	Distributed bool
@@ -52,6 +58,13 @@ type Run struct {
 	Distributed bool
 	// Release, set by the store, gives the run's hold back; Close calls it once.
 	Release func()
+	// Held, set by a store whose hold can end while the process goes on (a PostgreSQL
+	// session ended by a restart or a cut connection), tells whether the process still
+	// holds the run: a hold whose session ended is taken again, unless another process
+	// took the run over meanwhile (adopted or resumed it), when Held reports false. An
+	// error means it cannot tell now (the store is down). nil: the hold lasts as long as
+	// the process. Safe for concurrent use, until Close.
+	Held func(ctx context.Context) (bool, error)
 }
 
 // Close releases the run. It is safe to call more than once.

@@ -12,6 +12,9 @@
 //	kill     the same on 3 workers with the default flags, one SIGKILLed once a third of the
 //	         units are done: how soon its units are taken back, the run's time against the
 //	         harvest scenario's distributed run of this session, and every parcel stored once
+//	orphan   FEATURES parcels on 3 workers with geoflow worker's default flags, the process
+//	         that started the run SIGKILLed once a third of the units are done: a worker
+//	         adopts the run; when its last unit finished, when it ended, features stored
 //	quota    a host allowing -quota requests per one-second window (X-RateLimit headers,
 //	         Retry-After, 5% 503s): 429s and quota used, one process vs 3 workers, and the
 //	         requests and 429s the server counted next to those the run's summary printed
@@ -56,12 +59,12 @@ func main() {
 	var o options
 	var scenarios string
 	flag.StringVar(&o.geoflow, "geoflow", "bin/geoflow", "the geoflow binary")
-	flag.IntVar(&o.features, "features", 100000, "parcels the harvest and kill scenarios' server holds")
+	flag.IntVar(&o.features, "features", 100000, "parcels the harvest, kill and orphan scenarios' server holds")
 	flag.IntVar(&o.quota, "quota", 5, "quota scenario: requests per fixed one-second window")
 	flag.DurationVar(&o.latency, "latency", 200*time.Millisecond, "scale scenario: the server's time to answer each request")
 	flag.IntVar(&o.concurrency, "concurrency", 16, "each worker's --concurrency")
 	flag.DurationVar(&o.rescue, "rescue-after", 0, "kill scenario: the workers' --rescue-after (default: not passed, geoflow's default)")
-	flag.StringVar(&scenarios, "scenarios", "harvest,kill,quota,scale", "which to run")
+	flag.StringVar(&scenarios, "scenarios", "harvest,kill,orphan,quota,scale", "which to run")
 	flag.Parse()
 	o.db = os.Getenv("GEOFLOW_DATABASE_URL")
 	if o.db == "" {
@@ -88,6 +91,8 @@ func main() {
 			unkilled, err = harvest(o, false, 0)
 		case "kill":
 			_, err = harvest(o, true, unkilled)
+		case "orphan":
+			err = orphan(o)
 		case "quota":
 			err = quota(o)
 		case "scale":
@@ -150,7 +155,8 @@ type worker struct {
 }
 
 // startWorkers starts n workers with geoflow's defaults but for --concurrency and
-// --grace; the kill scenario's with -rescue-after when it is set.
+// --grace; the kill scenario's with -rescue-after when it is set. The orphan scenario's
+// have geoflow worker's default flags, --concurrency and --grace included.
 func (o options) startWorkers(n int, tag string) ([]*worker, error) {
 	var ws []*worker
 	for i := range n {
@@ -158,6 +164,9 @@ func (o options) startWorkers(n int, tag string) ([]*worker, error) {
 		args := []string{"worker", "--id", id, "--concurrency", fmt.Sprint(o.concurrency), "--grace", "5s"}
 		if tag == "kill" && o.rescue > 0 {
 			args = append(args, "--rescue-after", o.rescue.String())
+		}
+		if tag == "orphan" {
+			args = args[:3]
 		}
 		cmd := exec.Command(o.geoflow, args...)
 		logf, err := os.Create(filepath.Join(o.dir, id+".log"))
@@ -495,4 +504,91 @@ func scale(o options) error {
 			float64(x1-x0)/float64(units), peak)
 	}
 	return nil
+}
+
+// orphan runs a distributed harvest on 3 workers with default flags and SIGKILLs the
+// process that started it once a third of the units are done; a worker adopts the run
+// and finishes it. Times are the database's: units' and the run's finished_at.
+func orphan(o options) error {
+	ctx := context.Background()
+	s, err := serve(wfsserver.Options{Features: o.features, CountDefault: 1000, Seed: 1, ImplementsSorting: true, Latency: 50 * time.Millisecond})
+	if err != nil {
+		return err
+	}
+	defer s.hs.Close()
+	c, err := connect(ctx, o.db)
+	if err != nil {
+		return err
+	}
+	defer c.Close(ctx)
+	fmt.Printf("\n## orphan: %d parcels, 3 workers (geoflow worker's default flags), the starting process SIGKILLed mid-run\n\n", o.features)
+	f, err := o.flow("orphan_dist", "orphan_dist", s, "")
+	if err != nil {
+		return err
+	}
+	ws, err := o.startWorkers(3, "orphan")
+	if err != nil {
+		return err
+	}
+	defer stopWorkers(ws)
+	time.Sleep(time.Second)
+	runID, err := o.startAndKill(ctx, c, f)
+	if err != nil {
+		return err
+	}
+	killed := scalar[time.Time](ctx, c, "SELECT clock_timestamp()")
+	for deadline := time.Now().Add(5 * time.Minute); ; time.Sleep(100 * time.Millisecond) {
+		st := scalar[string](ctx, c, "SELECT status FROM geoflow_runs WHERE id = $1", runID)
+		if st != "running" {
+			break
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("run %d still running 5 minutes after its starting process was killed (see %s)", runID, o.dir)
+		}
+	}
+	var status, by string
+	var adopted, ended, last time.Time
+	if err := c.QueryRow(ctx, `SELECT status, coalesce(finished_by, '-'), coalesce(adopted_at, 'epoch'), finished_at,
+			(SELECT max(finished_at) FROM geoflow_units WHERE run_id = r.id) FROM geoflow_runs r WHERE id = $1`, runID).
+		Scan(&status, &by, &adopted, &ended, &last); err != nil {
+		return err
+	}
+	since := func(t time.Time) float64 { return t.Sub(killed).Seconds() }
+	fmt.Printf("- adopted by %s %.1f s after the kill\n", by, since(adopted))
+	fmt.Printf("- last unit finished %.1f s after the kill; the run ended %s %.1f s after the kill, %.1f s after its last unit\n",
+		since(last), status, since(ended), ended.Sub(last).Seconds())
+	stored := scalar[int64](ctx, c, "SELECT count(*) FROM public.orphan_dist")
+	distinct := scalar[int64](ctx, c, "SELECT count(DISTINCT gf_feature_id) FROM public.orphan_dist")
+	fmt.Printf("- features stored %d, distinct %d, the server holds %d; units completed by worker: %s\n", stored, distinct, s.srv.Len(), spread(ctx, c, runID))
+	return nil
+}
+
+// startAndKill starts geoflow run --distributed on flow f and SIGKILLs it once a third of
+// its units are done; it returns the run's id.
+func (o options) startAndKill(ctx context.Context, c *pgx.Conn, f string) (int64, error) {
+	logf, err := os.Create(filepath.Join(o.dir, "orphan_dist.run.log"))
+	if err != nil {
+		return 0, err
+	}
+	defer logf.Close()
+	cmd := exec.Command(o.geoflow, "run", "--progress=off", f, "--distributed")
+	cmd.Stdout, cmd.Stderr = logf, logf
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		return 0, err
+	}
+	var runID, total, finished int64
+	for total == 0 || finished*3 < total {
+		time.Sleep(50 * time.Millisecond)
+		_ = c.QueryRow(ctx, `SELECT coalesce(max(r.id), 0), count(u.*), count(u.*) FILTER (WHERE u.state IN ('done', 'failed'))
+			FROM geoflow_runs r LEFT JOIN geoflow_units u ON u.run_id = r.id WHERE r.flow = 'orphan_dist' GROUP BY r.id ORDER BY r.id DESC LIMIT 1`).Scan(&runID, &total, &finished)
+		if time.Since(start) > 5*time.Minute {
+			return 0, fmt.Errorf("a third of the run's units never ended (see %s)", o.dir)
+		}
+	}
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait()
+	open := scalar[int64](ctx, c, "SELECT count(*) FROM geoflow_units WHERE run_id = $1 AND state NOT IN ('done', 'failed')", runID)
+	fmt.Printf("- the starting process SIGKILLed %.1f s after it started, with %d of %d units open\n", time.Since(start).Seconds(), open, total)
+	return runID, nil
 }

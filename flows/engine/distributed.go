@@ -24,8 +24,9 @@ var stallAfter = 10 * time.Second
 // workers taken for dead, dead-letters units the pool gave up on (worker_lost) and
 // enqueues again those whose job is gone, and ends when no unit is open. Once ctx is
 // cancelled it withdraws the run's units that no worker has started and waits, until
-// work is cancelled too, for those in flight. It returns how many of the task's units
-// are dead, and whether it was cut short.
+// work is cancelled too, for those in flight; a run handed back (ErrHandedBack) returns
+// at once, its units left queued. It returns how many of the task's units are dead, and
+// whether it was cut short.
 func (r *runner) follow(ctx context.Context, q store.Queue, env *tasks.Env, prog *TaskProgress) (dead int64, interrupted bool) {
 	final := context.WithoutCancel(ctx)
 	var (
@@ -38,6 +39,9 @@ func (r *runner) follow(ctx context.Context, q store.Queue, env *tasks.Env, prog
 	defer tick.Stop()
 	r.checkPool(final, q, env)
 	for {
+		if r.stop.handedBack() {
+			return last.Failed, true // its queued units stay, for whoever takes the run over
+		}
 		if ctx.Err() != nil {
 			r.withdraw(final, q, env, !withdrawn)
 			withdrawn = true
@@ -57,6 +61,9 @@ func (r *runner) follow(ctx context.Context, q store.Queue, env *tasks.Env, prog
 			return last.Failed, true
 		}
 		prog.set(t)
+		if r.takenOver(final) {
+			return t.Failed, true
+		}
 		switch {
 		case t.Open() == 0:
 			return t.Failed, false
@@ -114,6 +121,27 @@ func (r *runner) rescue(ctx context.Context, q store.Queue, env *tasks.Env) {
 	case n > 0:
 		env.Logger.Warn("units of workers taken for dead given back to the pool", "units", n, "workers", workers)
 	}
+}
+
+// errTakenOver stops a distributed run whose follower lost its hold on it to another
+// process: its session with the store ended (a restart of the database, a cut
+// connection), the run read as orphaned, and a worker adopted it (or a person resumed
+// it). Two must not follow one run, so this one lets go, as a hand-back does.
+var errTakenOver = fmt.Errorf("this process lost its hold on the run (its database session ended) and another process took the run over, and finishes it: %w", ErrHandedBack)
+
+// takenOver tells whether another process holds the run now (store.Run.Held), and then
+// stops this one's following of it. A hold it cannot check (the store down) counts as
+// still held: the store is down for the others too.
+func (r *runner) takenOver(ctx context.Context) bool {
+	if r.held == nil {
+		return false
+	}
+	if held, err := r.held(ctx); held || err != nil {
+		return false
+	}
+	r.log.Warn("another process took the run over: this one stops following it, recording nothing", "run", r.runID)
+	r.stop.Stop(errTakenOver)
+	return true
 }
 
 // checkPool warns when no worker of the pool is alive: the units wait in the queue until

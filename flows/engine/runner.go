@@ -81,6 +81,11 @@ type RunOptions struct {
 	// of its tasks' own requests (a pool's workers record their ids). Defaults to
 	// hostname-pid.
 	Process string
+
+	// AdoptedBy, with ResumeRun, adopts that run (store.RunStart.AdoptedBy): a
+	// distributed run whose starting process is gone, taken over by this name
+	// ("worker w2"); see Adopter.
+	AdoptedBy string
 }
 
 // Result is the outcome of a run.
@@ -115,8 +120,12 @@ func (r *Result) DeadLetters() int64 { return r.Summary.UnitsDead }
 // Run executes flow f: tasks in dependency order, independent ones concurrently, each
 // task's units through a bounded worker pool. Cancelling ctx stops planning new units;
 // in-flight units get opts.Grace to commit or roll back, then the run is recorded as
-// interrupted. The error is non-nil only when the run could not be carried out at all
-// (no database, a bad option); task and unit failures are in the Result.
+// interrupted. A ctx cancelled with ErrHandedBack as its cause drops the run instead: it
+// records nothing more and lets go of the run, whose queued units stay queued, for
+// another process to adopt or resume; a distributed run whose hold another process took
+// over (store.Run.Held) drops itself so. Run then returns an error wrapping
+// ErrHandedBack. Otherwise the error is non-nil only when the run could not be carried
+// out at all (no database, a bad option); task and unit failures are in the Result.
 func Run(ctx context.Context, f *flows.Flow, opts RunOptions) (*Result, error) {
 	if err := opts.Store.check(); err != nil {
 		return nil, err
@@ -135,7 +144,7 @@ func Run(ctx context.Context, f *flows.Flow, opts RunOptions) (*Result, error) {
 	run, err := opts.Store.Runs.StartRun(ctx, store.RunStart{
 		Flow: f.Name, FlowFile: absPath(f.File), FlowText: string(f.Source), FlowHash: f.Hash(),
 		Trigger: opts.Trigger, ScheduledFor: opts.ScheduledFor, Area: opts.Area, OnlyTasks: opts.OnlyTasks, Resume: opts.Resume || opts.ResumeRun > 0, RunID: opts.ResumeRun,
-		Distributed: distributed,
+		Distributed: distributed, AdoptedBy: opts.AdoptedBy,
 	})
 	if err != nil {
 		return nil, err
@@ -169,11 +178,15 @@ func Run(ctx context.Context, f *flows.Flow, opts RunOptions) (*Result, error) {
 	defer r.stop.Close()
 	r.outage.stop = r.stop
 	if run.Distributed {
-		r.queue = opts.Store.Queue
+		r.queue, r.held = opts.Store.Queue, run.Held
 	}
 	r.resumed = run.Resumed
 	r.replan = res.FlowUsed == "current"
 	r.runTasks(r.stop.Context(), selected)
+	if r.stop.handedBack() {
+		log.Info("run handed back: another process takes it over", "flow", f.Name, "run", run.ID)
+		return nil, fmt.Errorf("run %d: %w", run.ID, context.Cause(r.stop.Context()))
+	}
 	if err := r.end(context.WithoutCancel(ctx), res); err != nil {
 		return nil, err
 	}

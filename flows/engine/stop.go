@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"time"
 )
@@ -30,6 +31,9 @@ func newStopping(parent context.Context, grace time.Duration, log *slog.Logger) 
 	s.ctx, s.stop = context.WithCancelCause(parent)
 	s.work, s.cut = context.WithCancel(context.WithoutCancel(parent))
 	s.timers = context.AfterFunc(s.ctx, func() {
+		if s.handedBack() {
+			return // dropped, not stopped: nothing to wait for
+		}
 		log.Warn("stopping: no new units; in-flight units may finish", "grace", grace)
 		time.AfterFunc(grace, s.cut)
 	})
@@ -72,6 +76,17 @@ func (s *stopping) Work(ctx context.Context) context.Context {
 		return ctx
 	}
 	return s.work
+}
+
+// ErrHandedBack, as the cause of a run's cancelled context, drops the run rather than
+// stopping it: nothing more of it is recorded and its queued units stay queued, so that
+// it reads as a run whose process is gone, for another to adopt (Run).
+var ErrHandedBack = errors.New("engine: the run is handed back")
+
+// handedBack reports whether the run was dropped (ErrHandedBack): from then on it
+// records nothing. A nil *stopping never is.
+func (s *stopping) handedBack() bool {
+	return s != nil && errors.Is(context.Cause(s.ctx), ErrHandedBack)
 }
 
 // Close releases the stopping's timers and contexts; work still in flight is cut.

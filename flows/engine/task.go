@@ -61,6 +61,9 @@ type runner struct {
 	// queue is set for a distributed run: its units are the pool's jobs, which the
 	// runner follows instead of executing them.
 	queue store.Queue
+	// held tells whether this process still holds the run (store.Run.Held); nil: it
+	// does for as long as it goes.
+	held func(ctx context.Context) (bool, error)
 }
 
 func newRunner(f *flows.Flow, opts RunOptions, log *slog.Logger, runID int64) *runner {
@@ -99,6 +102,9 @@ func (r *runner) runTask(ctx context.Context, t *flows.Task, sem chan struct{}) 
 	record := func(state store.State, msg string) {
 		msg = r.secrets.String(msg)
 		r.setState(t.ID, state)
+		if r.stop.handedBack() {
+			return // the run is another process's to record now
+		}
 		if err := r.persist(final, "recording task state", func(ctx context.Context) error {
 			return r.opts.Store.Runs.SetTaskState(ctx, r.runID, t.ID, t.Type, state, msg)
 		}); err != nil {

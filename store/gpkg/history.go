@@ -13,7 +13,8 @@ const runSelect = `SELECT r.id, r.flow, r.status, r.trigger, r.scheduled_for, r.
 	coalesce(c.total, r.units_total), coalesce(c.done, r.units_done), coalesce(c.dead, r.units_dead),
 	coalesce(c.ins, r.features_inserted), coalesce(c.skip, r.features_skipped), coalesce(c.upd, r.features_updated),
 	coalesce(c.rej, r.features_rejected), coalesce(c.merged, r.features_merged),
-	(SELECT coalesce(sum(features_deleted), 0) FROM geoflow_run_tasks d WHERE d.run_id = r.id), coalesce(r.error, '')
+	(SELECT coalesce(sum(features_deleted), 0) FROM geoflow_run_tasks d WHERE d.run_id = r.id), coalesce(r.error, ''),
+	coalesce(r.finished_by, ''), r.adopted_at
 FROM geoflow_runs r
 LEFT JOIN (
 	SELECT u.run_id, count(*) AS total,
@@ -31,7 +32,7 @@ func scanRun(rows *sql.Rows) (store.RunRecord, error) {
 	var r store.RunRecord
 	err := rows.Scan(&r.ID, &r.Flow, &r.Status, &r.Trigger, nullTime{&r.ScheduledFor}, reqTime{&r.StartedAt}, nullTime{&r.FinishedAt},
 		&r.UnitsTotal, &r.UnitsDone, &r.UnitsDead, &r.FeaturesInserted, &r.FeaturesSkipped, &r.FeaturesUpdated,
-		&r.FeaturesRejected, &r.FeaturesMerged, &r.FeaturesDeleted, &r.Error)
+		&r.FeaturesRejected, &r.FeaturesMerged, &r.FeaturesDeleted, &r.Error, &r.FinishedBy, nullTime{&r.AdoptedAt})
 	return r, err
 }
 

@@ -46,28 +46,13 @@ func (s *Store) StartRun(ctx context.Context, st store.RunStart) (*store.Run, er
 	return run, nil
 }
 
+// adoptable selects run ?2 of flow ?1 while it is recorded running, as the PostGIS store
+// does: an adoption takes over only a run whose process is gone.
+const adoptable = `SELECT r.id FROM geoflow_runs r WHERE r.flow = ?1 AND r.id = ?2 AND r.status = 'running'`
+
 func (s *Store) startRun(ctx context.Context, st store.RunStart) (*store.Run, func(), error) {
 	if st.Resume {
-		ids, err := s.ids(ctx, resumable, st.Flow, st.RunID)
-		if err != nil {
-			return nil, nil, translate("finding a run to resume", err)
-		}
-		for _, id := range ids {
-			release, ok, err := s.locks.try(lockRunBase+id, true)
-			if err != nil {
-				return nil, nil, fmt.Errorf("locking run %d: %w", id, err)
-			}
-			if !ok {
-				continue // still running in another process
-			}
-			run, err := s.resume(ctx, id, st.Flow)
-			if err != nil {
-				release()
-				return nil, nil, err
-			}
-			return run, release, nil
-		}
-		return nil, nil, store.NothingToResume(st)
+		return s.resumeRun(ctx, st)
 	}
 	trigger := st.Trigger
 	if trigger == "" {
@@ -104,16 +89,51 @@ func (s *Store) startRun(ctx context.Context, st store.RunStart) (*store.Run, fu
 	return run, release, nil
 }
 
-// resume takes over run id: it is running again, and its units that a crash or a lost
-// store left failed without a dead letter run again.
-func (s *Store) resume(ctx context.Context, id int64, flow string) (*store.Run, error) {
-	run := &store.Run{ID: id, Flow: flow, Resumed: true}
+// resumeRun takes over the latest run st selects that no other process holds. Its status
+// is read again once its lock is held: a run that ended between the two is not taken.
+func (s *Store) resumeRun(ctx context.Context, st store.RunStart) (*store.Run, func(), error) {
+	query := resumable
+	if st.AdoptedBy != "" {
+		query = adoptable
+	}
+	ids, err := s.ids(ctx, query, st.Flow, st.RunID)
+	if err != nil {
+		return nil, nil, translate("finding a run to resume", err)
+	}
+	for _, id := range ids {
+		release, ok, err := s.locks.try(lockRunBase+id, true)
+		if err != nil {
+			return nil, nil, fmt.Errorf("locking run %d: %w", id, err)
+		}
+		if !ok {
+			continue // still running in another process
+		}
+		run, err := s.resume(ctx, id, st)
+		switch {
+		case err != nil:
+			release()
+			return nil, nil, err
+		case run != nil:
+			return run, release, nil
+		}
+		release() // it ended meanwhile
+	}
+	return nil, nil, store.NothingToResume(st)
+}
+
+// resume takes over run id when it is still in a status st may take over (else it
+// returns nil, nil): it is running again, recording who adopted it (or nobody), and its
+// units that a crash or a lost store left failed without a dead letter run again.
+func (s *Store) resume(ctx context.Context, id int64, st store.RunStart) (*store.Run, error) {
+	run := &store.Run{ID: id, Flow: st.Flow, Resumed: true}
 	var area box
 	var only sql.NullString
 	err := s.writeTx(ctx, func(tx *sql.Tx) error {
-		err := tx.QueryRowContext(ctx, `UPDATE geoflow_runs SET status = 'running', finished_at = NULL, error = NULL
-			WHERE id = ? RETURNING started_at, area_min_x, area_min_y, area_max_x, area_max_y, only_tasks,
-				coalesce(flow_file, ''), coalesce(flow_text, ''), coalesce(flow_hash, '')`, id).
+		err := tx.QueryRowContext(ctx, `UPDATE geoflow_runs SET status = 'running', finished_at = NULL, error = NULL,
+				finished_by = NULLIF(?2, ''), adopted_at = CASE WHEN ?2 <> '' THEN `+now+` END
+			WHERE id = ?1 AND status IN ('running', 'interrupted', 'failed') AND (?2 = '' OR status = 'running')
+			RETURNING started_at, area_min_x, area_min_y, area_max_x, area_max_y, only_tasks,
+				coalesce(flow_file, ''), coalesce(flow_text, ''), coalesce(flow_hash, '')`, id, st.AdoptedBy).
 			Scan(append([]any{reqTime{&run.StartedAt}}, append(area.dest(), &only, &run.FlowFile, &run.FlowText, &run.FlowHash)...)...)
 		if err != nil {
 			return err
@@ -122,6 +142,9 @@ func (s *Store) resume(ctx context.Context, id int64, flow string) (*store.Run, 
 			AND NOT EXISTS (SELECT 1 FROM geoflow_dlq d WHERE d.run_id = geoflow_units.run_id AND d.task = geoflow_units.task AND d.unit_key = geoflow_units.key)`, id)
 		return err
 	})
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil // it ended meanwhile
+	}
 	if err != nil {
 		return nil, translate(fmt.Sprintf("resuming run %d", id), err)
 	}

@@ -195,6 +195,17 @@ func (s *Store) RunningJobs(ctx context.Context, runID int64) (int64, error) {
 	return n, translate(fmt.Sprintf("counting the units of run %d in flight", runID), err)
 }
 
+// OrphanedRuns implements store.Queue.
+func (s *Store) OrphanedRuns(ctx context.Context) ([]int64, error) {
+	rows, err := s.pool.Query(ctx, `SELECT r.id FROM geoflow_runs r
+		WHERE r.distributed AND r.status = 'running' AND `+runStatus+` = 'crashed' ORDER BY r.id`)
+	if err != nil {
+		return nil, translate("looking for runs whose starting process is gone", err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	return ids, translate("looking for runs whose starting process is gone", err)
+}
+
 // unitWorker hands River's jobs to the function a worker executes units with.
 type unitWorker struct {
 	river.WorkerDefaults[unitArgs]

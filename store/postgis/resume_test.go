@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/geoflow/geoflow/dlq"
 	"github.com/geoflow/geoflow/store"
@@ -116,5 +117,108 @@ func TestTranslateTemporary(t *testing.T) {
 	f, ok := store.AsFault(translate("inserting", errors.New("unexpected EOF")))
 	if !ok || !f.Temporary() || f.FailureClass() != dlq.ClassDatabase {
 		t.Errorf("a lost connection: %+v", f)
+	}
+}
+
+// TestOrphanedRuns lists the distributed runs a worker may adopt: recorded running, held
+// by no session. A local run whose process died waits for a person's --resume, and runs
+// held, interrupted or adopted already are not listed.
+func TestOrphanedRuns(t *testing.T) {
+	ctx := context.Background()
+	s := openTestStore(t)
+	start := func(flow string, distributed bool) *store.Run {
+		t.Helper()
+		run, err := s.StartRun(ctx, store.RunStart{Flow: flow, Distributed: distributed})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(run.Close)
+		return run
+	}
+	orphan := start("dist", true)
+	orphan.Close()
+	start("dist_alive", true)
+	local := start("local", false)
+	local.Close()
+	stopped := start("dist_stopped", true)
+	if _, err := s.FinishRun(ctx, stopped.ID, store.Interrupted, ""); err != nil {
+		t.Fatal(err)
+	}
+	stopped.Close()
+	adopted := start("dist_adopted", true)
+	adopted.Close()
+	again, err := s.StartRun(ctx, store.RunStart{Flow: "dist_adopted", Resume: true, RunID: adopted.ID, AdoptedBy: "worker w1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(again.Close)
+
+	ids, err := s.OrphanedRuns(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ids) != 1 || ids[0] != orphan.ID {
+		t.Errorf("orphaned runs %v, want [%d]", ids, orphan.ID)
+	}
+	again.Close() // its adopter died as well: the run is an orphan again
+	if ids, err = s.OrphanedRuns(ctx); err != nil || len(ids) != 2 || ids[1] != adopted.ID {
+		t.Errorf("orphaned runs %v, %v; want [%d %d]", ids, err, orphan.ID, adopted.ID)
+	}
+}
+
+// TestRunHeldAfterSessionEnds: a run's hold whose session ended (a restart of the
+// database, a cut connection) is taken again when nobody took the run meanwhile, and is
+// lost, for good, to a worker that adopted the run first.
+func TestRunHeldAfterSessionEnds(t *testing.T) {
+	ctx := context.Background()
+	s := openTestStore(t)
+	run, err := s.StartRun(ctx, store.RunStart{Flow: "held", Distributed: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(run.Close)
+	endSession := func() {
+		t.Helper()
+		var n int64
+		err := s.pool.QueryRow(ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_locks
+			WHERE locktype = 'advisory' AND granted AND classid::bigint = $1 AND objid::bigint = $2 AND objsubid = 2`,
+			runLockClass, run.ID).Scan(&n)
+		if err != nil || n != 1 {
+			t.Fatalf("ending the session that holds run %d: %d ended, %v", run.ID, n, err)
+		}
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+			if ids, err := s.OrphanedRuns(ctx); err == nil && len(ids) == 1 {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("the run never read as orphaned after its session ended")
+			}
+		}
+	}
+	if held, err := run.Held(ctx); !held || err != nil {
+		t.Fatalf("Held on a live session: %v, %v", held, err)
+	}
+	endSession()
+	if held, err := run.Held(ctx); !held || err != nil {
+		t.Fatalf("Held after the session ended, nobody else about: %v, %v; want the hold taken again", held, err)
+	}
+	if ids, err := s.OrphanedRuns(ctx); err != nil || len(ids) != 0 {
+		t.Errorf("orphaned runs %v, %v after the hold was taken again; want none", ids, err)
+	}
+	endSession()
+	adopted, err := s.StartRun(ctx, store.RunStart{Flow: "held", Resume: true, RunID: run.ID, AdoptedBy: "worker w1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(adopted.Close)
+	if held, err := run.Held(ctx); held || err != nil {
+		t.Errorf("Held after a worker adopted the run: %v, %v; want false", held, err)
+	}
+	if held, err := adopted.Held(ctx); !held || err != nil {
+		t.Errorf("the adopter's Held: %v, %v; want true", held, err)
+	}
+	adopted.Close()
+	if held, err := run.Held(ctx); held || err != nil {
+		t.Errorf("Held once the adopter let go: %v, %v; want false (the run is the adopter's)", held, err)
 	}
 }

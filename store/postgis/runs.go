@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/geoflow/geoflow/store"
@@ -52,8 +53,66 @@ func (s *Store) StartRun(ctx context.Context, st store.RunStart) (*store.Run, er
 		closeConn(conn)()
 		return nil, err
 	}
-	run.Release = closeConn(conn)
+	h := &runHold{s: s, id: run.ID, by: st.AdoptedBy, conn: conn}
+	run.Release, run.Held = h.release, h.held
 	return run, nil
+}
+
+// runHold is a process's hold on a run: the run's advisory lock, on a connection of its
+// own. by is the adopter's name for a run it adopted, "" otherwise.
+type runHold struct {
+	s    *Store
+	id   int64
+	by   string
+	mu   sync.Mutex
+	conn *pgx.Conn // nil once released
+}
+
+// held implements store.Run.Held. A session that ended (a restart, a cut connection) took
+// the lock with it, and the run read as orphaned meanwhile: the lock is taken again on a
+// new connection only when nobody else holds it and the run is still this process's
+// (running, with the adopter it had), not adopted, resumed or finished by another since.
+func (h *runHold) held(ctx context.Context) (bool, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.conn == nil {
+		return false, nil
+	}
+	// A connection cut off without a word answers nothing: it must not hold the caller.
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if h.conn.Ping(ctx) == nil {
+		return true, nil
+	}
+	what := fmt.Sprintf("taking the hold on run %d again", h.id)
+	conn, err := h.s.lockConn(ctx, what)
+	if err != nil {
+		return false, err
+	}
+	var locked, ours bool
+	if err := conn.QueryRow(ctx, "SELECT pg_try_advisory_lock($1, $2)", runLockClass, int32(h.id)).Scan(&locked); err != nil || !locked {
+		closeConn(conn)()
+		return false, translate(what, err)
+	}
+	err = conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM geoflow_runs WHERE id = $1 AND status = 'running' AND coalesce(finished_by, '') = $2)`,
+		h.id, h.by).Scan(&ours)
+	if err != nil || !ours {
+		closeConn(conn)()
+		return false, translate(what, err)
+	}
+	_ = h.conn.Close(ctx)
+	h.conn = conn
+	return true, nil
+}
+
+// release lets go of the run at once.
+func (h *runHold) release() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.conn != nil {
+		closeConn(h.conn)()
+		h.conn = nil
+	}
 }
 
 // resumable selects the runs of a flow that --resume may continue ($2, when above 0,
@@ -70,60 +129,103 @@ const resumable = `SELECT r.id FROM geoflow_runs r
 	AND ($2 = 0 OR r.id = $2)
 	ORDER BY r.id DESC LIMIT 20`
 
+// adoptable selects run $2 of flow $1 while it is recorded running: an adoption takes over
+// only a run whose process is gone (its lock, checked next, free), never one that a
+// person stopped or that failed.
+const adoptable = `SELECT r.id FROM geoflow_runs r WHERE r.flow = $1 AND r.id = $2 AND r.status = 'running'`
+
 func (s *Store) startRun(ctx context.Context, conn *pgx.Conn, st store.RunStart) (*store.Run, error) {
 	if st.Resume {
-		rows, err := conn.Query(ctx, resumable, st.Flow, st.RunID)
-		if err != nil {
-			return nil, translate("finding a run to resume", err)
-		}
-		ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
-		if err != nil {
-			return nil, translate("finding a run to resume", err)
-		}
-		for _, id := range ids {
-			var locked bool
-			if err := conn.QueryRow(ctx, "SELECT pg_try_advisory_lock($1, $2)", runLockClass, int32(id)).Scan(&locked); err != nil {
-				return nil, translate("locking the run to resume", err)
-			}
-			if !locked {
-				continue // still running in another process
-			}
-			run := &store.Run{ID: id, Flow: st.Flow, Resumed: true}
-			var x0, y0, x1, y1 *float64
-			err := conn.QueryRow(ctx, `UPDATE geoflow_runs SET status = 'running', finished_at = NULL, error = NULL
-				WHERE id = $1 RETURNING started_at, ST_XMin(area), ST_YMin(area), ST_XMax(area), ST_YMax(area), only_tasks,
-					coalesce(flow_file, ''), coalesce(flow_text, ''), coalesce(flow_hash, ''), distributed`, id).
-				Scan(&run.StartedAt, &x0, &y0, &x1, &y1, &run.OnlyTasks, &run.FlowFile, &run.FlowText, &run.FlowHash, &run.Distributed)
-			if err != nil {
-				return nil, translate(fmt.Sprintf("resuming run %d", id), err)
-			}
-			if x0 != nil {
-				run.Area = &orb.Bound{Min: orb.Point{*x0, *y0}, Max: orb.Point{*x1, *y1}}
-			}
-			s.distributed.Store(id, run.Distributed)
-			// Units a crash or a lost database left failed without a dead letter run again.
-			if _, err := conn.Exec(ctx, `UPDATE geoflow_units u SET state = 'pending' WHERE u.run_id = $1 AND u.state IN ('failed', 'interrupted', 'running')
-				AND NOT EXISTS (SELECT 1 FROM geoflow_dlq d WHERE d.run_id = u.run_id AND d.task = u.task AND d.unit_key = u.key)`, id); err != nil {
-				return nil, translate(fmt.Sprintf("resuming run %d", id), err)
-			}
-			return run, nil
-		}
-		return nil, store.NothingToResume(st)
+		return s.resumeRun(ctx, conn, st)
 	}
+	return s.newRun(ctx, conn, st)
+}
+
+// resumeRun takes over the latest run st selects that no other session holds. Its status
+// is read again once its lock is held: a run that ended between the two (its holder
+// finished it and let go) is not taken, so two adopters racing for a run adopt it once.
+func (s *Store) resumeRun(ctx context.Context, conn *pgx.Conn, st store.RunStart) (*store.Run, error) {
+	query, statuses := resumable, []string{"running", "interrupted", "failed"}
+	if st.AdoptedBy != "" {
+		query, statuses = adoptable, []string{"running"}
+	}
+	rows, err := conn.Query(ctx, query, st.Flow, st.RunID)
+	if err != nil {
+		return nil, translate("finding a run to resume", err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return nil, translate("finding a run to resume", err)
+	}
+	for _, id := range ids {
+		var locked bool
+		if err := conn.QueryRow(ctx, "SELECT pg_try_advisory_lock($1, $2)", runLockClass, int32(id)).Scan(&locked); err != nil {
+			return nil, translate("locking the run to resume", err)
+		}
+		if !locked {
+			continue // still running in another process
+		}
+		run, err := s.takeOver(ctx, conn, id, st, statuses)
+		if err != nil || run != nil {
+			return run, err
+		}
+		if _, err := conn.Exec(ctx, "SELECT pg_advisory_unlock($1, $2)", runLockClass, int32(id)); err != nil {
+			return nil, translate("letting go of a run that ended meanwhile", err)
+		}
+	}
+	return nil, store.NothingToResume(st)
+}
+
+// takeOver marks run id, whose lock this session holds, running again when its status is
+// still one of statuses (else it returns nil, nil), recording who adopted it (or nobody),
+// and reopens the units a crash or a lost database left failed without a dead letter.
+func (s *Store) takeOver(ctx context.Context, conn *pgx.Conn, id int64, st store.RunStart, statuses []string) (*store.Run, error) {
+	what := fmt.Sprintf("resuming run %d", id)
+	run := &store.Run{ID: id, Flow: st.Flow, Resumed: true}
+	var x0, y0, x1, y1 *float64
+	err := conn.QueryRow(ctx, `UPDATE geoflow_runs SET status = 'running', finished_at = NULL, error = NULL,
+			finished_by = NULLIF($3, ''), adopted_at = CASE WHEN $3 <> '' THEN now() END
+		WHERE id = $1 AND status = ANY($2) RETURNING started_at, ST_XMin(area), ST_YMin(area), ST_XMax(area), ST_YMax(area), only_tasks,
+			coalesce(flow_file, ''), coalesce(flow_text, ''), coalesce(flow_hash, ''), distributed`, id, statuses, st.AdoptedBy).
+		Scan(&run.StartedAt, &x0, &y0, &x1, &y1, &run.OnlyTasks, &run.FlowFile, &run.FlowText, &run.FlowHash, &run.Distributed)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, translate(what, err)
+	}
+	if x0 != nil {
+		run.Area = &orb.Bound{Min: orb.Point{*x0, *y0}, Max: orb.Point{*x1, *y1}}
+	}
+	s.distributed.Store(id, run.Distributed)
+	if _, err := conn.Exec(ctx, `UPDATE geoflow_units u SET state = 'pending' WHERE u.run_id = $1 AND u.state IN ('failed', 'interrupted', 'running')
+		AND NOT EXISTS (SELECT 1 FROM geoflow_dlq d WHERE d.run_id = u.run_id AND d.task = u.task AND d.unit_key = u.key)`, id); err != nil {
+		return nil, translate(what, err)
+	}
+	return run, nil
+}
+
+// newRun records a new run and takes its lock in one transaction: no other session sees
+// the run before it is held, so none takes it for a crashed run (nor adopts it).
+func (s *Store) newRun(ctx context.Context, conn *pgx.Conn, st store.RunStart) (*store.Run, error) {
 	trigger := st.Trigger
 	if trigger == "" {
 		trigger = store.TriggerManual
 	}
 	var run store.Run
-	err := conn.QueryRow(ctx, `INSERT INTO geoflow_runs (flow, trigger, area, only_tasks, flow_file, scheduled_for, flow_text, flow_hash, distributed)
-		VALUES ($1, $2, `+envelopeSQL(3)+`, $7, NULLIF($8, ''), $9, NULLIF($10, ''), NULLIF($11, ''), $12) RETURNING id, started_at`,
-		append(append([]any{st.Flow, trigger}, envelopeArgs(st.Area)...), st.OnlyTasks, st.FlowFile, st.ScheduledFor, st.FlowText, st.FlowHash, st.Distributed)...).
-		Scan(&run.ID, &run.StartedAt)
+	err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+		err := tx.QueryRow(ctx, `INSERT INTO geoflow_runs (flow, trigger, area, only_tasks, flow_file, scheduled_for, flow_text, flow_hash, distributed)
+			VALUES ($1, $2, `+envelopeSQL(3)+`, $7, NULLIF($8, ''), $9, NULLIF($10, ''), NULLIF($11, ''), $12) RETURNING id, started_at`,
+			append(append([]any{st.Flow, trigger}, envelopeArgs(st.Area)...), st.OnlyTasks, st.FlowFile, st.ScheduledFor, st.FlowText, st.FlowHash, st.Distributed)...).
+			Scan(&run.ID, &run.StartedAt)
+		if err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, "SELECT pg_advisory_lock($1, $2)", runLockClass, int32(run.ID))
+		return err
+	})
 	if err != nil {
-		return nil, translate("recording a new run", err)
-	}
-	if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock($1, $2)", runLockClass, int32(run.ID)); err != nil {
-		return nil, translate("locking the new run", err)
+		return nil, translate("recording a new run and locking it", err)
 	}
 	run.Flow, run.Area, run.OnlyTasks = st.Flow, st.Area, st.OnlyTasks
 	run.FlowFile, run.FlowText, run.FlowHash, run.Distributed = st.FlowFile, st.FlowText, st.FlowHash, st.Distributed

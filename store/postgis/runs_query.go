@@ -15,7 +15,8 @@ var runSelect = `SELECT r.id, r.flow, ` + runStatus + `, r.trigger, r.scheduled_
 	coalesce(c.total, r.units_total), coalesce(c.done, r.units_done), coalesce(c.dead, r.units_dead),
 	coalesce(c.ins, r.features_inserted), coalesce(c.skip, r.features_skipped), coalesce(c.upd, r.features_updated),
 	coalesce(c.rej, r.features_rejected), coalesce(c.merged, r.features_merged),
-	(SELECT coalesce(sum(features_deleted), 0) FROM geoflow_run_tasks d WHERE d.run_id = r.id), coalesce(r.error, '')
+	(SELECT coalesce(sum(features_deleted), 0) FROM geoflow_run_tasks d WHERE d.run_id = r.id), coalesce(r.error, ''),
+	coalesce(r.finished_by, ''), r.adopted_at
 FROM geoflow_runs r
 LEFT JOIN LATERAL (
 	SELECT count(*) AS total,
@@ -42,7 +43,7 @@ func scanRun(row pgx.CollectableRow) (store.RunRecord, error) {
 	var r store.RunRecord
 	err := row.Scan(&r.ID, &r.Flow, &r.Status, &r.Trigger, &r.ScheduledFor, &r.StartedAt, &r.FinishedAt,
 		&r.UnitsTotal, &r.UnitsDone, &r.UnitsDead, &r.FeaturesInserted, &r.FeaturesSkipped, &r.FeaturesUpdated,
-		&r.FeaturesRejected, &r.FeaturesMerged, &r.FeaturesDeleted, &r.Error)
+		&r.FeaturesRejected, &r.FeaturesMerged, &r.FeaturesDeleted, &r.Error, &r.FinishedBy, &r.AdoptedAt)
 	return r, err
 }
 

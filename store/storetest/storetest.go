@@ -45,6 +45,8 @@ func tests() []test {
 		{"ResumeRestoresRun", testResumeRestoresRun},
 		{"ResumeReopensUnits", testResumeReopensUnits},
 		{"CrashedRuns", testCrashedRuns},
+		{"Adopt", testAdopt},
+		{"AdoptRace", testAdoptRace},
 		{"HoldRun", testHoldRun},
 		{"Units", testUnits},
 		{"ListUnits", testListUnits},

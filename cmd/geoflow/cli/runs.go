@@ -125,6 +125,9 @@ func printRun(w io.Writer, r store.RunRecord) error {
 	fmt.Fprintf(tw, "scheduled for\t%s\n", fmtTime(r.ScheduledFor))
 	fmt.Fprintf(tw, "started\t%s\n", fmtTime(&r.StartedAt))
 	fmt.Fprintf(tw, "finished\t%s\n", fmtTime(r.FinishedAt))
+	if verb := r.AdoptionVerb(); verb != "" {
+		fmt.Fprintf(tw, "%s\t%s (adopted %s, after the starting process was gone)\n", verb, r.FinishedBy, fmtTime(r.AdoptedAt))
+	}
 	fmt.Fprintf(tw, "units\t%d of %d done, %d dead\n", r.UnitsDone, r.UnitsTotal, r.UnitsDead)
 	fmt.Fprintf(tw, "features\t%d inserted, %d already present, %d updated\n", r.FeaturesInserted, r.FeaturesSkipped, r.FeaturesUpdated)
 	if r.FeaturesRejected > 0 {

@@ -38,7 +38,10 @@ func newWorkerCmd(g *globals) *cobra.Command {
 			"workers. A worker that dies, or is silent for " + store.WorkerSilent.String() + " (it reports every " + store.WorkerReport.String() + "), loses its units to the\n" +
 			"others; one that was only paused finds them taken and stops them without writing. Run one or more on\n" +
 			"each machine, all on one database. A worker needs the environment variables the flows' ${VAR}s name, as\n" +
-			"the process that starts the run does.",
+			"the process that starts the run does.\n\n" +
+			"Every 5 s a worker also looks for distributed runs whose starting process is gone (killed, its machine\n" +
+			"lost): one worker adopts each such run, follows it and finishes it as geoflow run --resume would, and\n" +
+			"geoflow runs show names it. A worker that stops hands the runs it adopted back to the others.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runWorker(cmd.Context(), g, wf) },
 	}
