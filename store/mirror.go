@@ -154,3 +154,25 @@ type Changes interface {
 	// ListChanges calls fn for each change of f's run, by task, then kind, then key.
 	ListChanges(ctx context.Context, f ChangeFilter, fn func(Change) error) error
 }
+
+// ChangeFeature is c as a GeoJSON feature: its id (the feature id, nil when it has none),
+// geometry and properties, with gf_change, gf_key, gf_task and gf_table among them,
+// gf_superseded when a later run changed the feature again and no copy of this version
+// is kept, and gf_srid when the store could not bring the geometry to lon/lat.
+func ChangeFeature(c Change) (id any, g orb.Geometry, props map[string]any) {
+	props = make(map[string]any, len(c.Properties)+6)
+	for k, v := range c.Properties {
+		props[k] = v
+	}
+	props["gf_change"], props["gf_key"], props["gf_task"], props["gf_table"] = c.Kind, c.Key, c.Task, c.Table
+	if c.Superseded {
+		props["gf_superseded"] = true
+	}
+	if c.Geometry != nil && c.SRID != 4326 && c.SRID != 0 {
+		props["gf_srid"] = c.SRID
+	}
+	if c.FeatureID != "" {
+		id = c.FeatureID
+	}
+	return id, c.Geometry, props
+}

@@ -85,51 +85,13 @@ func writeChangesTable(w io.Writer, run int64, list func(func(store.Change) erro
 
 // writeChangesGeoJSON streams the changes as one FeatureCollection, a feature at a time.
 func writeChangesGeoJSON(w io.Writer, list func(func(store.Change) error) error) error {
-	if _, err := io.WriteString(w, `{"type":"FeatureCollection","features":[`); err != nil {
-		return err
-	}
-	first := true
-	err := list(func(c store.Change) error {
-		props := make(map[string]any, len(c.Properties)+6)
-		for k, v := range c.Properties {
-			props[k] = v
-		}
-		props["gf_change"], props["gf_key"], props["gf_task"], props["gf_table"] = c.Kind, c.Key, c.Task, c.Table
-		if c.Superseded {
-			props["gf_superseded"] = true // changed again by a later run; this version is not kept
-		}
-		if c.Geometry != nil && c.SRID != 4326 && c.SRID != 0 {
-			props["gf_srid"] = c.SRID // the store could not bring it to lon/lat
-		}
-		geom, err := geojson.AppendGeometry(nil, c.Geometry)
-		if err != nil {
-			return fmt.Errorf("feature %q: %w", c.Key, err)
-		}
-		var id any
-		if c.FeatureID != "" {
-			id = c.FeatureID
-		}
-		b, err := json.Marshal(struct {
-			Type       string          `json:"type"`
-			ID         any             `json:"id,omitempty"`
-			Geometry   json.RawMessage `json:"geometry"`
-			Properties map[string]any  `json:"properties"`
-		}{"Feature", id, geom, props})
-		if err != nil {
-			return fmt.Errorf("feature %q: %w", c.Key, err)
-		}
-		if !first {
-			if _, err := io.WriteString(w, ","); err != nil {
-				return err
-			}
-		}
-		first = false
-		_, err = w.Write(append([]byte("\n"), b...))
-		return err
+	c := geojson.NewCollectionWriter(w)
+	err := list(func(ch store.Change) error {
+		id, g, props := store.ChangeFeature(ch)
+		return c.Feature(id, g, props)
 	})
 	if err != nil {
 		return err
 	}
-	_, err = io.WriteString(w, "\n]}\n")
-	return err
+	return c.Close(nil)
 }
