@@ -62,6 +62,11 @@ type execer interface {
 // ensureSRS adds ref to gpkg_spatial_ref_sys when its srs_id is not there yet; a row
 // already there (GDAL's, the user's) is kept as it is.
 func (s *Store) ensureSRS(ctx context.Context, q execer, ref spatialRef) error {
+	return recordSRS(ctx, q, ref)
+}
+
+// recordSRS is ensureSRS for any file, the store's or an export's.
+func recordSRS(ctx context.Context, q execer, ref spatialRef) error {
 	_, err := q.ExecContext(ctx, `INSERT INTO gpkg_spatial_ref_sys (srs_name, srs_id, organization, organization_coordsys_id, definition, description)
 		VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (srs_id) DO NOTHING`,
 		ref.Name, ref.ID, ref.Organization, ref.OrgID, ref.Definition, nullIfEmpty(ref.Description))
