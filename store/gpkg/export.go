@@ -1,0 +1,477 @@
+package gpkg
+
+import (
+	"cmp"
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/paulmach/orb"
+
+	"github.com/geoflow/geoflow/migrations"
+	"github.com/geoflow/geoflow/spatial"
+	"github.com/geoflow/geoflow/store"
+)
+
+// An export is a plain GeoPackage: the core tables (the store's first migration), one
+// feature table, its R-tree, and nothing of geoflow's bookkeeping. It is written into a
+// temporary file beside the target and renamed over it once complete, so that a reader
+// of the target (a download, QGIS) sees the old file or the new one, never half of one.
+//
+// The temporary file is written without a journal and without syncs: nothing else opens
+// it, and a failed export deletes it rather than rolling it back. It is synced once,
+// whole, after SQLite has closed it and before the rename.
+
+// ExportLayer describes the one feature table of an exported GeoPackage.
+type ExportLayer struct {
+	// Name is the table's name: a plain identifier (letters, digits and _, at most 63),
+	// not starting with gpkg_, rtree_ or sqlite_, which the GeoPackage reserves.
+	Name string
+	// SRID is the EPSG code of the geometries written (4326 for lon/lat); 0 means
+	// undefined geographic coordinates, -1 undefined Cartesian ones.
+	SRID int
+	// Columns are the property columns, in order: Name is the column, Property the key
+	// in Feature.Properties (defaults to Name), Type how values are written (see
+	// DeclaredType for a stored table's columns). Names must be unique, ignoring case,
+	// and neither "fid" nor "geom", the table's own columns.
+	Columns []store.Column
+	// Description is gpkg_contents.description. Defaults to "exported by geoflow".
+	Description string
+}
+
+// exportBatch is how many features one transaction of an export writes.
+const exportBatch = 10000
+
+// Export writes a new GeoPackage file at path holding layer l and the features src yields
+// (io.EOF ends), and returns how many it wrote.
+//
+// The file is complete or absent: it is written as a temporary file in path's directory
+// and renamed over path (replacing a file there, whose permissions it takes; else it is
+// 0644) only once complete, its R-tree built,
+// its extent recorded, the file closed and synced. On any error, ctx's cancellation
+// included, the temporary file is removed and path is left as it was.
+//
+// Features are written as src yields them, in transactions of exportBatch, so memory
+// does not grow with their number, except for the R-tree, packed in bulk at the end (32
+// bytes per feature while it is built). Each feature's geometry is written as it is (nil
+// as NULL) in l.SRID; its properties are converted to their columns' types (integers,
+// doubles, booleans as 0/1, dates and times as ISO 8601 text, the rest as text), and a
+// value that does not fit fails the export with a *store.PropertyError naming the
+// feature and the property. The geometry type recorded is the narrowest that fits every
+// feature: POINT, ..., MULTIPOLYGON, GEOMETRYCOLLECTION for a mix of multi-geometries
+// and collections, else GEOMETRY. Z and M are never written (orb is 2-D).
+//
+// Export reads src from one goroutine. Exports to different paths may run concurrently;
+// two to the same path each leave a complete file there, the later rename winning.
+func Export(ctx context.Context, path string, l ExportLayer, src store.FeatureSource) (n int64, err error) {
+	if err := checkExportLayer(l); err != nil {
+		return 0, err
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return 0, fmt.Errorf("exporting %s: %w", path, err)
+	}
+	if fi, err := os.Stat(abs); err == nil && fi.IsDir() {
+		return 0, fmt.Errorf("exporting %s: it is a directory", abs)
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(abs), "."+filepath.Base(abs)+".*.tmp")
+	if err != nil {
+		return 0, fmt.Errorf("exporting %s: creating its temporary file: %w", abs, err)
+	}
+	tmpPath := tmp.Name()
+	renamed := false
+	defer func() {
+		if !renamed {
+			for _, p := range []string{tmpPath, tmpPath + "-journal", tmpPath + "-wal", tmpPath + "-shm"} {
+				_ = os.Remove(p)
+			}
+		}
+	}()
+	if err := tmp.Close(); err != nil {
+		return 0, fmt.Errorf("exporting %s: creating its temporary file: %w", abs, err)
+	}
+	if n, err = writeExport(ctx, tmpPath, l, src); err != nil {
+		return 0, fmt.Errorf("exporting %s to %s: %w", l.Name, abs, err)
+	}
+	if err := os.Chmod(tmpPath, exportMode(abs)); err != nil {
+		return 0, fmt.Errorf("exporting %s to %s: %w", l.Name, abs, err)
+	}
+	if err := syncFile(tmpPath); err != nil {
+		return 0, fmt.Errorf("exporting %s to %s: syncing the file: %w", l.Name, abs, err)
+	}
+	if err := ctx.Err(); err != nil { // the last moment path can be left as it was
+		return 0, fmt.Errorf("exporting %s to %s: %w", l.Name, abs, err)
+	}
+	if err := os.Rename(tmpPath, abs); err != nil {
+		return 0, fmt.Errorf("exporting %s to %s: moving the file into place: %w", l.Name, abs, err)
+	}
+	renamed = true
+	syncDir(filepath.Dir(abs))
+	return n, nil
+}
+
+// checkExportLayer refuses a layer whose names a GeoPackage cannot hold as asked.
+func checkExportLayer(l ExportLayer) error {
+	schema, table, err := store.SplitTable(l.Name)
+	if err != nil || schema != "public" || table != l.Name {
+		return fmt.Errorf("gpkg: exporting %q: not a table name: use letters, digits and _ (at most 63), starting with a letter or _", l.Name)
+	}
+	for _, p := range []string{"gpkg_", "rtree_", "sqlite_"} {
+		if strings.HasPrefix(strings.ToLower(l.Name), p) {
+			return fmt.Errorf("gpkg: exporting %q: names starting with %s are reserved by the GeoPackage", l.Name, p)
+		}
+	}
+	seen := map[string]bool{"fid": true, "geom": true}
+	for i, c := range l.Columns {
+		if c.Name == "" {
+			return fmt.Errorf("gpkg: exporting %s: column %d has no name", l.Name, i+1)
+		}
+		if seen[strings.ToLower(c.Name)] {
+			return fmt.Errorf("gpkg: exporting %s: column %q is there twice, or is fid or geom, the table's own (names ignore case)", l.Name, c.Name)
+		}
+		seen[strings.ToLower(c.Name)] = true
+	}
+	return nil
+}
+
+// writeExport writes the whole GeoPackage into the file at path, which exists and is
+// empty, and closes it.
+func writeExport(ctx context.Context, path string, l ExportLayer, src store.FeatureSource) (int64, error) {
+	// Plain SQLite without a journal or syncs (see above); foreign keys on, so that the
+	// GeoPackage's own references are checked as they are written.
+	dsn := "file:" + (&url.URL{Path: path}).EscapedPath() +
+		"?_pragma=journal_mode(OFF)&_pragma=synchronous(OFF)&_pragma=foreign_keys(1)"
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return 0, fmt.Errorf("opening the file: %w", err)
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+	ref, _ := spatialRefFor(l.SRID)
+	if err := createExport(ctx, db, l, ref); err != nil {
+		return 0, translate("creating the GeoPackage", err)
+	}
+	n, typ, err := streamExport(ctx, db, l, ref.ID, src)
+	if err != nil {
+		return n, err
+	}
+	if err := finishExport(ctx, db, l, typ); err != nil {
+		return n, translate(fmt.Sprintf("indexing %s", l.Name), err)
+	}
+	if err := db.Close(); err != nil {
+		return n, translate("closing the file", err)
+	}
+	return n, nil
+}
+
+// createExport stamps the file as a GeoPackage and creates its core tables, the spatial
+// reference systems, and the layer's table, registered with geometry type GEOMETRY
+// until its features tell (finishExport).
+func createExport(ctx context.Context, db *sql.DB, l ExportLayer, ref spatialRef) error {
+	core, err := coreSchema()
+	if err != nil {
+		return err
+	}
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback() //nolint:errcheck // after Commit, a no-op
+	stmts := []string{
+		fmt.Sprintf("PRAGMA application_id = %d", applicationID),
+		fmt.Sprintf("PRAGMA user_version = %d", userVersion),
+		core,
+	}
+	stmts = append(stmts, exportTableDDL(l, "GEOMETRY"))
+	for _, st := range stmts {
+		if _, err := tx.ExecContext(ctx, st); err != nil {
+			return err
+		}
+	}
+	for _, r := range append(requiredRefs(), ref) {
+		if err := recordSRS(ctx, tx, r); err != nil {
+			return err
+		}
+	}
+	desc := l.Description
+	if desc == "" {
+		desc = "exported by geoflow"
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO gpkg_contents (table_name, data_type, identifier, description, last_change, srs_id)
+		VALUES (?1, 'features', ?1, ?2, `+now+`, ?3)`, l.Name, desc, ref.ID); err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO gpkg_geometry_columns (table_name, column_name, geometry_type_name, srs_id, z, m)
+		VALUES (?, 'geom', 'GEOMETRY', ?, 0, 0)`, l.Name, ref.ID); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+// exportTableDDL creates l's table, its geometry column declared as typ.
+func exportTableDDL(l ExportLayer, typ string) string {
+	defs := []string{`"fid" INTEGER PRIMARY KEY AUTOINCREMENT NOT NULL`, `"geom" ` + typ}
+	for _, c := range l.Columns {
+		defs = append(defs, quote(c.Name)+" "+sqlType(c.Type))
+	}
+	return fmt.Sprintf("CREATE TABLE %s (%s)", quote(l.Name), strings.Join(defs, ", "))
+}
+
+// coreSchema is the SQL that creates the GeoPackage's core tables: the store's first
+// migration, which creates nothing else.
+func coreSchema() (string, error) {
+	all, err := migrations.GeoPackage()
+	if err != nil {
+		return "", err
+	}
+	if len(all) == 0 || all[0].Version != 1 {
+		return "", errors.New("gpkg: the GeoPackage core tables' migration (001) is missing")
+	}
+	return all[0].Up, nil
+}
+
+// streamExport inserts src's features into l's table, exportBatch per transaction, and
+// returns how many it inserted and their geometry type (exportGeometryType).
+func streamExport(ctx context.Context, db *sql.DB, l ExportLayer, srs int32, src store.FeatureSource) (n int64, typ string, err error) {
+	cols := []string{`"geom"`}
+	for _, c := range l.Columns {
+		cols = append(cols, quote(c.Name))
+	}
+	what := fmt.Sprintf("inserting into %s", l.Name)
+	ins, err := db.PrepareContext(ctx, fmt.Sprintf("INSERT INTO %s (%s) VALUES (%s)", quote(l.Name), strings.Join(cols, ", "), placeholders(len(cols))))
+	if err != nil {
+		return 0, "", translate(what, err)
+	}
+	defer ins.Close()
+	var tx *sql.Tx
+	defer func() {
+		if tx != nil {
+			_ = tx.Rollback()
+		}
+	}()
+	var st *sql.Stmt
+	row := make([]any, len(cols))
+	var blob []byte // one buffer for every geometry: the driver copies what it binds
+	// A statement run with a context that can end starts a goroutine to watch it;
+	// ctx is checked once per feature instead.
+	rowCtx := context.WithoutCancel(ctx)
+	for {
+		if err := ctx.Err(); err != nil {
+			return n, "", err
+		}
+		f, err := src.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return n, "", fmt.Errorf("reading feature %d: %w", n+1, err)
+		}
+		if f == nil {
+			return n, "", fmt.Errorf("reading feature %d: the source gave no feature and no error", n+1)
+		}
+		if blob, err = exportRow(row, blob[:0], f, l, srs); err != nil {
+			return n, "", fmt.Errorf("feature %d: %w", n+1, err)
+		}
+		typ = exportGeometryType(typ, f.Geometry)
+		if tx == nil {
+			if tx, err = db.BeginTx(ctx, nil); err != nil {
+				return n, "", translate(what, err)
+			}
+			st = tx.StmtContext(ctx, ins)
+		}
+		if _, err := st.ExecContext(rowCtx, row...); err != nil {
+			return n, "", translate(what, err)
+		}
+		if n++; n%exportBatch == 0 {
+			err, tx = tx.Commit(), nil
+			if err != nil {
+				return n, "", translate(what, err)
+			}
+		}
+	}
+	if tx != nil {
+		err, tx = tx.Commit(), nil
+	}
+	return n, typ, translate(what, err)
+}
+
+// exportRow fills row with f's values for l's table: the geometry blob, appended to
+// blob, then the properties. It returns blob, to be reused for the next row.
+func exportRow(row []any, blob []byte, f *spatial.Feature, l ExportLayer, srs int32) ([]byte, error) {
+	row[0] = nil
+	if f.Geometry != nil {
+		var err error
+		if blob, err = appendGeometry(blob, f.Geometry, srs); err != nil {
+			return blob, fmt.Errorf("feature %q: encoding its geometry: %w", f.ID, err)
+		}
+		row[0] = blob
+	}
+	for i, c := range l.Columns {
+		prop := cmp.Or(c.Property, c.Name)
+		row[1+i] = nil
+		v, ok := f.Properties[prop]
+		if !ok || v == nil {
+			continue
+		}
+		val, err := exportValue(v, c.Type)
+		if err != nil {
+			return blob, &store.PropertyError{FeatureID: f.ID, Property: prop, Type: c.Type, Value: fmt.Sprint(v)}
+		}
+		row[1+i] = val
+	}
+	return blob, nil
+}
+
+// exportValue is v as its column stores it (columnValue); a time.Time, which a reader of
+// a store may hand over, is taken as its RFC 3339 text.
+func exportValue(v any, t store.ColumnType) (any, error) {
+	if tm, ok := v.(time.Time); ok {
+		v = tm.Format(time.RFC3339Nano)
+	}
+	return columnValue(v, t)
+}
+
+// finishExport records the geometry type of the layer's features (typ, "" for none),
+// builds its R-tree in bulk and then the triggers that keep it current, as the store's
+// FinishFeatureTable does, and records the layer's extent: exact, as bulkRTree finds it.
+func finishExport(ctx context.Context, db *sql.DB, l ExportLayer, typ string) error {
+	name := l.Name
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback() //nolint:errcheck // after Commit, a no-op
+	if typ != "" && typ != "GEOMETRY" {
+		if err := declareGeometryType(ctx, tx, l, typ); err != nil {
+			return fmt.Errorf("declaring its geometry type: %w", err)
+		}
+	}
+	ddl := rtreeDDL(name, "geom")
+	if _, err := tx.ExecContext(ctx, ddl[0]); err != nil {
+		return err
+	}
+	ext, ok, err := bulkRTree(ctx, tx, name, "geom", "rtree_"+name+"_geom")
+	if err != nil {
+		return fmt.Errorf("packing the R-tree: %w", err)
+	}
+	for _, st := range ddl[1:] {
+		if _, err := tx.ExecContext(ctx, st); err != nil {
+			return err
+		}
+	}
+	e := []any{nil, nil, nil, nil}
+	if ok {
+		e = []any{ext.Min[0], ext.Max[0], ext.Min[1], ext.Max[1]}
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE gpkg_contents SET last_change = `+now+`, min_x = ?, max_x = ?, min_y = ?, max_y = ?
+		WHERE table_name = ?`, append(e, name)...); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+// declareGeometryType makes typ the geometry type of l's table, which was created as
+// GEOMETRY: in gpkg_geometry_columns, and as the geom column's declared type, which the
+// GeoPackage requires to be the same (requirement 31) and SQLite cannot alter. The
+// table's definition is rewritten in sqlite_schema, as SQLite documents for changes that
+// leave what is stored as it is (https://sqlite.org/lang_altertable.html#otheralter):
+// geometries are blobs, which no declared type converts, and no index covers the column.
+// A new table and a copy of every row would cost the whole write again.
+func declareGeometryType(ctx context.Context, tx *sql.Tx, l ExportLayer, typ string) error {
+	if _, err := tx.ExecContext(ctx, `UPDATE gpkg_geometry_columns SET geometry_type_name = ? WHERE table_name = ?`, typ, l.Name); err != nil {
+		return err
+	}
+	var version int64
+	if err := tx.QueryRowContext(ctx, "PRAGMA schema_version").Scan(&version); err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, "PRAGMA writable_schema = ON"); err != nil {
+		return err
+	}
+	r, err := tx.ExecContext(ctx, "UPDATE sqlite_schema SET sql = ? WHERE type = 'table' AND name = ?", exportTableDDL(l, typ), l.Name)
+	if err != nil {
+		return err
+	}
+	if n, err := r.RowsAffected(); err != nil || n != 1 {
+		return fmt.Errorf("the table's definition was not found (%d rows, %v)", n, err)
+	}
+	// A new schema version makes SQLite read the schema again.
+	if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA schema_version = %d", version+1)); err != nil {
+		return err
+	}
+	_, err = tx.ExecContext(ctx, "PRAGMA writable_schema = OFF")
+	return err
+}
+
+// exportGeometryType is the narrowest GeoPackage geometry type name of a layer whose
+// features so far have type typ ("" before the first geometry) once it also holds g: the
+// type both share; GEOMETRYCOLLECTION for two of the multi-geometries and collections,
+// which are all collections; else GEOMETRY. A nil g changes nothing; an empty geometry
+// has its type; orb.Ring and orb.Bound are written as polygons.
+func exportGeometryType(typ string, g orb.Geometry) string {
+	if g == nil {
+		return typ
+	}
+	var t string
+	switch g.(type) {
+	case orb.Point:
+		t = "POINT"
+	case orb.LineString:
+		t = "LINESTRING"
+	case orb.Polygon, orb.Ring, orb.Bound:
+		t = "POLYGON"
+	case orb.MultiPoint:
+		t = "MULTIPOINT"
+	case orb.MultiLineString:
+		t = "MULTILINESTRING"
+	case orb.MultiPolygon:
+		t = "MULTIPOLYGON"
+	case orb.Collection:
+		t = "GEOMETRYCOLLECTION"
+	default:
+		t = "GEOMETRY"
+	}
+	collection := func(s string) bool { return s == "GEOMETRYCOLLECTION" || strings.HasPrefix(s, "MULTI") }
+	switch {
+	case typ == "" || typ == t:
+		return t
+	case collection(typ) && collection(t):
+		return "GEOMETRYCOLLECTION"
+	}
+	return "GEOMETRY"
+}
+
+// exportMode is the permissions an export to path gets: those of the file it replaces,
+// else 0644 (a temporary file is made 0600).
+func exportMode(path string) os.FileMode {
+	if fi, err := os.Stat(path); err == nil {
+		return fi.Mode().Perm()
+	}
+	return 0o644
+}
+
+// syncFile flushes the file at path to its disk.
+func syncFile(path string) error {
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		return err
+	}
+	serr := f.Sync()
+	return errors.Join(serr, f.Close())
+}
+
+// syncDir flushes dir, so that a rename in it lasts. It is best effort: the file is in
+// place whatever it answers, and some systems cannot sync a directory.
+func syncDir(dir string) {
+	if d, err := os.Open(dir); err == nil {
+		_ = d.Sync()
+		_ = d.Close()
+	}
+}
