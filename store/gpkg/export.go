@@ -259,8 +259,9 @@ func streamExport(ctx context.Context, db *sql.DB, l ExportLayer, srs int32, src
 	var st *sql.Stmt
 	row := make([]any, len(cols))
 	var blob []byte // one buffer for every geometry: the driver copies what it binds
-	// A statement run with a context that can end starts a goroutine to watch it;
-	// ctx is checked once per feature instead.
+	// ctx is checked once per feature rather than handed to the driver, which watches a
+	// context that can end with a goroutine per statement, and to database/sql, which
+	// would roll a transaction back under a statement that then fails otherwise.
 	rowCtx := context.WithoutCancel(ctx)
 	for {
 		if err := ctx.Err(); err != nil {
@@ -281,10 +282,10 @@ func streamExport(ctx context.Context, db *sql.DB, l ExportLayer, srs int32, src
 		}
 		typ = exportGeometryType(typ, f.Geometry)
 		if tx == nil {
-			if tx, err = db.BeginTx(ctx, nil); err != nil {
+			if tx, err = db.BeginTx(rowCtx, nil); err != nil {
 				return n, "", translate(what, err)
 			}
-			st = tx.StmtContext(ctx, ins)
+			st = tx.StmtContext(rowCtx, ins)
 		}
 		if _, err := st.ExecContext(rowCtx, row...); err != nil {
 			return n, "", translate(what, err)
@@ -330,10 +331,19 @@ func exportRow(row []any, blob []byte, f *spatial.Feature, l ExportLayer, srs in
 }
 
 // exportValue is v as its column stores it (columnValue); a time.Time, which a reader of
-// a store may hand over, is taken as its RFC 3339 text.
+// a store may hand over, is taken as its RFC 3339 text. A date already written as the
+// GeoPackage writes it is kept as it is: columnValue would come to the same after trying
+// five other layouts, which took a fifth of the time of writing a feature with a date.
 func exportValue(v any, t store.ColumnType) (any, error) {
-	if tm, ok := v.(time.Time); ok {
-		v = tm.Format(time.RFC3339Nano)
+	switch x := v.(type) {
+	case time.Time:
+		v = x.Format(time.RFC3339Nano)
+	case string:
+		if t == store.TypeDate && len(x) == len(time.DateOnly) {
+			if _, err := time.Parse(time.DateOnly, x); err == nil {
+				return x, nil
+			}
+		}
 	}
 	return columnValue(v, t)
 }

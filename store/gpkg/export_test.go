@@ -192,6 +192,7 @@ func TestExportGeometries(t *testing.T) {
 		wantType string
 		wantExt  *orb.Bound // nil: no extent
 	}{
+		{"no features", 4326, nil, nil, "GEOMETRY", nil},
 		{"point", 4326, []orb.Geometry{pt, orb.Point{-1, -2}}, nil, "POINT", &orb.Bound{Min: orb.Point{-1, -2}, Max: pt}},
 		{"linestring", 4326, []orb.Geometry{ls}, nil, "LINESTRING", &orb.Bound{Min: orb.Point{11, 48}, Max: orb.Point{12, 49}}},
 		{"polygon with a hole", 4326, []orb.Geometry{pg}, nil, "POLYGON", &orb.Bound{Min: orb.Point{11, 48}, Max: orb.Point{12, 49}}},
@@ -338,6 +339,8 @@ func TestExportColumnTypes(t *testing.T) {
 		{"boolean false is 0", store.TypeBoolean, "BOOLEAN", false, "integer", int64(0)},
 		{"boolean from text", store.TypeBoolean, "BOOLEAN", "yes", "integer", int64(1)},
 		{"date", store.TypeDate, "DATE", "2001-02-03", "text", "2001-02-03"},
+		{"date with spaces", store.TypeDate, "DATE", " 2001-02-03 ", "text", "2001-02-03"},
+		{"date as a time", store.TypeDate, "DATE", "2001-02-03T23:30:00-05:00", "text", "2001-02-03"},
 		{"date from a time", store.TypeDate, "DATE", when, "text", "2020-05-06"},
 		{"timestamptz in UTC", store.TypeTimestamptz, "DATETIME", "2020-05-06T07:08:09+02:00", "text", "2020-05-06T05:08:09.000Z"},
 		{"timestamptz from a time", store.TypeTimestamptz, "DATETIME", when, "text", "2020-05-06T05:08:09.000Z"},
@@ -388,6 +391,7 @@ func TestExportRefusesValue(t *testing.T) {
 		{"word in a number column", store.TypeDouble, 1.0, "many"},
 		{"word in a boolean column", store.TypeBoolean, true, "perhaps"},
 		{"word in a date column", store.TypeDate, "2001-02-03", "yesterday"},
+		{"no such day", store.TypeDate, "2001-02-03", "2001-02-30"},
 		{"word in a time column", store.TypeTimestamptz, "2001-02-03T04:05:06Z", "noon"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -599,6 +603,9 @@ func TestExportGDAL(t *testing.T) {
 		{"parcels", ExportLayer{Name: "parcels", SRID: 4326, Columns: parcelColumns}, exportFeatures(1000, parcel),
 			[]string{"DESCRIPTION=exported by geoflow", "Geometry: Polygon", "Feature Count: 1000", "Extent: (11.430000, 48.050000) - (11.556400, 48.051170)",
 				"name: String", "area: Real", "floors: Integer64", "built: Date"}},
+		{"multi-geometries of two kinds", ExportLayer{Name: "multis", SRID: 4326}, []*spatial.Feature{
+			{Geometry: orb.MultiPoint{{1, 2}}}, {Geometry: orb.MultiPolygon{{{{0, 0}, {1, 0}, {1, 1}, {0, 0}}}}}},
+			[]string{"Geometry: Geometry Collection", "Feature Count: 2", "Extent: (0.000000, 0.000000) - (1.000000, 2.000000)"}},
 		{"empty", ExportLayer{Name: "nothing", SRID: 4326, Columns: parcelColumns}, nil,
 			[]string{"Geometry: Unknown (any)", "Feature Count: 0", "name: String"}},
 		{"undefined geographic", ExportLayer{Name: "somewhere", SRID: 0}, exportFeatures(10, parcel),
