@@ -35,7 +35,10 @@ type ExportLayer struct {
 	// not starting with gpkg_, rtree_ or sqlite_, which the GeoPackage reserves.
 	Name string
 	// SRID is the EPSG code of the geometries written (4326 for lon/lat); 0 means
-	// undefined geographic coordinates, -1 undefined Cartesian ones.
+	// undefined geographic coordinates, -1 undefined Cartesian ones. The CRS is recorded
+	// with its WKT when the package has it (spatialRefFor), else by its EPSG code alone,
+	// which GDAL and QGIS resolve; a number that cannot be an EPSG code is recorded as
+	// undefined Cartesian.
 	SRID int
 	// Columns are the property columns, in order: Name is the column, Property the key
 	// in Feature.Properties (defaults to Name), Type how values are written (see
@@ -54,12 +57,12 @@ const exportBatch = 10000
 //
 // The file is complete or absent: it is written as a temporary file in path's directory
 // and renamed over path (replacing a file there, whose permissions it takes; else it is
-// 0644) only once complete, its R-tree built,
-// its extent recorded, the file closed and synced. On any error, ctx's cancellation
-// included, the temporary file is removed and path is left as it was.
+// 0644) only once complete: its R-tree built, its extent recorded, the file closed and
+// synced. On any error, ctx's cancellation included, the temporary file is removed and
+// path is left as it was.
 //
 // Features are written as src yields them, in transactions of exportBatch, so memory
-// does not grow with their number, except for the R-tree, packed in bulk at the end (32
+// does not grow with their number, except for the R-tree, packed in bulk at the end (24
 // bytes per feature while it is built). Each feature's geometry is written as it is (nil
 // as NULL) in l.SRID; its properties are converted to their columns' types (integers,
 // doubles, booleans as 0/1, dates and times as ISO 8601 text, the rest as text), and a
@@ -184,13 +187,12 @@ func createExport(ctx context.Context, db *sql.DB, l ExportLayer, ref spatialRef
 		return err
 	}
 	defer tx.Rollback() //nolint:errcheck // after Commit, a no-op
-	stmts := []string{
+	for _, st := range []string{
 		fmt.Sprintf("PRAGMA application_id = %d", applicationID),
 		fmt.Sprintf("PRAGMA user_version = %d", userVersion),
 		core,
-	}
-	stmts = append(stmts, exportTableDDL(l, "GEOMETRY"))
-	for _, st := range stmts {
+		exportTableDDL(l, "GEOMETRY"),
+	} {
 		if _, err := tx.ExecContext(ctx, st); err != nil {
 			return err
 		}
@@ -272,13 +274,13 @@ func streamExport(ctx context.Context, db *sql.DB, l ExportLayer, srs int32, src
 			break
 		}
 		if err != nil {
-			return n, "", fmt.Errorf("reading feature %d: %w", n+1, err)
+			return n, "", fmt.Errorf("reading feature #%d: %w", n+1, err)
 		}
 		if f == nil {
-			return n, "", fmt.Errorf("reading feature %d: the source gave no feature and no error", n+1)
+			return n, "", fmt.Errorf("reading feature #%d: the source gave no feature and no error", n+1)
 		}
 		if blob, err = exportRow(row, blob[:0], f, l, srs); err != nil {
-			return n, "", fmt.Errorf("feature %d: %w", n+1, err)
+			return n, "", fmt.Errorf("feature #%d: %w", n+1, err)
 		}
 		typ = exportGeometryType(typ, f.Geometry)
 		if tx == nil {
