@@ -53,9 +53,9 @@ func exportSlice(fs []*spatial.Feature) *exportSource {
 	return &exportSource{n: len(fs), make: func(i int) *spatial.Feature { return fs[i-1] }}
 }
 
-// parcel is feature i of a grid of ~30 m squares around lon 11.5, lat 48.1, with four
+// exportParcel is feature i of a grid of ~30 m squares around lon 11.5, lat 48.1, with four
 // properties.
-func parcel(i int) *spatial.Feature {
+func exportParcel(i int) *spatial.Feature {
 	x, y := 11.43+float64(i%316)*0.0004, 48.05+float64(i/316)*0.0003
 	return &spatial.Feature{
 		ID:       fmt.Sprintf("parcel.%d", i),
@@ -66,7 +66,7 @@ func parcel(i int) *spatial.Feature {
 	}
 }
 
-var parcelColumns = []store.Column{
+var exportParcelColumns = []store.Column{
 	{Name: "name", Property: "name", Type: store.TypeText},
 	{Name: "area", Property: "area", Type: store.TypeDouble},
 	{Name: "floors", Property: "floors", Type: store.TypeBigint},
@@ -397,7 +397,7 @@ func TestExportRefusesValue(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
 			src := &exportSource{n: 20, make: func(i int) *spatial.Feature {
-				f := parcel(i)
+				f := exportParcel(i)
 				f.Properties["v"] = tc.good
 				if i == 12 {
 					f.Properties["v"] = tc.value
@@ -453,7 +453,7 @@ func TestExportAtomic(t *testing.T) {
 			}
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			src := &exportSource{n: tc.n, make: parcel, fail: func(i int) error {
+			src := &exportSource{n: tc.n, make: exportParcel, fail: func(i int) error {
 				if i == tc.cancel {
 					cancel()
 				}
@@ -462,7 +462,7 @@ func TestExportAtomic(t *testing.T) {
 				}
 				return nil
 			}}
-			n, err := Export(ctx, path, ExportLayer{Name: "parcels", SRID: 4326, Columns: parcelColumns}, src)
+			n, err := Export(ctx, path, ExportLayer{Name: "parcels", SRID: 4326, Columns: exportParcelColumns}, src)
 			if !errors.Is(err, tc.wantErr) || (tc.wantErr == nil && err != nil) {
 				t.Fatalf("Export = %d, %v; want %v", n, err, tc.wantErr)
 			}
@@ -513,7 +513,7 @@ func TestExportRefusesPath(t *testing.T) {
 		{"a missing directory", filepath.Join(dir, "nope", "x.gpkg"), "creating its temporary file"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			src := &exportSource{n: 1, make: parcel}
+			src := &exportSource{n: 1, make: exportParcel}
 			_, err := Export(context.Background(), tc.path, ExportLayer{Name: "t"}, src)
 			if err == nil || !strings.Contains(err.Error(), tc.want) || src.i != 0 {
 				t.Fatalf("error %v after %d features, want one saying %q before any", err, src.i, tc.want)
@@ -606,15 +606,15 @@ func TestExportGDAL(t *testing.T) {
 			"Feature Count: 8", "Extent: (10.500000, 47.500000) - (12.000000, 49.500000)", `ID["EPSG",4326]`, "FID Column = fid",
 			"label: String", "count: Integer64", "ratio: Real", "price: Real", "open: Integer(Boolean)", "day: Date",
 			"seen: DateTime", "extra: String", "Odd Name: String", "DESCRIPTION=a bit of everything"}},
-		{"parcels", ExportLayer{Name: "parcels", SRID: 4326, Columns: parcelColumns}, exportFeatures(1000, parcel),
+		{"parcels", ExportLayer{Name: "parcels", SRID: 4326, Columns: exportParcelColumns}, exportFeatures(1000, exportParcel),
 			[]string{"DESCRIPTION=exported by geoflow", "Geometry: Polygon", "Feature Count: 1000", "Extent: (11.430000, 48.050000) - (11.556400, 48.051170)",
 				"name: String", "area: Real", "floors: Integer64", "built: Date"}},
 		{"multi-geometries of two kinds", ExportLayer{Name: "multis", SRID: 4326}, []*spatial.Feature{
 			{Geometry: orb.MultiPoint{{1, 2}}}, {Geometry: orb.MultiPolygon{{{{0, 0}, {1, 0}, {1, 1}, {0, 0}}}}}},
 			[]string{"Geometry: Geometry Collection", "Feature Count: 2", "Extent: (0.000000, 0.000000) - (1.000000, 2.000000)"}},
-		{"empty", ExportLayer{Name: "nothing", SRID: 4326, Columns: parcelColumns}, nil,
+		{"empty", ExportLayer{Name: "nothing", SRID: 4326, Columns: exportParcelColumns}, nil,
 			[]string{"Geometry: Unknown (any)", "Feature Count: 0", "name: String"}},
-		{"undefined geographic", ExportLayer{Name: "somewhere", SRID: 0}, exportFeatures(10, parcel),
+		{"undefined geographic", ExportLayer{Name: "somewhere", SRID: 0}, exportFeatures(10, exportParcel),
 			[]string{"Geometry: Polygon", "Feature Count: 10"}},
 		{"known projected CRS", ExportLayer{Name: "utm", SRID: 25832}, []*spatial.Feature{{Geometry: orb.Point{690000, 5330000}}},
 			[]string{"Geometry: Point", "Feature Count: 1", `ID["EPSG",25832]`, "Extent: (690000.000000, 5330000.000000) - (690000.000000, 5330000.000000)"}},
@@ -658,7 +658,7 @@ func TestExportGDAL(t *testing.T) {
 		}
 		want := map[string]any{"label": "f2", "count": 2.0, "ratio": 0.5, "price": 10.25, "open": true, "day": "2001-02-03",
 			"seen": "2020-05-06T05:08:09Z", "extra": map[string]any{"i": 2}, "Odd Name": "x"}
-		if got := fc.Features[2].Properties; !equalJSON(got, want) {
+		if got := fc.Features[2].Properties; !exportEqualJSON(got, want) {
 			t.Errorf("GDAL reads feature 2's properties as %v, want %v", got, want)
 		}
 		if got := fc.Features[3].Properties; got["label"] != "sparse" || got["count"] != nil || got["open"] != nil {
@@ -681,7 +681,7 @@ func exportFeatures(n int, mk func(int) *spatial.Feature) []*spatial.Feature {
 	return fs
 }
 
-func equalJSON(a, b any) bool {
+func exportEqualJSON(a, b any) bool {
 	ja, _ := json.Marshal(a)
 	jb, _ := json.Marshal(b)
 	return bytes.Equal(ja, jb)
@@ -721,7 +721,7 @@ func TestExportMemory(t *testing.T) {
 			}
 		}
 	}()
-	src := &exportSource{n: n, make: parcel, fail: func(i int) error {
+	src := &exportSource{n: n, make: exportParcel, fail: func(i int) error {
 		if i == n {
 			streaming.Store(false)
 		}
@@ -729,7 +729,7 @@ func TestExportMemory(t *testing.T) {
 	}}
 	start := time.Now()
 	path := filepath.Join(t.TempDir(), "big.gpkg")
-	got, err := Export(context.Background(), path, ExportLayer{Name: "parcels", SRID: 4326, Columns: parcelColumns}, src)
+	got, err := Export(context.Background(), path, ExportLayer{Name: "parcels", SRID: 4326, Columns: exportParcelColumns}, src)
 	took := time.Since(start)
 	close(stop)
 	wg.Wait()
@@ -759,10 +759,10 @@ func TestExportMemory(t *testing.T) {
 // GEOFLOW_EXPORT_GEOJSON when set, for that comparison.
 func BenchmarkExport(b *testing.B) {
 	const n = 100000
-	fs := exportFeatures(n, parcel)
-	gj := cmpOrEnv("GEOFLOW_EXPORT_GEOJSON", filepath.Join(b.TempDir(), "parcels.geojson"))
+	fs := exportFeatures(n, exportParcel)
+	gj := exportEnvOr("GEOFLOW_EXPORT_GEOJSON", filepath.Join(b.TempDir(), "parcels.geojson"))
 	exportGeoJSON(b, gj, fs)
-	l := ExportLayer{Name: "parcels", SRID: 4326, Columns: parcelColumns}
+	l := ExportLayer{Name: "parcels", SRID: 4326, Columns: exportParcelColumns}
 	for _, tc := range []struct {
 		name string
 		src  func() store.FeatureSource
@@ -799,7 +799,7 @@ func BenchmarkExport(b *testing.B) {
 	}
 }
 
-func cmpOrEnv(env, def string) string {
+func exportEnvOr(env, def string) string {
 	if v := os.Getenv(env); v != "" {
 		return v
 	}
