@@ -1,0 +1,114 @@
+package postgis
+
+import (
+	"bytes"
+	"math"
+	"testing"
+
+	"github.com/paulmach/orb"
+
+	"github.com/geoflow/geoflow/store"
+)
+
+func TestTileEstimate(t *testing.T) {
+	box := func(x0, y0, x1, y1 float64) orb.Bound { return orb.Bound{Min: orb.Point{x0, y0}, Max: orb.Point{x1, y1}} }
+	extent := box(0, 0, 10, 10)
+	for _, tc := range []struct {
+		name   string
+		rows   int64
+		extent *orb.Bound
+		tile   orb.Bound
+		want   float64
+	}{
+		{"tile covers the extent", 1000, &extent, box(-5, -5, 15, 15), 1000},
+		{"a quarter", 1000, &extent, box(5, 5, 15, 15), 250},
+		{"a strip", 1000, &extent, box(2, -1, 3, 11), 100},
+		{"inside", 1000, &extent, box(1, 1, 2, 2), 10},
+		{"outside", 1000, &extent, box(20, 20, 30, 30), 0},
+		{"touching", 1000, &extent, box(10, 0, 20, 10), 0},
+		{"no extent", 1000, nil, box(0, 0, 1, 1), 0},
+		{"empty", 0, &extent, box(0, 0, 1, 1), 0},
+		{"a point, held", 7, &orb.Bound{Min: orb.Point{1, 1}, Max: orb.Point{1, 1}}, box(0, 0, 2, 2), 7},
+		{"a point, not held", 7, &orb.Bound{Min: orb.Point{1, 1}, Max: orb.Point{1, 1}}, box(2, 2, 3, 3), 0},
+		{"a vertical line", 100, &orb.Bound{Min: orb.Point{1, 0}, Max: orb.Point{1, 10}}, box(0, 0, 2, 5), 50},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := tileEstimate(tc.rows, tc.extent, tc.tile); math.Abs(got-tc.want) > 1e-9 {
+				t.Errorf("tileEstimate = %g, want %g", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestNextThreshold(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		a     tileAttempt
+		round int
+		want  thinVerdict
+	}{
+		{"fits", tileAttempt{threshold: 65536, features: 50, bytes: 1000}, 1, thinVerdict{keep: true}},
+		{"thinned and fits", tileAttempt{threshold: 100, features: 50, bytes: 1000}, 3, thinVerdict{keep: true}},
+		{"too many features", tileAttempt{threshold: 65536, features: 51, overflow: true, bytes: 1000}, 1, thinVerdict{next: 32768}},
+		{"too many bytes, a little", tileAttempt{threshold: 1000, features: 40, bytes: 2100}, 1, thinVerdict{next: 500}},
+		{"too many bytes, by far", tileAttempt{threshold: 1000, features: 40, bytes: 20000}, 1, thinVerdict{next: 90}},
+		{"both", tileAttempt{threshold: 1000, features: 51, overflow: true, bytes: 20000}, 1, thinVerdict{next: 500}},
+		{"rounds spent, features", tileAttempt{threshold: 4096, features: 51, overflow: true, bytes: 100}, maxThinRounds, thinVerdict{atLast: 50}},
+		{"rounds spent, bytes", tileAttempt{threshold: 4096, features: 40, bytes: 4000}, maxThinRounds, thinVerdict{atLast: 18}},
+		{"threshold spent", tileAttempt{threshold: 1, features: 51, overflow: true}, 2, thinVerdict{atLast: 50}},
+		{"one feature too big", tileAttempt{threshold: 1, features: 1, bytes: 1 << 30}, 2, thinVerdict{atLast: 1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := nextThreshold(tc.a, 50, 2000, tc.round); got != tc.want {
+				t.Errorf("nextThreshold(%+v, round %d) = %+v, want %+v", tc.a, tc.round, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestThresholdBytes(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		hash      []byte
+		threshold int
+		below     bool
+	}{
+		{"zero", []byte{0, 0, 0}, 1, true},
+		{"just below", []byte{0x12, 0x33, 0xff, 0xff}, 0x1234, true},
+		{"equal prefix", []byte{0x12, 0x34, 0, 0}, 0x1234, false},
+		{"above", []byte{0x12, 0x35}, 0x1234, false},
+		{"top", bytes.Repeat([]byte{0xff}, 32), 0xffff, false},
+		{"below top", append([]byte{0xff, 0xfe}, bytes.Repeat([]byte{0xff}, 30)...), 0xffff, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			below := bytes.Compare(tc.hash, thresholdBytes(tc.threshold)) < 0
+			if prefix := int(tc.hash[0])<<8 | int(tc.hash[1]); (prefix < tc.threshold) != tc.below || below != tc.below {
+				t.Errorf("%x below %#x: %v as bytes, want %v", tc.hash, tc.threshold, below, tc.below)
+			}
+		})
+	}
+}
+
+func TestPropertySQL(t *testing.T) {
+	for _, tc := range []struct {
+		name, typ, want string
+	}{
+		{"text", "text", `t."c"`},
+		{"varchar", "character varying(20)", `t."c"`},
+		{"bigint", "bigint", `t."c"`},
+		{"integer", "integer", `t."c"::bigint`},
+		{"numeric", "numeric(10,2)", `t."c"::double precision`},
+		{"boolean", "boolean", `t."c"`},
+		{"date", "date", `to_char(t."c", 'YYYY-MM-DD')`},
+		{"timestamptz", "timestamp(3) with time zone",
+			`rtrim(rtrim(to_char(t."c" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US'), '0'), '.') || 'Z'`},
+		{"jsonb", "jsonb", `t."c"::text`},
+		{"array", "text[]", `t."c"::text`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := propertySQL("t", store.StoredColumn{Name: "c", Type: tc.typ}); got != tc.want {
+				t.Errorf("propertySQL(%q) = %s, want %s", tc.typ, got, tc.want)
+			}
+		})
+	}
+}
