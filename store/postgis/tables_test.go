@@ -11,7 +11,9 @@ import (
 )
 
 func TestTileEstimate(t *testing.T) {
-	box := func(x0, y0, x1, y1 float64) orb.Bound { return orb.Bound{Min: orb.Point{x0, y0}, Max: orb.Point{x1, y1}} }
+	box := func(x0, y0, x1, y1 float64) orb.Bound {
+		return orb.Bound{Min: orb.Point{x0, y0}, Max: orb.Point{x1, y1}}
+	}
 	extent := box(0, 0, 10, 10)
 	for _, tc := range []struct {
 		name   string
