@@ -2,11 +2,13 @@ package postgis
 
 import (
 	"bytes"
+	"context"
 	"math"
 	"testing"
 
 	"github.com/paulmach/orb"
 
+	"github.com/geoflow/geoflow/internal/testdb"
 	"github.com/geoflow/geoflow/store"
 )
 
@@ -111,6 +113,59 @@ func TestPropertySQL(t *testing.T) {
 			if got := propertySQL("t", store.StoredColumn{Name: "c", Type: tc.typ}); got != tc.want {
 				t.Errorf("propertySQL(%q) = %s, want %s", tc.typ, got, tc.want)
 			}
+		})
+	}
+}
+
+// TestStampKinds: the Stamp of a table whose version geoflow does not keep (rows written
+// by others, or by a geoflow before the version) follows every insert, update and
+// deletion as well, and a table dropped and created again has another stamp though its
+// version row is the same.
+func TestStampKinds(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(ctx, testdb.URL(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	table := &store.FeatureTable{Name: "others", SRID: 4326, Columns: []store.Column{{Name: "v", Property: "v", Type: store.TypeText}}}
+	if err := s.EnsureFeatureTable(ctx, table); err != nil {
+		t.Fatal(err)
+	}
+	stamp := func() (string, int64) {
+		t.Helper()
+		st, err := s.StoredTable(ctx, "", "others")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st.Stamp, st.Rows
+	}
+	last, _ := stamp()
+	for _, tc := range []struct {
+		name, sql string
+		rows      int64
+	}{
+		{"an insert", `INSERT INTO others (v, geom, gf_payload_hash) VALUES ('a', 'SRID=4326;POINT(1 1)', '\x01'), ('b', 'SRID=4326;POINT(2 2)', '\x02')`, 2},
+		{"an update", `UPDATE others SET v = 'c' WHERE v = 'b'`, 2},
+		{"a deletion", `DELETE FROM others WHERE v = 'a'`, 1},
+		{"a version kept", `INSERT INTO geoflow_table_stamps VALUES ('public.others', 1)`, 1},
+		{"the table created again", `DROP TABLE others; CREATE TABLE others (v text, geom geometry(Geometry, 4326), gf_payload_hash bytea NOT NULL)`, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := s.pool.Exec(ctx, tc.sql); err != nil {
+				t.Fatal(err)
+			}
+			got, rows := stamp()
+			if got == last || rows != tc.rows {
+				t.Errorf("after %s: Stamp %q (before %q), Rows %d; want another stamp and %d rows", tc.name, got, last, rows, tc.rows)
+			}
+			if again, _ := stamp(); again != got {
+				t.Errorf("Stamp %q, then %q with nothing written", got, again)
+			}
+			last = got
 		})
 	}
 }
