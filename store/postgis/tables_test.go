@@ -3,10 +3,14 @@ package postgis
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"math"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/paulmach/orb"
+	"github.com/paulmach/orb/encoding/mvt"
+	"github.com/paulmach/orb/maptile"
 
 	"github.com/geoflow/geoflow/internal/testdb"
 	"github.com/geoflow/geoflow/store"
@@ -166,6 +170,78 @@ func TestStampKinds(t *testing.T) {
 				t.Errorf("Stamp %q, then %q with nothing written", got, again)
 			}
 			last = got
+		})
+	}
+}
+
+// TestVectorTileCRS: a table in Web Mercator, in UTM (EPSG:25832) and one without SRID
+// (taken as lon/lat) draw a point where Web Mercator puts it, and only in its tile; and
+// ReadFeatures gives it back in lon/lat.
+func TestVectorTileCRS(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(ctx, testdb.URL(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	p := orb.Point{11.5, 48.1}
+	tile := maptile.At(p, 14)
+	frac := maptile.Fraction(p, 14)
+	want := orb.Point{(frac[0] - float64(tile.X)) * 4096, (frac[1] - float64(tile.Y)) * 4096}
+	for _, tc := range []struct {
+		name string
+		srid int
+	}{{"mercator", 3857}, {"utm", 25832}, {"nosrid", 0}, {"lonlat", 4326}} {
+		t.Run(tc.name, func(t *testing.T) {
+			table := &store.FeatureTable{Name: tc.name, SRID: tc.srid, Columns: []store.Column{{Name: "v", Property: "v", Type: store.TypeText}}}
+			if err := s.EnsureFeatureTable(ctx, table); err != nil {
+				t.Fatal(err)
+			}
+			geom, args := "ST_Transform(ST_SetSRID(ST_MakePoint($1, $2), 4326), $3::int)", []any{p[0], p[1], tc.srid}
+			if tc.srid == 0 {
+				geom, args = "ST_MakePoint($1, $2)", args[:2]
+			}
+			if _, err := s.pool.Exec(ctx, fmt.Sprintf(`INSERT INTO %s (v, geom, gf_payload_hash, gf_run_id) VALUES ('here', %s, '\x0102030405060708', 1)`,
+				pgx.Identifier{tc.name}.Sanitize(), geom), args...); err != nil {
+				t.Fatal(err)
+			}
+			st, err := s.StoredTable(ctx, "", tc.name)
+			if err != nil || st.SRID != tc.srid || st.Extent == nil || math.Abs(st.Extent.Min[0]-p[0]) > 1e-9 || math.Abs(st.Extent.Min[1]-p[1]) > 1e-9 {
+				t.Fatalf("StoredTable = %+v, %v; want SRID %d and the point's extent", st, err, tc.srid)
+			}
+			for _, tl := range []maptile.Tile{tile, maptile.New(tile.X+1, tile.Y, 14)} {
+				vt, err := s.VectorTile(ctx, st, store.TileQuery{Z: 14, X: int(tl.X), Y: int(tl.Y)})
+				if err != nil {
+					t.Fatal(err)
+				}
+				layers, err := mvt.Unmarshal(vt.Data)
+				if tl != tile {
+					if len(vt.Data) != 0 {
+						t.Errorf("the neighbouring tile holds %d bytes, want none", len(vt.Data))
+					}
+					continue
+				}
+				if err != nil || len(layers) != 1 || len(layers[0].Features) != 1 {
+					t.Fatalf("the tile: %v, %v; want one feature", layers, err)
+				}
+				f := layers[0].Features[0]
+				if g, ok := f.Geometry.(orb.Point); !ok || math.Abs(g[0]-want[0]) > 1 || math.Abs(g[1]-want[1]) > 1 || f.ID != float64(0x010203040506) {
+					t.Errorf("drawn %v, id %v; want within a unit of %v, id %d", f.Geometry, f.ID, want, 0x010203040506)
+				}
+			}
+			err = s.ReadFeatures(ctx, st, store.FeatureQuery{BBox: &orb.Bound{Min: orb.Point{11.49, 48.09}, Max: orb.Point{11.51, 48.11}}},
+				func(f *store.StoredFeature) error {
+					if g, ok := f.Geometry.(orb.Point); !ok || math.Abs(g[0]-p[0]) > 1e-9 || math.Abs(g[1]-p[1]) > 1e-9 || f.Properties["v"] != "here" {
+						t.Errorf("read %v %v, want %v in lon/lat", f.Geometry, f.Properties, p)
+					}
+					return nil
+				})
+			if err != nil {
+				t.Fatal(err)
+			}
 		})
 	}
 }

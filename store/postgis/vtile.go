@@ -14,7 +14,7 @@ import (
 )
 
 // maxThinRounds bounds how often VectorTile renders a tile at a lower threshold before it
-// takes the features of lowest payload hash instead (thinAtLast).
+// takes the features of lowest payload hash instead (nextThreshold's atLast).
 const maxThinRounds = 5
 
 // VectorTile implements store.Tables with ST_AsMVT. It relies on t as StoredTable gave
