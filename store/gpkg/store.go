@@ -37,6 +37,7 @@ type Store struct {
 	path  string
 	w     *sql.DB // the one writer connection
 	r     *sql.DB // readers
+	m     *sql.DB // readers for the web UI's maps and downloads (Tables), apart from r
 	locks *locks
 
 	mu     sync.Mutex
@@ -141,7 +142,8 @@ func (s *Store) stmt(ctx context.Context, tx *sql.Tx, query string) (*sql.Stmt, 
 
 // Options configure Open. A nil *Options means defaults.
 type Options struct {
-	// Readers caps the connections that read while the writer writes. Defaults to 4.
+	// Readers caps the connections that read while the writer writes, in each of two
+	// pools: the runs' and the maps' (store.Tables). Defaults to 4.
 	Readers int
 	// BusyTimeout is how long a write waits for another process's write to end.
 	// Defaults to 30s.
@@ -211,6 +213,16 @@ func Open(ctx context.Context, path string, opts *Options) (*Store, error) {
 	}
 	r.SetMaxOpenConns(readers)
 	s.r = r
+	// The maps' readers are a pool of their own: a browser asks for a dozen tiles at once
+	// and a download streams for as long as its client reads, and neither may take the
+	// connections a run's lookups (LookupTiles, the mirror's) wait for.
+	m, err := sql.Open("sqlite", base+"&_pragma=query_only(1)")
+	if err != nil {
+		s.Close()
+		return nil, fmt.Errorf("gpkg: opening %s: %w", abs, err)
+	}
+	m.SetMaxOpenConns(readers)
+	s.m = m
 	if s.locks, err = openLocks(abs + "-lock"); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("gpkg: %w", err)
@@ -279,6 +291,9 @@ func (s *Store) close() {
 	}
 	if s.r != nil {
 		s.r.Close()
+	}
+	if s.m != nil {
+		s.m.Close()
 	}
 	// A checkpoint at close folds the WAL into the file, so a copy of the .gpkg alone
 	// holds everything (SQLite removes the -wal and -shm files with the last connection).
