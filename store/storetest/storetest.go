@@ -89,6 +89,13 @@ func tests() []test {
 		{"ListFires", testListFires},
 		{"FlowRunning", testFlowRunning},
 		{"TryLockFlow", testTryLockFlow},
+		{"StoredTables", testStoredTables},
+		{"TablesStamp", testTablesStamp},
+		{"VectorTile", testVectorTile},
+		{"VectorTileThinned", testVectorTileThinned},
+		{"VectorTileGDAL", testVectorTileGDAL},
+		{"TablesHistory", testTablesHistory},
+		{"ReadFeatures", testReadFeatures},
 	}
 }
 

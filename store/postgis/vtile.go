@@ -1,0 +1,237 @@
+package postgis
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/paulmach/orb"
+	"github.com/paulmach/orb/maptile"
+
+	"github.com/geoflow/geoflow/store"
+)
+
+// maxThinRounds bounds how often VectorTile renders a tile at a lower threshold before it
+// takes the features of lowest payload hash instead (thinAtLast).
+const maxThinRounds = 5
+
+// VectorTile implements store.Tables with ST_AsMVT. It relies on t as StoredTable gave
+// it: its columns, flags and SRID for the query, and its Rows and Extent for the
+// thinning estimate (no count per tile).
+//
+// Candidates come through the table's spatial index (compared with the tile's envelope
+// in the table's CRS); the features kept are those whose geometry meets the tile. When
+// the estimate (t.Rows times the share of t.Extent the tile covers) exceeds MaxFeatures,
+// only rows whose payload hash falls below store.SampleBelow's threshold are drawn, the
+// same threshold in every tile of a zoom level with the same estimate. A tile still too
+// full (more than MaxFeatures rows, or more than MaxBytes bytes) is drawn again at a
+// lower threshold (nextThreshold).
+func (s *Store) VectorTile(ctx context.Context, t store.StoredTable, q store.TileQuery) (store.VectorTile, error) {
+	what := fmt.Sprintf("drawing tile %d/%d/%d of %s", q.Z, q.X, q.Y, pgx.Identifier{t.Schema, t.Name}.Sanitize())
+	if q.Z < 0 || q.Z > 30 || q.X < 0 || q.Y < 0 || q.X >= 1<<q.Z || q.Y >= 1<<q.Z {
+		return store.VectorTile{}, fmt.Errorf("%s: no such tile: %w", what, store.ErrNotFound)
+	}
+	if t.Kind != store.KindFeatures {
+		return store.VectorTile{}, fmt.Errorf("%s: a %q table has no features to draw", what, t.Kind)
+	}
+	maxFeatures, maxBytes := q.MaxFeatures, q.MaxBytes
+	if maxFeatures <= 0 {
+		maxFeatures = store.DefaultTileFeatures
+	}
+	if maxBytes <= 0 {
+		maxBytes = store.DefaultTileBytes
+	}
+	tile := maptile.New(uint32(q.X), uint32(q.Y), maptile.Zoom(q.Z))
+	threshold := store.SampleBelow(tileEstimate(t.Rows, t.Extent, tile.Bound()), maxFeatures)
+	for round := 1; ; round++ {
+		a, data, err := s.drawTile(ctx, t, q, threshold, maxFeatures+1, false)
+		if err != nil {
+			return store.VectorTile{}, translate(what, err)
+		}
+		v := nextThreshold(a, maxFeatures, maxBytes, round)
+		switch {
+		case v.keep:
+			thinned := false
+			if threshold < 1<<16 {
+				if thinned, err = s.dropsRows(ctx, t, q, threshold); err != nil {
+					return store.VectorTile{}, translate(what, err)
+				}
+			}
+			return store.VectorTile{Data: data, Features: a.features, Thinned: thinned}, nil
+		case v.atLast > 0:
+			a, data, err = s.drawTile(ctx, t, q, threshold, v.atLast, true)
+			if err != nil {
+				return store.VectorTile{}, translate(what, err)
+			}
+			if len(data) > maxBytes {
+				return store.VectorTile{}, fmt.Errorf("%s: %d features of lowest payload hash still take %d bytes, more than %d", what, a.features, len(data), maxBytes)
+			}
+			return store.VectorTile{Data: data, Features: a.features, Thinned: true}, nil
+		}
+		threshold = v.next
+	}
+}
+
+// tileEstimate is how many of rows a table whose current rows' lon/lat extent is extent
+// has in tile: rows times the share of the extent the tile covers (on each axis; an axis
+// on which the extent has no length counts whole when the tile holds it). No extent
+// (an empty table, or one in an unknown CRS) estimates none.
+func tileEstimate(rows int64, extent *orb.Bound, tile orb.Bound) float64 {
+	if extent == nil || rows <= 0 {
+		return 0
+	}
+	share := 1.0
+	for i := range 2 {
+		lo, hi := max(extent.Min[i], tile.Min[i]), min(extent.Max[i], tile.Max[i])
+		switch size := extent.Max[i] - extent.Min[i]; {
+		case hi < lo:
+			return 0
+		case size > 0:
+			share *= (hi - lo) / size
+		}
+	}
+	return float64(rows) * share
+}
+
+// tileAttempt is what drawing a tile below a threshold gave.
+type tileAttempt struct {
+	threshold int
+	// features is how many features the tile holds; overflow says more rows than the
+	// limit drawn met the tile below the threshold (the tile was not kept).
+	features int
+	overflow bool
+	bytes    int
+}
+
+// thinVerdict is what to do with a tileAttempt: keep it, draw again below next, or (at
+// last) draw the atLast features of lowest payload hash below the threshold.
+type thinVerdict struct {
+	keep   bool
+	next   int
+	atLast int
+}
+
+// nextThreshold decides what to do with the round-th attempt at a tile bounded by
+// maxFeatures and maxBytes. Too many features halve the threshold; too many bytes scale
+// it by the share of the bytes allowed (halving at least). When the threshold cannot
+// fall further or maxThinRounds attempts were made, the tile takes the features of
+// lowest payload hash below the threshold, as many as fit: still a sample by payload
+// hash, if no longer the same in neighbouring tiles.
+func nextThreshold(a tileAttempt, maxFeatures, maxBytes, round int) thinVerdict {
+	if !a.overflow && a.bytes <= maxBytes {
+		return thinVerdict{keep: true}
+	}
+	next := a.threshold / 2
+	if !a.overflow {
+		next = min(next, int(float64(a.threshold)*0.9*float64(maxBytes)/float64(a.bytes)))
+	}
+	if next >= 1 && round < maxThinRounds {
+		return thinVerdict{next: next}
+	}
+	n := maxFeatures
+	if !a.overflow {
+		n = min(n, int(0.9*float64(a.features)*float64(maxBytes)/float64(a.bytes)))
+	}
+	return thinVerdict{atLast: max(n, 1)}
+}
+
+// thresholdBytes is threshold as a payload hash bound: a hash is below it exactly when
+// its first two bytes, big-endian, are below threshold.
+func thresholdBytes(threshold int) []byte {
+	return binary.BigEndian.AppendUint16(nil, uint16(threshold))
+}
+
+// tileFilter is the WHERE of the rows of t (alias t) whose geometry meets tile q, in the
+// versions q asks for, below threshold. For a table in lon/lat or Web Mercator the
+// envelope maps to a box of the table's CRS, compared as such (through the spatial
+// index); in another CRS the box, widened by a 64th of the tile, is only the index's
+// filter and the exact test is made in Web Mercator.
+func tileFilter(t store.StoredTable, q store.TileQuery, threshold int, args *sqlArgs) string {
+	env := fmt.Sprintf("ST_TileEnvelope(%s, %s, %s)", args.add(q.Z), args.add(q.X), args.add(q.Y))
+	var where []string
+	switch t.SRID {
+	case 3857:
+		where = append(where, "ST_Intersects(t.geom, "+env+")")
+	case 0, 4326:
+		where = append(where, fmt.Sprintf("ST_Intersects(t.geom, ST_SetSRID(ST_Transform(%s, 4326), %d))", env, t.SRID))
+	default:
+		srid := args.add(t.SRID)
+		where = append(where, fmt.Sprintf("t.geom && ST_Transform(ST_Segmentize(ST_Expand(%[1]s, (ST_XMax(%[1]s) - ST_XMin(%[1]s)) / 64), (ST_XMax(%[1]s) - ST_XMin(%[1]s)) / 8), %[2]s::int)",
+			env, srid),
+			fmt.Sprintf("ST_Intersects(ST_Transform(t.geom, 3857), %s)", env))
+	}
+	where = append(where, versionsSQL(t, q.AsOfRun, false, args))
+	if threshold < 1<<16 {
+		where = append(where, "t.gf_payload_hash < "+args.add(thresholdBytes(threshold)))
+	}
+	return strings.Join(where, " AND ")
+}
+
+// mercatorSQL is t's geometry (alias t) in Web Mercator; SRID 0 is taken as lon/lat.
+func mercatorSQL(t store.StoredTable) string {
+	switch t.SRID {
+	case 3857:
+		return "t.geom"
+	case 0:
+		return "ST_Transform(ST_SetSRID(t.geom, 4326), 3857)"
+	}
+	return "ST_Transform(t.geom, 3857)"
+}
+
+// tileSQL is the statement drawing tile q of t below threshold: at most limit rows (of
+// lowest payload hash when ordered), each with its TileID as feature id, the property
+// columns, gf_feature_id, gf_run_id and gf_key. It returns the tile, how many features
+// it holds and how many rows met it; ST_AsMVTGeom drops a geometry that vanishes at the
+// tile's resolution.
+func tileSQL(t store.StoredTable, q store.TileQuery, threshold, limit int, ordered bool) (string, []any) {
+	var args sqlArgs
+	cols := []string{
+		fmt.Sprintf("ST_AsMVTGeom(%s, ST_TileEnvelope(%s, %s, %s), 4096, 64, true) AS geom", mercatorSQL(t), args.add(q.Z), args.add(q.X), args.add(q.Y)),
+		`('x' || encode(substring(t.gf_payload_hash FROM 1 FOR 6), 'hex'))::bit(48)::bigint AS gf_tile_id`,
+	}
+	for _, c := range t.Columns {
+		cols = append(cols, propertySQL("t", c)+" AS "+pgx.Identifier{c.Name}.Sanitize())
+	}
+	cols = append(cols, "t.gf_feature_id", "t.gf_run_id")
+	if t.Keyed {
+		cols = append(cols, "t.gf_key")
+	}
+	where := tileFilter(t, q, threshold, &args)
+	order := ""
+	if ordered {
+		order = " ORDER BY t.gf_payload_hash"
+	}
+	layer := args.add(t.Name)
+	sql := fmt.Sprintf(`WITH r AS (SELECT %s FROM %s t WHERE %s%s LIMIT %s)
+		SELECT coalesce(ST_AsMVT(r, %s, 4096, 'geom', 'gf_tile_id') FILTER (WHERE r.geom IS NOT NULL), ''),
+			count(*) FILTER (WHERE r.geom IS NOT NULL), count(*) FROM r`,
+		strings.Join(cols, ", "), pgx.Identifier{t.Schema, t.Name}.Sanitize(), where, order, args.add(limit), layer)
+	return sql, args
+}
+
+// drawTile draws tile q of t below threshold, with at most limit rows.
+func (s *Store) drawTile(ctx context.Context, t store.StoredTable, q store.TileQuery, threshold, limit int, ordered bool) (tileAttempt, []byte, error) {
+	sql, args := tileSQL(t, q, threshold, limit, ordered)
+	a := tileAttempt{threshold: threshold}
+	var data []byte
+	var rows int
+	if err := s.pool.QueryRow(ctx, sql, args...).Scan(&data, &a.features, &rows); err != nil {
+		return a, nil, err
+	}
+	a.overflow, a.bytes = !ordered && rows >= limit, len(data)
+	return a, data, nil
+}
+
+// dropsRows tells whether a row at or above threshold meets tile q of t: whether the
+// tile drawn below threshold was thinned.
+func (s *Store) dropsRows(ctx context.Context, t store.StoredTable, q store.TileQuery, threshold int) (bool, error) {
+	var args sqlArgs
+	where := tileFilter(t, q, 1<<16, &args)
+	sql := fmt.Sprintf("SELECT EXISTS (SELECT 1 FROM %s t WHERE %s AND t.gf_payload_hash >= %s)",
+		pgx.Identifier{t.Schema, t.Name}.Sanitize(), where, args.add(thresholdBytes(threshold)))
+	var dropped bool
+	err := s.pool.QueryRow(ctx, sql, args...).Scan(&dropped)
+	return dropped, err
+}
