@@ -5,6 +5,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/paulmach/orb"
+
 	"github.com/geoflow/geoflow/store"
 )
 
@@ -55,6 +57,7 @@ func isTimeType(typ string) bool {
 // tableRow is one row read by rowQuery.
 type tableRow struct {
 	geom, hash []byte
+	g          orb.Geometry // geom decoded, when the reader needs it
 	featureID  sql.NullString
 	runID      sql.NullInt64
 	key        sql.NullString

@@ -16,13 +16,16 @@ import (
 	"github.com/geoflow/geoflow/store"
 )
 
-// Vector tiles drawn in Go: SQLite finds a tile's rows through the table's R-tree, and
-// orb's mvt projects, clips, simplifies and encodes them.
+// Vector tiles drawn in Go: SQLite finds the rows whose R-tree box meets a tile, each
+// geometry is tested against the tile itself (meets), and orb's mvt projects, clips,
+// simplifies and encodes those that meet it. A tile holds exactly the features that
+// meet it, as the PostGIS store's do: a feature in the buffer around it alone is its
+// neighbour's.
 
 // tileBuffer is how far beyond its tile, in tile units (4096 across), a tile's
 // geometries reach, so that lines and outlines drawn across tile edges join: PostGIS's
 // tiles (ST_AsMVTGeom) have the same. mvt.MapboxGLDefaultExtentBound would keep a whole
-// tile around each tile, nine tiles' features in one.
+// tile around each tile.
 const tileBuffer = 64
 
 // tileClip is the box a tile's geometries are clipped to, in tile units.
@@ -46,11 +49,11 @@ func (s *Store) VectorTile(ctx context.Context, t store.StoredTable, q store.Til
 	if q.Z < 0 || q.Z > maxTileZoom || q.X < 0 || q.Y < 0 || q.X >= 1<<q.Z || q.Y >= 1<<q.Z {
 		return store.VectorTile{}, fmt.Errorf("gpkg: %s: no such tile: %w", what, store.ErrNotFound)
 	}
-	area, err := tileArea(t.SRID, q.Z, q.X, q.Y)
+	tile := maptile.New(uint32(q.X), uint32(q.Y), maptile.Zoom(q.Z))
+	area, err := tileArea(t.SRID, tile)
 	if err != nil {
 		return store.VectorTile{}, fmt.Errorf("gpkg: %s: %w", what, err)
 	}
-	tile := maptile.New(uint32(q.X), uint32(q.Y), maptile.Zoom(q.Z))
 	maxFeatures, maxBytes := cmp.Or(q.MaxFeatures, store.DefaultTileFeatures), cmp.Or(q.MaxBytes, store.DefaultTileBytes)
 	sel := tileSelect{rows: rowQuery{t: t}, name: name, area: area, asOfRun: q.AsOfRun}
 	below := store.SampleBelow(expectedInTile(t.Rows, t.Extent, tile.Bound()), maxFeatures)
@@ -67,7 +70,7 @@ func (s *Store) VectorTile(ctx context.Context, t store.StoredTable, q store.Til
 		below, thinned = next, true
 	}
 	for {
-		data, n, err := drawTile(sel.rows, rows, tile, name, t.SRID)
+		data, n, err := drawTile(sel.rows, rows, tile, t.SRID)
 		if err != nil {
 			return store.VectorTile{}, fmt.Errorf("gpkg: %s: %w", what, err)
 		}
@@ -78,9 +81,12 @@ func (s *Store) VectorTile(ctx context.Context, t store.StoredTable, q store.Til
 			}
 			return store.VectorTile{Data: data, Features: n, Thinned: thinned}, translate(what, err)
 		}
-		// The rows below half the threshold are among those read: no new query.
+		// The rows below half the threshold are among those read: no new query; their
+		// geometries, projected by drawTile, are decoded again.
 		below, thinned = next, true
-		rows = keepBelow(rows, below)
+		if rows, err = keepBelow(rows, below); err != nil {
+			return store.VectorTile{}, fmt.Errorf("gpkg: %s: %w", what, err)
+		}
 	}
 }
 
@@ -107,19 +113,25 @@ func hashPrefix(hash []byte) int {
 	return int(hash[0])<<8 | int(hash[1])
 }
 
-// keepBelow keeps the rows whose hash prefix is below below, in place.
-func keepBelow(rows []tableRow, below int) []tableRow {
+// keepBelow keeps the rows whose hash prefix is below below, in place, their
+// geometries decoded afresh.
+func keepBelow(rows []tableRow, below int) ([]tableRow, error) {
 	kept := rows[:0]
 	for _, r := range rows {
 		if hashPrefix(r.hash) < below {
+			g, _, err := decodeGeometry(r.geom)
+			if err != nil {
+				return nil, fmt.Errorf("feature %q: decoding its geometry: %w", r.featureID.String, err)
+			}
+			r.g = g
 			kept = append(kept, r)
 		}
 	}
-	return kept
+	return kept, nil
 }
 
-// tileSelect is what selects a tile's rows: the rows of table name whose R-tree box
-// meets area (in the table's CRS), in the versions asOfRun draws.
+// tileSelect is what selects a tile's rows: the rows of table name whose geometry meets
+// area (the tile, in the table's CRS), in the versions asOfRun draws.
 type tileSelect struct {
 	rows    rowQuery
 	name    string
@@ -127,8 +139,8 @@ type tileSelect struct {
 	asOfRun int64
 }
 
-// where is the condition of sel's rows whose hash prefix compares with below as op
-// ("<" or ">="), and its arguments.
+// where is the condition of sel's rows whose R-tree box meets the tile and whose hash
+// prefix compares with below as op ("<" or ">="), and its arguments.
 func (s *Store) where(ctx context.Context, sel tileSelect, op string, below int) (string, []any, error) {
 	match, args, err := boxMatch(ctx, s.m, sel.name, "t", sel.area, false)
 	if err != nil {
@@ -145,58 +157,69 @@ func (s *Store) where(ctx context.Context, sel tileSelect, op string, below int)
 	return cond, args, nil
 }
 
-// tileRows reads at most limit rows of sel whose hash prefix is below below.
+// tileRows reads at most limit rows of sel whose hash prefix is below below, their
+// geometries decoded.
 func (s *Store) tileRows(ctx context.Context, sel tileSelect, below, limit int) ([]tableRow, error) {
 	if below <= 0 {
 		return nil, nil
 	}
-	cond, args, err := s.where(ctx, sel, "<", below)
-	if err != nil {
-		return nil, err
-	}
-	rows, err := s.m.QueryContext(ctx, fmt.Sprintf(`SELECT %s FROM %s t WHERE %s LIMIT ?`, sel.rows.columns(), quote(sel.name), cond),
-		append(args, limit)...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
 	var out []tableRow
-	for rows.Next() {
-		var r tableRow
-		if err := sel.rows.scan(rows, &r); err != nil {
-			return nil, err
-		}
+	err := s.meetingRows(ctx, sel, "<", below, func(r tableRow) bool {
 		out = append(out, r)
-	}
-	return out, rows.Err()
+		return len(out) < limit
+	})
+	return out, err
 }
 
 // anyAbove tells whether a row of sel has a hash prefix at or above below: whether a
 // tile drawn below it left a row out.
 func (s *Store) anyAbove(ctx context.Context, sel tileSelect, below int) (bool, error) {
-	cond, args, err := s.where(ctx, sel, ">=", below)
-	if err != nil {
-		return false, err
-	}
-	var found bool
-	err = s.m.QueryRowContext(ctx, fmt.Sprintf(`SELECT EXISTS (SELECT 1 FROM %s t WHERE %s)`, quote(sel.name), cond), args...).Scan(&found)
+	found := false
+	err := s.meetingRows(ctx, sel, ">=", below, func(tableRow) bool {
+		found = true
+		return false
+	})
 	return found, err
 }
 
-// drawTile encodes rows as tile's MVT, one layer named name (version 2, extent 4096),
-// and returns it and how many features it holds; nil when none meets the tile. The
-// geometries, in the CRS of EPSG code srid (lon/lat or Web Mercator), are projected to
-// tile units, clipped to the tile and its buffer, simplified by a tile unit (which is
-// all a tile can show), and those left smaller than a unit dropped.
-func drawTile(rq rowQuery, rows []tableRow, tile maptile.Tile, name string, srid int) ([]byte, int, error) {
+// meetingRows calls fn with each row of sel whose hash prefix compares with below as op
+// and whose geometry meets the tile, decoded, until fn returns false.
+func (s *Store) meetingRows(ctx context.Context, sel tileSelect, op string, below int, fn func(tableRow) bool) error {
+	cond, args, err := s.where(ctx, sel, op, below)
+	if err != nil {
+		return err
+	}
+	rows, err := s.m.QueryContext(ctx, fmt.Sprintf(`SELECT %s FROM %s t WHERE %s`, sel.rows.columns(), quote(sel.name), cond), args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var r tableRow
+		if err := sel.rows.scan(rows, &r); err != nil {
+			return err
+		}
+		if r.g, _, err = decodeGeometry(r.geom); err != nil {
+			return fmt.Errorf("feature %q: decoding its geometry: %w", r.featureID.String, err)
+		}
+		if meets(r.g, sel.area) && !fn(r) {
+			return nil
+		}
+	}
+	return rows.Err()
+}
+
+// drawTile encodes rows as tile's MVT, one layer named after the table (version 2,
+// extent 4096), and returns it and how many features it holds; nil when none is left.
+// The geometries, decoded in the CRS of EPSG code srid (lon/lat or Web Mercator), are
+// projected to tile units in place, clipped to the tile and its buffer, simplified by a
+// tile unit (which is all a tile can show), and those left smaller than a unit dropped.
+func drawTile(rq rowQuery, rows []tableRow, tile maptile.Tile, srid int) ([]byte, int, error) {
 	features := make([]*geojson.Feature, 0, len(rows))
 	toTile := mercatorToTile(tile)
 	for i := range rows {
 		r := &rows[i]
-		g, _, err := decodeGeometry(r.geom)
-		if err != nil {
-			return nil, 0, fmt.Errorf("feature %q: decoding its geometry: %w", r.featureID.String, err)
-		}
+		g := r.g
 		if isMercator(srid) {
 			g = project.Geometry(g, toTile)
 		}
@@ -206,7 +229,7 @@ func drawTile(rq rowQuery, rows []tableRow, tile maptile.Tile, name string, srid
 		addOwnProperties(f.Properties, r, rq.t.Keyed)
 		features = append(features, f)
 	}
-	layer := &mvt.Layer{Name: name, Version: 2, Extent: mvt.DefaultExtent, Features: features}
+	layer := &mvt.Layer{Name: rq.t.Name, Version: 2, Extent: mvt.DefaultExtent, Features: features}
 	if !isMercator(srid) {
 		layer.ProjectToTile(tile)
 	}
@@ -250,23 +273,19 @@ func mercatorToTile(tile maptile.Tile) orb.Projection {
 	}
 }
 
-// tileArea is tile z/x/y with its buffer, and a unit more, in the CRS of EPSG code
-// srid: Web Mercator metres, or lon/lat for 4326 and 0 (unknown, taken as lon/lat).
-// Another CRS fails wrapping store.ErrNoTransform.
-func tileArea(srid, z, x, y int) (orb.Bound, error) {
-	size := 2 * worldHalf / float64(uint64(1)<<z)
-	margin := size * (tileBuffer + 1) / mvt.DefaultExtent
-	b := orb.Bound{
-		Min: orb.Point{-worldHalf + float64(x)*size - margin, worldHalf - float64(y+1)*size - margin},
-		Max: orb.Point{-worldHalf + float64(x+1)*size + margin, worldHalf - float64(y)*size + margin},
-	}
+// tileArea is tile's box in the CRS of EPSG code srid: Web Mercator metres, or lon/lat
+// for 4326 and 0 (unknown, taken as lon/lat), maptile's bound. Another CRS fails
+// wrapping store.ErrNoTransform.
+func tileArea(srid int, tile maptile.Tile) (orb.Bound, error) {
 	switch {
 	case isMercator(srid):
-		return b, nil
+		size := 2 * worldHalf / float64(uint64(1)<<tile.Z)
+		x, y := float64(tile.X), float64(tile.Y)
+		return orb.Bound{Min: orb.Point{-worldHalf + x*size, worldHalf - (y+1)*size}, Max: orb.Point{-worldHalf + (x+1)*size, worldHalf - y*size}}, nil
 	case srid == 0 || srid == 4326:
-		return orb.Bound{Min: project.Mercator.ToWGS84(b.Min), Max: project.Mercator.ToWGS84(b.Max)}, nil
+		return tile.Bound(), nil
 	}
-	return b, fmt.Errorf("EPSG:%d: %w", srid, store.ErrNoTransform)
+	return orb.Bound{}, fmt.Errorf("EPSG:%d: %w", srid, store.ErrNoTransform)
 }
 
 // expectedInTile estimates how many of a table's rows meet a tile (lon/lat bound): its
