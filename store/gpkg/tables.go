@@ -122,59 +122,89 @@ func (s *Store) describe(ctx context.Context, c contentsRow) (store.StoredTable,
 	return t, translate(fmt.Sprintf("describing table %s", c.name), err)
 }
 
+// tableFacts are what describing a feature table costs most: its current rows and
+// their extent (nil when none, or in a CRS not brought to lon/lat), valid while its
+// stamp is.
+type tableFacts struct {
+	stamp  string
+	rows   int64
+	extent *orb.Bound
+}
+
 // describeFeatures describes a feature table: its property columns, counts, CRS,
-// extent and stamp.
+// extent and stamp. The stamp is read every time (a count through the table's
+// smallest index, max(fid) and last_change); the current rows and the extent are
+// counted and measured again only when it changed.
 func (s *Store) describeFeatures(ctx context.Context, c contentsRow) (store.StoredTable, error) {
 	t := store.StoredTable{Schema: mainSchema, Name: c.name, Kind: store.KindFeatures}
-	rows, err := s.m.QueryContext(ctx, `SELECT name, type FROM pragma_table_info(?) ORDER BY cid`, c.name)
+	cols, err := s.m.QueryContext(ctx, `SELECT name, type FROM pragma_table_info(?) ORDER BY cid`, c.name)
 	if err != nil {
 		return t, err
 	}
-	for rows.Next() {
+	for cols.Next() {
 		var col store.StoredColumn
-		if err := rows.Scan(&col.Name, &col.Type); err != nil {
-			rows.Close()
+		if err := cols.Scan(&col.Name, &col.Type); err != nil {
+			cols.Close()
 			return t, err
 		}
-		switch {
-		case col.Name == "gf_key":
-			t.Keyed = true
-		case col.Name == "gf_valid_to":
-			t.History = true
-		}
+		t.Keyed, t.History = t.Keyed || col.Name == "gf_key", t.History || col.Name == "gf_valid_to"
 		if !ownColumn(col.Name) {
 			t.Columns = append(t.Columns, col)
 		}
 	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return t, err
-	}
-	current := "TRUE"
-	if t.History {
-		current = "gf_valid_to IS NULL"
-	}
-	var maxFID int64
-	// Each count its own subquery: max(fid) alone reads one row, and SQLite counts
-	// through the smallest index (with history, the current versions' partial index).
-	if err := s.m.QueryRowContext(ctx, fmt.Sprintf(`SELECT (SELECT count(*) FROM %[1]s), (SELECT count(*) FROM %[1]s WHERE %[2]s),
-		(SELECT coalesce(max(fid), 0) FROM %[1]s)`, quote(c.name), current)).Scan(&t.Versions, &t.Rows, &maxFID); err != nil {
+	cols.Close()
+	if err := cols.Err(); err != nil {
 		return t, err
 	}
 	if t.SRID, err = s.epsgCode(ctx, c.srsID); err != nil {
 		return t, err
 	}
-	if t.Rows > 0 {
-		ext, ok, err := s.featureExtent(ctx, c.name, t.History)
-		if err != nil {
-			return t, fmt.Errorf("computing its extent: %w", err)
+	// max(fid) reads one row; count(*) alone (no WHERE) counts through the smallest
+	// index, without reading the rows.
+	var maxFID int64
+	if err := s.m.QueryRowContext(ctx, fmt.Sprintf(`SELECT (SELECT count(*) FROM %[1]s), (SELECT coalesce(max(fid), 0) FROM %[1]s)`,
+		quote(c.name))).Scan(&t.Versions, &maxFID); err != nil {
+		return t, err
+	}
+	t.Stamp = stamp(store.KindFeatures, t.Versions, maxFID, c.lastChange)
+	s.mu.Lock()
+	facts, ok := s.facts[c.name]
+	s.mu.Unlock()
+	if !ok || facts.stamp != t.Stamp {
+		if facts, err = s.measure(ctx, t); err != nil {
+			return t, err
 		}
-		if ok {
-			t.Extent = lonLatBound(t.SRID, ext)
+		s.mu.Lock()
+		if s.facts == nil {
+			s.facts = map[string]tableFacts{}
+		}
+		s.facts[c.name] = facts
+		s.mu.Unlock()
+	}
+	t.Rows, t.Extent = facts.rows, facts.extent
+	return t, nil
+}
+
+// measure counts the current rows of feature table t (with history, through the
+// current versions' partial index) and measures their extent.
+func (s *Store) measure(ctx context.Context, t store.StoredTable) (tableFacts, error) {
+	facts := tableFacts{stamp: t.Stamp, rows: t.Versions}
+	if t.History {
+		if err := s.m.QueryRowContext(ctx, fmt.Sprintf(`SELECT count(*) FROM %s WHERE gf_valid_to IS NULL`, quote(t.Name))).Scan(&facts.rows); err != nil {
+			return facts, err
 		}
 	}
-	t.Stamp = stamp(store.KindFeatures, t.Versions, t.Rows, maxFID, c.lastChange)
-	return t, nil
+	if facts.rows == 0 {
+		return facts, nil
+	}
+	ext, ok, err := s.featureExtent(ctx, t.Name, t.History)
+	if err != nil {
+		return facts, fmt.Errorf("computing its extent: %w", err)
+	}
+	if ok {
+		facts.extent = lonLatBound(t.SRID, ext)
+	}
+	return facts, nil
 }
 
 // ownColumn tells the columns that are not a feature's properties: fid, geom and
@@ -199,17 +229,16 @@ func (s *Store) describePyramid(ctx context.Context, c contentsRow) (store.Store
 	if t.Rows > 0 && c.minX.Valid && c.minY.Valid && c.maxX.Valid && c.maxY.Valid {
 		t.Extent = lonLatBound(3857, orb.Bound{Min: orb.Point{c.minX.Float64, c.minY.Float64}, Max: orb.Point{c.maxX.Float64, c.maxY.Float64}})
 	}
-	t.Stamp = stamp(store.KindTiles, t.Rows, t.Rows, maxID, c.lastChange)
+	t.Stamp = stamp(store.KindTiles, t.Rows, maxID, c.lastChange)
 	return t, nil
 }
 
-// stamp is a table's Stamp: a digest of its counts, its highest row id and the
+// stamp is a table's Stamp: a digest of its row count, its highest row id and the
 // last_change every write of geoflow's moves (touchSQL). A write by another tool that
-// adds or removes rows shows in the first three; one that changes a row in place
-// without moving last_change does not.
-func stamp(kind string, versions, rows, maxID int64, lastChange string) string {
-	sum := sha256.Sum256([]byte(strings.Join([]string{kind, strconv.FormatInt(versions, 10), strconv.FormatInt(rows, 10),
-		strconv.FormatInt(maxID, 10), lastChange}, "\x00")))
+// adds or removes rows shows in the first two; one that changes a row in place, or
+// closes a version, without moving last_change does not.
+func stamp(kind string, count, maxID int64, lastChange string) string {
+	sum := sha256.Sum256([]byte(strings.Join([]string{kind, strconv.FormatInt(count, 10), strconv.FormatInt(maxID, 10), lastChange}, "\x00")))
 	return hex.EncodeToString(sum[:12])
 }
 
