@@ -37,6 +37,29 @@ func TestResample(t *testing.T) {
 	}
 }
 
+func TestStartBelow(t *testing.T) {
+	tests := []struct {
+		name        string
+		expected    float64
+		maxFeatures int
+		want        int
+	}{
+		{name: "fewer than the limit", expected: 100, maxFeatures: 20000, want: 65536},
+		{name: "just under the aim", expected: 19576, maxFeatures: 20000, want: 65536},
+		{name: "five times the default", expected: 100000, maxFeatures: 20000, want: 65536 * 19576 / 100000},
+		{name: "a small limit", expected: 250, maxFeatures: 50, want: 65536 * 29 / 250},
+		{name: "a limit of one", expected: 10, maxFeatures: 1, want: 65536 / 10},
+		{name: "no rows expected", expected: 0, maxFeatures: 1, want: 65536},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := startBelow(tt.expected, tt.maxFeatures); got != tt.want {
+				t.Errorf("startBelow(%v, %d) = %d, want %d", tt.expected, tt.maxFeatures, got, tt.want)
+			}
+		})
+	}
+}
+
 func TestExpectedInTile(t *testing.T) {
 	z14 := maptile.At(orb.Point{11.5, 48.1}, 14)
 	tile := z14.Bound()

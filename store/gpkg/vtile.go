@@ -56,7 +56,7 @@ func (s *Store) VectorTile(ctx context.Context, t store.StoredTable, q store.Til
 	}
 	maxFeatures, maxBytes := cmp.Or(q.MaxFeatures, store.DefaultTileFeatures), cmp.Or(q.MaxBytes, store.DefaultTileBytes)
 	sel := tileSelect{rows: rowQuery{t: t}, name: name, area: area, asOfRun: q.AsOfRun}
-	below := store.SampleBelow(expectedInTile(t.Rows, t.Extent, tile.Bound()), maxFeatures)
+	below := startBelow(expectedInTile(t.Rows, t.Extent, tile.Bound()), maxFeatures)
 	thinned := false
 	var rows []tableRow
 	for {
@@ -92,6 +92,17 @@ func (s *Store) VectorTile(ctx context.Context, t store.StoredTable, q store.Til
 
 // sampleAll is the threshold that keeps every row (store.SampleBelow).
 const sampleAll = 65536
+
+// startBelow is the threshold a tile expected to meet expected rows is first drawn
+// below: store.SampleBelow's for a limit three standard deviations short of
+// maxFeatures. A sample of a tile whose estimate is right holds about as many rows as
+// its threshold promises, more or less by the square root of that: aimed at the limit
+// itself, it would overflow half the time, and halving would leave those tiles half as
+// full as the limit allows (and their thresholds unlike their neighbours').
+func startBelow(expected float64, maxFeatures int) int {
+	aim := max(1, maxFeatures-int(3*math.Sqrt(float64(maxFeatures))))
+	return store.SampleBelow(expected, aim)
+}
 
 // resample decides, for a tile drawn from the rows whose hash prefix is below the
 // threshold below, whether it holds too much: more than maxFeatures rows read, or more
