@@ -1,6 +1,7 @@
 package gpkg_test
 
 import (
+	"context"
 	"errors"
 	"math"
 	"reflect"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/paulmach/orb"
+	"github.com/paulmach/orb/maptile"
 	"github.com/paulmach/orb/project"
 
 	"github.com/geoflow/geoflow/spatial"
@@ -194,5 +196,64 @@ func versions(want ...version) func(t *testing.T, got []*store.StoredFeature) {
 				t.Errorf("version %d: key %q, id %q, want %q", i, f.Key, f.ID, w.name[:1])
 			}
 		}
+	}
+}
+
+// TestReadsBesideARun: the maps read while a unit's transaction holds the writer, and
+// see only what was committed; a unit commits while a download holds its rows open.
+func TestReadsBesideARun(t *testing.T) {
+	ctx := t.Context()
+	st, _ := openMirrorStore(t)
+	table := &store.FeatureTable{Name: "parcels", SRID: 4326, Columns: typedColumns}
+	fs := gridFeatures()
+	writeTable(t, st, table, fs[:100]...)
+	tab, err := st.StoredTable(ctx, "", "parcels")
+	if err != nil {
+		t.Fatal(err)
+	}
+	run, err := st.StartRun(ctx, store.RunStart{Flow: "m"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer run.Close()
+	if err := st.AddUnits(ctx, run.ID, "a", []store.Unit{{Key: "u"}}); err != nil {
+		t.Fatal(err)
+	}
+	tx, err := st.BeginUnit(ctx, store.UnitRef{RunID: run.ID, TaskID: "a", Key: "u"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	src := sliceSource(fs[100:])
+	if c, err := tx.WriteFeatures(ctx, table, &src); err != nil || c.Inserted != 100 {
+		t.Fatalf("WriteFeatures = %+v, %v", c, err)
+	}
+	// The unit holds the writer, uncommitted: every read goes on, within a second, and
+	// sees the 100 rows committed before.
+	rctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	if got, err := st.StoredTable(rctx, "", "parcels"); err != nil || got.Rows != 100 || got.Stamp != tab.Stamp {
+		t.Errorf("StoredTable beside an open unit: %d rows, stamp %s (%v); want 100, %s", got.Rows, got.Stamp, err, tab.Stamp)
+	}
+	tile := maptile.At(orb.Point{11.53, 48.115}, 10)
+	if vt, err := st.VectorTile(rctx, tab, store.TileQuery{Z: 10, X: int(tile.X), Y: int(tile.Y)}); err != nil || vt.Features != 100 {
+		t.Errorf("VectorTile beside an open unit: %d features, %v; want 100", vt.Features, err)
+	}
+	// A download reads its first row, and holds the rest while the unit commits.
+	read := 0
+	err = st.ReadFeatures(rctx, tab, store.FeatureQuery{}, func(*store.StoredFeature) error {
+		if read++; read == 1 {
+			if err := tx.Complete(ctx, store.Counts{Inserted: 100}, nil, nil, time.Now()); err != nil {
+				return err
+			}
+			return tx.Commit(ctx)
+		}
+		return nil
+	})
+	if err != nil || read != 100 {
+		t.Errorf("ReadFeatures while the unit commits: %d rows, %v; want the 100 of its snapshot", read, err)
+	}
+	if got, err := st.StoredTable(ctx, "", "parcels"); err != nil || got.Rows != 200 {
+		t.Errorf("after the commit StoredTable counts %d rows (%v), want 200", got.Rows, err)
 	}
 }
