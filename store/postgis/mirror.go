@@ -245,6 +245,11 @@ func (s *Store) DeleteFeatures(ctx context.Context, t *store.FeatureTable, d sto
 	if _, err := tx.Exec(ctx, `DELETE FROM geoflow_absent WHERE target = $1 AND gf_key = ANY ($2::text[])`, targetName(t), d.Keys); err != nil {
 		return 0, translate(what, err)
 	}
+	if n > 0 {
+		if err := bumpStamps(ctx, tx, []string{targetName(t)}); err != nil {
+			return 0, translate(what, err)
+		}
+	}
 	return n, translate(what, tx.Commit(ctx))
 }
 

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
@@ -48,6 +49,9 @@ type unitTx struct {
 	s   *Store
 	tx  pgx.Tx
 	ref store.UnitRef
+	// changed are the feature tables (schema.table) the unit's writes changed, whose
+	// versions Commit raises.
+	changed []string
 }
 
 // Complete implements store.UnitTx.
@@ -94,9 +98,27 @@ func (u *unitTx) Complete(ctx context.Context, c store.Counts, children, failed 
 	return translate(fmt.Sprintf("marking unit %s done", ref.Key), err)
 }
 
-// Commit implements store.UnitTx.
+// Commit implements store.UnitTx. It first raises the versions of the tables the unit
+// changed (geoflow_table_stamps), last, so that units writing one table wait on each
+// other's version row only for the commit.
 func (u *unitTx) Commit(ctx context.Context) error {
+	if err := bumpStamps(ctx, u.tx, u.changed); err != nil {
+		return translate(fmt.Sprintf("committing unit %s: recording which tables it changed", u.ref.Key), err)
+	}
 	return translate(fmt.Sprintf("committing unit %s", u.ref.Key), u.tx.Commit(ctx))
+}
+
+// bumpStamps raises the versions of the feature tables targets (schema.table) in
+// geoflow_table_stamps, in name order (two transactions changing the same tables lock
+// their rows in one order, so neither waits on the other in a circle).
+func bumpStamps(ctx context.Context, q querier, targets []string) error {
+	if len(targets) == 0 {
+		return nil
+	}
+	_, err := q.Exec(ctx, `INSERT INTO geoflow_table_stamps AS s (target, version)
+		SELECT t, 1 FROM unnest($1::text[]) t ORDER BY t
+		ON CONFLICT (target) DO UPDATE SET version = s.version + 1`, slices.Sorted(slices.Values(targets)))
+	return err
 }
 
 // Rollback implements store.UnitTx.
@@ -131,6 +153,9 @@ func (u *unitTx) WriteFeatures(ctx context.Context, t *store.FeatureTable, src s
 	valid := &store.ValidFeatures{Src: src}
 	c, err := u.writeFeatures(ctx, t, valid)
 	c.Rejected += valid.Refused
+	if err == nil && c.Inserted+c.Updated > 0 && !slices.Contains(u.changed, targetName(t)) {
+		u.changed = append(u.changed, targetName(t))
+	}
 	return c, err
 }
 

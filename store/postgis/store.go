@@ -36,6 +36,10 @@ type Store struct {
 	rivOnce sync.Once
 	riv     *river.Client[pgx.Tx]
 	rivErr  error
+
+	// counts caches, by schema.table, a feature table's counts and extent as of its
+	// stamp (tableCounts), so that StoredTable scans a table once per change.
+	counts sync.Map
 }
 
 // Options configure Open. A nil *Options means defaults.

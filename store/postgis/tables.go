@@ -22,15 +22,17 @@ var _ store.Tables = (*Store)(nil)
 
 // featureTablesSQL lists the tables geoflow wrote: ordinary or partitioned tables (not
 // views, not partitions) outside the system schemas with a bytea gf_payload_hash and a
-// geometry geom, with the SRID of geom's type, the property columns in table order and
-// whether they carry gf_key and gf_valid_to. $1 and $2, when not NULL, select one schema
-// and name.
+// geometry geom, with the SRID of geom's type, the property columns in table order,
+// whether they carry gf_key and gf_valid_to, and what their stamp is made of (tableMeta).
+// $1 and $2, when not NULL, select one schema and name.
 const featureTablesSQL = `
 SELECT n.nspname, c.relname,
 	coalesce(max(postgis_typmod_srid(a.atttypmod)) FILTER (WHERE a.attname = 'geom' AND a.atttypmod <> -1), 0),
 	coalesce(array_agg(a.attname::text ORDER BY a.attnum) FILTER (WHERE p.prop), '{}'),
 	coalesce(array_agg(format_type(a.atttypid, a.atttypmod) ORDER BY a.attnum) FILTER (WHERE p.prop), '{}'),
-	bool_or(a.attname = 'gf_key'), bool_or(a.attname = 'gf_valid_to')
+	bool_or(a.attname = 'gf_key'), bool_or(a.attname = 'gf_valid_to'),
+	c.oid::bigint, c.relfilenode::bigint,
+	(SELECT version FROM geoflow_table_stamps WHERE target = n.nspname || '.' || c.relname)
 FROM pg_class c
 JOIN pg_namespace n ON n.oid = c.relnamespace
 JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
@@ -38,31 +40,51 @@ CROSS JOIN LATERAL (SELECT a.attname NOT IN ('geom', 'fid') AND a.attname NOT LI
 WHERE c.relkind IN ('r', 'p') AND NOT c.relispartition
 	AND n.nspname NOT IN ('information_schema', 'pg_catalog', 'pg_toast') AND n.nspname NOT LIKE 'pg\_%'
 	AND ($1::text IS NULL OR n.nspname = $1) AND ($2::text IS NULL OR c.relname = $2)
-GROUP BY n.nspname, c.relname
+GROUP BY n.nspname, c.relname, c.oid
 HAVING bool_or(a.attname = 'gf_payload_hash' AND a.atttypid = 'bytea'::regtype)
 	AND bool_or(a.attname = 'geom' AND format_type(a.atttypid, NULL) = 'geometry')
 ORDER BY 1, 2`
 
+// tableMeta is what a table's stamp is made of besides its rows: the table itself (a
+// table dropped and created again, or truncated, is another) and its version in
+// geoflow_table_stamps, nil when no write of geoflow's has raised it yet (a table written
+// by a geoflow before the version was kept, or by others).
+type tableMeta struct {
+	oid, filenode int64
+	version       *int64
+}
+
+// tableCounts are a table's counts and extent as of a stamp, which StoredTable keeps so
+// that a table unchanged since is not scanned again.
+type tableCounts struct {
+	stamp          string
+	rows, versions int64
+	extent         *orb.Bound
+}
+
 // StoredTables implements store.Tables.
 func (s *Store) StoredTables(ctx context.Context) ([]store.StoredTable, error) {
-	tables, err := s.featureTables(ctx, nil, nil)
+	tables, metas, err := s.featureTables(ctx, nil, nil)
 	if err != nil {
 		return nil, err
 	}
 	for i := range tables {
-		if err := s.tableStats(ctx, &tables[i]); err != nil {
+		if err := s.tableStats(ctx, &tables[i], metas[i]); err != nil {
 			return nil, err
 		}
 	}
 	return tables, nil
 }
 
-// StoredTable implements store.Tables. An empty schema is public.
+// StoredTable implements store.Tables. An empty schema is public. A table whose version
+// geoflow keeps costs a look at the catalog while it is unchanged, and a scan (its counts
+// and extent) once after each change; one whose version it does not keep, a scan each
+// time (see tableStats).
 func (s *Store) StoredTable(ctx context.Context, schema, name string) (store.StoredTable, error) {
 	if schema == "" {
 		schema = "public"
 	}
-	tables, err := s.featureTables(ctx, &schema, &name)
+	tables, metas, err := s.featureTables(ctx, &schema, &name)
 	if err != nil {
 		return store.StoredTable{}, err
 	}
@@ -71,40 +93,78 @@ func (s *Store) StoredTable(ctx context.Context, schema, name string) (store.Sto
 			pgx.Identifier{schema, name}.Sanitize(), store.ErrNotFound)
 	}
 	t := tables[0]
-	return t, s.tableStats(ctx, &t)
+	return t, s.tableStats(ctx, &t, metas[0])
 }
 
 // featureTables reads the catalog's description of the tables geoflow wrote (all of
 // them, or the one schema.name selects), without their counts.
-func (s *Store) featureTables(ctx context.Context, schema, name *string) ([]store.StoredTable, error) {
+func (s *Store) featureTables(ctx context.Context, schema, name *string) ([]store.StoredTable, []tableMeta, error) {
 	const what = "listing the feature tables geoflow wrote"
 	rows, err := s.pool.Query(ctx, featureTablesSQL, schema, name)
 	if err != nil {
-		return nil, translate(what, err)
+		return nil, nil, translate(what, err)
 	}
-	tables, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.StoredTable, error) {
-		t := store.StoredTable{Kind: store.KindFeatures}
-		var cols, types []string
-		if err := r.Scan(&t.Schema, &t.Name, &t.SRID, &cols, &types, &t.Keyed, &t.History); err != nil {
-			return t, err
-		}
-		for i, c := range cols {
-			t.Columns = append(t.Columns, store.StoredColumn{Name: c, Type: types[i]})
-		}
-		return t, nil
-	})
-	return tables, translate(what, err)
+	var tables []store.StoredTable
+	var metas []tableMeta
+	var cols, types []string
+	t, m := store.StoredTable{Kind: store.KindFeatures}, tableMeta{}
+	_, err = pgx.ForEachRow(rows, []any{&t.Schema, &t.Name, &t.SRID, &cols, &types, &t.Keyed, &t.History, &m.oid, &m.filenode, &m.version},
+		func() error {
+			one := t
+			one.Columns = make([]store.StoredColumn, len(cols))
+			for i, c := range cols {
+				one.Columns[i] = store.StoredColumn{Name: c, Type: types[i]}
+			}
+			meta := m
+			if m.version != nil { // scanned into again for the next row
+				v := *m.version
+				meta.version = &v
+			}
+			tables, metas = append(tables, one), append(metas, meta)
+			return nil
+		})
+	return tables, metas, translate(what, err)
 }
 
-// tableStats fills t's counts, extent and stamp, in one pass over the table.
+// tableStats fills t's counts, extent and stamp.
 //
-// The stamp is a hash of the row count and of the sum of a hash of each row's xmin, the
-// transaction that wrote that version of the row: an insert adds a row, an update (a
-// mirror's, an upsert's, a history version closed) replaces a row's xmin with the
-// updating transaction's, a deletion removes a row. Unlike max(gf_fetched_at), this
-// catches a transaction that started before another (now() is its start) and committed
-// after it. It costs a scan of the table; see BenchmarkStoredTable.
-func (s *Store) tableStats(ctx context.Context, t *store.StoredTable) error {
+// The stamp of a table whose version geoflow keeps is made of the table's identity and
+// that version; the counts and extent are read by a scan once per stamp. For any other
+// table the stamp is a hash of the row count and of the sum of a hash of each row's
+// xmin, the transaction that wrote that version of the row: an insert adds a row, an
+// update replaces a row's xmin with the updating transaction's, a deletion removes a
+// row. Unlike max(gf_fetched_at) it also changes when a transaction that started before
+// another (now() is its start) commits after it; but it costs a scan every time.
+func (s *Store) tableStats(ctx context.Context, t *store.StoredTable, m tableMeta) error {
+	key := t.Schema + "." + t.Name
+	if m.version != nil {
+		t.Stamp = stamp("v", m.oid, m.filenode, *m.version)
+		if c, ok := s.counts.Load(key); ok && c.(tableCounts).stamp == t.Stamp {
+			c := c.(tableCounts)
+			t.Rows, t.Versions, t.Extent = c.rows, c.versions, c.extent
+			return nil
+		}
+	}
+	version, xmins, err := s.scanTable(ctx, t, m.version == nil)
+	if err != nil {
+		return err
+	}
+	if version == nil || m.version == nil {
+		// Without a version (or one a write made while the catalog was read, which the
+		// next call finds), the rows' xmins are the stamp.
+		t.Stamp = stamp("x", m.oid, m.filenode, t.Versions, xmins)
+		return nil
+	}
+	// The scan's own version: a write may have committed since the catalog was read.
+	t.Stamp = stamp("v", m.oid, m.filenode, *version)
+	s.counts.Store(key, tableCounts{stamp: t.Stamp, rows: t.Rows, versions: t.Versions, extent: t.Extent})
+	return nil
+}
+
+// scanTable fills t's counts and extent in one pass over the table, and returns the
+// table's version in geoflow_table_stamps as of that pass (nil when none is kept) and,
+// when asked, the sum of the hashes of its rows' xmins (see tableStats).
+func (s *Store) scanTable(ctx context.Context, t *store.StoredTable, xmins bool) (*int64, int64, error) {
 	ident := pgx.Identifier{t.Schema, t.Name}.Sanitize()
 	current := "true"
 	if t.History {
@@ -113,33 +173,39 @@ func (s *Store) tableStats(ctx context.Context, t *store.StoredTable) error {
 	// The extent in lon/lat: a box of SRID 0 is taken as lon/lat; one of another CRS
 	// PostGIS knows is transformed with its edges densified (a box's edges are curves in
 	// lon/lat unless it is Web Mercator); in an unknown CRS there is none.
+	xminSum := "0::bigint"
+	if xmins {
+		xminSum = "coalesce(sum(hashint8(xmin::text::bigint)), 0)"
+	}
 	sql := fmt.Sprintf(`WITH s AS (
 			SELECT count(*) FILTER (WHERE %[2]s) AS cur, count(*) AS n, ST_Extent(geom) FILTER (WHERE %[2]s) AS e,
-				coalesce(sum(hashint8(xmin::text::bigint)), 0) AS x
+				%[3]s AS x
 			FROM %[1]s),
 		b AS (SELECT CASE
 			WHEN $1 IN (0, 4326) THEN e::geometry
 			WHEN EXISTS (SELECT 1 FROM spatial_ref_sys WHERE srid = $1) THEN
 				ST_Transform(ST_Segmentize(ST_SetSRID(e::geometry, $1), greatest(ST_XMax(e) - ST_XMin(e), ST_YMax(e) - ST_YMin(e), 1e-9) / 32), 4326)
 			END AS g FROM s)
-		SELECT cur, n, x, ST_XMin(g), ST_YMin(g), ST_XMax(g), ST_YMax(g) FROM s, b`, ident, current)
+		SELECT cur, n, x, ST_XMin(g), ST_YMin(g), ST_XMax(g), ST_YMax(g),
+			(SELECT version FROM geoflow_table_stamps WHERE target = $2)
+		FROM s, b`, ident, current, xminSum)
 	var x int64
+	var version *int64
 	var minX, minY, maxX, maxY *float64
-	err := s.pool.QueryRow(ctx, sql, t.SRID).Scan(&t.Rows, &t.Versions, &x, &minX, &minY, &maxX, &maxY)
+	err := s.pool.QueryRow(ctx, sql, t.SRID, t.Schema+"."+t.Name).Scan(&t.Rows, &t.Versions, &x, &minX, &minY, &maxX, &maxY, &version)
 	if err != nil {
-		return translate(fmt.Sprintf("counting the rows of %s", ident), err)
+		return nil, 0, translate(fmt.Sprintf("counting the rows of %s", ident), err)
 	}
 	t.Extent = nil
 	if minX != nil && minY != nil && maxX != nil && maxY != nil {
 		t.Extent = &orb.Bound{Min: orb.Point{*minX, *minY}, Max: orb.Point{*maxX, *maxY}}
 	}
-	t.Stamp = stamp(t.Versions, x)
-	return nil
+	return version, x, nil
 }
 
-// stamp is the Stamp of a table of versions rows whose xmin hashes sum to xmins.
-func stamp(versions, xmins int64) string {
-	sum := sha256.Sum256([]byte(strconv.FormatInt(versions, 10) + "/" + strconv.FormatInt(xmins, 10)))
+// stamp is a Stamp made of parts.
+func stamp(parts ...any) string {
+	sum := sha256.Sum256([]byte(fmt.Sprintln(parts...)))
 	return hex.EncodeToString(sum[:12])
 }
 

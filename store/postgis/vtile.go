@@ -14,7 +14,7 @@ import (
 )
 
 // maxThinRounds bounds how often VectorTile renders a tile at a lower threshold before it
-// takes the features of lowest payload hash instead (thinAtLast).
+// takes the features of lowest payload hash instead (nextThreshold's atLast).
 const maxThinRounds = 5
 
 // VectorTile implements store.Tables with ST_AsMVT. It relies on t as StoredTable gave
@@ -44,9 +44,11 @@ func (s *Store) VectorTile(ctx context.Context, t store.StoredTable, q store.Til
 		maxBytes = store.DefaultTileBytes
 	}
 	tile := maptile.New(uint32(q.X), uint32(q.Y), maptile.Zoom(q.Z))
-	threshold := store.SampleBelow(tileEstimate(t.Rows, t.Extent, tile.Bound()), maxFeatures)
+	estimate := tileEstimate(t.Rows, t.Extent, tile.Bound())
+	threshold := store.SampleBelow(estimate, maxFeatures)
+	count := countFirst(estimate, maxFeatures)
 	for round := 1; ; round++ {
-		a, data, err := s.drawTile(ctx, t, q, threshold, maxFeatures+1, false)
+		a, data, err := s.tryTile(ctx, t, q, threshold, maxFeatures, count)
 		if err != nil {
 			return store.VectorTile{}, translate(what, err)
 		}
@@ -70,8 +72,28 @@ func (s *Store) VectorTile(ctx context.Context, t store.StoredTable, q store.Til
 			}
 			return store.VectorTile{Data: data, Features: a.features, Thinned: true}, nil
 		}
-		threshold = v.next
+		threshold, count = v.next, count || a.overflow
 	}
+}
+
+// countFirst says whether a tile expected to meet estimate rows is worth counting
+// before it is drawn: when it may hold more than maxFeatures, drawing them all only to
+// find it must be thinned costs far more than counting them (ST_AsMVTGeom and ST_AsMVT
+// take some 10 µs a feature, the index and the test some 2).
+func countFirst(estimate float64, maxFeatures int) bool {
+	return estimate >= float64(maxFeatures)/2
+}
+
+// tryTile draws tile q of t below threshold with at most maxFeatures rows, counting
+// them first when count says so: an attempt that overflows is not drawn.
+func (s *Store) tryTile(ctx context.Context, t store.StoredTable, q store.TileQuery, threshold, maxFeatures int, count bool) (tileAttempt, []byte, error) {
+	if count {
+		n, err := s.countTile(ctx, t, q, threshold, maxFeatures+1)
+		if err != nil || n > maxFeatures {
+			return tileAttempt{threshold: threshold, features: n, overflow: true}, nil, err
+		}
+	}
+	return s.drawTile(ctx, t, q, threshold, maxFeatures+1, false)
 }
 
 // tileEstimate is how many of rows a table whose current rows' lon/lat extent is extent
@@ -143,24 +165,37 @@ func thresholdBytes(threshold int) []byte {
 	return binary.BigEndian.AppendUint16(nil, uint16(threshold))
 }
 
-// tileFilter is the WHERE of the rows of t (alias t) whose geometry meets tile q, in the
-// versions q asks for, below threshold. For a table in lon/lat or Web Mercator the
-// envelope maps to a box of the table's CRS, compared as such (through the spatial
-// index); in another CRS the box, widened by a 64th of the tile, is only the index's
-// filter and the exact test is made in Web Mercator.
-func tileFilter(t store.StoredTable, q store.TileQuery, threshold int, args *sqlArgs) string {
-	env := fmt.Sprintf("ST_TileEnvelope(%s, %s, %s)", args.add(q.Z), args.add(q.X), args.add(q.Y))
-	var where []string
+// envelopeCTE is the WITH clause every statement about tile q of t starts with: the
+// tile's envelope in Web Mercator (env.m) and in the table's CRS (env.e), computed once
+// (MATERIALIZED: in a generic plan an expression of the parameters inlined in the select
+// list would be computed again for every row). In lon/lat (SRID 0 taken as such) and Web
+// Mercator the envelope is a box in the table's CRS too; in another CRS env.e is the
+// envelope widened by a 64th of the tile and densified, for the spatial index only.
+func envelopeCTE(t store.StoredTable, q store.TileQuery, args *sqlArgs) string {
+	m := fmt.Sprintf("ST_TileEnvelope(%s, %s, %s)", args.add(q.Z), args.add(q.X), args.add(q.Y))
+	var e string
 	switch t.SRID {
 	case 3857:
-		where = append(where, "ST_Intersects(t.geom, "+env+")")
+		e = m
 	case 0, 4326:
-		where = append(where, fmt.Sprintf("ST_Intersects(t.geom, ST_SetSRID(ST_Transform(%s, 4326), %d))", env, t.SRID))
+		e = fmt.Sprintf("ST_SetSRID(ST_Transform(%s, 4326), %d)", m, t.SRID)
 	default:
-		srid := args.add(t.SRID)
-		where = append(where, fmt.Sprintf("t.geom && ST_Transform(ST_Segmentize(ST_Expand(%[1]s, (ST_XMax(%[1]s) - ST_XMin(%[1]s)) / 64), (ST_XMax(%[1]s) - ST_XMin(%[1]s)) / 8), %[2]s::int)",
-			env, srid),
-			fmt.Sprintf("ST_Intersects(ST_Transform(t.geom, 3857), %s)", env))
+		e = fmt.Sprintf("ST_Transform(ST_Segmentize(ST_Expand(%[1]s, (ST_XMax(%[1]s) - ST_XMin(%[1]s)) / 64), (ST_XMax(%[1]s) - ST_XMin(%[1]s)) / 8), %[2]s::int)",
+			m, args.add(t.SRID))
+	}
+	return fmt.Sprintf("WITH env AS MATERIALIZED (SELECT %s AS m, %s AS e)", m, e)
+}
+
+// exactEnvelope says whether env.e is the tile itself in t's CRS.
+func exactEnvelope(t store.StoredTable) bool { return t.SRID == 0 || t.SRID == 4326 || t.SRID == 3857 }
+
+// tileFilter is the WHERE of the rows of t (alias t, with envelopeCTE's env) whose
+// geometry meets tile q, in the versions q asks for, below threshold; the spatial index
+// finds them by env.e.
+func tileFilter(t store.StoredTable, q store.TileQuery, threshold int, args *sqlArgs) string {
+	where := []string{"ST_Intersects(t.geom, env.e)"}
+	if !exactEnvelope(t) {
+		where = []string{"t.geom && env.e", "ST_Intersects(" + mercatorSQL(t) + ", env.m)"}
 	}
 	where = append(where, versionsSQL(t, q.AsOfRun, false, args))
 	if threshold < 1<<16 {
@@ -187,8 +222,15 @@ func mercatorSQL(t store.StoredTable) string {
 // tile's resolution.
 func tileSQL(t store.StoredTable, q store.TileQuery, threshold, limit int, ordered bool) (string, []any) {
 	var args sqlArgs
+	with := envelopeCTE(t, q, &args)
+	// A geometry inside the tile needs no clipping, which is most of ST_AsMVTGeom's
+	// work: the test on its cached box (rounded outward) is cheap and never wrong.
+	clip := "true"
+	if exactEnvelope(t) {
+		clip = "NOT (t.geom @ env.e)"
+	}
 	cols := []string{
-		fmt.Sprintf("ST_AsMVTGeom(%s, ST_TileEnvelope(%s, %s, %s), 4096, 64, true) AS geom", mercatorSQL(t), args.add(q.Z), args.add(q.X), args.add(q.Y)),
+		fmt.Sprintf("ST_AsMVTGeom(%s, env.m, 4096, 64, %s) AS geom", mercatorSQL(t), clip),
 		`('x' || encode(substring(t.gf_payload_hash FROM 1 FOR 6), 'hex'))::bit(48)::bigint AS gf_tile_id`,
 	}
 	for _, c := range t.Columns {
@@ -204,10 +246,10 @@ func tileSQL(t store.StoredTable, q store.TileQuery, threshold, limit int, order
 		order = " ORDER BY t.gf_payload_hash"
 	}
 	layer := args.add(t.Name)
-	sql := fmt.Sprintf(`WITH r AS (SELECT %s FROM %s t WHERE %s%s LIMIT %s)
+	sql := fmt.Sprintf(`%s, r AS (SELECT %s FROM env, %s t WHERE %s%s LIMIT %s)
 		SELECT coalesce(ST_AsMVT(r, %s, 4096, 'geom', 'gf_tile_id') FILTER (WHERE r.geom IS NOT NULL), ''),
 			count(*) FILTER (WHERE r.geom IS NOT NULL), count(*) FROM r`,
-		strings.Join(cols, ", "), pgx.Identifier{t.Schema, t.Name}.Sanitize(), where, order, args.add(limit), layer)
+		with, strings.Join(cols, ", "), pgx.Identifier{t.Schema, t.Name}.Sanitize(), where, order, args.add(limit), layer)
 	return sql, args
 }
 
@@ -224,13 +266,26 @@ func (s *Store) drawTile(ctx context.Context, t store.StoredTable, q store.TileQ
 	return a, data, nil
 }
 
+// countTile counts the rows of t meeting tile q below threshold, up to limit.
+func (s *Store) countTile(ctx context.Context, t store.StoredTable, q store.TileQuery, threshold, limit int) (int, error) {
+	var args sqlArgs
+	with := envelopeCTE(t, q, &args)
+	where := tileFilter(t, q, threshold, &args)
+	sql := fmt.Sprintf("%s SELECT count(*) FROM (SELECT 1 FROM env, %s t WHERE %s LIMIT %s) c",
+		with, pgx.Identifier{t.Schema, t.Name}.Sanitize(), where, args.add(limit))
+	var n int
+	err := s.pool.QueryRow(ctx, sql, args...).Scan(&n)
+	return n, err
+}
+
 // dropsRows tells whether a row at or above threshold meets tile q of t: whether the
 // tile drawn below threshold was thinned.
 func (s *Store) dropsRows(ctx context.Context, t store.StoredTable, q store.TileQuery, threshold int) (bool, error) {
 	var args sqlArgs
+	with := envelopeCTE(t, q, &args)
 	where := tileFilter(t, q, 1<<16, &args)
-	sql := fmt.Sprintf("SELECT EXISTS (SELECT 1 FROM %s t WHERE %s AND t.gf_payload_hash >= %s)",
-		pgx.Identifier{t.Schema, t.Name}.Sanitize(), where, args.add(thresholdBytes(threshold)))
+	sql := fmt.Sprintf("%s SELECT EXISTS (SELECT 1 FROM env, %s t WHERE %s AND t.gf_payload_hash >= %s)",
+		with, pgx.Identifier{t.Schema, t.Name}.Sanitize(), where, args.add(thresholdBytes(threshold)))
 	var dropped bool
 	err := s.pool.QueryRow(ctx, sql, args...).Scan(&dropped)
 	return dropped, err

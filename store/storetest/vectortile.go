@@ -235,6 +235,7 @@ func testVectorTileThinned(t *testing.T, s store.Store) {
 		t.Errorf("MaxFeatures %d: %d features, thinned %v; want between %d and %d, thinned", limit, len(keptA), vtA.Thinned, limit/5, limit)
 	}
 	checkSample(t, fs, keptA, limit, estimate)
+	t.Logf("MaxFeatures %d: tile A holds %d of the %d lines, %d bytes", limit, len(keptA), len(fs), len(vtA.Data))
 	keptB := decodeTile(t, vectorTile(t, tb, st, tileB, q), table.Name)
 	if a, b := slices.Sorted(maps.Keys(keptA)), slices.Sorted(maps.Keys(keptB)); !slices.Equal(a, b) {
 		t.Errorf("tiles A and B keep different lines of those crossing their edge: %d and %d of them, %d in common",
@@ -249,6 +250,7 @@ func testVectorTileThinned(t *testing.T, s store.Store) {
 			maxBytes, len(vt.Data), len(kept), vt.Thinned, maxBytes)
 	}
 	checkSample(t, fs, kept, limit, estimate)
+	t.Logf("MaxBytes %d: tile A holds %d of the %d lines, %d bytes", maxBytes, len(kept), len(fs), len(vt.Data))
 }
 
 func intersect(a, b []uint64) []uint64 {

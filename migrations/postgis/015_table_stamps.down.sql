@@ -1,0 +1,1 @@
+DROP TABLE IF EXISTS geoflow_table_stamps;
