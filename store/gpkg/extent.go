@@ -111,9 +111,10 @@ var extentSides = []extentSide{{"minx", "ST_MinX", true}, {"maxx", "ST_MaxX", fa
 // whose R-tree rtree is bounded by box; found is false when no such row has a geometry.
 // An R-tree box is its row's envelope rounded outward, so a row's box reaches at least as
 // far as the row does: the rows whose boxes reach past a limit hold every row that does.
-// The limit starts at the root's edge and moves inward (sideLimits) until some row meeting
-// current is within; the best of those, v, is the answer once every row whose box reaches
-// v (rounded to the float32 beyond it) has been read too.
+// The limit starts a float32 step inside the root's edge (where every row on the edge
+// has its box) and moves inward (sideLimits) until some row meeting current is within;
+// the best of those, v, is the answer when it is within the limit too, else once the
+// rows whose boxes reach v have been read as well.
 func (s *Store) extremeSide(ctx context.Context, name, rtree, current string, side extentSide, box rtreeEntry) (float64, bool, error) {
 	agg, op := "max", ">="
 	if side.min {
@@ -128,46 +129,48 @@ func (s *Store) extremeSide(ctx context.Context, name, rtree, current string, si
 	}
 	for _, limit := range sideLimits(side, box) {
 		v, err := best(limit)
-		if err != nil {
-			return 0, false, err
-		}
-		if !v.Valid {
+		if err != nil || !v.Valid {
+			if err != nil {
+				return 0, false, err
+			}
 			continue
 		}
-		// With the module's own rounding (down and up) v is exact already: a row beyond
-		// v has its box no further in than v's row's, within the limit. A box that
-		// merely contains its row (another tool's tree) reaches at least to the row, so
-		// the rows whose boxes reach v, rounded outward, hold every row beyond it.
+		// A row beyond v has its box beyond v too. Within the limit, v's row and any
+		// such row were read; else the rows whose boxes reach v, rounded outward, hold
+		// them all.
+		if side.min && v.Float64 <= limit || !side.min && v.Float64 >= limit {
+			return v.Float64, true, nil
+		}
 		reach := float64(up(v.Float64))
 		if !side.min {
 			reach = float64(down(v.Float64))
 		}
 		final, err := best(reach)
-		if err != nil {
-			return 0, false, err
-		}
-		if !final.Valid { // cannot be: v's own row reaches as far
-			return v.Float64, true, nil
+		if err != nil || !final.Valid { // not valid cannot be: v's own row reaches as far
+			return v.Float64, err == nil, err
 		}
 		return final.Float64, true, nil
 	}
 	return 0, false, nil
 }
 
-// sideLimits are the limits extremeSide tries for side in turn: the edge of the R-tree's
-// box on that side, then inward by a 1/1024 of the box's width, doubling, and last the
+// sideLimits are the limits extremeSide tries for side in turn: a float32 step inside
+// the edge of the R-tree's box on that side (a row on the edge, its envelope rounded out
+// to it, lies within), then inward by 1/1024 of the box's width, doubling, and last the
 // opposite edge, which every box reaches.
 func sideLimits(side extentSide, box rtreeEntry) []float64 {
-	lo, hi := float64(box.minx), float64(box.maxx)
+	lo, hi := box.minx, box.maxx
 	if side.col == "miny" || side.col == "maxy" {
-		lo, hi = float64(box.miny), float64(box.maxy)
+		lo, hi = box.miny, box.maxy
 	}
-	from, to, dir := lo, hi, 1.0
+	from, to, dir := float64(lo), float64(hi), 1.0
+	first := float64(min(math.Nextafter32(lo, hi), hi))
 	if !side.min {
-		from, to, dir = hi, lo, -1.0
+		from, to, dir = to, from, -1.0
+		first = float64(max(math.Nextafter32(hi, lo), lo))
 	}
-	limits := []float64{from}
-	for step := (hi - lo) / 1024; step > 0 && (to-from)*dir > 2*step; step *= 2 {
+	limits := []float64{first}
+	for step := (float64(hi) - float64(lo)) / 1024; step > 0 && (to-from)*dir > 2*step; step *= 2 {
 		limits = append(limits, from+dir*step)
 	}
 	return append(limits, to)

@@ -182,9 +182,10 @@ func TestSideLimits(t *testing.T) {
 		side extentSide
 		want []float64
 	}{
-		{name: "minx", side: extentSides[0], want: []float64{0, 1, 2, 4, 8, 16, 32, 64, 128, 256, 1024}},
-		{name: "maxx", side: extentSides[1], want: []float64{1024, 1023, 1022, 1020, 1016, 1008, 992, 960, 896, 768, 0}},
-		{name: "miny", side: extentSides[2], want: []float64{-8, -8 + 1.0/64, -8 + 2.0/64, -8 + 4.0/64, -8 + 8.0/64, -8 + 16.0/64, -8 + 32.0/64, -7, -6, -4, 8}},
+		{name: "minx", side: extentSides[0], want: []float64{float64(math.Nextafter32(0, 1)), 1, 2, 4, 8, 16, 32, 64, 128, 256, 1024}},
+		{name: "maxx", side: extentSides[1], want: []float64{float64(math.Nextafter32(1024, 0)), 1023, 1022, 1020, 1016, 1008, 992, 960, 896, 768, 0}},
+		{name: "miny", side: extentSides[2], want: []float64{float64(math.Nextafter32(-8, 0)), -8 + 1.0/64, -8 + 2.0/64, -8 + 4.0/64,
+			-8 + 8.0/64, -8 + 16.0/64, -8 + 32.0/64, -7, -6, -4, 8}},
 		{name: "no height", side: extentSides[3], want: []float64{3, 3}},
 	}
 	for _, tt := range tests {

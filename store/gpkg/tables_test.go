@@ -438,3 +438,19 @@ func TestExtentExact(t *testing.T) {
 	delete(current, outer)
 	check("after the easternmost was deleted")
 }
+
+// TestExtentLooseRTree: an R-tree another tool built may hold boxes wider than their
+// rows; the extent is still the rows' own.
+func TestExtentLooseRTree(t *testing.T) {
+	ctx := t.Context()
+	st, file := openMirrorStore(t)
+	a, b := &spatial.Feature{ID: "a", Geometry: orb.Point{10, 48}}, &spatial.Feature{ID: "b", Geometry: orb.Point{10.5, 48.5}}
+	c := &spatial.Feature{ID: "c", Geometry: orb.Point{11, 49}}
+	writeTable(t, st, &store.FeatureTable{Name: "loose", SRID: 4326}, a, b, c)
+	// b's box reaches past a on every side.
+	execFile(t, file, `UPDATE rtree_loose_geom SET minx = 9, maxx = 12, miny = 47, maxy = 50 WHERE id = 2`)
+	tab, err := st.StoredTable(ctx, "", "loose")
+	if want := boundOf(a, b, c); err != nil || tab.Extent == nil || *tab.Extent != want {
+		t.Errorf("Extent = %v (%v), want %v", tab.Extent, err, want)
+	}
+}
