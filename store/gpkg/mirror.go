@@ -96,6 +96,11 @@ func (u *unitTx) writeKeyed(ctx context.Context, t *store.FeatureTable, name str
 		}
 	}
 	res.Skipped = int64(len(rows)) - res.Inserted - res.Updated
+	if res.Inserted+res.Updated > 0 {
+		if _, err := st.touch.ExecContext(ctx, name); err != nil {
+			return res, translate(what, err)
+		}
+	}
 	if t.Mode == store.ModeMirror {
 		b, err := json.Marshal(keys)
 		if err != nil {
@@ -158,7 +163,7 @@ type keyedQueries struct {
 
 // all lists the queries to prepare, in the order keyedStmts takes them.
 func (q keyedQueries) all() []string {
-	queries := []string{q.look, q.insert, q.update, changeSQL}
+	queries := []string{q.look, q.insert, q.update, changeSQL, touchSQL}
 	if q.mirror {
 		queries = append(queries, seenSQL)
 	}
@@ -195,21 +200,22 @@ func keyedSQL(t *store.FeatureTable, name string, cols []string) keyedQueries {
 // keyedStmts are keyedQueries prepared on the unit's transaction; seen is nil unless
 // the table is a mirror.
 type keyedStmts struct {
-	look, insert, update, change, seen *sql.Stmt
-	history                            bool
+	look, insert, update, change, touch, seen *sql.Stmt
+	history                                   bool
 }
 
 // keyedStmts prepares q on tx.
 func (u *unitTx) keyedStmts(ctx context.Context, tx *sql.Tx, q keyedQueries) (keyedStmts, error) {
 	queries := q.all()
-	stmts := make([]*sql.Stmt, 5)
+	stmts := make([]*sql.Stmt, 6)
 	for i, query := range queries {
 		var err error
 		if stmts[i], err = u.s.stmt(ctx, tx, query); err != nil {
 			return keyedStmts{}, err
 		}
 	}
-	return keyedStmts{look: stmts[0], insert: stmts[1], update: stmts[2], change: stmts[3], seen: stmts[4], history: q.history}, nil
+	return keyedStmts{look: stmts[0], insert: stmts[1], update: stmts[2], change: stmts[3], touch: stmts[4], seen: stmts[5],
+		history: q.history}, nil
 }
 
 // write carries out w for row, whose key's current row is fid; with history, stamp
@@ -462,7 +468,12 @@ func (s *Store) deleteRows(ctx context.Context, tx *sql.Tx, t *store.FeatureTabl
 	if err != nil {
 		return 0, err
 	}
-	return r.RowsAffected()
+	n, err := r.RowsAffected()
+	if err != nil || n == 0 {
+		return n, err
+	}
+	_, err = tx.ExecContext(ctx, touchSQL, name)
+	return n, err
 }
 
 // dropSeen forgets the seen keys of d's run and of the flow's earlier runs of the task,

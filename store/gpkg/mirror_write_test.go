@@ -91,7 +91,7 @@ func TestKeyedSQL(t *testing.T) {
 			if got != tt.want {
 				t.Errorf("keyedSQL =\n%+v\nwant\n%+v", got, tt.want)
 			}
-			want := []string{tt.want.look, tt.want.insert, tt.want.update, changeSQL}
+			want := []string{tt.want.look, tt.want.insert, tt.want.update, changeSQL, touchSQL}
 			if tt.want.mirror {
 				want = append(want, seenSQL)
 			}

@@ -64,7 +64,7 @@ func (s *Store) ensurePyramid(ctx context.Context, name string) error {
 }
 
 // pyramidSQL are the statements putTiles runs on pyramid name: delete, put, register a
-// zoom level, widen the extent.
+// zoom level, widen the extent, and record the change (touchSQL).
 func pyramidSQL(name string) []string {
 	return []string{
 		fmt.Sprintf(`DELETE FROM %s WHERE zoom_level = ? AND tile_column = ? AND tile_row = ?`, quote(name)),
@@ -74,13 +74,15 @@ func pyramidSQL(name string) []string {
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (table_name, zoom_level) DO NOTHING`,
 		`UPDATE gpkg_contents SET min_x = min(coalesce(min_x, ?1), ?1), min_y = min(coalesce(min_y, ?2), ?2),
 			max_x = max(coalesce(max_x, ?3), ?3), max_y = max(coalesce(max_y, ?4), ?4) WHERE table_name = ?5`,
+		touchSQL,
 	}
 }
 
 // putTiles writes tiles' content into the pyramid (or removes tiles the server no longer
 // has), registers each zoom level the tiles are on, with the size in pixels of its first
-// tile, and widens the pyramid's extent in gpkg_contents to cover them. The unit's
-// transaction is open (the index rows began it); q is pyramidSQL(name).
+// tile, widens the pyramid's extent in gpkg_contents to cover them and moves its
+// last_change (a tile replaced in place changes neither its count nor its ids). The
+// unit's transaction is open (the index rows began it); q is pyramidSQL(name).
 func (u *unitTx) putTiles(ctx context.Context, name string, q []string, rows []store.TileRow) error {
 	var what string
 	exec := func(query string, args ...any) error {
@@ -111,6 +113,12 @@ func (u *unitTx) putTiles(ctx context.Context, name string, q []string, rows []s
 			extent = extent.Union(b)
 		} else {
 			extent, stored = b, true
+		}
+	}
+	if len(rows) > 0 {
+		what = fmt.Sprintf("recording the change of %s", name)
+		if err := exec(q[4], name); err != nil {
+			return err
 		}
 	}
 	if len(levels) == 0 {

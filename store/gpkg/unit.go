@@ -160,7 +160,7 @@ func (u *unitTx) insertNew(ctx context.Context, name string, cols []string, rows
 	what := fmt.Sprintf("inserting into %s", name)
 	insert := fmt.Sprintf(`INSERT INTO %s (%s) VALUES (%s) ON CONFLICT (gf_payload_hash) DO NOTHING`,
 		quote(name), strings.Join(cols, ", "), placeholders(len(cols)))
-	tx, err := u.begin(ctx, insert)
+	tx, err := u.begin(ctx, insert, touchSQL)
 	if err != nil {
 		return res, err
 	}
@@ -187,7 +187,29 @@ func (u *unitTx) insertNew(ctx context.Context, name string, cols []string, rows
 			return res, translate(what, err)
 		}
 	}
+	if res.Inserted > 0 {
+		return res, translate(what, u.touch(ctx, tx, name))
+	}
 	return res, nil
+}
+
+// touchSQL records that the rows of table ?1 changed: gpkg_contents.last_change, which
+// the GeoPackage standard says to keep current, moves to now, or a millisecond past its
+// last value when the clock has not moved on since (two units within a millisecond), so
+// that every change moves it and StoredTable's Stamp with it. An insert alone would show
+// in the table's count and max(fid) too; an update in place (upsert, mirror) or a closed
+// version (history) shows only here.
+const touchSQL = `UPDATE gpkg_contents SET last_change = max(` + now + `,
+	coalesce(strftime('%Y-%m-%dT%H:%M:%fZ', last_change, '+0.001 seconds'), ` + now + `)) WHERE table_name = ?`
+
+// touch runs touchSQL for table name in the unit's transaction tx.
+func (u *unitTx) touch(ctx context.Context, tx *sql.Tx, name string) error {
+	st, err := u.s.stmt(ctx, tx, touchSQL)
+	if err != nil {
+		return err
+	}
+	_, err = st.ExecContext(ctx, name)
+	return err
 }
 
 // recordMerged records, each once in the run however many tiles deliver it, the ids of
@@ -262,7 +284,7 @@ func (u *unitTx) upsert(ctx context.Context, t *store.FeatureTable, name string,
 		quote(name), strings.Join(sets, ", "), strings.Join(match, " AND "))
 	insSQL := fmt.Sprintf(`INSERT INTO %s (%s) SELECT %s WHERE NOT EXISTS (SELECT 1 FROM %s WHERE %s)`,
 		quote(name), strings.Join(cols, ", "), placeholders(len(cols)), quote(name), strings.Join(match, " AND "))
-	tx, err := u.begin(ctx, updSQL, insSQL)
+	tx, err := u.begin(ctx, updSQL, insSQL, touchSQL)
 	if err != nil {
 		return res, err
 	}
@@ -296,6 +318,9 @@ func (u *unitTx) upsert(ctx context.Context, t *store.FeatureTable, name string,
 		} else {
 			res.Skipped++
 		}
+	}
+	if res.Inserted+res.Updated > 0 {
+		return res, translate(what, u.touch(ctx, tx, name))
 	}
 	return res, nil
 }

@@ -1,0 +1,213 @@
+package gpkg
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/paulmach/orb"
+	"github.com/paulmach/orb/planar"
+	"github.com/paulmach/orb/project"
+
+	"github.com/geoflow/geoflow/spatial"
+	"github.com/geoflow/geoflow/store"
+)
+
+// ReadFeatures implements store.Tables, in fid order. The rows stream from one
+// statement on a maps' reader; in WAL mode that reader keeps its snapshot of the file
+// until the last row is read, which holds back checkpoints (the WAL grows while a slow
+// client downloads) but never the writer. A BBox selects through the R-tree, then by
+// each geometry itself (meets); a TileID through the payload hash, which the tables of
+// append and upsert mode index (mirror and history tables are read whole for it).
+func (s *Store) ReadFeatures(ctx context.Context, t store.StoredTable, q store.FeatureQuery, fn func(*store.StoredFeature) error) error {
+	name := gpkgName(t.Schema, t.Name)
+	what := fmt.Sprintf("reading the features of %s", name)
+	if t.Kind != store.KindFeatures {
+		return fmt.Errorf("gpkg: %s: a %s table has no features", what, t.Kind)
+	}
+	if !isMercator(t.SRID) && t.SRID != 0 && t.SRID != 4326 {
+		return fmt.Errorf("gpkg: %s: EPSG:%d: %w", what, t.SRID, store.ErrNoTransform)
+	}
+	if q.Key != "" && !t.Keyed {
+		return nil // no row of an unkeyed table has a key
+	}
+	rq := rowQuery{t: t, full: true}
+	query, args, area, err := s.readQuery(ctx, rq, name, q)
+	if err != nil {
+		return translate(what, err)
+	}
+	rows, err := s.m.QueryContext(ctx, query, args...)
+	if err != nil {
+		return translate(what, err)
+	}
+	defer rows.Close()
+	n := 0
+	for rows.Next() {
+		var r tableRow
+		if err := rq.scan(rows, &r); err != nil {
+			return translate(what, err)
+		}
+		f, err := storedFeature(rq, &r, area)
+		if err != nil {
+			return fmt.Errorf("gpkg: %s: %w", what, err)
+		}
+		if f == nil {
+			continue // its box meets the area, the geometry does not
+		}
+		if err := fn(f); err != nil {
+			return err
+		}
+		if n++; q.Limit > 0 && n >= q.Limit {
+			return nil
+		}
+	}
+	return translate(what, rows.Err())
+}
+
+// readQuery builds ReadFeatures' statement for q and its arguments, and returns q's
+// BBox in the table's CRS (nil for none).
+func (s *Store) readQuery(ctx context.Context, rq rowQuery, name string, q store.FeatureQuery) (string, []any, *orb.Bound, error) {
+	versions, args := versionCond(rq.t.History, q.AsOfRun, q.AllVersions)
+	conds := []string{versions}
+	var area *orb.Bound
+	if q.BBox != nil {
+		b, err := areaIn(rq.t.SRID, *q.BBox)
+		if err != nil {
+			return "", nil, nil, err
+		}
+		match, margs, err := boxMatch(ctx, s.m, name, "t", b, false)
+		if err != nil {
+			return "", nil, nil, err
+		}
+		conds, args, area = append(conds, match), append(args, margs...), &b
+	}
+	if q.TileID != 0 {
+		lo, hi := store.TileIDRange(q.TileID)
+		conds, args = append(conds, "t.gf_payload_hash >= ? AND t.gf_payload_hash < ?"), append(args, lo, hi)
+	}
+	if q.Key != "" {
+		conds, args = append(conds, "t.gf_key = ?"), append(args, q.Key)
+	}
+	return fmt.Sprintf(`SELECT %s FROM %s t WHERE %s ORDER BY t.fid`, rq.columns(), quote(name), strings.Join(conds, " AND ")), args, area, nil
+}
+
+// storedFeature makes a row a StoredFeature, its geometry in lon/lat; nil when area (in
+// the table's CRS) is not nil and the geometry does not meet it.
+func storedFeature(rq rowQuery, r *tableRow, area *orb.Bound) (*store.StoredFeature, error) {
+	f := &store.StoredFeature{
+		Feature: spatial.Feature{ID: r.featureID.String, Properties: rq.properties(r)},
+		TileID:  store.TileID(r.hash), Key: r.key.String, RunID: r.runID.Int64, ClosedRun: r.closedRun.Int64,
+		FetchedAt: r.fetchedAt, ValidFrom: r.validFrom, ValidTo: r.validTo,
+	}
+	if r.geom == nil {
+		if area != nil {
+			return nil, nil
+		}
+		return f, nil
+	}
+	g, _, err := decodeGeometry(r.geom)
+	if err != nil {
+		return nil, fmt.Errorf("feature %q: decoding its geometry: %w", r.featureID.String, err)
+	}
+	if area != nil && !meets(g, *area) {
+		return nil, nil
+	}
+	if isMercator(rq.t.SRID) {
+		g = project.Geometry(g, project.Mercator.ToWGS84)
+	}
+	f.Geometry = g
+	return f, nil
+}
+
+// meets tells whether geometry g meets box b (touching counts): a point of it in b, an
+// edge of it crossing b's edge, or b inside one of its polygons.
+func meets(g orb.Geometry, b orb.Bound) bool {
+	if !b.Intersects(g.Bound()) {
+		return false
+	}
+	switch g := g.(type) {
+	case orb.Point:
+		return b.Contains(g)
+	case orb.MultiPoint:
+		for _, p := range g {
+			if b.Contains(p) {
+				return true
+			}
+		}
+		return false
+	case orb.LineString:
+		return lineMeets(g, b)
+	case orb.MultiLineString:
+		for _, ls := range g {
+			if lineMeets(ls, b) {
+				return true
+			}
+		}
+		return false
+	case orb.Ring:
+		return meets(orb.Polygon{g}, b)
+	case orb.Polygon:
+		for _, r := range g {
+			if lineMeets(orb.LineString(r), b) {
+				return true
+			}
+		}
+		return planar.PolygonContains(g, b.Min) // b wholly inside, no edge crossing it
+	case orb.MultiPolygon:
+		for _, p := range g {
+			if meets(p, b) {
+				return true
+			}
+		}
+		return false
+	case orb.Collection:
+		for _, c := range g {
+			if meets(c, b) {
+				return true
+			}
+		}
+		return false
+	case orb.Bound:
+		return true // intersecting bounds, above
+	}
+	return true
+}
+
+// lineMeets tells whether a line has a point in b or crosses its edge.
+func lineMeets(ls orb.LineString, b orb.Bound) bool {
+	for _, p := range ls {
+		if b.Contains(p) {
+			return true
+		}
+	}
+	corners := [5]orb.Point{b.Min, {b.Max[0], b.Min[1]}, b.Max, {b.Min[0], b.Max[1]}, b.Min}
+	for i := 1; i < len(ls); i++ {
+		for j := 1; j < len(corners); j++ {
+			if segmentsCross(ls[i-1], ls[i], corners[j-1], corners[j]) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// segmentsCross tells whether segments ab and cd have a point in common.
+func segmentsCross(a, b, c, d orb.Point) bool {
+	d1, d2 := orientation(c, d, a), orientation(c, d, b)
+	d3, d4 := orientation(a, b, c), orientation(a, b, d)
+	if ((d1 > 0 && d2 < 0) || (d1 < 0 && d2 > 0)) && ((d3 > 0 && d4 < 0) || (d3 < 0 && d4 > 0)) {
+		return true
+	}
+	return (d1 == 0 && onSegment(c, d, a)) || (d2 == 0 && onSegment(c, d, b)) ||
+		(d3 == 0 && onSegment(a, b, c)) || (d4 == 0 && onSegment(a, b, d))
+}
+
+// orientation is the sign of the turn from pq to pr: positive counter-clockwise.
+func orientation(p, q, r orb.Point) float64 {
+	return (q[0]-p[0])*(r[1]-p[1]) - (q[1]-p[1])*(r[0]-p[0])
+}
+
+// onSegment tells whether r, collinear with pq, lies within it.
+func onSegment(p, q, r orb.Point) bool {
+	return min(p[0], q[0]) <= r[0] && r[0] <= max(p[0], q[0]) && min(p[1], q[1]) <= r[1] && r[1] <= max(p[1], q[1])
+}
