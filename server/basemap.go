@@ -1,13 +1,19 @@
 package server
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 
 	"github.com/geoflow/geoflow/flows"
+	"github.com/geoflow/geoflow/internal/redact"
+	"github.com/geoflow/geoflow/store"
 	"github.com/geoflow/geoflow/tasks"
 )
 
@@ -30,8 +36,17 @@ func basemapTiles(f *flows.Flow) (task *flows.Task, dir string, lo, hi int, ok b
 	return nil, "", 0, 0, false
 }
 
-// basemapOf is the basemap of the flow called name, nil when it has none.
-func (h *handler) basemapOf(name string) *basemap {
+// basemapOf is what a map of the flow called name draws beneath: the flow's own tiles
+// (files, or a pyramid in the GeoPackage store), else the --basemap of the server's
+// user; nil when there is none.
+func (h *handler) basemapOf(ctx context.Context, name string) *basemap {
+	if b := h.flowBasemap(ctx, name); b != nil {
+		return b
+	}
+	return h.userBasemap()
+}
+
+func (h *handler) flowBasemap(ctx context.Context, name string) *basemap {
 	if h.o.Catalog == nil || name == "" {
 		return nil
 	}
@@ -39,11 +54,53 @@ func (h *handler) basemapOf(name string) *basemap {
 	if err != nil {
 		return nil
 	}
-	t, _, lo, hi, ok := basemapTiles(f)
-	if !ok {
+	if t, _, lo, hi, ok := basemapTiles(f); ok {
+		return &basemap{URL: "/tiles/" + f.Name + "/" + t.ID + "/{z}/{x}/{y}", Min: lo, Max: hi}
+	}
+	for _, t := range f.Tasks {
+		p, isP := t.Config.(interface{ PyramidTable() (string, bool) })
+		if !isP {
+			continue
+		}
+		table, ok := p.PyramidTable()
+		if !ok {
+			continue
+		}
+		schema, name, err := store.SplitTable(table)
+		if err != nil {
+			continue
+		}
+		if schema == "public" {
+			schema = ""
+		}
+		if st, err := h.o.Store.StoredTable(ctx, schema, name); err == nil && st.Kind == store.KindTiles {
+			return &basemap{URL: "/rt/" + tableRef(st) + "/{z}/{x}/{y}", Min: st.MinZoom, Max: st.MaxZoom}
+		}
+	}
+	return nil
+}
+
+// userBasemap is the server's --basemap, nil when it has none.
+func (h *handler) userBasemap() *basemap {
+	if h.o.Basemap == "" {
 		return nil
 	}
-	return &basemap{URL: "/tiles/" + f.Name + "/" + t.ID + "/{z}/{x}/{y}", Min: lo, Max: hi}
+	return &basemap{URL: h.o.Basemap, Min: 0, Max: 19}
+}
+
+// checkBasemap checks a --basemap template: an http(s) URL with {z}, {x} and {y}. It
+// returns the origin the pages' content security policy lets images come from.
+func checkBasemap(tmpl string) (origin string, err error) {
+	u, err := url.Parse(tmpl)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return "", fmt.Errorf("basemap %q: want an http or https URL template such as https://tile.example.org/{z}/{x}/{y}.png", redact.String(tmpl))
+	}
+	for _, p := range []string{"{z}", "{x}", "{y}"} {
+		if !strings.Contains(tmpl, p) {
+			return "", fmt.Errorf("basemap %q: the template has no %s (it needs {z}, {x} and {y})", redact.String(tmpl), p)
+		}
+	}
+	return u.Scheme + "://" + u.Host, nil
 }
 
 // tile serves one stored tile of a flow's tile task. A tile that is not stored (outside

@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"cmp"
 	"context"
 	"io"
 	"log/slog"
@@ -105,6 +106,10 @@ type uiOptions struct {
 	cookieSecure  bool
 	metricsPublic bool
 	now           func() time.Time
+	// target is the parcels task's target, as YAML; defaults to {table: public.parcels}.
+	// changes is the WFS's change set between its revisions 0 and 1 (fx.SetRevision).
+	target  string
+	changes wfsserver.Changes
 }
 
 func newUI(t *testing.T, o uiOptions) *ui {
@@ -121,7 +126,7 @@ func newUI(t *testing.T, o uiOptions) *ui {
 	}
 	u.db = db
 
-	u.fx = wfsserver.New(wfsserver.Options{Features: 1500, CountDefault: 400, ImplementsSorting: true, Latency: o.latency,
+	u.fx = wfsserver.New(wfsserver.Options{Features: 1500, CountDefault: 400, ImplementsSorting: true, Latency: o.latency, Changes: o.changes,
 		Faults: wfsserver.Faults{FailForever: func(r *http.Request) bool {
 			if u.healed.Load() || len(o.failAt) == 0 {
 				return false
@@ -157,7 +162,7 @@ tasks:
     url: ` + wfsSrv.URL + `/wfs
     typename: gf:parcels
     bbox: [11.45, 48.05, 11.55, 48.15]
-    target: {table: public.parcels}
+    target: ` + cmp.Or(o.target, "{table: public.parcels}") + `
 `
 	if o.tilesDir != "" {
 		flow += `  basemap:

@@ -32,10 +32,32 @@ func maskAnswers(secrets *redact.Set, next http.Handler) http.Handler {
 
 type maskedWriter struct {
 	http.ResponseWriter
-	body io.Writer
+	body  io.Writer
+	plain bool // decided at the first write: the answer is binary or compressed
+	first bool // that write has happened
 }
 
-func (m *maskedWriter) Write(p []byte) (int, error) { return m.body.Write(p) }
+func (m *maskedWriter) Write(p []byte) (int, error) {
+	if !m.first {
+		m.first = true
+		m.plain = !maskable(m.Header())
+	}
+	if m.plain {
+		return m.ResponseWriter.Write(p)
+	}
+	return m.body.Write(p)
+}
+
+// maskable says whether an answer with header h is text a secret could be read in:
+// a vector tile, a GeoPackage or an image is data, passed as it is (masking bytes could
+// break it), and so is a compressed body, which masking could not read.
+func maskable(h http.Header) bool {
+	if h.Get("Content-Encoding") != "" {
+		return false
+	}
+	ct := h.Get("Content-Type")
+	return ct == "" || strings.HasPrefix(ct, "text/") || strings.Contains(ct, "json") || strings.Contains(ct, "xml")
+}
 
 // Unwrap lets http.ResponseController reach the underlying writer.
 func (m *maskedWriter) Unwrap() http.ResponseWriter { return m.ResponseWriter }

@@ -88,7 +88,7 @@ func (h *handler) render(w http.ResponseWriter, r *http.Request, code int, name,
 	}
 	hd := w.Header()
 	hd.Set("Content-Type", "text/html; charset=utf-8")
-	hd.Set("Content-Security-Policy", contentSecurity)
+	hd.Set("Content-Security-Policy", h.csp)
 	hd.Set("X-Content-Type-Options", "nosniff")
 	hd.Set("Referrer-Policy", "same-origin")
 	hd.Set("Cache-Control", "no-store")
@@ -260,7 +260,7 @@ func (h *handler) runPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	data.page = h.page(r, "Run "+strconv.FormatInt(id, 10), "run")
-	data.Basemap = h.basemapOf(run.Flow)
+	data.Basemap = h.basemapOf(r.Context(), run.Flow)
 	h.render(w, r, http.StatusOK, "run", "layout", data)
 }
 
@@ -280,7 +280,7 @@ func (h *handler) dlqPage(w http.ResponseWriter, r *http.Request) {
 		Problem  string
 	}{page: h.page(r, "Dead letters", "dlq"), Args: args, Run: q.Get("run"), Classes: dlq.Classes(), Statuses: dlq.Statuses(),
 		Query: dlqQuery(args)}
-	data.Basemap = h.basemapOf(args.Flow)
+	data.Basemap = h.basemapOf(r.Context(), args.Flow)
 	// The API's validation: a filter that does not parse lists nothing, rather than
 	// every entry with the bad part dropped, under buttons that act on all in view.
 	f, err := dlqFilter(r)
@@ -345,7 +345,7 @@ func (h *handler) flowPage(w http.ResponseWriter, r *http.Request) {
 		Runs                                []store.RunRecord
 		LastRun, RecordedRun                int64
 	}{page: h.page(r, "Flow "+name, "flow"), Name: name}
-	data.Basemap = h.basemapOf(name)
+	data.Basemap = h.basemapOf(r.Context(), name)
 	runs, err := h.o.Store.ListRuns(r.Context(), store.RunFilter{Flow: name, Limit: 20})
 	if err != nil {
 		h.failPage(w, r, err)

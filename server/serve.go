@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -31,6 +32,8 @@ type Backend interface {
 	store.History
 	store.UnitLister
 	store.DeadLetters
+	store.Changes
+	store.Tables
 	// RunInfo is what a run recorded when it started (its area, its flow's text).
 	RunInfo(ctx context.Context, runID int64) (store.RunInfo, error)
 	ListFires(ctx context.Context, flow string, limit int) ([]store.Fire, error)
@@ -84,6 +87,10 @@ type Options struct {
 	CookieSecure bool
 	// Now is the clock of the sessions and of the sign-in throttle. Defaults to time.Now.
 	Now func() time.Time
+	// Basemap is an XYZ tile URL template of the user's own ({z}, {x}, {y}), drawn beneath
+	// the maps of flows that store no tiles of their own; "" draws none (there is no
+	// basemap offline). Its origin is added to the pages' content security policy.
+	Basemap string
 }
 
 // FlowLister lists scheduled flows; *schedule.Scheduler is one.
@@ -99,6 +106,10 @@ type handler struct {
 	guard  *guard
 	assets *assets
 	pages  *pages
+	tables tableCache
+	// csp is the pages' content security policy: contentSecurity, and the origin of the
+	// user's basemap.
+	csp string
 }
 
 // Handler returns the HTTP handler of geoflow serve:
@@ -120,8 +131,15 @@ func Handler(opts Options) (http.Handler, error) {
 	if opts.ReadOnly {
 		opts.Launcher = nil
 	}
-	h := &handler{o: opts, log: cmp.Or(opts.Logger, slog.Default())}
+	h := &handler{o: opts, log: cmp.Or(opts.Logger, slog.Default()), csp: contentSecurity}
 	var err error
+	if opts.Basemap != "" {
+		origin, err := checkBasemap(opts.Basemap)
+		if err != nil {
+			return nil, err
+		}
+		h.csp = strings.NewReplacer("img-src 'self'", "img-src 'self' "+origin, "connect-src 'self'", "connect-src 'self' "+origin).Replace(contentSecurity)
+	}
 	if h.assets, err = loadAssets(); err != nil {
 		return nil, err
 	}

@@ -41,6 +41,8 @@ type ServeProcess struct {
 	StoreName     string
 	CookieSecure  bool
 	MetricsPublic bool
+	// Basemap is the web UI's (Options.Basemap).
+	Basemap string
 	// Grace is the stop's budget (budgetFor); required above 0.
 	Grace time.Duration
 	// Instance names this instance in the fires it claims (schedule.Options).
@@ -86,7 +88,7 @@ func (p *ServeProcess) setup(ctx context.Context, reg *prometheus.Registry, read
 		return nil, err
 	}
 	h, err := Handler(Options{Store: p.Backend, Flows: sched, Registry: reg, Ready: ready, Logger: log, Catalog: catalog,
-		Launcher: launcher, Token: p.Token, StoreName: p.StoreName, CookieSecure: p.CookieSecure, MetricsPublic: p.MetricsPublic})
+		Launcher: launcher, Token: p.Token, StoreName: p.StoreName, CookieSecure: p.CookieSecure, MetricsPublic: p.MetricsPublic, Basemap: p.Basemap})
 	if err != nil {
 		return nil, err
 	}

@@ -1,13 +1,11 @@
 package server
 
 import (
-	"compress/gzip"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/paulmach/orb"
@@ -22,6 +20,12 @@ import (
 //	GET  /, /runs, /runs/{id}, /dlq, /flows/{name}   the pages
 //	GET  /static/{version}/...                       embedded assets (MapLibre, app.js)
 //	GET  /tiles/{flow}/{task}/{z}/{x}/{y}            a tile task's stored tiles, the maps' basemap
+//	GET  /tables, /tables/{table}                    the tables geoflow wrote; one on a map
+//	GET  /vt/{table}/{z}/{x}/{y}.mvt                 a feature table as Mapbox Vector Tiles
+//	GET  /rt/{table}/{z}/{x}/{y}                     a GeoPackage tile pyramid's tiles
+//	GET  /api/tables/{table}/features            rows as GeoJSON or a GeoPackage (?bbox= ?asof= ?limit= ?format=geojson|gpkg)
+//	GET  /api/tables/{table}/features/{id}       the row(s) of a tile id and the feature's versions
+//	GET  /api/runs/{id}/changes  what a run inserted, updated, deleted, as GeoJSON with counts
 //	GET  /api/runs/{id}/units    a run's units as GeoJSON (?task=, ?state=, ?bbox=, ?limit=)
 //	GET  /api/dlq                dead letters (?flow= ?task= ?run= ?class= ?status= ?since= ?bbox= ?host= ?limit=)
 //	GET  /api/dlq/features       the same as GeoJSON
@@ -40,6 +44,13 @@ func (h *handler) routes(mux *http.ServeMux) {
 	mux.HandleFunc("POST /logout", h.logout)
 	mux.HandleFunc("GET /static/", h.assets.serve)
 	mux.HandleFunc("GET /tiles/{flow}/{task}/{z}/{x}/{y}", h.tile)
+	mux.HandleFunc("GET /tables", h.tablesPage)
+	mux.HandleFunc("GET /tables/{table}", h.tablePage)
+	mux.HandleFunc("GET /vt/{table}/{z}/{x}/{y}", h.vectorTile)
+	mux.HandleFunc("GET /rt/{table}/{z}/{x}/{y}", h.rasterTile)
+	mux.HandleFunc("GET /api/tables/{table}/features", h.tableFeatures)
+	mux.HandleFunc("GET /api/tables/{table}/features/{id}", h.tableFeature)
+	mux.HandleFunc("GET /api/runs/{id}/changes", h.runChanges)
 
 	mux.HandleFunc("GET /api/runs/{id}/units", h.units)
 	mux.HandleFunc("GET /api/dlq", h.deadLetters)
@@ -141,28 +152,24 @@ func (h *handler) units(w http.ResponseWriter, r *http.Request) {
 		c.Features = append(c.Features, feature{Type: "Feature", ID: u.Task + "/" + u.Key, Geometry: boxGeometry(*u.BBox),
 			Properties: unitProps{u, planners[[2]string{u.Task, u.Key}]}})
 	}
-	writeGeoJSON(w, r, c)
+	h.writeGeoJSON(w, r, c)
 }
 
-// writeGeoJSON writes c compact, gzipped when the client takes it: a map of 20,000 units
-// is megabytes of repetitive JSON, a tenth of that gzipped.
-func writeGeoJSON(w http.ResponseWriter, r *http.Request, c collection) {
+// writeGeoJSON writes c (a collection) compact, gzipped when the client takes it: a map
+// of 20,000 units is megabytes of repetitive JSON, a tenth of that gzipped. The flows'
+// secrets are masked before it is compressed (maskAnswers cannot read a gzipped body).
+func (h *handler) writeGeoJSON(w http.ResponseWriter, r *http.Request, c any) {
 	b, err := json.Marshal(c)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return
 	}
-	h := w.Header()
-	h.Set("Content-Type", "application/geo+json")
-	h.Add("Vary", "Accept-Encoding")
-	if len(b) < 1024 || !strings.Contains(r.Header.Get("Accept-Encoding"), "gzip") {
-		w.Write(b)
-		return
+	if s := h.secrets(); s != nil {
+		b = []byte(s.String(string(b)))
 	}
-	h.Set("Content-Encoding", "gzip")
-	zw, _ := gzip.NewWriterLevel(w, gzip.BestSpeed)
-	zw.Write(b)
-	zw.Close()
+	w.Header().Set("Content-Type", "application/geo+json")
+	w.Header().Add("Vary", "Accept-Encoding")
+	writeMaybeGzip(w, r, b)
 }
 
 // dlqFilter reads the dead-letter filter of a query with the CLI's validation.
@@ -239,7 +246,7 @@ func (h *handler) deadLetterFeatures(w http.ResponseWriter, r *http.Request) {
 			Properties: map[string]any{"id": e.ID, "run_id": e.RunID, "flow": e.Flow, "task": e.Task, "unit": e.Unit,
 				"error_class": e.Class, "status": e.Status, "http_status": e.HTTPStatus, "error": e.Error}})
 	}
-	writeGeoJSON(w, r, c)
+	h.writeGeoJSON(w, r, c)
 }
 
 func (h *handler) deadLetter(w http.ResponseWriter, r *http.Request) {

@@ -37,7 +37,9 @@ type UIProcess struct {
 	StoreName     string
 	CookieSecure  bool
 	MetricsPublic bool
-	ReadOnly      bool
+	// Basemap is the web UI's (Options.Basemap).
+	Basemap  string
+	ReadOnly bool
 	// Grace is the stop's budget (budgetFor); required above 0.
 	Grace time.Duration
 	// Pacing is the pacing of hosts the store shares between processes (retry.Options.Shared);
@@ -62,7 +64,7 @@ func (noSchedule) Flows(int) []schedule.FlowInfo { return []schedule.FlowInfo{} 
 func (p *UIProcess) setup(ctx context.Context, reg *prometheus.Registry, _ *atomic.Bool) (*parts, error) {
 	log := cmp.Or(p.Logger, slog.Default())
 	opts := Options{Store: p.Backend, Flows: noSchedule{}, Registry: reg, Logger: log, Token: p.Token, StoreName: p.StoreName,
-		ReadOnly: p.ReadOnly, CookieSecure: p.CookieSecure, MetricsPublic: p.MetricsPublic}
+		ReadOnly: p.ReadOnly, CookieSecure: p.CookieSecure, MetricsPublic: p.MetricsPublic, Basemap: p.Basemap}
 	if fi, err := os.Stat(p.Dir); err == nil && fi.IsDir() {
 		opts.Catalog = &Catalog{Dir: p.Dir, Options: p.Flows}
 		if !p.ReadOnly {

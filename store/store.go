@@ -93,6 +93,7 @@ type Store interface {
 	UnitLister
 	Changes
 	Fires
+	Tables
 	// MergedFeatures, ShortFeatures and TaskExtent are what a task reads of what runs
 	// recorded (tasks.Records, with Units.Unit).
 	MergedFeatures(ctx context.Context, runID int64, task string) (int64, error)

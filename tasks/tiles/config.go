@@ -70,6 +70,13 @@ func (c *Config) BasemapTiles() (dir string, minZoom, maxZoom int, ok bool) {
 	return c.Target.Dir, c.Zoom[0], c.Zoom[len(c.Zoom)-1], true
 }
 
+// PyramidTable is the [schema.]table of the tile pyramid the task keeps in a GeoPackage
+// store (storage: geopackage), which the web UI serves as a basemap; ok is false when
+// the task stores files.
+func (c *Config) PyramidTable() (table string, ok bool) {
+	return c.Target.Table, c.Target.Storage == StorageGeoPackage && c.Target.Table != ""
+}
+
 // Storages of Target.Storage.
 const (
 	StorageFiles      = "files"

@@ -114,6 +114,192 @@ function baseStyle(container) {
   };
 }
 
+// The colours of a run's changes: inserted green, updated orange, deleted a dashed red
+// outline where the feature was.
+const changeColor = ['match', ['get', 'gf_change'], 'inserted', '#2e7d32', 'updated', '#ef6c00', '#c62828'];
+const changeLayers = ['changes-fill', 'changes-line', 'changes-point'];
+const isPolygon = ['==', ['geometry-type'], 'Polygon'];
+const isLine = ['==', ['geometry-type'], 'LineString'];
+const isPoint = ['==', ['geometry-type'], 'Point'];
+
+function addChangeLayers(m) {
+  m.addSource('changes', { type: 'geojson', data: emptyFC() });
+  const deleted = ['==', ['get', 'gf_change'], 'deleted'];
+  m.addLayer({ id: 'changes-fill', type: 'fill', source: 'changes', filter: ['all', isPolygon, ['!', deleted]], paint: { 'fill-color': changeColor, 'fill-opacity': 0.55 } });
+  m.addLayer({ id: 'changes-line', type: 'line', source: 'changes', filter: ['any', isLine, ['all', isPolygon, deleted]],
+    paint: { 'line-color': changeColor, 'line-width': 2, 'line-dasharray': ['case', deleted, ['literal', [2, 1]], ['literal', [1, 0]]] } });
+  m.addLayer({ id: 'changes-point', type: 'circle', source: 'changes', filter: isPoint,
+    paint: { 'circle-radius': 4, 'circle-color': ['case', deleted, '#fff', changeColor], 'circle-stroke-color': changeColor, 'circle-stroke-width': 1.5 } });
+}
+
+// countDrawnChanges counts the changed features drawn, by kind, into data-drawn-inserted
+// (-updated, -deleted): what a test compares with geoflow changes RUN.
+function countDrawnChanges(m, c) {
+  const seen = { inserted: new Set(), updated: new Set(), deleted: new Set() };
+  for (const f of m.queryRenderedFeatures({ layers: changeLayers })) {
+    const p = f.properties;
+    if (seen[p.gf_change]) seen[p.gf_change].add(`${p.gf_table}/${p.gf_key}`);
+  }
+  for (const [k, v] of Object.entries(seen)) c.dataset[`drawn${k[0].toUpperCase()}${k.slice(1)}`] = String(v.size);
+}
+
+function showChange(e, m) {
+  const f = e.features[0];
+  if (!f) return;
+  const p = f.properties;
+  const rows = [['change', p.gf_change], ['table', p.gf_table], ['task', p.gf_task], ['key', p.gf_key]];
+  for (const [k, v] of Object.entries(p)) if (!k.startsWith('gf_')) rows.push([k, v]);
+  new Popup({ maxWidth: '420px' }).setLngLat(e.lngLat).setDOMContent(el('div', { class: 'unit' }, el('h3', {}, `${p.gf_change} · ${p.gf_key}`), table(rows))).addTo(m);
+}
+
+// TableMap is a table's page map: the table's features as vector tiles from the store
+// (or a tile pyramid's tiles), the units of its last run beneath, a panel with a
+// clicked feature's attributes and versions, and "as of run N" for history tables.
+class TableMap {
+  constructor(container) {
+    this.container = container;
+    const d = container.dataset;
+    this.table = d.table;
+    this.map = new Map({
+      container, style: baseStyle(container), center: [0, 20], zoom: 1, attributionControl: false,
+      fadeDuration: 0, dragRotate: false, pitchWithRotate: false, renderWorldCopies: false,
+    });
+    this.map.addControl(new NavigationControl({ showCompass: false }));
+    this.map.addControl(new ScaleControl());
+    this.map.on('moveend', () => this.updateGraticule());
+    if (d.extent) {
+      const b = JSON.parse(d.extent);
+      this.map.fitBounds([[b[0], b[1]], [b[2], b[3]]], { padding: 30, duration: 0, maxZoom: 17 });
+    }
+    this.map.on('load', () => this.setup());
+  }
+
+  tileURL(asof) {
+    const u = new URL(`/${this.container.dataset.kind === 'tiles' ? 'rt' : 'vt'}/${encodeURIComponent(this.table)}/{z}/{x}/{y}${this.container.dataset.kind === 'tiles' ? '' : '.mvt'}`, location.href);
+    if (asof) u.searchParams.set('asof', asof);
+    return u.href.replace(/%7B/g, '{').replace(/%7D/g, '}');
+  }
+
+  async setup() {
+    const m = this.map, d = this.container.dataset;
+    this.updateGraticule();
+    if (d.kind === 'tiles') {
+      const [minzoom, maxzoom] = (d.zoom || '0,22').split(',').map(Number);
+      m.addSource('table', { type: 'raster', tiles: [this.tileURL()], tileSize: 256, minzoom, maxzoom });
+      m.addLayer({ id: 'table-raster', type: 'raster', source: 'table' });
+    } else {
+      m.addSource('table', { type: 'vector', tiles: [this.tileURL(d.asof)], minzoom: 0, maxzoom: 16 });
+      const layer = { source: 'table', 'source-layer': this.table.split('.').pop() };
+      m.addLayer({ id: 'table-fill', type: 'fill', ...layer, filter: isPolygon, paint: { 'fill-color': '#5c6bc0', 'fill-opacity': ['case', ['boolean', ['feature-state', 'picked'], false], 0.8, 0.4] } });
+      m.addLayer({ id: 'table-line', type: 'line', ...layer, filter: ['any', isPolygon, isLine], paint: { 'line-color': '#283593', 'line-width': ['case', ['boolean', ['feature-state', 'picked'], false], 3, 0.8] } });
+      m.addLayer({ id: 'table-point', type: 'circle', ...layer, filter: isPoint, paint: { 'circle-radius': 4, 'circle-color': '#5c6bc0', 'circle-stroke-color': '#fff', 'circle-stroke-width': 1 } });
+      for (const id of ['table-fill', 'table-point', 'table-line']) {
+        m.on('click', id, (e) => this.clicked(e));
+        m.on('mouseenter', id, () => { m.getCanvas().style.cursor = 'pointer'; });
+        m.on('mouseleave', id, () => { m.getCanvas().style.cursor = ''; });
+      }
+      const sel = document.getElementById('asof');
+      if (sel) sel.addEventListener('change', () => this.asOf(sel.value));
+      this.downloads();
+    }
+    if (d.unitsUrl) {
+      try {
+        const fc = await api('GET', d.unitsUrl);
+        m.addSource('units', { type: 'geojson', data: { type: 'FeatureCollection', features: fc.features.filter((f) => !f.properties.planner) } });
+        m.addLayer({ id: 'units', type: 'line', source: 'units', paint: { 'line-color': stateColor, 'line-width': 1, 'line-opacity': 0.7 } }, m.getLayer('table-fill') ? 'table-fill' : undefined);
+      } catch (err) { this.note(err.message); }
+    }
+    m.once('idle', () => {
+      d.drawnMs = String(Math.round(performance.now()));
+      d.ready = '1';
+      this.countDrawn();
+    });
+    m.on('idle', () => this.countDrawn());
+  }
+
+  countDrawn() {
+    if (this.container.dataset.kind === 'tiles') return;
+    const ids = new Set(this.map.queryRenderedFeatures({ layers: ['table-fill', 'table-line', 'table-point'] }).map((f) => f.id));
+    this.container.dataset.features = String(ids.size);
+  }
+
+  note(text) {
+    const n = document.getElementById(this.container.id + '-note');
+    if (n) n.textContent = text;
+  }
+
+  updateGraticule() {
+    const src = this.map.getSource('graticule');
+    if (!src) return;
+    const b = this.map.getBounds();
+    src.setData(graticule([b.getWest(), b.getSouth(), b.getEast(), b.getNorth()]));
+  }
+
+  // asOf draws the table as it was after run (a history table), or now when run is ''.
+  asOf(run) {
+    this.container.dataset.asof = run;
+    this.map.getSource('table').setTiles([this.tileURL(run)]);
+    const u = new URL(location.href);
+    if (run) u.searchParams.set('asof', run); else u.searchParams.delete('asof');
+    history.replaceState(null, '', u);
+    this.downloads();
+  }
+
+  downloads() {
+    const asof = this.container.dataset.asof;
+    for (const a of document.querySelectorAll('a.download')) {
+      const u = new URL(`/api/tables/${encodeURIComponent(this.table)}/features`, location.href);
+      u.searchParams.set('format', a.dataset.format);
+      if (asof) u.searchParams.set('asof', asof);
+      if (a.classList.contains('view')) {
+        a.onclick = () => {
+          const b = this.map.getBounds();
+          u.searchParams.set('bbox', [Math.max(-180, b.getWest()), Math.max(-90, b.getSouth()), Math.min(180, b.getEast()), Math.min(90, b.getNorth())].map((x) => x.toFixed(6)).join(','));
+          a.href = u.pathname + u.search;
+        };
+      } else a.href = u.pathname + u.search;
+    }
+  }
+
+  async clicked(e) {
+    const f = e.features[0];
+    // A polygon is both its fill and its outline: one click, one answer.
+    if (!f || this.lastClick === e.originalEvent) return;
+    this.lastClick = e.originalEvent;
+    const m = this.map, layer = { source: 'table', sourceLayer: this.table.split('.').pop() };
+    if (this.picked !== undefined) m.setFeatureState({ ...layer, id: this.picked }, { picked: false });
+    this.picked = f.id;
+    m.setFeatureState({ ...layer, id: f.id }, { picked: true });
+    const aside = document.getElementById('feature');
+    aside.hidden = false;
+    const rows = Object.entries(f.properties).filter(([k]) => !k.startsWith('gf_'));
+    const head = el('h3', {}, f.properties.gf_feature_id ? `feature ${f.properties.gf_feature_id}` : `feature ${f.id}`);
+    const versions = el('div', { class: 'versions' }, 'loading its history…');
+    aside.replaceChildren(head, table(rows), el('p', { class: 'hint' }, `written by run ${f.properties.gf_run_id}`), versions);
+    try {
+      const d = await api('GET', `/api/tables/${encodeURIComponent(this.table)}/features/${f.id}`);
+      versions.replaceChildren(...featureVersions(d));
+    } catch (err) { versions.textContent = err.message; }
+  }
+}
+
+// featureVersions lists a feature's versions (a history table) or says who wrote it.
+function featureVersions(d) {
+  const vs = d.versions && d.versions.length ? d.versions : d.features;
+  if (!vs || vs.length < 2) {
+    const f = d.features[0];
+    return [table([['run', el('a', { href: `/runs/${f.run}` }, `run ${f.run}`)], ['fetched', f.fetched_at], ['key', f.key || '']])];
+  }
+  const ol = el('ol', { class: 'versions' });
+  for (const v of vs) {
+    const life = v.valid_to ? `${v.valid_from} → ${v.valid_to}` : `${v.valid_from || v.fetched_at} → now`;
+    const what = v.closed_run ? ` · closed by run ${v.closed_run}` : '';
+    const changed = Object.entries(v.properties || {}).map(([k, x]) => `${k}=${x}`).join(', ');
+    ol.append(el('li', { class: v.valid_to ? '' : 'current' }, el('a', { href: `/runs/${v.run}` }, `run ${v.run}`), ` · ${life}${what}`, el('br'), el('span', { class: 'muted' }, changed)));
+  }
+  return [el('h4', {}, `${vs.length} versions`), ol];
+}
+
 // GeoMap is one of the UI's maps: a source of boxes (a run's units or dead letters)
 // drawn over a graticule, with a popup on click and a tool to draw a box.
 class GeoMap {
@@ -152,10 +338,17 @@ class GeoMap {
       filter: this.kind === 'dlq' ? ['==', ['get', 'status'], 'open'] : ['==', ['get', 'state'], 'failed'],
       paint: { 'circle-radius': 5, 'circle-color': '#c62828', 'circle-stroke-color': '#fff', 'circle-stroke-width': 1.5 },
     });
+    if (this.container.dataset.changesUrl) addChangeLayers(m);
     m.addLayer({ id: 'draw-fill', type: 'fill', source: 'draw', paint: { 'fill-color': '#1565c0', 'fill-opacity': 0.12 } });
     m.addLayer({ id: 'draw-line', type: 'line', source: 'draw', paint: { 'line-color': '#1565c0', 'line-width': 2, 'line-dasharray': [2, 1] } });
-    for (const layer of ['boxes-fill', 'dots']) {
-      m.on('click', layer, (e) => this.clicked(e));
+    // A changed feature is clicked rather than the unit beneath it.
+    const changes = this.container.dataset.changesUrl ? changeLayers : [];
+    for (const layer of ['boxes-fill', 'dots', ...changes]) {
+      m.on('click', layer, (e) => {
+        if (this.drawing) return;
+        if (changes.includes(layer)) showChange(e, m);
+        else if (!changes.length || !m.queryRenderedFeatures(e.point, { layers: changes }).length) this.clicked(e);
+      });
       m.on('mouseenter', layer, () => { if (!this.drawing) m.getCanvas().style.cursor = 'pointer'; });
       m.on('mouseleave', layer, () => { if (!this.drawing) m.getCanvas().style.cursor = ''; });
     }
@@ -184,6 +377,7 @@ class GeoMap {
       }
     }
     this.fc = fc;
+    if (this.container.dataset.changesUrl) await this.refreshChanges();
     this.map.getSource('boxes').setData(fc);
     this.map.getSource('dots').setData(centroids(fc));
     const ext = extentOf(fc.features);
@@ -209,6 +403,39 @@ class GeoMap {
     }
     const key = (f) => (this.kind === 'dlq' ? String(f.properties.id) : `${f.properties.task}/${f.properties.key}`);
     this.container.dataset.rendered = String(new Set(this.map.queryRenderedFeatures({ layers: ['boxes-fill'] }).map(key)).size);
+    if (this.container.dataset.changesUrl) countDrawnChanges(this.map, this.container);
+  }
+
+  // refreshChanges draws what the run inserted, updated and deleted, and says how many
+  // of each in the legend; the first time, the map fits them rather than the units.
+  async refreshChanges() {
+    let fc;
+    try {
+      fc = await api('GET', this.container.dataset.changesUrl);
+    } catch (err) {
+      this.container.dataset.error = err.message;
+      return;
+    }
+    this.changes = fc;
+    this.map.getSource('changes').setData(fc);
+    const legend = document.getElementById(this.container.id + '-changes');
+    const total = Object.values(fc.counts || {}).reduce((a, b) => a + b, 0);
+    if (legend) {
+      legend.hidden = total === 0;
+      for (const k of ['inserted', 'updated', 'deleted']) {
+        const n = legend.querySelector(`.count-${k}`);
+        if (n) n.textContent = fmt((fc.counts || {})[k] || 0);
+      }
+    }
+    for (const k of ['inserted', 'updated', 'deleted']) this.container.dataset[`changes${k[0].toUpperCase()}${k.slice(1)}`] = String((fc.counts || {})[k] || 0);
+    if (!this.fitted && fc.features.length) {
+      const ext = extentOf(fc.features.filter((f) => f.geometry));
+      if (ext) {
+        this.fitted = true;
+        this.map.fitBounds([[ext[0], ext[1]], [ext[2], ext[3]]], { padding: 30, duration: 0, maxZoom: 17 });
+        this.updateGraticule();
+      }
+    }
   }
 
   clicked(e) {
@@ -457,7 +684,7 @@ function dlqActions(gm) {
 
 function init() {
   const maps = {};
-  for (const c of document.querySelectorAll('.map')) maps[c.id] = new GeoMap(c);
+  for (const c of document.querySelectorAll('.map')) maps[c.id] = c.dataset.table ? new TableMap(c) : new GeoMap(c);
   const dialog = rerunDialog();
   // areaDrawn is what the draw tool calls with the box drawn; tests call it too.
   const areaDrawn = (bbox, flow) => dialog && dialog.open(bbox, flow);
@@ -472,6 +699,7 @@ function init() {
     try { await rerun({ flow: b.dataset.flow }); } catch (err) { b.disabled = false; b.title = err.message; b.textContent = 'Run now (failed: hover)'; }
   }));
   for (const gm of Object.values(maps)) {
+    if (gm instanceof TableMap) continue;
     livePolling(gm);
     if (gm.kind === 'dlq') dlqActions(gm);
   }
