@@ -23,6 +23,8 @@ type serveFlags struct {
 	// metricsPublic: /metrics answers without the token (server.Options.MetricsPublic).
 	metricsPublic bool
 	distributed   bool
+	// basemap: an XYZ template drawn beneath the maps (server.Options.Basemap).
+	basemap string
 }
 
 func newServeCmd(g *globals) *cobra.Command {
@@ -53,6 +55,7 @@ func newServeCmd(g *globals) *cobra.Command {
 	f.DurationVar(&sf.grace, "grace", 30*time.Second, "on SIGTERM/SIGINT, how long runs still going may take to finish or stop")
 	f.StringVar(&sf.instance, "instance", "", "name of this instance in the fires it claims (default hostname:pid)")
 	f.BoolVar(&sf.cookieSecure, "cookie-secure", false, "send the sign-in cookie over HTTPS only: set it when a TLS proxy serves the UI")
+	f.StringVar(&sf.basemap, "basemap", "", basemapUsage)
 	f.BoolVar(&sf.metricsPublic, "metrics-public", false, "serve /metrics without --token; by default a scraper sends it as Authorization: Bearer TOKEN (Prometheus: authorization: {credentials: TOKEN})")
 	f.BoolVar(&sf.distributed, "distributed", false, "hand every run's units (scheduled, and started from the UI) to the pool of geoflow worker processes on the database (PostgreSQL only), as a flow's distributed: true does")
 	return cmd
@@ -90,7 +93,7 @@ func runServe(ctx context.Context, g *globals, sf serveFlags) error {
 		return fmt.Errorf("migrating the database: %w", err)
 	}
 	err = server.Run(ctx, &server.ServeProcess{Backend: st, Fires: st, Engine: stores(st), Dir: sf.dir, Flows: g.flowOptions(registry()),
-		Listen: sf.listen, Token: token, StoreName: g.storeName(), CookieSecure: sf.cookieSecure, MetricsPublic: sf.metricsPublic,
+		Listen: sf.listen, Token: token, StoreName: g.storeName(), CookieSecure: sf.cookieSecure, MetricsPublic: sf.metricsPublic, Basemap: sf.basemap,
 		Grace: sf.grace, Instance: sf.instance, Distributed: sf.distributed, Pacing: sharedPacing(st), Logger: log})
 	if err != nil {
 		return err

@@ -23,6 +23,8 @@ type uiFlags struct {
 	cookieSecure bool
 	// metricsPublic: /metrics answers without the token (server.Options.MetricsPublic).
 	metricsPublic bool
+	// basemap: an XYZ template drawn beneath the maps (server.Options.Basemap).
+	basemap string
 }
 
 func newUICmd(g *globals) *cobra.Command {
@@ -33,7 +35,9 @@ func newUICmd(g *globals) *cobra.Command {
 		Long: "Serve geoflow's web UI and its JSON API for the store --database names (PostgreSQL or a GeoPackage):\n" +
 			"runs with their units on a map, coloured by state and live while a run goes; dead letters on the\n" +
 			"same map, to replay or discard; each flow with its tasks drawn; draw a box on any map to rerun that\n" +
-			"area. geoflow serve serves the same pages alongside its scheduler.\n\n" +
+			"area; every table geoflow wrote, its features on the map as vector tiles (click one for its\n" +
+			"attributes and versions), to download as GeoJSON or a GeoPackage. geoflow serve serves the same\n" +
+			"pages alongside its scheduler.\n\n" +
 			"Safe by default: it listens on 127.0.0.1 and answers to loopback host names only. --listen beyond\n" +
 			"loopback needs --token (or GEOFLOW_UI_TOKEN): requests then carry it (Authorization: Bearer TOKEN,\n" +
 			"or the cookie of /login), /metrics too unless --metrics-public. Requests that change anything must\n" +
@@ -52,9 +56,13 @@ func newUICmd(g *globals) *cobra.Command {
 	f.BoolVar(&uf.readOnly, "read-only", false, "only look: start no runs, replays or discards")
 	f.DurationVar(&uf.grace, "grace", 30*time.Second, "on SIGTERM/SIGINT, how long runs started from the UI may take to stop")
 	f.BoolVar(&uf.cookieSecure, "cookie-secure", false, "send the sign-in cookie over HTTPS only: set it when a TLS proxy serves the UI")
+	f.StringVar(&uf.basemap, "basemap", "", basemapUsage)
 	f.BoolVar(&uf.metricsPublic, "metrics-public", false, "serve /metrics without --token; by default a scraper sends it as Authorization: Bearer TOKEN (Prometheus: authorization: {credentials: TOKEN})")
 	return cmd
 }
+
+// basemapUsage is --basemap's help, in geoflow ui and geoflow serve.
+const basemapUsage = "an XYZ tile URL template ({z}/{x}/{y}) drawn beneath the maps of flows that store no tiles of their own, e.g. https://tile.openstreetmap.org/{z}/{x}/{y}.png"
 
 // uiToken is --token, else $GEOFLOW_UI_TOKEN.
 func uiToken(flag string) string { return cmp.Or(flag, os.Getenv("GEOFLOW_UI_TOKEN")) }
@@ -93,6 +101,6 @@ func runUI(ctx context.Context, g *globals, uf uiFlags) error {
 		return err
 	}
 	return server.Run(ctx, &server.UIProcess{Backend: st, Engine: stores(st), Dir: uf.dir, Flows: g.flowOptions(registry()),
-		Listen: uf.listen, Token: token, StoreName: g.storeName(), CookieSecure: uf.cookieSecure, MetricsPublic: uf.metricsPublic, ReadOnly: uf.readOnly,
+		Listen: uf.listen, Token: token, StoreName: g.storeName(), CookieSecure: uf.cookieSecure, MetricsPublic: uf.metricsPublic, ReadOnly: uf.readOnly, Basemap: uf.basemap,
 		Grace: uf.grace, Pacing: sharedPacing(st), Logger: log})
 }

@@ -3,18 +3,24 @@ package cli_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/paulmach/orb"
+	"github.com/paulmach/orb/maptile"
 
 	"github.com/geoflow/geoflow/cmd/geoflow/cli"
 	"github.com/geoflow/geoflow/internal/devserver/wfsserver"
@@ -133,7 +139,8 @@ tasks:
 	if code != 200 || !strings.Contains(body, `"type":"FeatureCollection"`) || !strings.Contains(body, `"state":"done"`) || strings.Contains(body, `"state":"pending"`) {
 		t.Errorf("units: %d %s", code, body)
 	}
-	for _, path := range []string{"/", "/runs/1", "/flows/parcels", "/dlq"} {
+	checkServedTables(t, func(path string) (int, string) { return call("GET", path, "", true) }, 300)
+	for _, path := range []string{"/", "/runs/1", "/flows/parcels", "/dlq", "/tables", "/tables/ui_parcels"} {
 		if code, body := call("GET", path, "", true); code != 200 || !strings.Contains(body, "geoflow") {
 			t.Errorf("GET %s: %d", path, code)
 		}
@@ -146,6 +153,47 @@ tasks:
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("geoflow ui did not stop")
+	}
+}
+
+// checkServedTables: the harvested table is listed, GDAL reads its vector tile as the
+// UI serves it (saved where its z/x/y path says which tile it is) and its GeoPackage
+// download, and the GeoJSON download holds every feature.
+func checkServedTables(t *testing.T, get func(path string) (int, string), features int) {
+	t.Helper()
+	if code, body := get("/tables"); code != 200 || !strings.Contains(body, `href="/tables/ui_parcels"`) {
+		t.Errorf("/tables: %d, lists ui_parcels: %v", code, strings.Contains(body, "ui_parcels"))
+	}
+	tile := maptile.At(orb.Point{11.5, 48.1}, 14)
+	code, body := get(fmt.Sprintf("/vt/ui_parcels/%d/%d/%d.mvt", tile.Z, tile.X, tile.Y))
+	if code != 200 {
+		t.Fatalf("a tile: %d %.300s", code, body)
+	}
+	file := filepath.Join(t.TempDir(), "14", strconv.Itoa(int(tile.X)), strconv.Itoa(int(tile.Y))+".pbf")
+	if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(file, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command("ogrinfo", "-ro", "-al", file).CombinedOutput()
+	if err != nil || !regexp.MustCompile(`Feature Count: [1-9]`).Match(out) || !strings.Contains(string(out), "parcel_id (String) = GF-") {
+		t.Errorf("ogrinfo on a served tile: %v\n%.2000s", err, out)
+	}
+	t.Logf("ogrinfo -al %s: %s", file, regexp.MustCompile(`Feature Count: \d+`).Find(out))
+	code, body = get("/api/tables/ui_parcels/features")
+	var fc struct{ Features []json.RawMessage }
+	if err := json.Unmarshal([]byte(body), &fc); code != 200 || err != nil || len(fc.Features) != features {
+		t.Errorf("the GeoJSON download: %d, %d features (%v), want %d", code, len(fc.Features), err, features)
+	}
+	code, body = get("/api/tables/ui_parcels/features?format=gpkg")
+	gpkg := filepath.Join(t.TempDir(), "ui_parcels.gpkg")
+	if err := os.WriteFile(gpkg, []byte(body), 0o644); code != 200 || err != nil {
+		t.Fatalf("the GeoPackage download: %d %v", code, err)
+	}
+	if out, err := exec.Command("ogrinfo", "-ro", "-so", "-al", gpkg).CombinedOutput(); err != nil ||
+		!strings.Contains(string(out), fmt.Sprintf("Feature Count: %d", features)) {
+		t.Errorf("ogrinfo on the GeoPackage download: %v\n%s", err, out)
 	}
 }
 
