@@ -7,7 +7,7 @@ LDFLAGS := -X github.com/geoflow/geoflow/cmd/geoflow/cli.Version=$(VERSION)
 # throwaway Debian cluster started and stopped around the command.
 POSTGIS := bash internal/testdb/postgis.sh
 
-.PHONY: build help test demo vet screenshots bench bench-gpkg bench-recovery bench-pgrestart bench-tiles bench-ratelimit fuzz clean
+.PHONY: build help test demo vet screenshots bench bench-gpkg bench-recovery bench-pgrestart bench-tiles bench-ratelimit bench-vt fuzz clean
 
 ## build: bin/geoflow
 build:
@@ -44,6 +44,10 @@ test: vet
 ## demo: a local sample WFS and flows/parcels.yaml end to end, into geoflow-demo.gpkg (no database server)
 demo: build
 	bash internal/demo/demo.sh $(BIN)
+
+## bench-vt: the map of a table: vector tiles of 100,000 stored parcels over zoom 10-16 from PostGIS and a GeoPackage, latency p50/p95 by zoom
+bench-vt: build
+	$(POSTGIS) run --env GEOFLOW_DATABASE_URL -- bash bench/vt.sh $(BIN)
 
 ## screenshots: the web UI's pages, photographed in headless Chromium into docs/screenshots, with page weight and time to first map draw
 screenshots:
