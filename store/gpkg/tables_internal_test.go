@@ -7,10 +7,7 @@ import (
 	"testing"
 
 	"github.com/paulmach/orb"
-	"github.com/paulmach/orb/encoding/mvt"
-	"github.com/paulmach/orb/geojson"
 	"github.com/paulmach/orb/maptile"
-	"github.com/paulmach/orb/project"
 )
 
 func TestResample(t *testing.T) {
@@ -218,20 +215,6 @@ func TestRootBox(t *testing.T) {
 
 // TestMercatorToTile: a Web Mercator point lands in a tile where ProjectToTile puts it
 // in lon/lat.
-func TestMercatorToTile(t *testing.T) {
-	for _, p := range []orb.Point{{11.5, 48.1}, {-122.4, 37.8}, {0, 0}, {179.9, -84}} {
-		for _, z := range []int{0, 7, 14, 20} {
-			tile := maptile.At(p, maptile.Zoom(z))
-			layer := &mvt.Layer{Extent: mvt.DefaultExtent, Features: []*geojson.Feature{geojson.NewFeature(p)}}
-			layer.ProjectToTile(tile)
-			want := layer.Features[0].Geometry.(orb.Point)
-			if got := mercatorToTile(tile)(project.WGS84.ToMercator(p)); math.Abs(got[0]-want[0]) > 1 || math.Abs(got[1]-want[1]) > 1 {
-				t.Errorf("%v at z%d: %v, ProjectToTile %v", p, z, got, want)
-			}
-		}
-	}
-}
-
 // TestTouch: touchSQL moves last_change to now, or past a last_change ahead of now.
 func TestTouch(t *testing.T) {
 	ctx := t.Context()

@@ -7,29 +7,17 @@ import (
 	"math"
 
 	"github.com/paulmach/orb"
-	"github.com/paulmach/orb/encoding/mvt"
-	"github.com/paulmach/orb/geojson"
 	"github.com/paulmach/orb/maptile"
-	"github.com/paulmach/orb/project"
-	"github.com/paulmach/orb/simplify"
 
+	"github.com/geoflow/geoflow/spatial/mvt"
 	"github.com/geoflow/geoflow/store"
 )
 
 // Vector tiles drawn in Go: SQLite finds the rows whose R-tree box meets a tile, each
-// geometry is tested against the tile itself (meets), and orb's mvt projects, clips,
-// simplifies and encodes those that meet it. A tile holds exactly the features that
+// geometry is tested against the tile itself (meets), and spatial/mvt projects, clips,
+// simplifies and encodes those that meet it, as it does PostGIS's rows. A tile holds exactly the features that
 // meet it, as the PostGIS store's do: a feature in the buffer around it alone is its
 // neighbour's.
-
-// tileBuffer is how far beyond its tile, in tile units (4096 across), a tile's
-// geometries reach, so that lines and outlines drawn across tile edges join: PostGIS's
-// tiles (ST_AsMVTGeom) have the same. mvt.MapboxGLDefaultExtentBound would keep a whole
-// tile around each tile.
-const tileBuffer = 64
-
-// tileClip is the box a tile's geometries are clipped to, in tile units.
-var tileClip = orb.Bound{Min: orb.Point{-tileBuffer, -tileBuffer}, Max: orb.Point{mvt.DefaultExtent + tileBuffer, mvt.DefaultExtent + tileBuffer}}
 
 // maxTileZoom is the deepest zoom level VectorTile draws (orb's maptile numbers tiles
 // in uint32 up to 32; MVT clients stop well before).
@@ -220,41 +208,17 @@ func (s *Store) meetingRows(ctx context.Context, sel tileSelect, op string, belo
 	return rows.Err()
 }
 
-// drawTile encodes rows as tile's MVT, one layer named after the table (version 2,
-// extent 4096), and returns it and how many features it holds; nil when none is left.
-// The geometries, decoded in the CRS of EPSG code srid (lon/lat or Web Mercator), are
-// projected to tile units in place, clipped to the tile and its buffer, simplified by a
-// tile unit (which is all a tile can show), and those left smaller than a unit dropped.
+// drawTile encodes rows as tile's MVT (spatial/mvt) and returns it and how many features
+// it holds; nil when none is left. The geometries, decoded in the CRS of EPSG code srid
+// (lon/lat or Web Mercator), are projected in place.
 func drawTile(rq rowQuery, rows []tableRow, tile maptile.Tile, srid int) ([]byte, int, error) {
-	features := make([]*geojson.Feature, 0, len(rows))
-	toTile := mercatorToTile(tile)
+	features := make([]mvt.Feature, len(rows))
 	for i := range rows {
 		r := &rows[i]
-		g := r.g
-		if isMercator(srid) {
-			g = project.Geometry(g, toTile)
-		}
-		f := geojson.NewFeature(g)
-		f.ID = store.TileID(r.hash)
-		f.Properties = rq.properties(r)
-		addOwnProperties(f.Properties, r, rq.t.Keyed)
-		features = append(features, f)
+		features[i] = mvt.Feature{ID: store.TileID(r.hash), Geometry: r.g, Properties: rq.properties(r)}
+		addOwnProperties(features[i].Properties, r, rq.t.Keyed)
 	}
-	layer := &mvt.Layer{Name: rq.t.Name, Version: 2, Extent: mvt.DefaultExtent, Features: features}
-	if !isMercator(srid) {
-		layer.ProjectToTile(tile)
-	}
-	layer.Clip(tileClip)
-	layer.Simplify(simplify.DouglasPeucker(1))
-	layer.RemoveEmpty(1, 1)
-	if len(layer.Features) == 0 {
-		return nil, 0, nil
-	}
-	data, err := mvt.Marshal(mvt.Layers{layer})
-	if err != nil {
-		return nil, 0, fmt.Errorf("encoding the tile: %w", err)
-	}
-	return data, len(layer.Features), nil
+	return mvt.Encode(rq.t.Name, tile, isMercator(srid), features)
 }
 
 // addOwnProperties adds geoflow's columns a tile's feature carries: gf_feature_id,
@@ -273,16 +237,6 @@ func addOwnProperties(props map[string]any, r *tableRow, keyed bool) {
 
 // isMercator tells the EPSG codes of Web Mercator.
 func isMercator(srid int) bool { return srid == 3857 || srid == 900913 }
-
-// mercatorToTile projects Web Mercator metres to tile's units, as layer.ProjectToTile
-// projects lon/lat (rounded down to the unit).
-func mercatorToTile(tile maptile.Tile) orb.Projection {
-	n := float64(uint64(1) << (uint(tile.Z) + 12))
-	x0, y0 := float64(uint64(tile.X)<<12), float64(uint64(tile.Y)<<12)
-	return func(p orb.Point) orb.Point {
-		return orb.Point{math.Floor((p[0]/(2*worldHalf)+0.5)*n - x0), math.Floor((0.5-p[1]/(2*worldHalf))*n - y0)}
-	}
-}
 
 // tileArea is tile's box in the CRS of EPSG code srid: Web Mercator metres, or lon/lat
 // for 4326 and 0 (unknown, taken as lon/lat), maptile's bound. Another CRS fails

@@ -8,8 +8,10 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/paulmach/orb"
+	"github.com/paulmach/orb/encoding/wkb"
 	"github.com/paulmach/orb/maptile"
 
+	"github.com/geoflow/geoflow/spatial/mvt"
 	"github.com/geoflow/geoflow/store"
 )
 
@@ -17,7 +19,8 @@ import (
 // takes the features of lowest payload hash instead (nextThreshold's atLast).
 const maxThinRounds = 5
 
-// VectorTile implements store.Tables with ST_AsMVT. It relies on t as StoredTable gave
+// VectorTile implements store.Tables: PostgreSQL selects a tile's rows, spatial/mvt
+// encodes them (drawTile). It relies on t as StoredTable gave
 // it: its columns, flags and SRID for the query, and its Rows and Extent for the
 // thinning estimate (no count per tile).
 //
@@ -77,9 +80,8 @@ func (s *Store) VectorTile(ctx context.Context, t store.StoredTable, q store.Til
 }
 
 // countFirst says whether a tile expected to meet estimate rows is worth counting
-// before it is drawn: when it may hold more than maxFeatures, drawing them all only to
-// find it must be thinned costs far more than counting them (ST_AsMVTGeom and ST_AsMVT
-// take some 10 µs a feature, the index and the test some 2).
+// before it is drawn: when it may hold more than maxFeatures, reading and encoding them
+// all only to find it must be thinned costs far more than counting them.
 func countFirst(estimate float64, maxFeatures int) bool {
 	return estimate >= float64(maxFeatures)/2
 }
@@ -215,55 +217,116 @@ func mercatorSQL(t store.StoredTable) string {
 	return "ST_Transform(t.geom, 3857)"
 }
 
-// tileSQL is the statement drawing tile q of t below threshold: at most limit rows (of
-// lowest payload hash when ordered), each with its TileID as feature id, the property
-// columns, gf_feature_id, gf_run_id and gf_key. It returns the tile, how many features
-// it holds and how many rows met it; ST_AsMVTGeom drops a geometry that vanishes at the
-// tile's resolution.
-func tileSQL(t store.StoredTable, q store.TileQuery, threshold, limit int, ordered bool) (string, []any) {
-	var args sqlArgs
-	with := envelopeCTE(t, q, &args)
-	// A geometry inside the tile needs no clipping, which is most of ST_AsMVTGeom's
-	// work: the test on its cached box (rounded outward) is cheap and never wrong.
-	clip := "true"
-	if exactEnvelope(t) {
-		clip = "NOT (t.geom @ env.e)"
+// tileSQL is the statement reading the rows of tile q of t below threshold: at most
+// limit rows (of lowest payload hash when ordered), each with its geometry as 2D WKB
+// (as stored in lon/lat or Web Mercator, else transformed to Web Mercator, which
+// mercator then says), its payload hash, the property columns, gf_feature_id, gf_run_id
+// and gf_key.
+func tileSQL(t store.StoredTable, q store.TileQuery, threshold, limit int, ordered bool) (sql string, args []any, mercator bool) {
+	var a sqlArgs
+	with := envelopeCTE(t, q, &a)
+	geom := "t.geom"
+	switch t.SRID {
+	case 0, 4326:
+	case 3857:
+		mercator = true
+	default:
+		geom, mercator = mercatorSQL(t), true
 	}
-	cols := []string{
-		fmt.Sprintf("ST_AsMVTGeom(%s, env.m, 4096, 64, %s) AS geom", mercatorSQL(t), clip),
-		`('x' || encode(substring(t.gf_payload_hash FROM 1 FOR 6), 'hex'))::bit(48)::bigint AS gf_tile_id`,
-	}
-	for _, c := range t.Columns {
-		cols = append(cols, propertySQL("t", c)+" AS "+pgx.Identifier{c.Name}.Sanitize())
-	}
-	cols = append(cols, "t.gf_feature_id", "t.gf_run_id")
+	cols := []string{"ST_AsBinary(ST_Force2D(" + geom + "))", "t.gf_payload_hash", "t.gf_feature_id", "t.gf_run_id"}
 	if t.Keyed {
 		cols = append(cols, "t.gf_key")
 	}
-	where := tileFilter(t, q, threshold, &args)
+	for _, c := range t.Columns {
+		cols = append(cols, propertySQL("t", c))
+	}
+	where := tileFilter(t, q, threshold, &a)
 	order := ""
 	if ordered {
 		order = " ORDER BY t.gf_payload_hash"
 	}
-	layer := args.add(t.Name)
-	sql := fmt.Sprintf(`%s, r AS (SELECT %s FROM env, %s t WHERE %s%s LIMIT %s)
-		SELECT coalesce(ST_AsMVT(r, %s, 4096, 'geom', 'gf_tile_id') FILTER (WHERE r.geom IS NOT NULL), ''),
-			count(*) FILTER (WHERE r.geom IS NOT NULL), count(*) FROM r`,
-		with, strings.Join(cols, ", "), pgx.Identifier{t.Schema, t.Name}.Sanitize(), where, order, args.add(limit), layer)
-	return sql, args
+	sql = fmt.Sprintf(`%s SELECT %s FROM env, %s t WHERE %s%s LIMIT %s`,
+		with, strings.Join(cols, ", "), pgx.Identifier{t.Schema, t.Name}.Sanitize(), where, order, a.add(limit))
+	return sql, a, mercator
 }
 
-// drawTile draws tile q of t below threshold, with at most limit rows.
+// drawTile draws tile q of t below threshold, with at most limit rows: PostgreSQL finds
+// the rows through the spatial index and tests them against the tile; spatial/mvt
+// projects, clips, simplifies and encodes them, as it does a GeoPackage's. Measured at
+// zoom 14 over 3,303 parcels of 19 vertices, ST_AsMVTGeom and ST_AsMVT took 130 ms of
+// server time a tile on this 2-core machine, this 60-70 ms.
 func (s *Store) drawTile(ctx context.Context, t store.StoredTable, q store.TileQuery, threshold, limit int, ordered bool) (tileAttempt, []byte, error) {
-	sql, args := tileSQL(t, q, threshold, limit, ordered)
+	sql, args, mercator := tileSQL(t, q, threshold, limit, ordered)
 	a := tileAttempt{threshold: threshold}
-	var data []byte
-	var rows int
-	if err := s.pool.QueryRow(ctx, sql, args...).Scan(&data, &a.features, &rows); err != nil {
+	rows, err := s.pool.Query(ctx, sql, args...)
+	if err != nil {
 		return a, nil, err
 	}
-	a.overflow, a.bytes = !ordered && rows >= limit, len(data)
+	features, err := tileFeatures(rows, t)
+	if err != nil {
+		return a, nil, err
+	}
+	tile := maptile.New(uint32(q.X), uint32(q.Y), maptile.Zoom(q.Z))
+	data, n, err := mvt.Encode(t.Name, tile, mercator, features)
+	if err != nil {
+		return a, nil, err
+	}
+	a.features, a.bytes = n, len(data)
+	a.overflow = !ordered && len(features) >= limit
 	return a, data, nil
+}
+
+// tileFeatures reads tileSQL's rows as tile features: each one's id is its TileID, its
+// properties the columns that are not NULL and geoflow's own.
+func tileFeatures(rows pgx.Rows, t store.StoredTable) ([]mvt.Feature, error) {
+	defer rows.Close()
+	var out []mvt.Feature
+	var (
+		wkbGeom, hash []byte
+		fid, key      *string
+		run           *int64
+	)
+	vals := make([]any, len(t.Columns))
+	dest := []any{&wkbGeom, &hash, &fid, &run}
+	if t.Keyed {
+		dest = append(dest, &key)
+	}
+	for i := range vals {
+		dest = append(dest, &vals[i])
+	}
+	for rows.Next() {
+		if err := rows.Scan(dest...); err != nil {
+			return nil, err
+		}
+		g, err := wkb.Unmarshal(wkbGeom)
+		if err != nil {
+			return nil, fmt.Errorf("feature %v: decoding its geometry: %w", deref(fid), err)
+		}
+		props := make(map[string]any, len(vals)+3)
+		for i, c := range t.Columns {
+			if vals[i] != nil {
+				props[c.Name] = vals[i]
+			}
+		}
+		if fid != nil {
+			props["gf_feature_id"] = *fid
+		}
+		if run != nil {
+			props["gf_run_id"] = *run
+		}
+		if key != nil {
+			props["gf_key"] = *key
+		}
+		out = append(out, mvt.Feature{ID: store.TileID(hash), Geometry: g, Properties: props})
+	}
+	return out, rows.Err()
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }
 
 // countTile counts the rows of t meeting tile q below threshold, up to limit.
