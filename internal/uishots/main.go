@@ -137,6 +137,26 @@ tasks:
 	if err := os.WriteFile(filepath.Join(dir, "parcels.yaml"), []byte(flow), 0o644); err != nil {
 		return err
 	}
+	// A mirror with history of another server, whose second revision edits, deletes and
+	// adds parcels: its second run's page shows those changes.
+	changes := wfsserver.Changes{Edited: 60, Deleted: 25, Added: 30}
+	mfx := wfsserver.New(wfsserver.Options{Features: 2000, Seed: 7, CountDefault: 500, ImplementsSorting: true, Changes: changes,
+		Extent: orb.Bound{Min: orb.Point{11.56, 48.1}, Max: orb.Point{11.6, 48.13}}})
+	mSrv := httptest.NewServer(mfx)
+	defer mSrv.Close()
+	mirror := `# Land use, mirrored with every version kept.
+name: landuse
+tasks:
+  landuse:
+    type: wfs
+    url: ` + mSrv.URL + `/wfs
+    typename: gf:parcels
+    bbox: [11.56, 48.1, 11.6, 48.13]
+    target: {table: public.landuse, mode: mirror, history: true}
+`
+	if err := os.WriteFile(filepath.Join(dir, "landuse.yaml"), []byte(mirror), 0o644); err != nil {
+		return err
+	}
 	reg := &tasks.Registry{}
 	reg.Register(wfs.Kind())
 	reg.Register(tiles.Kind())
@@ -150,7 +170,7 @@ tasks:
 		return err
 	}
 	h, err := server.Handler(server.Options{Store: db, Flows: noFlows{}, Registry: prometheus.NewRegistry(), Logger: log,
-		Catalog: catalog, Launcher: launcher, StoreName: "PostGIS (make screenshots)"})
+		Catalog: catalog, Launcher: launcher, StoreName: "PostGIS (make screenshots)", Basemap: tileserver.TileURL(tileSrv.URL)})
 	if err != nil {
 		return err
 	}
@@ -196,7 +216,15 @@ tasks:
 	if err := waitRun(ctx, db, id, func(store.RunRecord) bool { return false }); err != nil {
 		return err
 	}
+	mirrorRun, err := mirrorRuns(ctx, launcher, db, mfx, changes)
+	if err != nil {
+		return err
+	}
 	pages := []struct{ path, mapID, file string }{
+		{"/tables", "", "tables.png"},
+		{"/tables/parcels", "table-map", "table.png"},
+		{"/tables/landuse", "table-map", "table-history.png"},
+		{fmt.Sprintf("/runs/%d", mirrorRun), "run-map", "run-changes.png"},
 		{"/dlq?status=open", "dlq-map", "dlq-map.png"},
 		{"/", "", "overview.png"},
 		{"/runs", "", "runs.png"},
@@ -229,6 +257,25 @@ tasks:
 		fmt.Printf("| %s | %s | %d | %s | %s | %s |\n", x.path, visit, x.reqs, kb(x.bytes), x.boxes, draw)
 	}
 	return nil
+}
+
+// mirrorRuns runs the landuse mirror twice, the server's revision changed between, and
+// returns the second run.
+func mirrorRuns(ctx context.Context, launcher *server.Launcher, db *postgis.Store, fx *wfsserver.Server, c wfsserver.Changes) (int64, error) {
+	var id int64
+	for rev := range 2 {
+		if err := fx.SetRevision(rev, c); err != nil {
+			return 0, err
+		}
+		var err error
+		if id, err = launcher.StartRun(ctx, "landuse", flows.Scope{}); err != nil {
+			return 0, err
+		}
+		if err := waitRun(ctx, db, id, func(store.RunRecord) bool { return false }); err != nil {
+			return 0, err
+		}
+	}
+	return id, nil
 }
 
 type measure struct {
@@ -265,11 +312,46 @@ func shoot(ctx context.Context, cnt *counter, url, mapID, file string, cold bool
 	// Let late requests (the worker, polling) settle into the count, then photograph.
 	time.Sleep(700 * time.Millisecond)
 	x.bytes, x.reqs = cnt.bytes.Load(), cnt.reqs.Load()
+	if mapID == "table-map" {
+		if err := clickFeature(ctx); err != nil {
+			return x, fmt.Errorf("%s: %w", url, err)
+		}
+	}
 	png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
 	if err != nil {
 		return x, err
 	}
 	return x, os.WriteFile(file, png, 0o644)
+}
+
+// clickFeature closes in on the middle of a table's map and clicks the feature there,
+// so that the photograph shows its attributes and versions in the panel.
+func clickFeature(ctx context.Context) error {
+	const m = `geoflow.maps['table-map'].map`
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[any](m+`.jumpTo({center: `+m+`.getCenter(), zoom: 16}), null`)); err != nil {
+		return err
+	}
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](m+`.loaded() && `+m+`.areTilesLoaded()`, chromedp.WithPollingTimeout(30*time.Second))); err != nil {
+		return fmt.Errorf("the closer map did not draw: %w", err)
+	}
+	xy, err := chromedp.Run(ctx, chromedp.Evaluate[[]float64](`(() => { const m = `+m+`, r = m.getCanvas().getBoundingClientRect();
+		const fs = m.queryRenderedFeatures({layers: ['table-fill']});
+		const c = m.project(m.getCenter());
+		let best = null, d = Infinity;
+		for (const f of fs) { const g = f.geometry.coordinates[0][0], p = m.project(g), dd = Math.hypot(p.x - c.x, p.y - c.y); if (dd < d) { d = dd; best = f; } }
+		if (!best) return [];
+		const ring = best.geometry.coordinates[0];
+		const p = m.project([ring.reduce((a, q) => a + q[0], 0) / ring.length, ring.reduce((a, q) => a + q[1], 0) / ring.length]);
+		return [r.left + p.x, r.top + p.y]; })()`))
+	if err != nil || len(xy) < 2 {
+		return fmt.Errorf("no feature to click (%v)", err)
+	}
+	if err := chromedp.Do(ctx, chromedp.MouseClickXY(xy[0], xy[1])); err != nil {
+		return err
+	}
+	_, err = chromedp.Run(ctx, chromedp.Poll[bool](`!document.getElementById('feature').hidden && !document.querySelector('#feature .versions').textContent.startsWith('loading')`,
+		chromedp.WithPollingTimeout(10*time.Second)))
+	return err
 }
 
 // waitRun waits until run id ends or until while says so.

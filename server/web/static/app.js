@@ -420,6 +420,8 @@ class GeoMap {
     this.map.getSource('changes').setData(fc);
     const legend = document.getElementById(this.container.id + '-changes');
     const total = Object.values(fc.counts || {}).reduce((a, b) => a + b, 0);
+    // The units step back when there are changes to see: they are the frame, not the news.
+    if (total > 0) this.map.setPaintProperty('boxes-fill', 'fill-opacity', 0.1);
     if (legend) {
       legend.hidden = total === 0;
       for (const k of ['inserted', 'updated', 'deleted']) {
