@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -19,6 +20,7 @@ import (
 	"github.com/paulmach/orb/encoding/mvt"
 	"github.com/paulmach/orb/maptile"
 
+	"github.com/geoflow/geoflow/cmd/geoflow/cli"
 	"github.com/geoflow/geoflow/internal/devserver/wfsserver"
 	"github.com/geoflow/geoflow/store"
 )
@@ -267,6 +269,24 @@ func TestBrowserTableFeature(t *testing.T) {
 	t.Logf("clicked parcel %s (parcel_id %s); the panel shows:\n%s", fid, pid, panel)
 }
 
+// changesCLI counts by kind what geoflow changes RUN --json lists.
+func changesCLI(t *testing.T, db string, run int64) map[string]int {
+	t.Helper()
+	var out, errb bytes.Buffer
+	if code := cli.Main(context.Background(), []string{"--database", db, "changes", strconv.FormatInt(run, 10), "--json"}, &out, &errb); code != 0 {
+		t.Fatalf("geoflow changes %d: exit %d: %s", run, code, errb.String())
+	}
+	n := map[string]int{}
+	for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+		var c struct{ Change string }
+		if err := json.Unmarshal([]byte(line), &c); err != nil {
+			t.Fatalf("geoflow changes %d --json: %q: %v", run, line, err)
+		}
+		n[c.Change]++
+	}
+	return n
+}
+
 // TestBrowserMirrorChanges: a mirror run's page colours what it inserted, updated and
 // deleted, as many of each as geoflow changes lists, and the table's page draws the
 // table as it was after each run.
@@ -279,13 +299,7 @@ func TestBrowserMirrorChanges(t *testing.T) {
 	}
 	second := u.harvest()
 
-	want := map[string]int{}
-	if err := u.db.ListChanges(context.Background(), store.ChangeFilter{RunID: second.ID}, func(c store.Change) error {
-		want[c.Kind]++
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
+	want := changesCLI(t, u.dbURL, second.ID)
 	if want[store.ChangeInserted] != changes.Added || want[store.ChangeUpdated] != changes.Edited || want[store.ChangeDeleted] != changes.Deleted {
 		t.Fatalf("run %d's changes: %v; the server changed %+v", second.ID, want, changes)
 	}
@@ -300,7 +314,7 @@ func TestBrowserMirrorChanges(t *testing.T) {
 			t.Errorf("%s: %s drawn, legend %s; geoflow changes %d lists %d", kind, drawn, legend, second.ID, want[kind])
 		}
 	}
-	t.Logf("run %d's map: %s inserted, %s updated, %s deleted drawn", second.ID,
+	t.Logf("geoflow changes %d: %v; the run's map draws %s inserted, %s updated, %s deleted", second.ID, want,
 		eval[string](t, ctx, `document.getElementById('run-map').dataset.drawnInserted`),
 		eval[string](t, ctx, `document.getElementById('run-map').dataset.drawnUpdated`),
 		eval[string](t, ctx, `document.getElementById('run-map').dataset.drawnDeleted`))

@@ -205,7 +205,7 @@ func TestAdopterHandsBack(t *testing.T) {
 func endRunSessions(t *testing.T, db string, id int64) int64 {
 	t.Helper()
 	return testdb.Int64(t, db, `SELECT count(pg_terminate_backend(pid)) FROM pg_locks
-		WHERE locktype = 'advisory' AND granted AND classid::bigint = 1734737921 AND objid::bigint = $1 AND objsubid = 2`, id)
+		WHERE locktype = 'advisory' AND granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database()) AND classid::bigint = 1734737921 AND objid::bigint = $1 AND objsubid = 2`, id)
 }
 
 // TestFollowerLosesHold: the process following a distributed run loses its session

@@ -180,8 +180,10 @@ func TestRunHeldAfterSessionEnds(t *testing.T) {
 	endSession := func() {
 		t.Helper()
 		var n int64
+		// pg_locks is the cluster's: the lock is this database's (other tests' databases
+		// hold run 1 too, and their sessions are not this test's to end).
 		err := s.pool.QueryRow(ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_locks
-			WHERE locktype = 'advisory' AND granted AND classid::bigint = $1 AND objid::bigint = $2 AND objsubid = 2`,
+			WHERE locktype = 'advisory' AND granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database()) AND classid::bigint = $1 AND objid::bigint = $2 AND objsubid = 2`,
 			runLockClass, run.ID).Scan(&n)
 		if err != nil || n != 1 {
 			t.Fatalf("ending the session that holds run %d: %d ended, %v", run.ID, n, err)
