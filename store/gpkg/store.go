@@ -158,18 +158,9 @@ var registerOnce sync.Once
 // Open opens the GeoPackage at path, creating it when missing. The schema is brought up
 // to date by Migrate; a file that another tool made is written into as it is.
 func Open(ctx context.Context, path string, opts *Options) (*Store, error) {
-	if strings.TrimSpace(path) == "" {
-		return nil, errors.New("gpkg: no file given")
-	}
-	abs, err := filepath.Abs(path)
+	abs, err := filePath(path)
 	if err != nil {
-		return nil, fmt.Errorf("gpkg: %s: %w", path, err)
-	}
-	if fi, err := os.Stat(abs); err == nil && fi.IsDir() {
-		return nil, fmt.Errorf("gpkg: %s is a directory, not a GeoPackage file", abs)
-	}
-	if dir := filepath.Dir(abs); !dirExists(dir) {
-		return nil, fmt.Errorf("gpkg: cannot create %s: directory %s does not exist", abs, dir)
+		return nil, err
 	}
 	var regErr error
 	registerOnce.Do(func() { regErr = registerFunctions() })
@@ -239,6 +230,25 @@ func Open(ctx context.Context, path string, opts *Options) (*Store, error) {
 	s.ck, s.stopCk, s.ckDone = ck, make(chan struct{}), make(chan struct{})
 	go s.checkpointer(time.Second)
 	return s, nil
+}
+
+// filePath is path made absolute, when it can be a GeoPackage file: not empty, not a
+// directory, in a directory that exists.
+func filePath(path string) (string, error) {
+	if strings.TrimSpace(path) == "" {
+		return "", errors.New("gpkg: no file given")
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", fmt.Errorf("gpkg: %s: %w", path, err)
+	}
+	if fi, err := os.Stat(abs); err == nil && fi.IsDir() {
+		return "", fmt.Errorf("gpkg: %s is a directory, not a GeoPackage file", abs)
+	}
+	if dir := filepath.Dir(abs); !dirExists(dir) {
+		return "", fmt.Errorf("gpkg: cannot create %s: directory %s does not exist", abs, dir)
+	}
+	return abs, nil
 }
 
 func dirExists(dir string) bool {
