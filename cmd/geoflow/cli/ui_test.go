@@ -23,6 +23,7 @@ import (
 	"github.com/paulmach/orb/maptile"
 
 	"github.com/geoflow/geoflow/cmd/geoflow/cli"
+	"github.com/geoflow/geoflow/internal/devserver/tileserver"
 	"github.com/geoflow/geoflow/internal/devserver/wfsserver"
 	"github.com/geoflow/geoflow/internal/testdb"
 	"github.com/geoflow/geoflow/store"
@@ -428,5 +429,53 @@ func testShutdownOrder(t *testing.T, db, command string) {
 	}
 	if n := testdb.Count(t, db, `SELECT count(*) FROM geoflow_runs`); n != 1 {
 		t.Errorf("%d runs recorded, want the one started before the signal", n)
+	}
+}
+
+// TestUITilePyramid: a tile pyramid a flow keeps in its GeoPackage is listed among the
+// tables, served as raster tiles (/rt/), and drawn beneath the maps of its flow.
+func TestUITilePyramid(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "tiles.gpkg")
+	tiles := httptest.NewServer(tileserver.New(tileserver.Options{}))
+	t.Cleanup(tiles.Close)
+	dir := t.TempDir()
+	flow := `name: basemap
+tasks:
+  basemap:
+    type: tiles
+    url: ` + tileserver.TileURL(tiles.URL) + `
+    bbox: [11.45, 48.05, 11.55, 48.15]
+    zoom: [11, 12]
+    target: {storage: geopackage, table: osm}
+`
+	if err := os.WriteFile(filepath.Join(dir, "basemap.yaml"), []byte(flow), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errs := geoflow(t, nil, "--database", db, "run", filepath.Join(dir, "basemap.yaml")); code != 0 {
+		t.Fatalf("geoflow run: %s", errs)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	base, _, _ := startUI(t, ctx, "--database", db, "ui", "--flows", dir, "--listen", "127.0.0.1:0")
+	get := func(path string) (int, string) { return uiCall(t, base, "GET", path, "", "") }
+	if code, body := get("/tables"); code != 200 || !strings.Contains(body, `href="/tables/osm"`) || !strings.Contains(body, "tiles, zoom 11–12") {
+		t.Errorf("/tables: %d, lists the pyramid osm: %v", code, strings.Contains(body, "/tables/osm"))
+	}
+	if code, body := get("/tables/osm"); code != 200 || !strings.Contains(body, `data-kind="tiles"`) {
+		t.Errorf("/tables/osm: %d", code)
+	}
+	tile := maptile.At(orb.Point{11.5, 48.1}, 12)
+	code, body := get(fmt.Sprintf("/rt/osm/%d/%d/%d", tile.Z, tile.X, tile.Y))
+	if code != 200 || !strings.HasPrefix(body, "\x89PNG") {
+		t.Errorf("/rt/osm/%d/%d/%d: %d, %d bytes", tile.Z, tile.X, tile.Y, code, len(body))
+	}
+	if code, _ := get("/rt/osm/3/0/0"); code != http.StatusNoContent {
+		t.Errorf("a tile the pyramid does not hold: %d, want 204", code)
+	}
+	if code, _ := get("/vt/osm/12/0/0.mvt"); code != http.StatusNotFound {
+		t.Errorf("vector tiles of a pyramid: %d, want 404", code)
+	}
+	if _, body := get("/flows/basemap"); !strings.Contains(body, `data-basemap="/rt/osm/{z}/{x}/{y}"`) {
+		t.Errorf("the flow's map does not draw its pyramid beneath")
 	}
 }
