@@ -232,6 +232,19 @@ func TestVectorTileCRS(t *testing.T) {
 					t.Errorf("drawn %v, id %v; want within a unit of %v, id %d", f.Geometry, f.ID, want, 0x010203040506)
 				}
 			}
+			// Zoomed out, every tile answers: the one holding the point draws it, the
+			// others (half a world from a UTM zone's meridian too) are empty.
+			for z := range 3 {
+				for x := range 1 << z {
+					for y := range 1 << z {
+						vt, err := s.VectorTile(ctx, st, store.TileQuery{Z: z, X: x, Y: y})
+						holds := maptile.At(p, maptile.Zoom(z)) == maptile.New(uint32(x), uint32(y), maptile.Zoom(z))
+						if err != nil || (vt.Features == 1) != holds {
+							t.Errorf("tile %d/%d/%d: %d features, %v; want the point: %v", z, x, y, vt.Features, err, holds)
+						}
+					}
+				}
+			}
 			err = s.ReadFeatures(ctx, st, store.FeatureQuery{BBox: &orb.Bound{Min: orb.Point{11.49, 48.09}, Max: orb.Point{11.51, 48.11}}},
 				func(f *store.StoredFeature) error {
 					if g, ok := f.Geometry.(orb.Point); !ok || math.Abs(g[0]-p[0]) > 1e-9 || math.Abs(g[1]-p[1]) > 1e-9 || f.Properties["v"] != "here" {

@@ -46,6 +46,9 @@ func (s *Store) VectorTile(ctx context.Context, t store.StoredTable, q store.Til
 	if maxBytes <= 0 {
 		maxBytes = store.DefaultTileBytes
 	}
+	if _, ok := projectedArea(t, q); !ok && !exactEnvelope(t) {
+		return store.VectorTile{}, nil // the tile misses the table
+	}
 	tile := maptile.New(uint32(q.X), uint32(q.Y), maptile.Zoom(q.Z))
 	estimate := tileEstimate(t.Rows, t.Extent, tile.Bound())
 	threshold := store.SampleBelow(estimate, maxFeatures)
@@ -171,8 +174,8 @@ func thresholdBytes(threshold int) []byte {
 // tile's envelope in Web Mercator (env.m) and in the table's CRS (env.e), computed once
 // (MATERIALIZED: in a generic plan an expression of the parameters inlined in the select
 // list would be computed again for every row). In lon/lat (SRID 0 taken as such) and Web
-// Mercator the envelope is a box in the table's CRS too; in another CRS env.e is the
-// envelope widened by a 64th of the tile and densified, for the spatial index only.
+// Mercator the envelope is a box in the table's CRS too; in another CRS env.e is
+// projectedArea, densified and transformed, for the spatial index only.
 func envelopeCTE(t store.StoredTable, q store.TileQuery, args *sqlArgs) string {
 	m := fmt.Sprintf("ST_TileEnvelope(%s, %s, %s)", args.add(q.Z), args.add(q.X), args.add(q.Y))
 	var e string
@@ -182,10 +185,33 @@ func envelopeCTE(t store.StoredTable, q store.TileQuery, args *sqlArgs) string {
 	case 0, 4326:
 		e = fmt.Sprintf("ST_SetSRID(ST_Transform(%s, 4326), %d)", m, t.SRID)
 	default:
-		e = fmt.Sprintf("ST_Transform(ST_Segmentize(ST_Expand(%[1]s, (ST_XMax(%[1]s) - ST_XMin(%[1]s)) / 64), (ST_XMax(%[1]s) - ST_XMin(%[1]s)) / 8), %[2]s::int)",
-			m, args.add(t.SRID))
+		b, _ := projectedArea(t, q)
+		tb := maptile.New(uint32(q.X), uint32(q.Y), maptile.Zoom(q.Z)).Bound()
+		e = fmt.Sprintf("ST_Transform(ST_Segmentize(ST_MakeEnvelope(%s, %s, %s, %s, 4326), %s), %s::int)",
+			args.add(b.Min[0]), args.add(b.Min[1]), args.add(b.Max[0]), args.add(b.Max[1]), args.add((tb.Max[0]-tb.Min[0])/8), args.add(t.SRID))
 	}
 	return fmt.Sprintf("WITH env AS MATERIALIZED (SELECT %s AS m, %s AS e)", m, e)
+}
+
+// projectedArea is where rows of tile q of t, a table in a CRS other than lon/lat or
+// Web Mercator, are searched: the tile in lon/lat widened by a 64th of its size and cut
+// to the table's extent, so that transforming it into the table's CRS never meets a
+// point outside that projection's domain (a UTM zone rejects points far from its
+// meridian: without the cut, every tile of zoom 1 failed for a table in EPSG:25832).
+// ok is false when the tile misses the table's extent; a table without an extent gets
+// the widened tile.
+func projectedArea(t store.StoredTable, q store.TileQuery) (b orb.Bound, ok bool) {
+	b = maptile.New(uint32(q.X), uint32(q.Y), maptile.Zoom(q.Z)).Bound()
+	dx, dy := (b.Max[0]-b.Min[0])/64, (b.Max[1]-b.Min[1])/64
+	b = orb.Bound{Min: orb.Point{b.Min[0] - dx, b.Min[1] - dy}, Max: orb.Point{b.Max[0] + dx, b.Max[1] + dy}}
+	if t.Extent == nil {
+		return b, true
+	}
+	if !b.Intersects(*t.Extent) {
+		return b, false
+	}
+	return orb.Bound{Min: orb.Point{max(b.Min[0], t.Extent.Min[0]), max(b.Min[1], t.Extent.Min[1])},
+		Max: orb.Point{min(b.Max[0], t.Extent.Max[0]), min(b.Max[1], t.Extent.Max[1])}}, true
 }
 
 // exactEnvelope says whether env.e is the tile itself in t's CRS.
