@@ -6,10 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/geoflow/geoflow/spatial"
@@ -77,7 +79,7 @@ func downloadName(t store.StoredTable, q store.FeatureQuery, ext string) string 
 func featureProps(f *store.StoredFeature, history bool) map[string]any {
 	p := make(map[string]any, len(f.Properties)+4)
 	for k, v := range f.Properties {
-		p[k] = v
+		p[k] = finite(v)
 	}
 	p["gf_run_id"] = f.RunID
 	if history {
@@ -86,12 +88,25 @@ func featureProps(f *store.StoredFeature, history bool) map[string]any {
 	return p
 }
 
+// finite is v, or nil for a number JSON cannot hold (NaN, an infinity: a double column
+// may hold them, and encoding/json refuses them).
+func finite(v any) any {
+	if f, ok := v.(float64); ok && (math.IsNaN(f) || math.IsInf(f, 0)) {
+		return nil
+	}
+	return v
+}
+
 func timeOrNil(t *time.Time) any {
 	if t == nil {
 		return nil
 	}
 	return t.UTC().Format(time.RFC3339)
 }
+
+// downloadStall is how long a download waits on a client that reads nothing before
+// it gives up.
+const downloadStall = time.Minute
 
 // streamGeoJSON writes the rows as one FeatureCollection as they are read. An error
 // before the first row is an answer of its own; one after it cuts the connection, so
@@ -108,8 +123,14 @@ func (h *handler) streamGeoJSON(w http.ResponseWriter, r *http.Request, t store.
 		}
 	}
 	c := geojson.NewCollectionWriter(w)
+	rc := http.NewResponseController(w)
 	err := h.o.Store.ReadFeatures(r.Context(), t, q, func(f *store.StoredFeature) error {
 		start()
+		if c.Count()%256 == 0 {
+			// A client that stops reading holds the read (a connection, a snapshot)
+			// only so long.
+			_ = rc.SetWriteDeadline(time.Now().Add(downloadStall))
+		}
 		var id any
 		if f.ID != "" {
 			id = f.ID
@@ -136,7 +157,11 @@ func (h *handler) streamGeoJSON(w http.ResponseWriter, r *http.Request, t store.
 func exportColumns(t store.StoredTable) []store.Column {
 	cols := make([]store.Column, 0, len(t.Columns)+4)
 	for _, c := range t.Columns {
-		cols = append(cols, store.Column{Name: c.Name, Property: c.Name, Type: store.DeclaredType(c.Type)})
+		name := c.Name
+		if strings.EqualFold(name, "fid") || strings.EqualFold(name, "geom") {
+			name += "_1" // a GeoPackage's own columns (an ArcGIS layer's FID, kept on PostGIS)
+		}
+		cols = append(cols, store.Column{Name: name, Property: c.Name, Type: store.DeclaredType(c.Type)})
 	}
 	cols = append(cols, store.Column{Name: "gf_feature_id", Property: "gf_feature_id", Type: store.TypeText},
 		store.Column{Name: "gf_run_id", Property: "gf_run_id", Type: store.TypeBigint})
@@ -239,11 +264,15 @@ type storedFeatureJSON struct {
 
 func storedJSON(f *store.StoredFeature) (storedFeatureJSON, error) {
 	g, err := geojson.AppendGeometry(nil, f.Geometry)
+	props := make(map[string]any, len(f.Properties))
+	for k, v := range f.Properties {
+		props[k] = finite(v)
+	}
 	return storedFeatureJSON{TileID: f.TileID, FeatureID: f.ID, Key: f.Key, Run: f.RunID, ClosedRun: f.ClosedRun,
-		FetchedAt: f.FetchedAt, ValidFrom: f.ValidFrom, ValidTo: f.ValidTo, Properties: f.Properties, Geometry: g}, err
+		FetchedAt: f.FetchedAt, ValidFrom: f.ValidFrom, ValidTo: f.ValidTo, Properties: props, Geometry: g}, err
 }
 
-// maxVersions is how many versions of one feature the detail lists, latest kept.
+// maxVersions is how many versions of one feature the detail lists, the oldest first.
 const maxVersions = 1000
 
 // tableFeature serves GET /api/tables/{table}/features/{id}: the row(s) whose tile id is

@@ -13,7 +13,9 @@ import (
 )
 
 // maskAnswers masks the flows' secrets, in each of their forms, in the body of every
-// answer but the static assets (geoflow's own files): pages and JSON answers are written
+// answer but the static assets (geoflow's own files) and the stored features (tiles,
+// downloads, a feature's detail: the data as the store holds it, the same in every
+// format, which masking would silently alter in some and not others): pages and JSON answers are written
 // whole (rendered or encoded into a buffer first), so no secret is split across two
 // writes. What the store holds was masked when it was written; this also covers what it
 // holds from before a secret was known, and what a page quotes of a flow.
@@ -22,7 +24,7 @@ func maskAnswers(secrets *redact.Set, next http.Handler) http.Handler {
 		return next
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if strings.HasPrefix(r.URL.Path, "/static/") {
+		if strings.HasPrefix(r.URL.Path, "/static/") || strings.HasPrefix(r.URL.Path, "/api/tables/") {
 			next.ServeHTTP(w, r)
 			return
 		}

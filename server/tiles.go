@@ -2,6 +2,7 @@ package server
 
 import (
 	"compress/gzip"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -12,6 +13,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"golang.org/x/sync/singleflight"
 
 	"github.com/geoflow/geoflow/store"
 )
@@ -64,10 +67,14 @@ func parseTableRef(s string) (schema, name string, err error) {
 // map asks for a dozen tiles at once, and describing a table counts its rows.
 const describeEvery = time.Second
 
-// tableCache keeps each table's description for describeEvery. Safe for concurrent use.
+// tableCache keeps each table's description for describeEvery; the requests that miss
+// it at once share one description (after a write, each would count the table). Entries
+// older than describeEvery are dropped as others are added, so names asked for once do
+// not pile up. Safe for concurrent use.
 type tableCache struct {
-	mu sync.Mutex
-	m  map[string]cachedTable
+	mu       sync.Mutex
+	m        map[string]cachedTable
+	inflight singleflight.Group
 }
 
 type cachedTable struct {
@@ -90,17 +97,32 @@ func (h *handler) table(r *http.Request, ref string) (store.StoredTable, error) 
 	if ok && time.Since(e.at) < describeEvery {
 		return e.t, e.err
 	}
-	t, err := h.o.Store.StoredTable(r.Context(), schema, name)
-	if err != nil && !errors.Is(err, store.ErrNotFound) {
-		return t, err // not kept: the next request asks again
-	}
+	v, err, _ := c.inflight.Do(ref, func() (any, error) {
+		// Not the request's context: the others waiting on this description would fail
+		// with it when its client goes away.
+		t, err := h.o.Store.StoredTable(context.WithoutCancel(r.Context()), schema, name)
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			return t, err // not kept: the next request asks again
+		}
+		c.put(ref, cachedTable{t, err, time.Now()})
+		return t, err
+	})
+	return v.(store.StoredTable), err
+}
+
+// put keeps e as ref's description, dropping the entries that are too old to use.
+func (c *tableCache) put(ref string, e cachedTable) {
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	if c.m == nil {
 		c.m = map[string]cachedTable{}
 	}
-	c.m[ref] = cachedTable{t, err, time.Now()}
-	c.mu.Unlock()
-	return t, err
+	for k, old := range c.m {
+		if time.Since(old.at) >= describeEvery {
+			delete(c.m, k)
+		}
+	}
+	c.m[ref] = e
 }
 
 // tableOf is the table of the request's {table} when it is of kind, else it answers

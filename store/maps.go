@@ -31,7 +31,7 @@ type StoredTable struct {
 	Kind   string // KindFeatures or KindTiles
 	// SRID is the geometry column's (0: unknown); tile pyramids are 3857.
 	SRID int
-	// Columns are the feature properties' columns in table order: not geom, fid or
+	// Columns are the feature properties' columns in table order: not geom, a GeoPackage's fid or
 	// geoflow's own gf_* columns.
 	Columns []StoredColumn
 	// Keyed says rows carry gf_key (mirror mode, or history); History that every version

@@ -10,7 +10,8 @@ import (
 
 // CollectionWriter writes one FeatureCollection a feature at a time, so that a
 // collection of any size costs the memory of one feature: what a download of a whole
-// table streams. It is not safe for concurrent use; the first error sticks.
+// table streams. It is not safe for concurrent use; the first error (a feature that
+// does not encode, a failed write) sticks: the collection cannot be ended whole after it.
 type CollectionWriter struct {
 	w       io.Writer
 	buf     []byte
@@ -37,18 +38,21 @@ func (c *CollectionWriter) Feature(id any, g orb.Geometry, props any) error {
 	if id != nil {
 		idb, err := json.Marshal(id)
 		if err != nil {
-			return fmt.Errorf("feature id %v: %w", id, err)
+			c.err = fmt.Errorf("feature id %v: %w", id, err)
+			return c.err
 		}
 		b = append(append(b, `,"id":`...), idb...)
 	}
 	b = append(b, `,"geometry":`...)
 	b, err := AppendGeometry(b, g)
 	if err != nil {
-		return fmt.Errorf("feature %v: %w", id, err)
+		c.err = fmt.Errorf("feature %v: %w", id, err)
+		return c.err
 	}
 	pb, err := json.Marshal(props)
 	if err != nil {
-		return fmt.Errorf("feature %v: properties: %w", id, err)
+		c.err = fmt.Errorf("feature %v: properties: %w", id, err)
+		return c.err
 	}
 	b = append(append(append(b, `,"properties":`...), pb...), '}')
 	c.buf = b

@@ -36,8 +36,8 @@ SELECT n.nspname, c.relname,
 FROM pg_class c
 JOIN pg_namespace n ON n.oid = c.relnamespace
 JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
-CROSS JOIN LATERAL (SELECT a.attname NOT IN ('geom', 'fid') AND a.attname NOT LIKE 'gf\_%') p (prop)
-WHERE c.relkind IN ('r', 'p') AND NOT c.relispartition
+CROSS JOIN LATERAL (SELECT a.attname <> 'geom' AND a.attname NOT LIKE 'gf\_%') p (prop)
+WHERE c.relkind IN ('r', 'p') AND NOT c.relispartition AND has_table_privilege(c.oid, 'SELECT')
 	AND n.nspname NOT IN ('information_schema', 'pg_catalog', 'pg_toast') AND n.nspname NOT LIKE 'pg\_%'
 	AND ($1::text IS NULL OR n.nspname = $1) AND ($2::text IS NULL OR c.relname = $2)
 GROUP BY n.nspname, c.relname, c.oid
