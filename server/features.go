@@ -181,14 +181,10 @@ func (h *handler) sendGeoPackage(w http.ResponseWriter, r *http.Request, t store
 	}
 	defer os.RemoveAll(dir)
 	file := filepath.Join(dir, downloadName(t, q, ".gpkg"))
-	src, stop := pull(r.Context(), func(ctx context.Context, fn func(*store.StoredFeature) error) error {
-		return h.o.Store.ReadFeatures(ctx, t, q, fn)
-	}, t.History)
-	_, err = gpkg.Export(r.Context(), file, gpkg.ExportLayer{Name: t.Name, SRID: 4326, Columns: exportColumns(t),
-		Description: "exported by geoflow from " + tableRef(t)}, src)
-	stop()
-	if err != nil {
-		h.fail(w, r, tileStatus(err), fmt.Errorf("exporting %s: %w", tableRef(t), err))
+	if err := h.exportGeoPackage(r.Context(), file, t, q); err != nil {
+		if r.Context().Err() == nil {
+			h.fail(w, r, tileStatus(err), fmt.Errorf("exporting %s: %w", tableRef(t), err))
+		}
 		return
 	}
 	f, err := os.Open(file)
@@ -205,6 +201,25 @@ func (h *handler) sendGeoPackage(w http.ResponseWriter, r *http.Request, t store
 	w.Header().Set("Content-Type", "application/geopackage+sqlite3")
 	w.Header().Set("Content-Disposition", `attachment; filename="`+filepath.Base(file)+`"`)
 	http.ServeContent(w, r, "", st.ModTime(), f)
+}
+
+// exportGeoPackage writes q's rows of t into a GeoPackage at file, one export at a
+// time (h.exports): each builds its R-tree in memory, by the feature. Sending the file
+// does not hold the turn.
+func (h *handler) exportGeoPackage(ctx context.Context, file string, t store.StoredTable, q store.FeatureQuery) error {
+	select {
+	case h.exports <- struct{}{}:
+		defer func() { <-h.exports }()
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	src, stop := pull(ctx, func(ctx context.Context, fn func(*store.StoredFeature) error) error {
+		return h.o.Store.ReadFeatures(ctx, t, q, fn)
+	}, t.History)
+	defer stop()
+	_, err := gpkg.Export(ctx, file, gpkg.ExportLayer{Name: t.Name, SRID: 4326, Columns: exportColumns(t),
+		Description: "exported by geoflow from " + tableRef(t)}, src)
+	return err
 }
 
 // pull turns a store's read, which calls back with each row, into the FeatureSource a

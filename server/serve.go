@@ -110,6 +110,9 @@ type handler struct {
 	// csp is the pages' content security policy: contentSecurity, and the origin of the
 	// user's basemap.
 	csp string
+	// exports lets one GeoPackage download be written at a time: each builds a whole
+	// file and its R-tree (memory by the feature) before it is sent.
+	exports chan struct{}
 }
 
 // Handler returns the HTTP handler of geoflow serve:
@@ -131,7 +134,7 @@ func Handler(opts Options) (http.Handler, error) {
 	if opts.ReadOnly {
 		opts.Launcher = nil
 	}
-	h := &handler{o: opts, log: cmp.Or(opts.Logger, slog.Default()), csp: contentSecurity}
+	h := &handler{o: opts, log: cmp.Or(opts.Logger, slog.Default()), csp: contentSecurity, exports: make(chan struct{}, 1)}
 	var err error
 	if opts.Basemap != "" {
 		origin, err := checkBasemap(opts.Basemap)

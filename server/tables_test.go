@@ -180,6 +180,26 @@ func TestTablesAPI(t *testing.T) {
 	}
 	checkGeoPackageDownload(t, u, want, fmt.Sprintf("bbox=%g,%g,%g,%g", box.Min[0], box.Min[1], box.Max[0], box.Max[1]))
 	checkOGRReadsTile(t, u, tile, want)
+
+	// GeoPackage downloads are written one at a time: three at once all arrive.
+	codes := make(chan int, 3)
+	for range 3 {
+		go func() {
+			resp, err := http.Get(u.srv.URL + "/api/tables/parcels/features?format=gpkg")
+			if err != nil {
+				codes <- 0
+				return
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			codes <- resp.StatusCode
+		}()
+	}
+	for range 3 {
+		if code := <-codes; code != 200 {
+			t.Errorf("a GeoPackage download among three at once: %d", code)
+		}
+	}
 }
 
 // checkGeoPackageDownload: GDAL reads the GeoPackage of a box's features.
