@@ -124,6 +124,9 @@ func (h *handler) streamGeoJSON(w http.ResponseWriter, r *http.Request, t store.
 	}
 	c := geojson.NewCollectionWriter(w)
 	rc := http.NewResponseController(w)
+	// The deadline is the connection's: cleared after, or the next request on a kept-alive
+	// connection would meet it.
+	defer func() { _ = rc.SetWriteDeadline(time.Time{}) }()
 	err := h.o.Store.ReadFeatures(r.Context(), t, q, func(f *store.StoredFeature) error {
 		start()
 		if c.Count()%256 == 0 {
