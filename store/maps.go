@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"math"
 	"time"
 
 	"github.com/paulmach/orb"
+	"github.com/paulmach/orb/project"
 
 	"github.com/geoflow/geoflow/spatial"
 )
@@ -163,4 +165,36 @@ func SampleBelow(expected float64, limit int) int {
 		return 65536
 	}
 	return max(1, int(65536*float64(limit)/expected))
+}
+
+// ExpectedInTile estimates how many of a table's rows meet a tile (both bounds in
+// lon/lat): its rows spread evenly over its extent, times the share of the extent the
+// tile covers in Web Mercator, axis by axis (an extent without width on an axis counts
+// whole when the tile holds it). Without an extent every row is expected, so that a
+// table whose extent is unknown is thinned rather than drawn whole. Both stores start a
+// tile's thinning from it (SampleBelow).
+func ExpectedInTile(rows int64, extent *orb.Bound, tile orb.Bound) float64 {
+	if extent == nil {
+		return float64(rows)
+	}
+	e, t := MercatorBound(*extent), MercatorBound(tile)
+	share := 1.0
+	for axis := range 2 {
+		lo, hi := max(e.Min[axis], t.Min[axis]), min(e.Max[axis], t.Max[axis])
+		switch width := e.Max[axis] - e.Min[axis]; {
+		case hi < lo:
+			return 0
+		case width > 0:
+			share *= (hi - lo) / width
+		}
+	}
+	return float64(rows) * share
+}
+
+// MercatorBound is lon/lat bound b in Web Mercator metres, clamped to the square world.
+func MercatorBound(b orb.Bound) orb.Bound {
+	const half = 20037508.342789244
+	clamp := func(v float64) float64 { return math.Max(-half, math.Min(half, v)) }
+	lo, hi := project.WGS84.ToMercator(b.Min), project.WGS84.ToMercator(b.Max)
+	return orb.Bound{Min: orb.Point{clamp(lo[0]), clamp(lo[1])}, Max: orb.Point{clamp(hi[0]), clamp(hi[1])}}
 }

@@ -2,7 +2,11 @@ package store
 
 import (
 	"bytes"
+	"math"
 	"testing"
+
+	"github.com/paulmach/orb"
+	"github.com/paulmach/orb/maptile"
 )
 
 func TestTileID(t *testing.T) {
@@ -53,6 +57,40 @@ func TestSampleBelow(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := SampleBelow(tc.expected, tc.limit); got != tc.want {
 				t.Fatalf("SampleBelow(%g, %d) = %d, want %d", tc.expected, tc.limit, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestExpectedInTile(t *testing.T) {
+	z14 := maptile.At(orb.Point{11.5, 48.1}, 14)
+	tile := z14.Bound()
+	// Four z14 tiles, the tile one of them.
+	four := tile.Union(maptile.New(z14.X+1, z14.Y+1, 14).Bound())
+	// A line from lat 40 to 50 across the tile: its share is the tile's height over the
+	// line's, in Web Mercator.
+	line := orb.Bound{Min: orb.Point{tile.Center()[0], 40}, Max: orb.Point{tile.Center()[0], 50}}
+	share := (MercatorBound(tile).Max[1] - MercatorBound(tile).Min[1]) / (MercatorBound(line).Max[1] - MercatorBound(line).Min[1])
+	tests := []struct {
+		name   string
+		rows   int64
+		extent *orb.Bound
+		want   float64
+	}{
+		{name: "no extent: every row", rows: 1000, want: 1000},
+		{name: "the tile is the extent", rows: 1000, extent: &tile, want: 1000},
+		{name: "a quarter of the extent", rows: 1000, extent: &four, want: 250},
+		{name: "inside the tile", rows: 1000, extent: &orb.Bound{Min: tile.Center(), Max: orb.Point{tile.Center()[0] + 1e-4, tile.Center()[1] + 1e-4}}, want: 1000},
+		{name: "beside the tile", rows: 1000, extent: &orb.Bound{Min: orb.Point{12, 48}, Max: orb.Point{13, 49}}, want: 0},
+		{name: "a point in the tile", rows: 7, extent: &orb.Bound{Min: tile.Center(), Max: tile.Center()}, want: 7},
+		{name: "a line across the tile", rows: 10, extent: &line, want: 10 * share},
+		{name: "touching the tile", rows: 1000, extent: &orb.Bound{Min: orb.Point{tile.Max[0], tile.Min[1]}, Max: orb.Point{tile.Max[0] + 1, tile.Max[1]}}, want: 0},
+		{name: "an empty table", rows: 0, extent: &tile, want: 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := ExpectedInTile(tt.rows, tt.extent, tile); math.Abs(got-tt.want) > 1e-6*tt.want+1e-9 {
+				t.Errorf("ExpectedInTile = %v, want %v", got, tt.want)
 			}
 		})
 	}

@@ -8,10 +8,8 @@ import (
 	"image"
 	_ "image/jpeg" // tile sizes of JPEG tiles
 	_ "image/png"  // and of PNG tiles
-	"math"
 
 	"github.com/paulmach/orb"
-	"github.com/paulmach/orb/project"
 
 	"github.com/geoflow/geoflow/store"
 )
@@ -109,7 +107,7 @@ func (u *unitTx) putTiles(ctx context.Context, name string, q []string, rows []s
 		if _, ok := levels[r.Z]; !ok {
 			levels[r.Z] = r
 		}
-		if b := mercatorBound(r.Footprint); stored {
+		if b := store.MercatorBound(r.Footprint); stored {
 			extent = extent.Union(b)
 		} else {
 			extent, stored = b, true
@@ -137,11 +135,4 @@ func (u *unitTx) putTiles(ctx context.Context, name string, q []string, rows []s
 	}
 	what = fmt.Sprintf("widening the extent of %s", name)
 	return exec(q[3], extent.Min[0], extent.Min[1], extent.Max[0], extent.Max[1], name)
-}
-
-// mercatorBound is a lon/lat box in WebMercator metres, clamped to the square world.
-func mercatorBound(b orb.Bound) orb.Bound {
-	clamp := func(v float64) float64 { return math.Max(-worldHalf, math.Min(worldHalf, v)) }
-	lo, hi := project.WGS84.ToMercator(b.Min), project.WGS84.ToMercator(b.Max)
-	return orb.Bound{Min: orb.Point{clamp(lo[0]), clamp(lo[1])}, Max: orb.Point{clamp(hi[0]), clamp(hi[1])}}
 }

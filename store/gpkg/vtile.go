@@ -24,7 +24,7 @@ import (
 const maxTileZoom = 30
 
 // VectorTile implements store.Tables. t is what StoredTable gave: its Rows and Extent
-// estimate how many rows meet the tile (expectedInTile) and so where thinning starts,
+// estimate how many rows meet the tile (store.ExpectedInTile) and so where thinning starts,
 // and its Columns are the properties drawn. A table in a CRS other than lon/lat and
 // Web Mercator fails wrapping store.ErrNoTransform; one FinishFeatureTable has not
 // indexed yet is read row by row (boxMatch).
@@ -44,7 +44,7 @@ func (s *Store) VectorTile(ctx context.Context, t store.StoredTable, q store.Til
 	}
 	maxFeatures, maxBytes := cmp.Or(q.MaxFeatures, store.DefaultTileFeatures), cmp.Or(q.MaxBytes, store.DefaultTileBytes)
 	sel := tileSelect{rows: rowQuery{t: t}, name: name, area: area, asOfRun: q.AsOfRun}
-	below := startBelow(expectedInTile(t.Rows, t.Extent, tile.Bound()), maxFeatures)
+	below := startBelow(store.ExpectedInTile(t.Rows, t.Extent, tile.Bound()), maxFeatures)
 	thinned := false
 	var rows []tableRow
 	for {
@@ -251,26 +251,4 @@ func tileArea(srid int, tile maptile.Tile) (orb.Bound, error) {
 		return tile.Bound(), nil
 	}
 	return orb.Bound{}, fmt.Errorf("EPSG:%d: %w", srid, store.ErrNoTransform)
-}
-
-// expectedInTile estimates how many of a table's rows meet a tile (lon/lat bound): its
-// rows spread evenly over its extent, times the share of the extent the tile covers, in
-// Web Mercator, axis by axis (an extent without width on an axis is covered wholly or
-// not at all). Without an extent every row is expected.
-func expectedInTile(rows int64, extent *orb.Bound, tile orb.Bound) float64 {
-	if extent == nil {
-		return float64(rows)
-	}
-	e, t := mercatorBound(*extent), mercatorBound(tile)
-	share := 1.0
-	for axis := range 2 {
-		lo, hi := max(e.Min[axis], t.Min[axis]), min(e.Max[axis], t.Max[axis])
-		switch width := e.Max[axis] - e.Min[axis]; {
-		case hi < lo:
-			return 0
-		case width > 0:
-			share *= (hi - lo) / width
-		}
-	}
-	return float64(rows) * share
 }

@@ -16,38 +16,6 @@ import (
 	"github.com/geoflow/geoflow/store"
 )
 
-func TestTileEstimate(t *testing.T) {
-	box := func(x0, y0, x1, y1 float64) orb.Bound {
-		return orb.Bound{Min: orb.Point{x0, y0}, Max: orb.Point{x1, y1}}
-	}
-	extent := box(0, 0, 10, 10)
-	for _, tc := range []struct {
-		name   string
-		rows   int64
-		extent *orb.Bound
-		tile   orb.Bound
-		want   float64
-	}{
-		{"tile covers the extent", 1000, &extent, box(-5, -5, 15, 15), 1000},
-		{"a quarter", 1000, &extent, box(5, 5, 15, 15), 250},
-		{"a strip", 1000, &extent, box(2, -1, 3, 11), 100},
-		{"inside", 1000, &extent, box(1, 1, 2, 2), 10},
-		{"outside", 1000, &extent, box(20, 20, 30, 30), 0},
-		{"touching", 1000, &extent, box(10, 0, 20, 10), 0},
-		{"no extent", 1000, nil, box(0, 0, 1, 1), 0},
-		{"empty", 0, &extent, box(0, 0, 1, 1), 0},
-		{"a point, held", 7, &orb.Bound{Min: orb.Point{1, 1}, Max: orb.Point{1, 1}}, box(0, 0, 2, 2), 7},
-		{"a point, not held", 7, &orb.Bound{Min: orb.Point{1, 1}, Max: orb.Point{1, 1}}, box(2, 2, 3, 3), 0},
-		{"a vertical line", 100, &orb.Bound{Min: orb.Point{1, 0}, Max: orb.Point{1, 10}}, box(0, 0, 2, 5), 50},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := tileEstimate(tc.rows, tc.extent, tc.tile); math.Abs(got-tc.want) > 1e-9 {
-				t.Errorf("tileEstimate = %g, want %g", got, tc.want)
-			}
-		})
-	}
-}
-
 func TestNextThreshold(t *testing.T) {
 	for _, tc := range []struct {
 		name  string

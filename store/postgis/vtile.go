@@ -26,7 +26,7 @@ const maxThinRounds = 5
 //
 // Candidates come through the table's spatial index (compared with the tile's envelope
 // in the table's CRS); the features kept are those whose geometry meets the tile. When
-// the estimate (t.Rows times the share of t.Extent the tile covers) exceeds MaxFeatures,
+// the estimate (store.ExpectedInTile: t.Rows times the share of t.Extent the tile covers) exceeds MaxFeatures,
 // only rows whose payload hash falls below store.SampleBelow's threshold are drawn, the
 // same threshold in every tile of a zoom level with the same estimate. A tile still too
 // full (more than MaxFeatures rows, or more than MaxBytes bytes) is drawn again at a
@@ -50,7 +50,7 @@ func (s *Store) VectorTile(ctx context.Context, t store.StoredTable, q store.Til
 		return store.VectorTile{}, nil // the tile misses the table
 	}
 	tile := maptile.New(uint32(q.X), uint32(q.Y), maptile.Zoom(q.Z))
-	estimate := tileEstimate(t.Rows, t.Extent, tile.Bound())
+	estimate := store.ExpectedInTile(t.Rows, t.Extent, tile.Bound())
 	threshold := store.SampleBelow(estimate, maxFeatures)
 	count := countFirst(estimate, maxFeatures)
 	for round := 1; ; round++ {
@@ -99,27 +99,6 @@ func (s *Store) tryTile(ctx context.Context, t store.StoredTable, q store.TileQu
 		}
 	}
 	return s.drawTile(ctx, t, q, threshold, maxFeatures+1, false)
-}
-
-// tileEstimate is how many of rows a table whose current rows' lon/lat extent is extent
-// has in tile: rows times the share of the extent the tile covers (on each axis; an axis
-// on which the extent has no length counts whole when the tile holds it). No extent
-// (an empty table, or one in an unknown CRS) estimates none.
-func tileEstimate(rows int64, extent *orb.Bound, tile orb.Bound) float64 {
-	if extent == nil || rows <= 0 {
-		return 0
-	}
-	share := 1.0
-	for i := range 2 {
-		lo, hi := max(extent.Min[i], tile.Min[i]), min(extent.Max[i], tile.Max[i])
-		switch size := extent.Max[i] - extent.Min[i]; {
-		case hi < lo:
-			return 0
-		case size > 0:
-			share *= (hi - lo) / size
-		}
-	}
-	return float64(rows) * share
 }
 
 // tileAttempt is what drawing a tile below a threshold gave.
