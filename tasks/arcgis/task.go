@@ -53,12 +53,12 @@ type Task struct {
 type prepared struct {
 	// transform is the task's transform planned against the layer; nil changes nothing.
 	transform *tasks.Transformer
-	oidField string
-	batch    int
-	dates    map[string]bool // fields of epoch-millisecond dates
-	area     orb.Bound
-	table    *store.FeatureTable
-	eng      *harvest.Engine
+	oidField  string
+	batch     int
+	dates     map[string]bool // fields of epoch-millisecond dates
+	area      orb.Bound
+	table     *store.FeatureTable
+	eng       *harvest.Engine
 }
 
 func newTask(id string, c Config) (*Task, error) {
