@@ -126,3 +126,47 @@ func geometryTypes(t *testing.T, db, table string) string {
 	}
 	return strings.Join(ts, ",")
 }
+
+// TestTransformMirror: a mirror whose features stop matching transform.where upstream
+// deletes them, as it deletes features the server no longer has (under the same safety
+// rail), and its run is complete: the features it left out were returned, so seen.
+func TestTransformMirror(t *testing.T) {
+	eachStore(t, func(t *testing.T, db string) {
+		for _, kind := range []string{"wfs", "ogcapi_features"} {
+			t.Run(kind, func(t *testing.T) { testTransformMirror(t, db, kind) })
+		}
+	})
+}
+
+func testTransformMirror(t *testing.T, db, kind string) {
+	const edited = 40 // edited parcels get updated_at 2025-01-01 and later, the others earlier
+	e := newMirrorEnv(t, db, kind, wfsserver.Changes{Edited: edited})
+	mirror := "mirror_" + strings.Split(kind, "_")[0]
+	flow := writeFlow(t, strings.Replace(mirrorFlow(e.source, mirror, "mirror", false), "    target:",
+		"    transform: {where: \"updated_at < TIMESTAMP('2025-01-01T00:00:00Z')\"}\n    target:", 1))
+	e.geoflow(0, "run", flow, "--progress", "off", "--log-level", "warn")
+	if n := e.count("SELECT count(*) FROM " + mirror); n != int64(e.src.Count()) {
+		t.Fatalf("the first run stored %d of %d features, all of which match", n, e.src.Count())
+	}
+	if err := e.src.SetRevision(1, e.changes); err != nil {
+		t.Fatal(err)
+	}
+	out := e.geoflow(0, "run", flow, "--progress", "off", "--log-level", "warn")
+	if !strings.Contains(out, fmt.Sprintf("%d deleted", edited)) || !strings.Contains(out, fmt.Sprintf("%d filtered out", edited)) ||
+		strings.Contains(out, "incomplete") {
+		t.Errorf("second run, want %d deleted and filtered out, complete:\n%s", edited, out)
+	}
+	oracle := "oracle_" + mirror
+	e.geoflow(0, "run", writeFlow(t, mirrorFlow(e.source, oracle, "append", false)), "--progress", "off", "--log-level", "warn")
+	for _, q := range []string{
+		"SELECT count(*) FROM (SELECT gf_feature_id, gf_payload_hash FROM " + mirror + " EXCEPT SELECT gf_feature_id, gf_payload_hash FROM " + oracle + " WHERE updated_at < '2025-01-01') AS x",
+		"SELECT count(*) FROM (SELECT gf_feature_id, gf_payload_hash FROM " + oracle + " WHERE updated_at < '2025-01-01' EXCEPT SELECT gf_feature_id, gf_payload_hash FROM " + mirror + ") AS x",
+	} {
+		if n := e.count(q); n != 0 {
+			t.Errorf("the mirror differs from the filtered source in %d features:\n%s", n, q)
+		}
+	}
+	if n := e.count("SELECT count(*) FROM " + mirror); n != int64(e.src.Count()-edited) {
+		t.Errorf("the mirror holds %d features, want %d", n, e.src.Count()-edited)
+	}
+}
