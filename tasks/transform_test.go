@@ -165,7 +165,7 @@ func TestTransformStream(t *testing.T) {
 		{ID: "a", Geometry: poly, Properties: map[string]any{"land_use": "residential"}},
 		{ID: "b", Geometry: orb.Point{0.5, 0.5}, Properties: map[string]any{"land_use": "forest"}},
 		{ID: "c", Geometry: orb.Point{1.5, 0.5}, Properties: map[string]any{"land_use": "forest"}}, // another tile's
-		{ID: "d", Geometry: orb.MultiPoint{{0.5, 0.5}}, Properties: map[string]any{}},             // NULL: unknown, left out
+		{ID: "d", Geometry: orb.MultiPoint{{0.5, 0.5}}, Properties: map[string]any{}},              // NULL: unknown, left out
 	}
 	source := spatial.PayloadHash(&spatial.Feature{Geometry: poly, Properties: map[string]any{"land_use": "residential"}})
 	src := &sliceStream{fs: in}
