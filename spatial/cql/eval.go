@@ -468,7 +468,11 @@ var timeLayouts = []string{time.RFC3339Nano, "2006-01-02T15:04:05.999999999", "2
 
 // timeValue reads s as a date or a timestamp (without an offset, UTC).
 func timeValue(s string, t Type) value {
-	for _, l := range timeLayouts {
+	layouts := timeLayouts
+	if len(s) == len(time.DateOnly) {
+		layouts = timeLayouts[len(timeLayouts)-2:] // a date: skip the failing parses, which allocate
+	}
+	for _, l := range layouts {
 		tm, err := time.Parse(l, s)
 		if err != nil {
 			continue
