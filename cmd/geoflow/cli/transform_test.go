@@ -170,3 +170,30 @@ func testTransformMirror(t *testing.T, db, kind string) {
 		t.Errorf("the mirror holds %d features, want %d", n, e.src.Count()-edited)
 	}
 }
+
+// TestTransformValidate: geoflow validate reports a where that does not parse at the
+// key's line and column, with the column inside the expression, and bad column names at
+// theirs.
+func TestTransformValidate(t *testing.T) {
+	flow := writeFlow(t, `name: shaped
+tasks:
+  parcels:
+    type: wfs
+    url: http://127.0.0.1:1/wfs
+    typename: gf:parcels
+    transform:
+      columns: {parcel: parcel_id, Zoning: zone}
+      where: "land_use = 'residential' AND area_m2 >> 500"
+    target: {table: parcels}
+`)
+	code, out, errs := geoflow(t, nil, "validate", flow)
+	all := out + errs
+	for _, want := range []string{
+		"flow.yaml:9:7: task \"parcels\": transform.where: syntax error at column 39 of the expression: unexpected \">\"",
+		"flow.yaml:8:36: task \"parcels\": transform.columns.Zoning: \"Zoning\" is not a column name",
+	} {
+		if code == 0 || !strings.Contains(all, want) {
+			t.Errorf("validate: exit %d, want the problem %q in\n%s", code, want, all)
+		}
+	}
+}
