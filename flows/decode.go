@@ -188,6 +188,10 @@ func (d *decoder) decodeValue(n ast.Node, v reflect.Value, path, key string, enu
 		return
 	}
 	if v.CanAddr() {
+		if pm, ok := v.Addr().Interface().(pairAdder); ok {
+			d.decodePairs(n, pm, path, key)
+			return
+		}
 		if tu, ok := v.Addr().Interface().(encoding.TextUnmarshaler); ok {
 			if s, ok := d.scalar(n, key); ok {
 				if err := tu.UnmarshalText([]byte(s)); err != nil {
@@ -332,6 +336,29 @@ func (d *decoder) decodeMap(n ast.Node, v reflect.Value, path, key string) {
 		el := reflect.New(v.Type().Elem()).Elem()
 		d.decodeValue(kv.Value, el, join(path, k), join(key, k), nil)
 		v.SetMapIndex(reflect.ValueOf(k), el)
+	}
+}
+
+// pairAdder is a value decoded from a mapping of strings whose order matters
+// (tasks.ColumnMap): a Go map would lose it.
+type pairAdder interface {
+	AddPair(key, value string)
+}
+
+// decodePairs decodes a YAML mapping of strings into pm, pair by pair in order,
+// recording where each key stands for the messages of later checks.
+func (d *decoder) decodePairs(n ast.Node, pm pairAdder, path, key string) {
+	pairs, ok := mappingOf(n)
+	if !ok {
+		d.errorf(n, "%s must be a mapping, not %s", key, describe(n))
+		return
+	}
+	for _, kv := range pairs {
+		k := keyString(kv)
+		d.keys[join(path, k)] = kv.Key
+		if s, ok := d.scalar(unwrap(kv.Value), join(key, k)); ok {
+			pm.AddPair(k, s)
+		}
 	}
 }
 

@@ -20,6 +20,10 @@ type Feature struct {
 	ID         string
 	Geometry   orb.Geometry
 	Properties map[string]any
+	// Hash, when not nil, is the payload hash of the feature as its source delivered
+	// it, kept by a transform that changed it since (its geometry made multi, say), so
+	// that a stored row keeps the identity of what the server sent (SourceHash).
+	Hash *[32]byte
 }
 
 // Reader yields features one at a time. Next returns io.EOF after the last

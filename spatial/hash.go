@@ -52,6 +52,15 @@ func PayloadHash(f *Feature) [32]byte {
 	return sha256.Sum256(b)
 }
 
+// SourceHash is the payload hash a store keys f's row on: f.Hash where a transform kept
+// the hash of the feature as received, else PayloadHash(f).
+func SourceHash(f *Feature) [32]byte {
+	if f != nil && f.Hash != nil {
+		return *f.Hash
+	}
+	return PayloadHash(f)
+}
+
 func appendStr(b []byte, t byte, s string) []byte {
 	b = append(b, t)
 	b = binary.AppendUvarint(b, uint64(len(s)))

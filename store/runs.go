@@ -83,7 +83,9 @@ type RunSummary struct {
 	UnitsTotal, UnitsDone, UnitsDead  int64
 	Inserted, Skipped, Updated, Bytes int64
 	// Deleted were deleted from mirror tables (with history, their versions closed).
-	Deleted    int64
+	Deleted int64
+	// Filtered were left out by the tasks' transform.where (store.Counts.Filtered).
+	Filtered   int64
 	StartedAt  time.Time
 	FinishedAt *time.Time
 	// Hosts is what the run's requests asked of each host (History.RunHosts).

@@ -94,10 +94,11 @@ type Store interface {
 	Changes
 	Fires
 	Tables
-	// MergedFeatures, ShortFeatures and TaskExtent are what a task reads of what runs
-	// recorded (tasks.Records, with Units.Unit).
+	// MergedFeatures, ShortFeatures, FilteredFeatures and TaskExtent are what a task
+	// reads of what runs recorded (tasks.Records, with Units.Unit).
 	MergedFeatures(ctx context.Context, runID int64, task string) (int64, error)
 	ShortFeatures(ctx context.Context, runID int64, task string) (int64, error)
+	FilteredFeatures(ctx context.Context, runID int64, task string) (int64, error)
 	TaskExtent(ctx context.Context, flow, task string) (b orb.Bound, ok bool, err error)
 	Close()
 }

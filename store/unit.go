@@ -48,6 +48,11 @@ type Counts struct {
 	// count from an estimate, ids listed then deleted): the task's completeness check
 	// allows for them.
 	Short int64
+	// Filtered are features of the response the task's transform.where left out:
+	// returned, so observed, but not stored. A feature several tiles returned is counted
+	// by one of them only (tasks.Transform), so their sum over a task is of distinct
+	// features.
+	Filtered int64
 }
 
 // Add accumulates o into c.
@@ -60,6 +65,7 @@ func (c *Counts) Add(o Counts) {
 	c.Merged += o.Merged
 	c.Requests += o.Requests
 	c.Short += o.Short
+	c.Filtered += o.Filtered
 }
 
 // Total is the number of features or files the output held.

@@ -96,6 +96,10 @@ type Evidence struct {
 	// cap the server showed.
 	Exceeded  bool
 	ParentCap int64
+	// Filtered is how many features returned the task's transform.where left out and
+	// this unit counts (store.Counts.Filtered): observed, not stored. Decide does not
+	// weigh them: they were returned.
+	Filtered int64
 	// Sampled is how many of a listing's ids were asked for by id to check it, and
 	// SampleAnswered how many of them the server answered.
 	Sampled, SampleAnswered int64

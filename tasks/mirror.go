@@ -56,6 +56,10 @@ type Harvest struct {
 	// LookupRequests bounds the requests Lookup may make. Zero means
 	// DefaultLookupRequests.
 	LookupRequests int
+	// Filtered is how many distinct features the run's units left out by
+	// transform.where: returned by the server, so seen as far as the evidence of a
+	// complete harvest goes, but not stored (their rows are unseen, and deleted).
+	Filtered int64
 }
 
 // FinishChanges ends the changes a feature task made to a keyed table (mirror mode, or
@@ -121,6 +125,7 @@ func deleteUnseen(ctx context.Context, env *Env, h Harvest, seen int64) (note st
 	if err != nil {
 		return "", 0, nil, err
 	}
+	seen += h.Filtered // returned by the server: observed, though not stored
 	g := deletionGate(env.UnitsLeft, h.Expected, seen, later, h.Area)
 	if g.forget {
 		// No replay can cure it: the keys the run saw are of no use.

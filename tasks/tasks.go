@@ -174,6 +174,9 @@ type Records interface {
 	// ShortFeatures is how many features the servers of a run's task counted beyond
 	// what they returned (store.Counts.Short), summed over its units, wherever they ran.
 	ShortFeatures(ctx context.Context, runID int64, task string) (int64, error)
+	// FilteredFeatures is how many distinct features the units of a run's task left out
+	// by its transform.where (store.Counts.Filtered), summed over its units.
+	FilteredFeatures(ctx context.Context, runID int64, task string) (int64, error)
 	// TaskExtent is the lon/lat extent of what another task of a flow stored in its
 	// latest finished run (bbox_from); ok is false when it stored nothing.
 	TaskExtent(ctx context.Context, flow, task string) (b orb.Bound, ok bool, err error)

@@ -209,6 +209,7 @@ func (r *runner) write(ctx context.Context, env *tasks.Env, ref store.UnitRef, u
 		ev := resp.Evidence
 		rejected := src.Observe(&ev)
 		w.verdict = tasks.Decide(ev)
+		w.counts.Filtered = ev.Filtered
 		var redo json.RawMessage
 		var more []store.Unit
 		if fl != nil {

@@ -49,7 +49,7 @@ func (u *unitTx) begin(ctx context.Context, queries ...string) (*sql.Tx, error) 
 // set, not added: they are what the unit's last execution did.
 const completeSQL = `UPDATE geoflow_units SET state = 'done', finished_at = ` + now + `, error = NULL,
 	features_inserted = ?, features_skipped = ?, features_updated = ?, bytes = ?, attempts = attempts + 1, started_at = ?,
-	features_rejected = ?, features_merged = ?, requests = ?, features_short = ?
+	features_rejected = ?, features_merged = ?, requests = ?, features_short = ?, features_filtered = ?
 	WHERE run_id = ? AND task = ? AND key = ?`
 
 // Complete implements store.UnitTx.
@@ -74,7 +74,7 @@ func (u *unitTx) Complete(ctx context.Context, c store.Counts, children, failed 
 	if err != nil {
 		return translate(fmt.Sprintf("marking unit %s done", ref.Key), err)
 	}
-	_, err = st.ExecContext(ctx, c.Inserted, c.Skipped, c.Updated, c.Bytes, ts(start), c.Rejected, c.Merged, c.Requests, c.Short, ref.RunID, ref.TaskID, ref.Key)
+	_, err = st.ExecContext(ctx, c.Inserted, c.Skipped, c.Updated, c.Bytes, ts(start), c.Rejected, c.Merged, c.Requests, c.Short, c.Filtered, ref.RunID, ref.TaskID, ref.Key)
 	return translate(fmt.Sprintf("marking unit %s done", ref.Key), err)
 }
 
@@ -329,7 +329,7 @@ func (u *unitTx) upsert(ctx context.Context, t *store.FeatureTable, name string,
 // the properties typed for their columns, and for a keyed table the feature's key
 // (store.FeatureKey).
 func encodeFeature(f *spatial.Feature, t *store.FeatureTable, srs int32, runID int64, fetched string) (featureRow, error) {
-	hash := spatial.PayloadHash(f)
+	hash := spatial.SourceHash(f)
 	n := 5 + len(t.Columns)
 	if t.Keyed() {
 		n++

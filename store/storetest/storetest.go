@@ -62,6 +62,7 @@ func tests() []test {
 		{"WriteFeaturesBadValue", testWriteBadValue},
 		{"WriteFeaturesSourceError", testWriteSourceError},
 		{"WriteFeaturesInvalidGeometry", testWriteInvalidGeometry},
+		{"WriteFeaturesSourceHash", testSourceHash},
 		{"CountFeatures", testCountFeatures},
 		{"Mirror", testMirror},
 		{"MirrorArea", testMirrorArea},

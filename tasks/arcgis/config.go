@@ -41,6 +41,9 @@ type Config struct {
 	// Headers are sent with every request.
 	Headers map[string]string   `yaml:"headers"`
 	Target  tasks.FeatureTarget `yaml:"target"`
+	// Transform selects and renames columns, filters and reshapes features on their
+	// way to the table (tasks.Transform).
+	Transform tasks.Transform `yaml:"transform"`
 	// Limits bound one feature of a response (past them the unit fails as too_large) and
 	// the work the harvest may plan (past them the task fails, naming the key).
 	Limits tasks.FeatureLimits `yaml:"limits"`
@@ -87,6 +90,7 @@ func (c *Config) Check(p tasks.Problems) {
 	}
 	c.Limits.Check(p)
 	c.Target.Check(p)
+	c.Transform.Check(p, &c.Target)
 }
 
 // layerPath tells whether p ends in /FeatureServer/N or /MapServer/N.

@@ -51,12 +51,14 @@ type Task struct {
 
 // prepared is what the task learned from the layer; read-only once set.
 type prepared struct {
-	oidField string
-	batch    int
-	dates    map[string]bool // fields of epoch-millisecond dates
-	area     orb.Bound
-	table    *store.FeatureTable
-	eng      *harvest.Engine
+	// transform is the task's transform planned against the layer; nil changes nothing.
+	transform *tasks.Transformer
+	oidField  string
+	batch     int
+	dates     map[string]bool // fields of epoch-millisecond dates
+	area      orb.Bound
+	table     *store.FeatureTable
+	eng       *harvest.Engine
 }
 
 func newTask(id string, c Config) (*Task, error) {
@@ -103,7 +105,9 @@ func (t *Task) prepare(ctx context.Context, env *tasks.Env) (*prepared, error) {
 		env.Logger.Info("no bbox given: harvesting the layer's extent", "bbox", harvest.FormatBound(area))
 	}
 	p.table = &store.FeatureTable{Schema: t.schema, Name: t.table, SRID: 4326, Mode: t.cfg.Target.Mode, Key: t.cfg.Target.Key, History: t.cfg.Target.History}
-	p.table.Columns = tasks.Columns(props)
+	if p.table.Columns, p.transform, err = t.cfg.Transform.Plan(t.cfg.URL, props); err != nil {
+		return nil, err
+	}
 	if err := tasks.CheckKey(p.table, t.cfg.URL); err != nil {
 		return nil, err
 	}
@@ -116,7 +120,7 @@ func (t *Task) prepare(ctx context.Context, env *tasks.Env) (*prepared, error) {
 		Caps:  harvest.Caps{Counts: true, Sorts: true, Pages: true},
 		Table: p.table, Area: p.area, PageSize: int64(p.batch), Geographic: true,
 		Budget: t.cfg.Limits.Budget(), MaxDeleteFraction: t.cfg.Target.DeleteFraction(),
-		Lookup: t.lookup(p), DeleteAfter: t.cfg.Target.AbsentRuns(),
+		Lookup: t.lookup(p), DeleteAfter: t.cfg.Target.AbsentRuns(), Transform: p.transform,
 	})
 	env.Logger.Info("arcgis_features negotiated", "layer", redact.URL(t.cfg.URL), "geometry", l.GeometryType,
 		"object_id_field", p.oidField, "batch", p.batch, "table", p.table.Schema+"."+p.table.Name)

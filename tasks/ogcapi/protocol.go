@@ -107,8 +107,8 @@ func (t *Task) itemsURL(p *prepared, q harvest.Query) string {
 	if t.cfg.Datetime != "" {
 		v.Set("datetime", t.cfg.Datetime)
 	}
-	if t.cfg.Filter != "" {
-		v.Set("filter", t.cfg.Filter)
+	if f := filter(t.cfg.Filter, p.pushdown); f != "" {
+		v.Set("filter", f)
 		v.Set("filter-lang", "cql2-text")
 	}
 	if len(t.cfg.Properties) > 0 {

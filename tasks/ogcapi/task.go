@@ -43,6 +43,10 @@ type Task struct {
 
 // prepared is what the task learned from the server; read-only once set.
 type prepared struct {
+	// transform is the task's transform planned against the layer; nil changes nothing.
+	transform *tasks.Transformer
+	// pushdown is transform.where as sent to a server that evaluates CQL2, "" when not sent.
+	pushdown    string
 	items       string // the items URL, with any query of its own
 	conformance []string
 	crsParam    string // the crs parameter, "" for the default CRS84
@@ -50,7 +54,7 @@ type prepared struct {
 	latFirst    bool   // the CRS's axis order is latitude first: coordinates are swapped
 	offsetParam string // the paging parameter the server's next links use, "" unknown
 	table       *store.FeatureTable
-	columns     map[string]bool // the properties that have a column
+	columns     map[string]bool // the properties the layer declares (a column each, unless transform.columns selects)
 	eng         *harvest.Engine
 }
 
@@ -105,11 +109,14 @@ func (t *Task) prepare(ctx context.Context, env *tasks.Env) (*prepared, error) {
 		return nil, err
 	}
 	p.table = &store.FeatureTable{Schema: t.schema, Name: t.table, SRID: p.srid, Mode: t.cfg.Target.Mode, Key: t.cfg.Target.Key, History: t.cfg.Target.History}
-	p.table.Columns = tasks.Columns(props)
-	p.columns = map[string]bool{}
-	for _, c := range p.table.Columns {
-		p.columns[c.Property] = true
+	if p.table.Columns, p.transform, err = t.cfg.Transform.Plan(t.cfg.Collection, props); err != nil {
+		return nil, err
 	}
+	p.columns = map[string]bool{}
+	for _, pr := range props {
+		p.columns[pr.Name] = true // known to the schema, whether the transform keeps it or not
+	}
+	p.pushdown = t.pushdown(p)
 	if err := tasks.CheckKey(p.table, t.cfg.Collection); err != nil {
 		return nil, err
 	}
@@ -136,6 +143,7 @@ func (t *Task) prepare(ctx context.Context, env *tasks.Env) (*prepared, error) {
 		Budget:     t.cfg.Limits.Budget(),
 
 		MaxDeleteFraction: t.cfg.Target.DeleteFraction(), Lookup: t.lookup(p), DeleteAfter: t.cfg.Target.AbsentRuns(),
+		Transform: p.transform,
 	})
 	env.Logger.Info("ogcapi_features negotiated", "collection", t.cfg.Collection, "items", redact.URL(p.items), "page_size", ps,
 		"number_matched", counts, "paging", cmp.Or(p.offsetParam, "none"), "crs", cmp.Or(p.crsParam, "CRS84"),

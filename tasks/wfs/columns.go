@@ -27,11 +27,11 @@ func columnType(xsd string) store.ColumnType {
 	return store.TypeText
 }
 
-// columns lays out one column per property, laundered and made unique.
-func columns(props []Property) []store.Column {
+// properties are the feature type's properties with the column types they map to.
+func properties(props []Property) []tasks.Property {
 	ps := make([]tasks.Property, len(props))
 	for i, p := range props {
 		ps[i] = tasks.Property{Name: p.Name, Type: columnType(p.XSDType)}
 	}
-	return tasks.Columns(ps)
+	return ps
 }

@@ -68,7 +68,9 @@ func (t *Task) prepare(ctx context.Context, env *tasks.Env) (*prepared, error) {
 		return nil, err
 	}
 	p.table = &store.FeatureTable{Schema: t.schema, Name: t.table, SRID: p.srid, Mode: t.cfg.Target.Mode, Key: t.cfg.Target.Key, History: t.cfg.Target.History}
-	p.table.Columns = columns(schema.Properties)
+	if p.table.Columns, p.transform, err = t.cfg.Transform.Plan(ft.Name, properties(schema.Properties)); err != nil {
+		return nil, err
+	}
 	if err := tasks.CheckKey(p.table, ft.Name); err != nil {
 		return nil, err
 	}
@@ -83,6 +85,7 @@ func (t *Task) prepare(ctx context.Context, env *tasks.Env) (*prepared, error) {
 			Sorts: caps.ImplementsSorting && p.sortBy != "", Pages: true},
 		Table: p.table, Area: p.area, PageSize: ps, Geographic: p.latLonCRS, Budget: t.cfg.Limits.Budget(),
 		MaxDeleteFraction: t.cfg.Target.DeleteFraction(), Lookup: t.lookup(p), DeleteAfter: t.cfg.Target.AbsentRuns(),
+		Transform: p.transform,
 	})
 	env.Logger.Info("wfs negotiated", "version", p.version, "typename", p.typeName, "format", firstNonEmpty(p.format, "GML (server default)"),
 		"page_size", ps, "hits", caps.Hits, "sorting", caps.ImplementsSorting, "table", p.table.Schema+"."+p.table.Name, "srid", p.srid)

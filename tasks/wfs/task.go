@@ -43,6 +43,8 @@ type Task struct {
 
 // prepared is what a task learned from the server; read-only once set.
 type prepared struct {
+	// transform is the task's transform planned against the layer; nil changes nothing.
+	transform *tasks.Transformer
 	caps      *Capabilities
 	version   string
 	typeName  string // as advertised

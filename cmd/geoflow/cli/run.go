@@ -251,6 +251,9 @@ func printSummary(g *globals, f *flows.Flow, res *engine.Result) {
 	if s.Deleted > 0 {
 		deleted = fmt.Sprintf(", %d deleted (gone upstream: geoflow changes %d)", s.Deleted, res.RunID)
 	}
+	if s.Filtered > 0 {
+		deleted += fmt.Sprintf(", %d filtered out (returned, left out by transform.where)", s.Filtered)
+	}
 	fmt.Fprintf(g.stdout, "\n  features: %d inserted, %d already present, %d updated%s; %.1f MB read\n",
 		s.Inserted, s.Skipped, s.Updated, deleted, float64(s.Bytes)/1e6)
 	for _, t := range f.Tasks {

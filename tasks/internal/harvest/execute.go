@@ -324,7 +324,7 @@ func (d decoding) Open(body io.Reader) tasks.Stream {
 			s.asked[id] = false
 		}
 	}
-	return s
+	return d.e.cfg.Transform.Stream(s, d.bbox, d.e.area(d.env))
 }
 
 // Follow implements tasks.Follower for the tasks on the engine: a split executes the tile

@@ -103,6 +103,9 @@ type Config struct {
 	// target's tasks.FeatureTarget.AbsentRuns.
 	Lookup      tasks.IDLookup
 	DeleteAfter int
+	// Transform filters and reshapes every feature between decoding and the table, and
+	// those found by id (tasks.Transform); nil changes nothing.
+	Transform *tasks.Transformer
 }
 
 // Defaults of the harvest.
@@ -138,6 +141,7 @@ type Engine struct {
 // New returns the engine of a task configured with cfg.
 func New(cfg Config) *Engine {
 	cfg.Budget = cfg.Budget.OrDefault()
+	cfg.Lookup = cfg.Transform.Lookup(cfg.Lookup)
 	e := &Engine{cfg: cfg}
 	e.pageSize.Store(max(cfg.PageSize, 1))
 	e.expected.Store(-1)
@@ -228,24 +232,32 @@ func (e *Engine) Finish(ctx context.Context, env *tasks.Env) error {
 			return err
 		}
 	}
-	area := e.cfg.Area
-	if env.Area != nil {
-		area = Intersect(area, *env.Area)
+	area := e.area(env)
+	filtered, err := env.Records.FilteredFeatures(ctx, env.RunID, env.TaskID)
+	if err != nil {
+		return err
 	}
 	var incomplete error
 	if want >= 0 && table.Mode != store.ModeMirror {
 		// A mirror's rows include those its deletions are about to remove: it
 		// compares the features the run saw instead (tasks.FinishChanges).
-		var err error
-		if incomplete, err = e.checkStored(ctx, env, area, want); err != nil {
+		if incomplete, err = e.checkStored(ctx, env, area, want, filtered); err != nil {
 			return err
 		}
 	}
 	if err := tasks.FinishChanges(ctx, env, tasks.Harvest{Table: table, Area: area, Expected: want,
-		MaxDeleteFraction: e.cfg.MaxDeleteFraction, Lookup: e.cfg.Lookup, DeleteAfter: e.cfg.DeleteAfter}); err != nil {
+		MaxDeleteFraction: e.cfg.MaxDeleteFraction, Lookup: e.cfg.Lookup, DeleteAfter: e.cfg.DeleteAfter, Filtered: filtered}); err != nil {
 		return err
 	}
 	return incomplete
+}
+
+// area is the area the run harvests: the task's, cut to the run's --bbox.
+func (e *Engine) area(env *tasks.Env) orb.Bound {
+	if env.Area != nil {
+		return Intersect(e.cfg.Area, *env.Area)
+	}
+	return e.cfg.Area
 }
 
 // plannedCount is the server's count the task's root unit was planned with; -1 when the
@@ -265,9 +277,10 @@ func (e *Engine) plannedCount(ctx context.Context, env *tasks.Env) (int64, error
 	return sp.Count, nil
 }
 
-// checkStored compares the server's count with the distinct features stored in area: an
+// checkStored compares the server's count with the distinct features stored in area and
+// those transform.where left out (filtered, returned but not stored): an
 // *tasks.IncompleteError (not a failure of the check) when fewer are, unexplained.
-func (e *Engine) checkStored(ctx context.Context, env *tasks.Env, area orb.Bound, want int64) (incomplete, err error) {
+func (e *Engine) checkStored(ctx context.Context, env *tasks.Env, area orb.Bound, want, filtered int64) (incomplete, err error) {
 	table := e.cfg.Table
 	got, err := env.Features.CountFeatures(ctx, table, area)
 	if errors.Is(err, store.ErrNoTransform) {
@@ -288,6 +301,10 @@ func (e *Engine) checkStored(ctx context.Context, env *tasks.Env, area orb.Bound
 		env.Logger.Warn("distinct features with equal payloads (geometry and properties) are stored once: append mode keys rows on the payload",
 			"features", merged)
 		got += merged
+	}
+	if filtered > 0 {
+		env.Logger.Info("features returned and left out by transform.where count as harvested", "filtered", filtered)
+		got += filtered
 	}
 	// Features the server claimed and an observation proved not to exist (asked for by
 	// id, or a count the server itself contradicted), as the units recorded them,
