@@ -102,21 +102,30 @@ func hasCoordinates(g orb.Geometry) bool {
 	case orb.MultiPoint:
 		return len(g) > 0
 	case orb.Polygon:
-		return anyCoordinates(g)
+		return anyPoint(g)
 	case orb.MultiLineString:
-		return anyCoordinates(g)
+		return anyPoint(g)
 	case orb.MultiPolygon:
-		return anyCoordinates(g)
+		for _, p := range g {
+			if anyPoint(p) {
+				return true
+			}
+		}
 	case orb.Collection:
-		return anyCoordinates(g)
+		for _, p := range g {
+			if p != nil && hasCoordinates(p) {
+				return true
+			}
+		}
 	}
 	return false
 }
 
-// anyCoordinates says whether one of gs has a point.
-func anyCoordinates[G orb.Geometry](gs []G) bool {
-	for _, g := range gs {
-		if orb.Geometry(g) != nil && hasCoordinates(g) {
+// anyPoint says whether one of ls has a point. (Generic rather than through
+// hasCoordinates, which would box every ring into an interface: an allocation each.)
+func anyPoint[L ~[]orb.Point](ls []L) bool {
+	for _, l := range ls {
+		if len(l) > 0 {
 			return true
 		}
 	}
@@ -144,9 +153,9 @@ func (e *geometryEncoder) geometry(g orb.Geometry, depth int) flatbuffers.UOffse
 	case orb.MultiLineString:
 		return encodeLines(e, typeMultiLineString, g)
 	case orb.MultiPolygon:
-		return encodeParts(e, typeMultiPolygon, g, depth)
+		return e.multiPolygon(g, depth)
 	case orb.Collection:
-		return encodeParts(e, typeGeometryCollection, g, depth)
+		return e.collection(g, depth)
 	}
 	return 0
 }
@@ -190,21 +199,41 @@ func (e *geometryEncoder) prependPoint(p orb.Point) {
 	e.box.add(p)
 }
 
-// encodeParts writes a geometry made of parts: a multipolygon's polygons, a
-// collection's members. Parts without coordinates (nil, empty) are left out: a reader
+// collection writes a geometry collection, made of its members. Parts without coordinates (nil, empty) are left out: a reader
 // of FlatGeobuf has no use for them.
-func encodeParts[G orb.Geometry](e *geometryEncoder, t geometryType, gs []G, depth int) flatbuffers.UOffsetT {
+func (e *geometryEncoder) collection(gs orb.Collection, depth int) flatbuffers.UOffsetT {
 	if len(e.parts) <= depth {
 		e.parts = append(e.parts, nil)
 	}
 	offs := e.parts[depth][:0]
 	for _, g := range gs {
-		if orb.Geometry(g) == nil || typeOf(g) == typeUnknown || !hasCoordinates(g) {
+		if g == nil || typeOf(g) == typeUnknown || !hasCoordinates(g) {
 			continue
 		}
 		offs = append(offs, e.geometry(g, depth+1))
 	}
 	e.parts[depth] = offs // kept for the next feature
+	return e.partsTable(typeGeometryCollection, offs)
+}
+
+// multiPolygon writes a multipolygon as collection does a collection, without boxing each polygon
+// in an interface.
+func (e *geometryEncoder) multiPolygon(mp orb.MultiPolygon, depth int) flatbuffers.UOffsetT {
+	if len(e.parts) <= depth {
+		e.parts = append(e.parts, nil)
+	}
+	offs := e.parts[depth][:0]
+	for _, p := range mp {
+		if anyPoint(p) {
+			offs = append(offs, encodeLines(e, typePolygon, p))
+		}
+	}
+	e.parts[depth] = offs
+	return e.partsTable(typeMultiPolygon, offs)
+}
+
+// partsTable writes a Geometry table of type t made of the parts offs.
+func (e *geometryEncoder) partsTable(t geometryType, offs []flatbuffers.UOffsetT) flatbuffers.UOffsetT {
 	e.b.StartVector(4, len(offs), 4)
 	for i := len(offs) - 1; i >= 0; i-- {
 		e.b.PrependUOffsetT(offs[i])

@@ -10,9 +10,6 @@ import (
 	"slices"
 )
 
-// ctxEvery is how many features are copied between looks at the context.
-const ctxEvery = 4096
-
 // writeTo writes the file into w: magic bytes, header, then, when indexed, the tree and
 // the features in Hilbert order copied from sp, else the features as spooled.
 func (s *spooled) writeTo(ctx context.Context, w *bufio.Writer, sp *os.File, l Layer, o Options) error {
@@ -78,24 +75,81 @@ func (s *spooled) writeIndex(w io.Writer, nodeSize int) error {
 	return nil
 }
 
+// Features are copied from the spool in batches of about copyBatch bytes of output;
+// the reads of a batch are made in the spool's order, and features less than readGap
+// apart are read with one read, so that features the source gave near each other, as
+// they often are (a WFS's pages, a table's order), cost one system call together
+// rather than one each.
+const (
+	copyBatch = 4 << 20
+	readGap   = 64 << 10
+)
+
 // copyFeatures copies the spooled features into w in the records' order.
 func (s *spooled) copyFeatures(ctx context.Context, w io.Writer, sp *os.File) error {
-	var buf []byte
-	for i, r := range s.recs {
-		if i%ctxEvery == 0 {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
+	var out, run []byte
+	var byOff []int
+	for start := 0; start < len(s.recs); {
+		if err := ctx.Err(); err != nil {
+			return err
 		}
-		buf = slices.Grow(buf[:0], int(r.size))[:r.size]
-		if _, err := sp.ReadAt(buf, r.off); err != nil {
-			return fmt.Errorf("reading feature #%d back from the spool: %w", i+1, err)
+		end, size := start, 0
+		for end < len(s.recs) && (end == start || size+int(s.recs[end].size) <= copyBatch) {
+			size += int(s.recs[end].size)
+			end++
 		}
-		if _, err := w.Write(buf); err != nil {
+		out = slices.Grow(out[:0], size)[:size]
+		byOff = byOff[:0]
+		for i := start; i < end; i++ {
+			byOff = append(byOff, i)
+		}
+		slices.SortFunc(byOff, func(a, b int) int { return cmp.Compare(s.recs[a].off, s.recs[b].off) })
+		var err error
+		if run, err = s.readBatch(sp, start, byOff, out, run); err != nil {
+			return err
+		}
+		if _, err := w.Write(out); err != nil {
 			return fmt.Errorf("copying the features: %w", err)
 		}
+		start = end
 	}
 	return nil
+}
+
+// readBatch reads the features of records byOff (sorted by where they are in the spool)
+// into out, each at its place in the records' order from record start, coalescing
+// reads of features close together in the spool through run, which it returns to be
+// reused.
+func (s *spooled) readBatch(sp *os.File, start int, byOff []int, out, run []byte) ([]byte, error) {
+	at := make([]int, len(byOff)) // record start+i goes to out[at[i]:]
+	pos := 0
+	for i := range at {
+		at[i] = pos
+		pos += int(s.recs[start+i].size)
+	}
+	for i := 0; i < len(byOff); {
+		first := s.recs[byOff[i]].off
+		last := first + int64(s.recs[byOff[i]].size)
+		j := i + 1
+		for j < len(byOff) {
+			r := s.recs[byOff[j]]
+			if r.off-last > readGap || r.off+int64(r.size)-first > 2*copyBatch {
+				break
+			}
+			last = max(last, r.off+int64(r.size))
+			j++
+		}
+		run = slices.Grow(run[:0], int(last-first))[:last-first]
+		if _, err := sp.ReadAt(run, first); err != nil {
+			return run, fmt.Errorf("reading features back from the spool: %w", err)
+		}
+		for _, k := range byOff[i:j] {
+			r := s.recs[k]
+			copy(out[at[k-start]:], run[r.off-first:r.off-first+int64(r.size)])
+		}
+		i = j
+	}
+	return run, nil
 }
 
 // copyAll copies what is left of r into w, looking at ctx between chunks.

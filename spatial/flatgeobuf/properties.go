@@ -47,9 +47,12 @@ func appendProperty(buf []byte, i int, t columnType, v any) ([]byte, error) {
 		if t == colString {
 			return appendText(buf, x), nil
 		}
-	case float64:
+	case float64: // what JSON decodes every number to
 		if t == colDouble {
 			return binary.LittleEndian.AppendUint64(buf, math.Float64bits(x)), nil
+		}
+		if t == colLong && x == math.Trunc(x) && math.Abs(x) < 1<<63 {
+			return binary.LittleEndian.AppendUint64(buf, uint64(int64(x))), nil
 		}
 	case int64:
 		if t == colLong {

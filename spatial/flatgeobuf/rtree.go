@@ -21,11 +21,12 @@ const hilbertMax = 1<<16 - 1
 
 // levelBounds returns, for a tree of numItems leaves and nodes of nodeSize children,
 // the node numbers [start, end) of each level, the leaves first and the root last;
-// nodes are numbered from the root. numItems is at least 1, nodeSize at least 2.
+// nodes are numbered from the root. numItems is at least 1, nodeSize at least 2. A
+// single leaf has a root above it all the same, as in GDAL, whose readers count on it.
 func levelBounds(numItems, nodeSize int) [][2]int {
 	counts := []int{numItems}
 	total := numItems
-	for n := numItems; n != 1; {
+	for n := numItems; n != 1 || len(counts) == 1; {
 		n = (n + nodeSize - 1) / nodeSize
 		counts = append(counts, n)
 		total += n

@@ -13,7 +13,7 @@ func TestLevelBounds(t *testing.T) {
 		items, nodeSize int
 		want            [][2]int
 	}{
-		{"one item is the root", 1, 16, [][2]int{{0, 1}}},
+		{"one item has a root above it", 1, 16, [][2]int{{1, 2}, {0, 1}}},
 		{"a full node", 16, 16, [][2]int{{1, 17}, {0, 1}}},
 		{"one more", 17, 16, [][2]int{{3, 20}, {1, 3}, {0, 1}}},
 		{"three levels", 257, 16, [][2]int{{20, 277}, {3, 20}, {1, 3}, {0, 1}}},
