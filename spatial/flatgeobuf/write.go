@@ -60,8 +60,10 @@ const maxColumns = 1 << 16
 // Features are encoded as src yields them into a second temporary file beside the first
 // (the spool), because the header, which comes first, holds their count, extent and
 // type, and the index orders them; memory keeps 48 bytes per feature (its box, where it
-// is in the spool and its length), plus 40 bytes per node of the index above its leaves
-// (one per 16 features). The directory needs room for the file twice over.
+// is in the spool, its length and its Hilbert value), plus 40 bytes per node of the
+// index above its leaves (one per 15 features or so), plus buffers of about 14 MiB
+// whatever the count (copyBatch, and reads of up to twice that). The directory needs
+// room for the file twice over while it is written.
 //
 // Each geometry is written as it is (orb.Ring and orb.Bound as polygons) and its
 // properties converted to their columns' types; a value that does not fit fails the

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unsafe"
 
 	flatbuffers "github.com/google/flatbuffers/go"
 	"github.com/paulmach/orb"
@@ -292,4 +293,11 @@ func dirNames(t *testing.T, dir string) []string {
 		names = append(names, e.Name())
 	}
 	return names
+}
+
+// TestRecordSize holds Write to its promise of memory: 48 bytes a feature.
+func TestRecordSize(t *testing.T) {
+	if got := unsafe.Sizeof(record{}); got != 48 {
+		t.Fatalf("a record is %d bytes, documented as 48", got)
+	}
 }
