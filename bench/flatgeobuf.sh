@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench/flatgeobuf.sh: the FlatGeobuf writer (spatial/flatgeobuf) against GDAL's.
+# bench/flatgeobuf.sh: the FlatGeobuf writer (export/flatgeobuf) against GDAL's.
 #
 #   bash bench/flatgeobuf.sh
 #   ROUNDS=5 bash bench/flatgeobuf.sh
@@ -17,7 +17,7 @@ out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 cd "$(dirname "$0")/.."
 
-GEOFLOW_BENCH_FGB=$out/geoflow.fgb go test ./spatial/flatgeobuf -run '^$' -bench '^BenchmarkWrite$' -benchtime "${rounds}x" -count 1 | tee "$out/bench.txt"
+GEOFLOW_BENCH_FGB=$out/geoflow.fgb go test ./export/flatgeobuf -run '^$' -bench '^BenchmarkWrite$' -benchtime "${rounds}x" -count 1 | tee "$out/bench.txt"
 ns=$(awk '/^BenchmarkWrite/ { for (i = 1; i < NF; i++) if ($(i+1) == "ns/feature") print $i }' "$out/bench.txt")
 allocs=$(awk '/^BenchmarkWrite/ { for (i = 1; i < NF; i++) if ($(i+1) == "allocs/op") print $i / 100000 }' "$out/bench.txt")
 
