@@ -96,6 +96,8 @@ func tests() []test {
 		{"VectorTileGDAL", testVectorTileGDAL},
 		{"TablesHistory", testTablesHistory},
 		{"ReadFeatures", testReadFeatures},
+		{"ReadSRID", testReadSRID},
+		{"ReadWhere", testReadWhere},
 	}
 }
 
