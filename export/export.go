@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -207,4 +208,21 @@ func (j *Job) writeFormat(ctx context.Context, path string, src store.FeatureSou
 		return geojsonseq.Write(ctx, path, geojsonseq.Layer{Columns: j.cols}, src, &geojsonseq.Options{RS: geojsonseq.RSFor(path)})
 	}
 	return 0, errors.New("no format")
+}
+
+// ParseSRS is the EPSG code of a CRS written EPSG:n (or n alone, or
+// urn:ogc:def:crs:EPSG::n).
+func ParseSRS(s string) (int, error) {
+	v := strings.TrimSpace(s)
+	for _, p := range []string{"urn:ogc:def:crs:EPSG::", "EPSG:"} {
+		if len(v) > len(p) && strings.EqualFold(v[:len(p)], p) {
+			v = v[len(p):]
+			break
+		}
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n <= 0 {
+		return 0, fmt.Errorf("export: srs %q: want EPSG:n, an EPSG code", s)
+	}
+	return n, nil
 }
