@@ -51,7 +51,8 @@ tasks:
 func TestExport(t *testing.T) { eachStore(t, testExport) }
 
 func testExport(t *testing.T, db string) {
-	fx := wfsserver.New(wfsserver.Options{Features: 300, CountDefault: 100, ImplementsSorting: true})
+	changes := wfsserver.Changes{Edited: 5}
+	fx := wfsserver.New(wfsserver.Options{Features: 300, CountDefault: 100, ImplementsSorting: true, Changes: changes})
 	srv := httptest.NewServer(fx)
 	t.Cleanup(srv.Close)
 	dir := t.TempDir()
@@ -81,6 +82,17 @@ func testExport(t *testing.T, db string) {
 	}
 	if !strings.Contains(out, "export: unchanged") {
 		t.Errorf("the second run does not say the export is unchanged:\n%s", out)
+	}
+	// A rerun of an area after the server changed exports the whole table again.
+	if err := fx.SetRevision(1, changes); err != nil {
+		t.Fatal(err)
+	}
+	out = run(0, "run", flow, "--progress", "off", "--log-level", "info", "--bbox", "11.4,48.0,11.6,48.2")
+	if after := statOf(t, fgb); after.ino == before.ino || !strings.Contains(out, "export: written") {
+		t.Errorf("a --bbox rerun after changes upstream did not export again:\n%s", out)
+	}
+	if n := ogrCount(t, fgb); n != fx.Count() {
+		t.Errorf("after the --bbox rerun GDAL reads %d features, want %d", n, fx.Count())
 	}
 
 	gpkg := filepath.Join(dir, "cli.gpkg")
