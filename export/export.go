@@ -141,9 +141,6 @@ func Write(ctx context.Context, spec Spec, r Reader) (Result, error) {
 	return j.Write(ctx)
 }
 
-// Format is the job's format.
-func (j *Job) Format() Format { return j.format }
-
 // Fingerprint is a digest of what the file will hold: the format, the options and the
 // table's Stamp (which changes whenever its content does), or the run of a changes
 // export. Two jobs with the same fingerprint write the same features.

@@ -40,15 +40,6 @@ func levelBounds(numItems, nodeSize int) [][2]int {
 	return bounds
 }
 
-// treeSize is the bytes of the tree of numItems leaves (0 for none).
-func treeSize(numItems, nodeSize int) int64 {
-	if numItems == 0 {
-		return 0
-	}
-	lb := levelBounds(numItems, nodeSize)
-	return int64(lb[0][1]) * nodeItemSize
-}
-
 // node is one node of the tree above the leaves.
 type node struct {
 	box   bbox

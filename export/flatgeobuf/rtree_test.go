@@ -154,3 +154,12 @@ func TestUpperLevels(t *testing.T) {
 		})
 	}
 }
+
+// treeSize is the bytes of the tree of numItems leaves (0 for none).
+func treeSize(numItems, nodeSize int) int64 {
+	if numItems == 0 {
+		return 0
+	}
+	lb := levelBounds(numItems, nodeSize)
+	return int64(lb[0][1]) * nodeItemSize
+}
