@@ -132,6 +132,7 @@ func (d *decoder) checkGraph(f *Flow) {
 			}
 		}
 	}
+	d.checkReads(f, byID)
 	for _, c := range cycles(f.Tasks) {
 		d.errorf(d.keys["tasks."+c[0]+".depends_on"], "dependency cycle: %s", strings.Join(c, " -> "))
 	}

@@ -1,6 +1,7 @@
 package flows
 
 import (
+	"fmt"
 	"strings"
 
 	"github.com/goccy/go-yaml/ast"
@@ -35,4 +36,33 @@ func (d *decoder) checkMirror(cfg tasks.Config, id string, at ast.Node, writers 
 		}
 	}
 	writers[name] = append(writers[name], mine)
+}
+
+// checkReads reports a task reading a table (tasks.TableReader) that another task of
+// the flow writes, without depending on it: the read could come before the write.
+func (d *decoder) checkReads(f *Flow, byID map[string]*Task) {
+	writers := map[string][]string{} // schema.table: the tasks whose target it is
+	for _, t := range f.Tasks {
+		if ft, ok := t.Config.(interface{ FeatureTarget() *tasks.FeatureTarget }); ok {
+			if schema, table, err := store.SplitTable(ft.FeatureTarget().Table); err == nil {
+				writers[schema+"."+table] = append(writers[schema+"."+table], t.ID)
+			}
+		}
+	}
+	for _, t := range f.Tasks {
+		r, ok := t.Config.(tasks.TableReader)
+		if !ok {
+			continue
+		}
+		name, key := r.ReadsTable()
+		schema, table, err := store.SplitTable(name)
+		if name == "" || err != nil {
+			continue
+		}
+		for _, w := range writers[schema+"."+table] {
+			if w != t.ID && !dependsOn(byID, t.ID, w) {
+				d.errorf(d.keys[fmt.Sprintf("tasks.%s.%s", t.ID, key)], "task %q: %s %s is written by task %q, which must run first: add it to depends_on", t.ID, key, name, w)
+			}
+		}
+	}
 }

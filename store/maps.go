@@ -95,6 +95,15 @@ type FeatureQuery struct {
 	Key    string
 	// Limit caps the rows read; 0 reads every one.
 	Limit int
+	// SRID is the EPSG code of the CRS the geometries are read in: 0 reads them in
+	// lon/lat (as StoredFeature says); the table's own SRID reads them as stored. A CRS
+	// the store cannot bring the table's geometries into fails wrapping ErrNoTransform.
+	SRID int
+	// Where keeps the rows for which it is true: one boolean expression in the store's
+	// own SQL (PostgreSQL's, or SQLite's for a GeoPackage) over the table's columns, as
+	// ogr2ogr's -where takes it. It is the user's own SQL on their own database, run in a
+	// read-only transaction; CheckWhere refuses what is not one expression. "" keeps all.
+	Where string
 }
 
 // StoredFeature is one row of a feature table.

@@ -25,6 +25,15 @@ type Referrer interface {
 	References() map[string]string
 }
 
+// TableReader is implemented by configs that read a stored table (an export): the flow
+// validator checks that the task depends, directly or not, on every task of its flow
+// whose target is that table, so that the table is written before it is read. A table
+// no task of the flow writes is read as it is.
+type TableReader interface {
+	// ReadsTable is the [schema.]table read, and the key that names it; "" for none.
+	ReadsTable() (table, key string)
+}
+
 // Basemap is implemented by configs whose task stores map tiles as files, which the
 // web UI draws beneath its maps of the flow.
 type Basemap interface {

@@ -160,6 +160,10 @@ type Stores struct {
 	Tiles    store.TileStore
 	Assets   store.AssetStore
 	Records  Records
+	// Tables and Changes read what feature tasks stored, and what a run changed (an
+	// export).
+	Tables  store.Tables
+	Changes store.Changes
 }
 
 // Records is what a task reads of what runs recorded.

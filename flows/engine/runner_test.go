@@ -57,7 +57,7 @@ func openStore(t *testing.T, loc string) store.Store {
 // storesOf splits a store into the parts the engine takes, as the commands do.
 func storesOf(st store.Store) Stores {
 	s := Stores{Runs: st, Units: st, DeadLetters: st,
-		Tasks: tasks.Stores{Features: st, Mirror: st, Tiles: st, Assets: st, Records: st}}
+		Tasks: tasks.Stores{Features: st, Mirror: st, Tiles: st, Assets: st, Records: st, Tables: st, Changes: st}}
 	if q, ok := st.(store.Queue); ok {
 		s.Queue = q
 	}

@@ -34,31 +34,39 @@ func (c *CollectionWriter) Feature(id any, g orb.Geometry, props any) error {
 	if c.n > 0 {
 		b = append(b, ',')
 	}
-	b = append(b, "\n{\"type\":\"Feature\""...)
+	b, err := AppendFeature(append(b, '\n'), id, g, props)
+	if err != nil {
+		c.err = err
+		return c.err
+	}
+	c.buf = b
+	c.n++
+	_, c.err = c.w.Write(b)
+	return c.err
+}
+
+// AppendFeature appends one GeoJSON Feature object to dst, as CollectionWriter writes it:
+// id is left out when nil (else a string or a number), g is written by AppendGeometry,
+// props is marshalled by encoding/json (nil is null). On error dst may hold part of it.
+func AppendFeature(dst []byte, id any, g orb.Geometry, props any) ([]byte, error) {
+	b := append(dst, "{\"type\":\"Feature\""...)
 	if id != nil {
 		idb, err := json.Marshal(id)
 		if err != nil {
-			c.err = fmt.Errorf("feature id %v: %w", id, err)
-			return c.err
+			return b, fmt.Errorf("feature id %v: %w", id, err)
 		}
 		b = append(append(b, `,"id":`...), idb...)
 	}
 	b = append(b, `,"geometry":`...)
 	b, err := AppendGeometry(b, g)
 	if err != nil {
-		c.err = fmt.Errorf("feature %v: %w", id, err)
-		return c.err
+		return b, fmt.Errorf("feature %v: %w", id, err)
 	}
 	pb, err := json.Marshal(props)
 	if err != nil {
-		c.err = fmt.Errorf("feature %v: properties: %w", id, err)
-		return c.err
+		return b, fmt.Errorf("feature %v: properties: %w", id, err)
 	}
-	b = append(append(append(b, `,"properties":`...), pb...), '}')
-	c.buf = b
-	c.n++
-	_, c.err = c.w.Write(b)
-	return c.err
+	return append(append(append(b, `,"properties":`...), pb...), '}'), nil
 }
 
 func (c *CollectionWriter) start(b []byte) []byte {

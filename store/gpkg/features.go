@@ -275,7 +275,9 @@ func (s *Store) finishSpatial(ctx context.Context, name, col string) error {
 			return err
 		}
 		if n > 0 { // kept current by its triggers: the extent is the R-tree's
-			_, err := tx.ExecContext(ctx, `UPDATE gpkg_contents SET last_change = `+now+`,
+			// last_change stays: every write of rows moved it already (touchSQL), and a
+			// run that changed nothing must leave the table's Stamp as it was.
+			_, err := tx.ExecContext(ctx, `UPDATE gpkg_contents SET
 				(min_x, max_x, min_y, max_y) = (SELECT min(minx), max(maxx), min(miny), max(maxy) FROM `+quote(rtree)+`)
 				WHERE table_name = ?`, name)
 			return err

@@ -91,6 +91,12 @@ func (s *Store) ensureFileTable(ctx context.Context, name, geomType string, ft f
 		keys[i] = quote(k)
 	}
 	err = s.writeTx(ctx, func(tx *sql.Tx) error {
+		// Another task may have created it since it was looked up (two tasks of a flow
+		// sharing a table plan at once); the writer's transaction sees it.
+		var n int
+		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?`, name).Scan(&n); err != nil || n > 0 {
+			return err
+		}
 		for _, st := range []string{
 			fmt.Sprintf(`CREATE TABLE %s ("fid" INTEGER PRIMARY KEY AUTOINCREMENT NOT NULL, "footprint" %s, %s)`,
 				quote(name), geomType, strings.Join(ft.cols, ", ")),

@@ -1,6 +1,7 @@
 package gpkg
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strings"
@@ -19,14 +20,22 @@ import (
 // client downloads) but never the writer. A BBox selects through the R-tree, then by
 // each geometry itself (meets); a TileID through the payload hash, which the tables of
 // append and upsert mode index (mirror and history tables are read whole for it).
+// Geometries are read in q.SRID as readCRS allows. A q.Where is checked
+// (store.CheckWhere) and runs on the maps' reader, whose connection is query-only.
 func (s *Store) ReadFeatures(ctx context.Context, t store.StoredTable, q store.FeatureQuery, fn func(*store.StoredFeature) error) error {
 	name := gpkgName(t.Schema, t.Name)
 	what := fmt.Sprintf("reading the features of %s", name)
 	if t.Kind != store.KindFeatures {
 		return fmt.Errorf("gpkg: %s: a %s table has no features", what, t.Kind)
 	}
-	if !isMercator(t.SRID) && t.SRID != 0 && t.SRID != 4326 {
-		return fmt.Errorf("gpkg: %s: EPSG:%d: %w", what, t.SRID, store.ErrNoTransform)
+	conv, err := readCRS(t.SRID, q.SRID)
+	if err != nil {
+		return fmt.Errorf("gpkg: %s: %w", what, err)
+	}
+	if q.Where != "" {
+		if err := store.CheckWhere(q.Where); err != nil {
+			return fmt.Errorf("gpkg: %s: %w", what, err)
+		}
 	}
 	if q.Key != "" && !t.Keyed {
 		return nil // no row of an unkeyed table has a key
@@ -47,7 +56,7 @@ func (s *Store) ReadFeatures(ctx context.Context, t store.StoredTable, q store.F
 		if err := rq.scan(rows, &r); err != nil {
 			return translate(what, err)
 		}
-		f, err := storedFeature(rq, &r, area)
+		f, err := storedFeature(rq, &r, area, conv)
 		if err != nil {
 			return fmt.Errorf("gpkg: %s: %w", what, err)
 		}
@@ -88,12 +97,33 @@ func (s *Store) readQuery(ctx context.Context, rq rowQuery, name string, q store
 	if q.Key != "" {
 		conds, args = append(conds, "t.gf_key = ?"), append(args, q.Key)
 	}
+	if q.Where != "" {
+		conds = append(conds, "(\n"+q.Where+"\n)")
+	}
 	return fmt.Sprintf(`SELECT %s FROM %s t WHERE %s ORDER BY t.fid`, rq.columns(), quote(name), strings.Join(conds, " AND ")), args, area, nil
 }
 
-// storedFeature makes a row a StoredFeature, its geometry in lon/lat; nil when area (in
-// the table's CRS) is not nil and the geometry does not meet it.
-func storedFeature(rq rowQuery, r *tableRow, area *orb.Bound) (*store.StoredFeature, error) {
+// readCRS is how geometries of a table in CRS table are brought into CRS want (0:
+// lon/lat): as they are when both are the same (or lon/lat and unknown), between lon/lat
+// (4326) and Web Mercator by formula; anything else needs a projection library, and fails
+// wrapping store.ErrNoTransform. A nil func leaves geometries as they are.
+func readCRS(table, want int) (func(orb.Geometry) orb.Geometry, error) {
+	lonLat := func(srid int) bool { return srid == 0 || srid == 4326 }
+	switch {
+	case table == want, want == 0 && lonLat(table), isMercator(table) && isMercator(want):
+		return nil, nil
+	case isMercator(table) && lonLat(want):
+		return func(g orb.Geometry) orb.Geometry { return project.Geometry(g, project.Mercator.ToWGS84) }, nil
+	case table == 4326 && isMercator(want):
+		return func(g orb.Geometry) orb.Geometry { return project.Geometry(g, project.WGS84.ToMercator) }, nil
+	}
+	return nil, fmt.Errorf("from EPSG:%d to EPSG:%d: %w", table, cmp.Or(want, 4326), store.ErrNoTransform)
+}
+
+// storedFeature makes a row a StoredFeature, its geometry brought into the CRS asked for
+// by conv (nil: as stored); nil when area (in the table's CRS) is not nil and the
+// geometry does not meet it.
+func storedFeature(rq rowQuery, r *tableRow, area *orb.Bound, conv func(orb.Geometry) orb.Geometry) (*store.StoredFeature, error) {
 	f := &store.StoredFeature{
 		Feature: spatial.Feature{ID: r.featureID.String, Properties: rq.properties(r)},
 		TileID:  store.TileID(r.hash), Key: r.key.String, RunID: r.runID.Int64, ClosedRun: r.closedRun.Int64,
@@ -112,8 +142,8 @@ func storedFeature(rq rowQuery, r *tableRow, area *orb.Bound) (*store.StoredFeat
 	if area != nil && !meets(g, *area) {
 		return nil, nil
 	}
-	if isMercator(rq.t.SRID) {
-		g = project.Geometry(g, project.Mercator.ToWGS84)
+	if conv != nil {
+		g = conv(g)
 	}
 	f.Geometry = g
 	return f, nil

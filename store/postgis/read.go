@@ -1,6 +1,7 @@
 package postgis
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strings"
@@ -17,25 +18,38 @@ import (
 // The order is the table's unique key: gf_key (and gf_valid_from, with history) for a
 // keyed table, else gf_payload_hash. Properties are typed as propertySQL makes them:
 // int64, float64 (numeric too), bool, or text (dates and timestamps as RFC 3339, JSON as
-// its text); nulls are left out. A table in a CRS spatial_ref_sys does not hold fails
-// wrapping store.ErrNoTransform.
+// its text); nulls are left out. Geometries are brought into q.SRID (lon/lat for 0) by
+// ST_Transform unless the table is in it already: a CRS spatial_ref_sys does not hold,
+// or a table of unknown CRS (SRID 0) read in another, fails wrapping
+// store.ErrNoTransform. A q.Where is checked (store.CheckWhere) and the rows are then
+// read in a READ ONLY transaction, so that the user's expression can read but not write.
 func (s *Store) ReadFeatures(ctx context.Context, t store.StoredTable, q store.FeatureQuery, fn func(*store.StoredFeature) error) error {
 	ident := pgx.Identifier{t.Schema, t.Name}.Sanitize()
 	what := fmt.Sprintf("reading the features of %s", ident)
 	if t.Kind != store.KindFeatures {
 		return fmt.Errorf("%s: a %q table has no features", what, t.Kind)
 	}
-	if t.SRID != 0 && t.SRID != 4326 {
-		var known bool
-		if err := s.pool.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM spatial_ref_sys WHERE srid = $1)", t.SRID).Scan(&known); err != nil {
-			return translate(what, err)
-		}
-		if !known {
-			return fmt.Errorf("%s: EPSG:%d is not in spatial_ref_sys: %w", what, t.SRID, store.ErrNoTransform)
+	if err := s.checkTransform(ctx, t, q.SRID); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	if q.Where != "" {
+		if err := store.CheckWhere(q.Where); err != nil {
+			return fmt.Errorf("%s: %w", what, err)
 		}
 	}
+	var db interface {
+		Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	} = s.pool
+	if q.Where != "" {
+		tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{AccessMode: pgx.ReadOnly})
+		if err != nil {
+			return translate(what, err)
+		}
+		defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // read only: nothing to keep
+		db = tx
+	}
 	sql, args := readSQL(t, q)
-	rows, err := s.pool.Query(ctx, sql, args...)
+	rows, err := db.Query(ctx, sql, args...)
 	if err != nil {
 		return translate(what, err)
 	}
@@ -52,11 +66,44 @@ func (s *Store) ReadFeatures(ctx context.Context, t store.StoredTable, q store.F
 	return translate(what, rows.Err())
 }
 
+// checkTransform fails wrapping store.ErrNoTransform when t's geometries cannot be
+// read in CRS srid (0: lon/lat): t's CRS or srid is not in spatial_ref_sys, or t's is
+// unknown. Reading in t's own CRS needs nothing.
+func (s *Store) checkTransform(ctx context.Context, t store.StoredTable, srid int) error {
+	target := cmp.Or(srid, 4326)
+	if t.SRID == target || (srid == 0 && t.SRID == 0) {
+		return nil
+	}
+	if t.SRID == 0 {
+		return fmt.Errorf("its CRS is unknown (SRID 0), so it cannot be read in EPSG:%d: %w", target, store.ErrNoTransform)
+	}
+	var known int
+	if err := s.pool.QueryRow(ctx, "SELECT count(DISTINCT srid) FROM spatial_ref_sys WHERE srid IN ($1, $2)", t.SRID, target).Scan(&known); err != nil {
+		return translate("looking up its CRS", err)
+	}
+	if known != 2 {
+		return fmt.Errorf("EPSG:%d or EPSG:%d is not in spatial_ref_sys: %w", t.SRID, target, store.ErrNoTransform)
+	}
+	return nil
+}
+
+// geomSQL is the geometry of t's rows (alias t) in CRS srid: lon/lat for 0, as stored
+// when t is in it already.
+func geomSQL(t store.StoredTable, srid int, args *sqlArgs) string {
+	if srid == 0 {
+		return lonLatSQL(t)
+	}
+	if srid == t.SRID {
+		return "t.geom"
+	}
+	return "ST_Transform(t.geom, " + args.add(srid) + "::int)"
+}
+
 // readSQL is the statement of ReadFeatures: the bookkeeping columns (readColumns), then
-// the property columns, of the rows q selects.
+// the property columns, of the rows q selects (q.Where, checked, as it is).
 func readSQL(t store.StoredTable, q store.FeatureQuery) (string, []any) {
 	var args sqlArgs
-	cols := []string{"ST_AsBinary(" + lonLatSQL(t) + ")", "t.gf_payload_hash", "t.gf_feature_id", "t.gf_run_id", "t.gf_fetched_at",
+	cols := []string{"ST_AsBinary(" + geomSQL(t, q.SRID, &args) + ")", "t.gf_payload_hash", "t.gf_feature_id", "t.gf_run_id", "t.gf_fetched_at",
 		"NULL::text", "NULL::bigint", "NULL::timestamptz", "NULL::timestamptz"}
 	order := "t.gf_payload_hash"
 	if t.Keyed {
@@ -82,6 +129,9 @@ func readSQL(t store.StoredTable, q store.FeatureQuery) (string, []any) {
 		} else {
 			where = append(where, "false") // no row of a table without keys has one
 		}
+	}
+	if q.Where != "" {
+		where = append(where, "(\n"+q.Where+"\n)")
 	}
 	sql := fmt.Sprintf("SELECT %s FROM %s t WHERE %s ORDER BY %s", strings.Join(cols, ", "),
 		pgx.Identifier{t.Schema, t.Name}.Sanitize(), strings.Join(where, " AND "), order)

@@ -97,6 +97,8 @@ func tests() []test {
 		{"VectorTileGDAL", testVectorTileGDAL},
 		{"TablesHistory", testTablesHistory},
 		{"ReadFeatures", testReadFeatures},
+		{"ReadSRID", testReadSRID},
+		{"ReadWhere", testReadWhere},
 	}
 }
 

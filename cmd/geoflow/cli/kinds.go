@@ -5,6 +5,7 @@ import (
 
 	"github.com/geoflow/geoflow/tasks"
 	"github.com/geoflow/geoflow/tasks/arcgis"
+	"github.com/geoflow/geoflow/tasks/export"
 	"github.com/geoflow/geoflow/tasks/imagery"
 	"github.com/geoflow/geoflow/tasks/ogcapi"
 	"github.com/geoflow/geoflow/tasks/tiles"
@@ -18,6 +19,7 @@ func registerKinds(r *tasks.Registry) {
 	r.Register(arcgis.Kind())
 	r.Register(tiles.Kind())
 	r.Register(imagery.Kind())
+	r.Register(export.Kind())
 }
 
 // addMoreCommands adds the commands of later subsystems (dlq, dev, serve...).
@@ -29,6 +31,7 @@ func addMoreCommands(root *cobra.Command, g *globals) {
 	root.AddCommand(newScheduleCmd(g))
 	root.AddCommand(newRunsCmd(g))
 	root.AddCommand(newChangesCmd(g))
+	root.AddCommand(newExportCmd(g))
 	root.AddCommand(newWorkerCmd(g), newWorkersCmd(g))
 	root.AddCommand(newDocsCmd())
 }

@@ -1,0 +1,106 @@
+package cli
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/geoflow/geoflow/export"
+	"github.com/geoflow/geoflow/flows"
+)
+
+// exportFlags are the flags of geoflow export, as typed.
+type exportFlags struct {
+	format, bbox, where, srs, columns, changes string
+}
+
+func newExportCmd(g *globals) *cobra.Command {
+	var ef exportFlags
+	cmd := &cobra.Command{
+		Use:   "export TABLE FILE",
+		Short: "Write a stored table as a GeoPackage, FlatGeobuf or GeoJSON sequence file",
+		Long: "Write a table geoflow stored into FILE, in the format its extension names (.gpkg, .fgb, .geojsons,\n" +
+			".geojsonl) or --format: the table's columns with their types, and the feature id as gf_feature_id\n" +
+			"(a GeoJSON sequence's id). The file is written beside FILE and renamed over it once complete: a reader\n" +
+			"never sees half a file, and a failure leaves FILE as it was.\n\n" +
+			"--where is a boolean expression in the store's own SQL (PostgreSQL's, or SQLite's for a GeoPackage),\n" +
+			"like ogr2ogr's -where: your own SQL on your own database, run in a read-only transaction.\n" +
+			"--changes RUN writes what that run inserted, updated or deleted in TABLE instead (gf_change, gf_key).",
+		Args: cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			spec, err := ef.spec(args[0], args[1])
+			if err != nil {
+				return err
+			}
+			st, err := openStore(cmd.Context(), g, true)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			res, err := export.Write(cmd.Context(), spec, st)
+			if err != nil {
+				return err
+			}
+			_, err = fmt.Fprintf(g.stdout, "%d features of %s written to %s (%s, %s) in %s\n", res.Features, res.Table, res.Path,
+				res.Format, byteSize(res.Bytes), res.Elapsed.Round(time.Millisecond))
+			return err
+		},
+	}
+	f := cmd.Flags()
+	f.StringVarP(&ef.format, "format", "f", "", "gpkg, fgb or geojsonseq (default: from FILE's extension)")
+	f.StringVar(&ef.bbox, "bbox", "", "only the features meeting minx,miny,maxx,maxy (lon/lat)")
+	f.StringVar(&ef.where, "where", "", "only the rows this SQL expression holds for, in the store's own SQL")
+	f.StringVar(&ef.srs, "srs", "", "write in this CRS, EPSG:n (default: the table's own; GeoJSON sequences are lon/lat)")
+	f.StringVar(&ef.columns, "columns", "", "only these columns, in this order: a,b,c")
+	f.StringVar(&ef.changes, "changes", "", "write the changes run RUN_ID made to TABLE rather than the table")
+	return cmd
+}
+
+// spec checks the flags and makes them an export.Spec of table into file.
+func (ef exportFlags) spec(table, file string) (export.Spec, error) {
+	spec := export.Spec{Table: table, Path: file, Where: ef.where}
+	var err error
+	if spec.Format, err = export.ParseFormat(ef.format); err != nil {
+		return spec, fmt.Errorf("--format: %w", err)
+	}
+	if ef.bbox != "" {
+		if spec.BBox, err = flows.ParseArea(ef.bbox, "EPSG:4326"); err != nil {
+			return spec, err
+		}
+	}
+	if ef.srs != "" {
+		if spec.SRID, err = export.ParseSRS(ef.srs); err != nil {
+			return spec, fmt.Errorf("--srs: %w", err)
+		}
+	}
+	if ef.columns != "" {
+		for _, c := range strings.Split(ef.columns, ",") {
+			spec.Columns = append(spec.Columns, strings.TrimSpace(c))
+		}
+	}
+	if ef.changes != "" {
+		id, err := strconv.ParseInt(ef.changes, 10, 64)
+		if err != nil || id < 1 {
+			return spec, fmt.Errorf("--changes %q: want a run id (a positive whole number)", ef.changes)
+		}
+		spec.Changes = &export.Changes{RunID: id}
+	}
+	return spec, nil
+}
+
+// byteSize is n bytes for a person: 812 B, 1.4 MB.
+func byteSize(n int64) string {
+	const unit = 1000
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %cB", float64(n)/float64(div), "kMGTPE"[exp])
+}
