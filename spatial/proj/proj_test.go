@@ -133,6 +133,19 @@ func TestTransformerBound(t *testing.T) {
 	if mid[1] >= corner[1] || got.Min[1] > mid[1] {
 		t.Errorf("Bound %v misses the edge's bulge to %v (corner at %v)", got, mid, corner)
 	}
+	in, err := tr.InnerBound(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if in.Min[1] < corner[1] || !got.Contains(in.Min) || !got.Contains(in.Max) {
+		t.Errorf("InnerBound %v reaches beyond the southern edge (corner at %v) or out of %v", in, corner, got)
+	}
+	back, _ := New(25832, 4326)
+	for _, p := range []orb.Point{in.Min, in.Max, {in.Min[0], in.Max[1]}, {in.Max[0], in.Min[1]}} {
+		if ll, _ := back.Point(p); !b.Contains(ll) {
+			t.Errorf("InnerBound's corner %v is %v, outside %v", p, ll, b)
+		}
+	}
 }
 
 func mustLookup(code int) CRS {

@@ -138,3 +138,30 @@ func (t *Transformer) Bound(b orb.Bound) (orb.Bound, error) {
 	}
 	return out, nil
 }
+
+// InnerBound returns a box, in the target CRS, that lies wholly within b's outline
+// converted: Bound's opposite, for a question such as "is this row wholly inside the
+// area", where a box reaching beyond the area would take in rows outside it. Each edge is
+// sampled as in Bound, and the box is bounded by the innermost sample of each side.
+func (t *Transformer) InnerBound(b orb.Bound) (orb.Bound, error) {
+	if t.Identity() {
+		return b, nil
+	}
+	inner := orb.Bound{Min: orb.Point{math.Inf(-1), math.Inf(-1)}, Max: orb.Point{math.Inf(1), math.Inf(1)}}
+	for i := 0; i <= boundSteps; i++ {
+		f := float64(i) / boundSteps
+		x := b.Min[0] + f*(b.Max[0]-b.Min[0])
+		y := b.Min[1] + f*(b.Max[1]-b.Min[1])
+		sides := [4]orb.Point{{b.Min[0], y}, {b.Max[0], y}, {x, b.Min[1]}, {x, b.Max[1]}} // west, east, south, north
+		var q [4]orb.Point
+		for k, p := range sides {
+			var err error
+			if q[k], err = t.Point(p); err != nil {
+				return orb.Bound{}, err
+			}
+		}
+		inner.Min[0], inner.Max[0] = math.Max(inner.Min[0], q[0][0]), math.Min(inner.Max[0], q[1][0])
+		inner.Min[1], inner.Max[1] = math.Max(inner.Min[1], q[2][1]), math.Min(inner.Max[1], q[3][1])
+	}
+	return inner, nil
+}

@@ -25,7 +25,7 @@ func (s *Store) ReadFeatures(ctx context.Context, t store.StoredTable, q store.F
 	if t.Kind != store.KindFeatures {
 		return fmt.Errorf("gpkg: %s: a %s table has no features", what, t.Kind)
 	}
-	if !isMercator(t.SRID) && t.SRID != 0 && t.SRID != 4326 {
+	if !canTransform(t.SRID) {
 		return fmt.Errorf("gpkg: %s: EPSG:%d: %w", what, t.SRID, store.ErrNoTransform)
 	}
 	if q.Key != "" && !t.Keyed {
@@ -112,8 +112,13 @@ func storedFeature(rq rowQuery, r *tableRow, area *orb.Bound) (*store.StoredFeat
 	if area != nil && !meets(g, *area) {
 		return nil, nil
 	}
-	if isMercator(rq.t.SRID) {
+	switch {
+	case isMercator(rq.t.SRID):
 		g = project.Geometry(g, project.Mercator.ToWGS84)
+	case !lonLat(rq.t.SRID):
+		if g, err = toLonLat(g, rq.t.SRID); err != nil {
+			return nil, fmt.Errorf("feature %q: %w", r.featureID.String, err)
+		}
 	}
 	f.Geometry = g
 	return f, nil

@@ -68,6 +68,7 @@ func (t *Task) prepare(ctx context.Context, env *tasks.Env) (*prepared, error) {
 		return nil, err
 	}
 	p.table = &store.FeatureTable{Schema: t.schema, Name: t.table, SRID: p.srid, Mode: t.cfg.Target.Mode, Key: t.cfg.Target.Key, History: t.cfg.Target.History}
+	t.cfg.Target.Reproject(p.table)
 	p.table.Columns = columns(schema.Properties)
 	if err := tasks.CheckKey(p.table, ft.Name); err != nil {
 		return nil, err
