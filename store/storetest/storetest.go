@@ -63,6 +63,7 @@ func tests() []test {
 		{"WriteFeaturesSourceError", testWriteSourceError},
 		{"WriteFeaturesInvalidGeometry", testWriteInvalidGeometry},
 		{"CountFeatures", testCountFeatures},
+		{"Reproject", testReproject},
 		{"Mirror", testMirror},
 		{"MirrorArea", testMirrorArea},
 		{"MirrorKeyColumns", testMirrorKeyColumns},
