@@ -73,8 +73,8 @@ func TestLookup(t *testing.T) {
 			if err != nil || crs.Code != tt.code {
 				t.Fatalf("Lookup(%d) = %v, %v", tt.code, crs, err)
 			}
-			if _, ok := AreaOfUse(tt.code); !ok {
-				t.Errorf("AreaOfUse(%d) not known", tt.code)
+			if _, ok := areaOfUse(tt.code); !ok {
+				t.Errorf("areaOfUse(%d) not known", tt.code)
 			}
 		})
 	}
@@ -162,13 +162,13 @@ func FuzzRoundTrip(f *testing.F) {
 	f.Add(uint16(0), 0.5, 0.5)
 	f.Add(uint16(20), 0.0, 1.0)
 	f.Add(uint16(100), 1.0, 0.0)
-	codes := Codes()
+	all := codes()
 	f.Fuzz(func(t *testing.T, i uint16, u, v float64) {
 		if math.IsNaN(u) || math.IsNaN(v) || math.IsInf(u, 0) || math.IsInf(v, 0) {
 			return
 		}
-		code := codes[int(i)%len(codes)]
-		b, _ := AreaOfUse(code)
+		code := all[int(i)%len(all)]
+		b, _ := areaOfUse(code)
 		u, v = math.Abs(math.Mod(u, 1)), math.Abs(math.Mod(v, 1))
 		p := orb.Point{b.Min[0] + u*(b.Max[0]-b.Min[0]), b.Min[1] + v*(b.Max[1]-b.Min[1])}
 		crs := mustLookup(code)

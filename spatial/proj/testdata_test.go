@@ -24,7 +24,7 @@ var dense = map[int]bool{2154: true, 3035: true, 3857: true, 25832: true, 26915:
 // grid returns the lon/lat points code is tested at: a regular grid over its area of use,
 // corners and edges included, 11 by 11 for the codes in dense and 5 by 5 for the rest.
 func grid(code int) []orb.Point {
-	b, _ := AreaOfUse(code)
+	b, _ := areaOfUse(code)
 	n := 4
 	if dense[code] {
 		n = 10
@@ -47,13 +47,13 @@ func round(v float64, digits int) float64 {
 
 // projected are the codes testdata covers: every supported projected CRS.
 func projected() []int {
-	var codes []int
-	for _, c := range Codes() {
+	var out []int
+	for _, c := range codes() {
 		if crs, _ := Lookup(c); !crs.Geographic() {
-			codes = append(codes, c)
+			out = append(out, c)
 		}
 	}
-	return codes
+	return out
 }
 
 // reference is one line of projFile.

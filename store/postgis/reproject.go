@@ -45,20 +45,20 @@ func (s *Store) checkSRIDs(ctx context.Context, t *store.FeatureTable) error {
 	return nil
 }
 
-// geomSRIDProblem describes how an existing table's geometry column's SRID differs from
-// the one t is written in ("" when it does not, or when the column has none).
-func (s *Store) geomSRIDProblem(ctx context.Context, t *store.FeatureTable) (string, error) {
+// geomSRIDProblems describes how an existing table's geometry column's SRID differs from
+// the one t is written in (none when it does not, or when the column has none).
+func (s *Store) geomSRIDProblems(ctx context.Context, t *store.FeatureTable) ([]string, error) {
 	if t.SRID <= 0 {
-		return "", nil
+		return nil, nil
 	}
 	var srid int
 	err := s.pool.QueryRow(ctx, `SELECT coalesce((SELECT postgis_typmod_srid(a.atttypmod)
 		FROM pg_attribute a WHERE a.attrelid = $1::regclass AND a.attname = 'geom' AND NOT a.attisdropped), 0)`, tableIdent(t)).Scan(&srid)
 	if err != nil {
-		return "", translate(fmt.Sprintf("inspecting the geometry column of %s", tableIdent(t)), err)
+		return nil, translate(fmt.Sprintf("inspecting the geometry column of %s", tableIdent(t)), err)
 	}
 	if srid <= 0 || srid == t.SRID {
-		return "", nil
+		return nil, nil
 	}
-	return fmt.Sprintf("its geometry column is in EPSG:%d, the task stores EPSG:%d (target.srs): transform the table or name its CRS", srid, t.SRID), nil
+	return []string{fmt.Sprintf("its geometry column is in EPSG:%d, the task stores EPSG:%d (target.srs): transform the table or name its CRS", srid, t.SRID)}, nil
 }

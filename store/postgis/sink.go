@@ -410,7 +410,12 @@ func featureRow(f *spatial.Feature, t *store.FeatureTable) ([]any, error) {
 
 // EnsureFeatureTable implements store.FeatureTables.
 func (s *Store) EnsureFeatureTable(ctx context.Context, t *store.FeatureTable) error {
-	return s.ddl(ctx, func() error { return s.ensureFeatureTable(ctx, t) })
+	return s.ddl(ctx, func() error {
+		if err := s.checkSRIDs(ctx, t); err != nil {
+			return err
+		}
+		return s.ensureFeatureTable(ctx, t)
+	})
 }
 
 func (s *Store) ensureFeatureTable(ctx context.Context, t *store.FeatureTable) error {
@@ -444,17 +449,12 @@ func (s *Store) ensureFeatureTable(ctx context.Context, t *store.FeatureTable) e
 	if _, err := pgx.ForEachRow(rows, []any{&name, &typ}, func() error { have[name] = typ; return nil }); err != nil {
 		return translate(fmt.Sprintf("inspecting table %s", target), err)
 	}
-	if err := s.checkSRIDs(ctx, t); err != nil {
-		return err
-	}
 	if len(have) > 0 {
-		problems := store.ColumnProblems(want, have)
-		if p, err := s.geomSRIDProblem(ctx, t); err != nil || p != "" {
-			if err != nil {
-				return err
-			}
-			problems = append(problems, p)
+		problems, err := s.geomSRIDProblems(ctx, t)
+		if err != nil {
+			return err
 		}
+		problems = append(store.ColumnProblems(want, have), problems...)
 		// A mirror or history table written in another mode would get rows without
 		// keys, or versions never closed.
 		if _, ok := have["gf_key"]; ok && !t.Keyed() {
