@@ -97,12 +97,16 @@ const (
 
 // FeatureTable describes a target table for features.
 type FeatureTable struct {
-	Schema  string   // defaults to "public"
-	Name    string   // table name
-	SRID    int      // SRID of the geom column; 0 means unknown (geometry without SRID)
-	Columns []Column // property columns in order
-	Mode    Mode     // ModeAppend (default), ModeUpsert or ModeMirror
-	Key     []string // column names of the upsert key; of the mirror key, when not the feature id
+	Schema string // defaults to "public"
+	Name   string // table name
+	SRID   int    // SRID of the geom column; 0 means unknown (geometry without SRID)
+	// SourceSRID is the SRID the features arrive in when the store must reproject them to
+	// SRID (flows' target.srs); 0 means they arrive in SRID. Payload hashes are of the
+	// geometry as it arrives.
+	SourceSRID int
+	Columns    []Column // property columns in order
+	Mode       Mode     // ModeAppend (default), ModeUpsert or ModeMirror
+	Key        []string // column names of the upsert key; of the mirror key, when not the feature id
 	// History keeps every version of a feature: a changed or deleted feature's row is
 	// closed (gf_valid_to, gf_closed_run) instead of updated or deleted, and a new
 	// version inserted. Rows are then keyed as in mirror mode (gf_key).

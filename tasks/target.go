@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/geoflow/geoflow/spatial"
 	"github.com/geoflow/geoflow/store"
 )
 
@@ -27,6 +28,26 @@ type FeatureTarget struct {
 	// from before it is deleted, where the server cannot be asked whether the feature
 	// still exists (by id). Nil means DefaultDeleteAfter.
 	DeleteAfter *int `yaml:"delete_after"`
+	// SRS is the CRS the features are stored in (EPSG:25832, or its URN or
+	// http://www.opengis.net/def/crs/EPSG/0/ form), reprojected from the CRS the source
+	// delivers them in. Empty means as delivered. Payload hashes stay those of the
+	// delivered geometry.
+	SRS string `yaml:"srs"`
+}
+
+// Reproject makes table, whose SRID is the CRS its features arrive in, store them in the
+// target's SRS: SourceSRID takes the arriving SRID and SRID the target's. Without an SRS,
+// or with the arriving one, table is left as it is. Check has refused an SRS that is not
+// an EPSG code.
+func (t *FeatureTarget) Reproject(table *store.FeatureTable) {
+	if t.SRS == "" {
+		return
+	}
+	srid, err := spatial.SRID(t.SRS)
+	if err != nil || srid == table.SRID {
+		return
+	}
+	table.SourceSRID, table.SRID = table.SRID, srid
 }
 
 // DefaultDeleteAfter is how many consecutive complete runs a mirror's row must be
@@ -76,6 +97,11 @@ func (t *FeatureTarget) Check(p Problems) {
 			p.At("target.max_delete_fraction", "only used with mode: mirror (no other mode deletes)")
 		case *f < 0 || *f > 1 || *f != *f:
 			p.At("target.max_delete_fraction", "%g is not a share of the table: use a number from 0 to 1 (0.1 = 10%%)", *f)
+		}
+	}
+	if t.SRS != "" {
+		if _, err := spatial.SRID(t.SRS); err != nil {
+			p.At("target.srs", "%q is not a CRS to store features in: name an EPSG code (EPSG:25832, urn:ogc:def:crs:EPSG::25832 or http://www.opengis.net/def/crs/EPSG/0/25832)", t.SRS)
 		}
 	}
 	if n := t.DeleteAfter; n != nil {

@@ -102,8 +102,18 @@ func (s *Store) EnsureFeatureTable(ctx context.Context, t *store.FeatureTable) e
 	if err != nil {
 		return err
 	}
+	if _, err := writeTransformer(t); err != nil {
+		return err
+	}
 	if len(have) > 0 {
 		problems := store.ColumnProblems(want, have)
+		p, err := s.geomSRIDProblem(ctx, t, name)
+		if err != nil {
+			return err
+		}
+		if p != "" {
+			problems = append(problems, p)
+		}
 		// A keyed table written otherwise would fail on gf_key (NOT NULL) or, with
 		// history, take the updates of a feature for new features.
 		if _, ok := have["gf_key"]; ok && !t.Keyed() {
@@ -359,8 +369,9 @@ func (s *Store) CountFeatures(ctx context.Context, t *store.FeatureTable, bbox o
 }
 
 // areaIn brings a lon/lat area into the CRS of a table of EPSG code srid: the same for
-// 4326 and for 0 (unknown, taken as lon/lat), projected for Web Mercator. Other CRSs
-// would need a projection library: an error wrapping store.ErrNoTransform.
+// 4326 and for 0 (unknown, taken as lon/lat), projected for Web Mercator, and for the
+// other CRSs spatial/proj supports the box around the area's outline (its edges curve
+// there). Another CRS fails wrapping store.ErrNoTransform.
 func areaIn(srid int, b orb.Bound) (orb.Bound, error) {
 	switch srid {
 	case 0, 4326:
@@ -368,7 +379,11 @@ func areaIn(srid int, b orb.Bound) (orb.Bound, error) {
 	case 3857, 900913:
 		return orb.Bound{Min: project.WGS84.ToMercator(b.Min), Max: project.WGS84.ToMercator(b.Max)}, nil
 	}
-	return b, fmt.Errorf("EPSG:%d: %w", srid, store.ErrNoTransform)
+	tr, err := transformer(4326, srid)
+	if err != nil {
+		return b, err
+	}
+	return tr.Bound(b)
 }
 
 // queryRower is what the readers, the writer and a transaction offer.

@@ -21,7 +21,7 @@ families=(
 	"25828 25838 N 28"  # ETRS89 / UTM zone 28N-38N
 	"32601 32660 N 1"   # WGS 84 / UTM zone 1N-60N
 	"32701 32760 S 1"   # WGS 84 / UTM zone 1S-60S
-	"26910 26919 N 10"  # NAD83 / UTM zone 10N-19N
+	"26901 26923 N 1"   # NAD83 / UTM zone 1N-23N
 )
 
 wkt() {

@@ -10,8 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/paulmach/orb/project"
-
 	"github.com/geoflow/geoflow/store"
 )
 
@@ -259,8 +257,9 @@ func (s *Store) LaterRun(ctx context.Context, flow, task string, runID int64) (i
 // gathered into a temporary table with a key, which the query probes once per current
 // row. With an area, the candidates are the rows whose geometry's box overlaps it
 // (through the R-tree): the box, not the geometry itself, as PostGIS's ST_Intersects
-// would; the area is brought into the table's CRS as CountFeatures does, and a CRS other
-// than lon/lat and Web Mercator fails wrapping store.ErrNoTransform for a Partial query.
+// would; the area is brought into the table's CRS as CountFeatures does (for a Partial
+// query's "wholly inside", the box within its outline: areaWithin), and a CRS
+// spatial/proj does not support fails wrapping store.ErrNoTransform for a Partial query.
 func (s *Store) UnseenFeatures(ctx context.Context, t *store.FeatureTable, q store.UnseenQuery) (store.Unseen, error) {
 	var res store.Unseen
 	name := tableName(t.Schema, t.Name)
@@ -306,7 +305,13 @@ func (s *Store) UnseenFeatures(ctx context.Context, t *store.FeatureTable, q sto
 		base, baseArgs = inArea+" AND "+overlap, args
 		match, areaArgs = overlap, args
 		if q.Partial {
-			if match, areaArgs, err = boxMatch(ctx, tx, name, "t", area, true); err != nil {
+			// Wholly inside the area: a box within its outline, which in a projected CRS
+			// is narrower than the box around it.
+			within, err := areaWithin(t.SRID, q.Area)
+			if err != nil {
+				return res, fmt.Errorf("%s: %w", what, err)
+			}
+			if match, areaArgs, err = boxMatch(ctx, tx, name, "t", within, true); err != nil {
 				return res, translate(what, err)
 			}
 		}
@@ -503,9 +508,9 @@ func (s *Store) NoteChanges(ctx context.Context, runID int64, task string, c sto
 }
 
 // ListChanges implements store.Changes: the changes of each table in the order of the
-// tables' names, then by task, kind and key. With f.Features, geometries of Web Mercator
-// tables come back in lon/lat (SRID 4326); those of other CRSs as stored, with their EPSG
-// code (the gpkg srs_id of an SRS that is not EPSG's).
+// tables' names, then by task, kind and key. With f.Features, geometries of tables in a
+// CRS spatial/proj supports come back in lon/lat (SRID 4326); those of other CRSs as
+// stored, with their EPSG code (the gpkg srs_id of an SRS that is not EPSG's).
 func (s *Store) ListChanges(ctx context.Context, f store.ChangeFilter, fn func(store.Change) error) error {
 	what := fmt.Sprintf("reading the changes of run %d", f.RunID)
 	rows, err := s.r.QueryContext(ctx, `SELECT DISTINCT target FROM geoflow_changes WHERE run_id = ?1 AND (?2 = '' OR task = ?2) ORDER BY 1`,
@@ -636,10 +641,15 @@ func changeFeature(ch *store.Change, g []byte, props sql.NullString, tableSRS in
 		}
 		ch.Geometry, srs = geom, int64(id)
 	}
-	var toLonLat bool
-	ch.SRID, toLonLat = changeSRID(epsg(srs))
-	if toLonLat && ch.Geometry != nil {
-		ch.Geometry = project.Geometry(ch.Geometry, project.Mercator.ToWGS84)
+	code := epsg(srs)
+	var convert bool
+	ch.SRID, convert = changeSRID(code)
+	if convert && ch.Geometry != nil {
+		g, err := toLonLat(ch.Geometry, code)
+		if err != nil {
+			return fmt.Errorf("bringing its geometry to lon/lat: %w", err)
+		}
+		ch.Geometry = g
 	}
 	if props.Valid {
 		if err := json.Unmarshal([]byte(props.String), &ch.Properties); err != nil {
@@ -650,10 +660,10 @@ func changeFeature(ch *store.Change, g []byte, props sql.NullString, tableSRS in
 }
 
 // changeSRID decides the SRID a change's geometry in EPSG code srid is listed in, and
-// whether it must be brought there from Web Mercator: lon/lat (4326) for Web Mercator
-// under either of its codes, every other CRS as stored.
+// whether it must be brought there: lon/lat (4326) for every CRS spatial/proj supports
+// (Web Mercator under either of its codes, the UTM zones ...), every other CRS as stored.
 func changeSRID(srid int) (int, bool) {
-	if srid == 3857 || srid == 900913 {
+	if srid > 0 && srid != 4326 && canTransform(srid) {
 		return 4326, true
 	}
 	return srid, false

@@ -373,7 +373,7 @@ func TestMirrorTables(t *testing.T) {
 	st, _ := openMirrorStore(t)
 	cols := []store.Column{{Name: "name", Property: "name", Type: store.TypeText}}
 	plain := &store.FeatureTable{Name: "plain", SRID: 4326, Columns: cols}
-	mirror := &store.FeatureTable{Name: "mirror", SRID: 25832, Mode: store.ModeMirror, Columns: cols}
+	mirror := &store.FeatureTable{Name: "mirror", SRID: 27700, Mode: store.ModeMirror, Columns: cols}
 	for _, tb := range []*store.FeatureTable{plain, mirror} {
 		if err := st.EnsureFeatureTable(ctx, tb); err != nil {
 			t.Fatal(err)
@@ -386,9 +386,9 @@ func TestMirrorTables(t *testing.T) {
 	}{
 		{"a plain table as a mirror", store.FeatureTable{Name: "plain", SRID: 4326, Mode: store.ModeMirror, Columns: cols}, `"gf_key" is missing`},
 		{"a plain table with history", store.FeatureTable{Name: "plain", SRID: 4326, History: true, Columns: cols}, `"gf_valid_from" is missing`},
-		{"a mirror as an append table", store.FeatureTable{Name: "mirror", SRID: 25832, Columns: cols}, `"gf_key" keys the table`},
-		{"a mirror as an upsert table", store.FeatureTable{Name: "mirror", SRID: 25832, Mode: store.ModeUpsert, Key: []string{"name"}, Columns: cols}, `"gf_key" keys the table`},
-		{"a mirror with history", store.FeatureTable{Name: "mirror", SRID: 25832, Mode: store.ModeMirror, History: true, Columns: cols}, `"gf_valid_to" is missing`},
+		{"a mirror as an append table", store.FeatureTable{Name: "mirror", SRID: 27700, Columns: cols}, `"gf_key" keys the table`},
+		{"a mirror as an upsert table", store.FeatureTable{Name: "mirror", SRID: 27700, Mode: store.ModeUpsert, Key: []string{"name"}, Columns: cols}, `"gf_key" keys the table`},
+		{"a mirror with history", store.FeatureTable{Name: "mirror", SRID: 27700, Mode: store.ModeMirror, History: true, Columns: cols}, `"gf_valid_to" is missing`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			var inc *store.IncompatibleTableError
@@ -406,15 +406,15 @@ func TestMirrorTables(t *testing.T) {
 	run2, _ := mirrorRun(t, st, mirror, [][]*spatial.Feature{{f("1")}})
 	area := orb.Bound{Min: orb.Point{11, 48}, Max: orb.Point{12, 49}}
 	if res, err := delUnseen(ctx, st, mirror, run2.ID, area, true, false); !errors.Is(err, store.ErrNoTransform) || res.deleted != 0 {
-		t.Errorf("deleting in an area of EPSG:25832 = %+v (%v), want store.ErrNoTransform", res, err)
+		t.Errorf("deleting in an area of EPSG:27700 = %+v (%v), want store.ErrNoTransform", res, err)
 	}
 	res, err := delUnseen(ctx, st, mirror, run2.ID, world, false, false)
 	if err != nil || res != (deletion{deleted: 1, candidates: 1, current: 2}) {
 		t.Errorf("deleting without an area = %+v (%v), want 2 deleted", res, err)
 	}
 	_, all := listChanges(t, st, store.ChangeFilter{RunID: run2.ID, Features: true})
-	if ch := all["2"]; ch.Kind != store.ChangeDeleted || ch.SRID != 25832 || !orb.Equal(ch.Geometry, orb.Point{690000, 5330000}) {
-		t.Errorf("the deletion of 2: %+v, want its point in EPSG:25832", ch)
+	if ch := all["2"]; ch.Kind != store.ChangeDeleted || ch.SRID != 27700 || !orb.Equal(ch.Geometry, orb.Point{690000, 5330000}) {
+		t.Errorf("the deletion of 2: %+v, want its point in EPSG:27700", ch)
 	}
 }
 

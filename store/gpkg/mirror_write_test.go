@@ -133,7 +133,9 @@ func TestChangeSRID(t *testing.T) {
 		{name: "lon/lat", srid: 4326, want: 4326},
 		{name: "Web Mercator", srid: 3857, want: 4326, toLonLat: true},
 		{name: "Web Mercator's old code", srid: 900913, want: 4326, toLonLat: true},
-		{name: "UTM as stored", srid: 25832, want: 25832},
+		{name: "UTM to lon/lat", srid: 25832, want: 4326, toLonLat: true},
+		{name: "LAEA Europe to lon/lat", srid: 3035, want: 4326, toLonLat: true},
+		{name: "British National Grid as stored", srid: 27700, want: 27700},
 		{name: "unknown", srid: 0, want: 0},
 	}
 	for _, tt := range tests {

@@ -8,7 +8,6 @@ import (
 
 	"github.com/paulmach/orb"
 	"github.com/paulmach/orb/planar"
-	"github.com/paulmach/orb/project"
 
 	"github.com/geoflow/geoflow/spatial"
 	"github.com/geoflow/geoflow/store"
@@ -104,26 +103,28 @@ func (s *Store) readQuery(ctx context.Context, rq rowQuery, name string, q store
 }
 
 // readCRS is how geometries of a table in CRS table are brought into CRS want (0:
-// lon/lat): as they are when both are the same (or lon/lat and unknown), between lon/lat
-// (4326) and Web Mercator by formula; anything else needs a projection library, and fails
-// wrapping store.ErrNoTransform. A nil func leaves geometries as they are.
-func readCRS(table, want int) (func(orb.Geometry) orb.Geometry, error) {
-	lonLat := func(srid int) bool { return srid == 0 || srid == 4326 }
+// lon/lat): as they are when both are the same (or lon/lat and unknown), else through
+// spatial/proj (transformer), which fails wrapping store.ErrNoTransform for a code it
+// does not support. A table of unknown CRS (0) is read only as stored or in lon/lat. A
+// nil func leaves geometries as they are.
+func readCRS(table, want int) (func(orb.Geometry) (orb.Geometry, error), error) {
 	switch {
 	case table == want, want == 0 && lonLat(table), isMercator(table) && isMercator(want):
 		return nil, nil
-	case isMercator(table) && lonLat(want):
-		return func(g orb.Geometry) orb.Geometry { return project.Geometry(g, project.Mercator.ToWGS84) }, nil
-	case table == 4326 && isMercator(want):
-		return func(g orb.Geometry) orb.Geometry { return project.Geometry(g, project.WGS84.ToMercator) }, nil
+	case table == 0:
+		return nil, fmt.Errorf("from a table of unknown CRS to EPSG:%d: %w", want, store.ErrNoTransform)
 	}
-	return nil, fmt.Errorf("from EPSG:%d to EPSG:%d: %w", table, cmp.Or(want, 4326), store.ErrNoTransform)
+	tr, err := transformer(table, cmp.Or(want, 4326))
+	if err != nil {
+		return nil, fmt.Errorf("from EPSG:%d to EPSG:%d: %w", table, cmp.Or(want, 4326), err)
+	}
+	return tr.Geometry, nil
 }
 
 // storedFeature makes a row a StoredFeature, its geometry brought into the CRS asked for
 // by conv (nil: as stored); nil when area (in the table's CRS) is not nil and the
 // geometry does not meet it.
-func storedFeature(rq rowQuery, r *tableRow, area *orb.Bound, conv func(orb.Geometry) orb.Geometry) (*store.StoredFeature, error) {
+func storedFeature(rq rowQuery, r *tableRow, area *orb.Bound, conv func(orb.Geometry) (orb.Geometry, error)) (*store.StoredFeature, error) {
 	f := &store.StoredFeature{
 		Feature: spatial.Feature{ID: r.featureID.String, Properties: rq.properties(r)},
 		TileID:  store.TileID(r.hash), Key: r.key.String, RunID: r.runID.Int64, ClosedRun: r.closedRun.Int64,
@@ -143,7 +144,9 @@ func storedFeature(rq rowQuery, r *tableRow, area *orb.Bound, conv func(orb.Geom
 		return nil, nil
 	}
 	if conv != nil {
-		g = conv(g)
+		if g, err = conv(g); err != nil {
+			return nil, fmt.Errorf("feature %q: %w", r.featureID.String, err)
+		}
 	}
 	f.Geometry = g
 	return f, nil

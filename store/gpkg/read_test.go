@@ -65,6 +65,7 @@ func TestReadFeatures(t *testing.T) {
 	}
 	writeTable(t, st, &store.FeatureTable{Name: "mercator", SRID: 3857, Mode: store.ModeMirror, Columns: typedColumns}, mercs...)
 	writeTable(t, st, &store.FeatureTable{Name: "utm", SRID: 25832}, &spatial.Feature{ID: "u", Geometry: orb.Point{690000, 5330000}})
+	writeTable(t, st, &store.FeatureTable{Name: "bng", SRID: 27700}, &spatial.Feature{ID: "b", Geometry: orb.Point{530000, 180000}})
 	hist := &store.FeatureTable{Name: "history", SRID: 4326, Mode: store.ModeMirror, History: true, Columns: typedColumns[:1]}
 	h := func(id, name string) *spatial.Feature {
 		return &spatial.Feature{ID: id, Geometry: orb.Point{11, 48}, Properties: map[string]any{"name": name}}
@@ -104,7 +105,25 @@ func TestReadFeatures(t *testing.T) {
 			check: versions(version{"a1", r1, r2}, version{"b1", r1, 0}, version{"a2", r2, 0})},
 		{name: "history, a key's versions", table: "history", q: store.FeatureQuery{AllVersions: true, Key: "a"},
 			check: versions(version{"a1", r1, r2}, version{"a2", r2, 0})},
-		{name: "EPSG:25832", table: "utm", err: store.ErrNoTransform},
+		{name: "EPSG:25832, in lon/lat", table: "utm", check: func(t *testing.T, got []*store.StoredFeature) {
+			// gdaltransform -s_srs EPSG:25832 -t_srs EPSG:4326: 11.5518448043491 48.0949174286119
+			if len(got) != 1 || !nearPoint(got[0].Geometry, orb.Point{11.5518448043491, 48.0949174286119}, 1e-12) {
+				t.Errorf("read %v, want the point in lon/lat", got)
+			}
+		}},
+		{name: "EPSG:25832, bbox in lon/lat", table: "utm", q: store.FeatureQuery{BBox: &orb.Bound{Min: orb.Point{11.55, 48.09}, Max: orb.Point{11.56, 48.1}}},
+			check: func(t *testing.T, got []*store.StoredFeature) {
+				if len(got) != 1 || got[0].ID != "u" {
+					t.Errorf("read %v, want u", got)
+				}
+			}},
+		{name: "EPSG:25832, bbox beside it", table: "utm", q: store.FeatureQuery{BBox: &orb.Bound{Min: orb.Point{11.56, 48.09}, Max: orb.Point{11.57, 48.1}}},
+			check: func(t *testing.T, got []*store.StoredFeature) {
+				if len(got) != 0 {
+					t.Errorf("read %v, want nothing", got)
+				}
+			}},
+		{name: "EPSG:27700, which the store cannot transform", table: "bng", err: store.ErrNoTransform},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -256,4 +275,10 @@ func TestReadsBesideARun(t *testing.T) {
 	if got, err := st.StoredTable(ctx, "", "parcels"); err != nil || got.Rows != 200 {
 		t.Errorf("after the commit StoredTable counts %d rows (%v), want 200", got.Rows, err)
 	}
+}
+
+// nearPoint tells whether g is a point within tol of want in each coordinate.
+func nearPoint(g orb.Geometry, want orb.Point, tol float64) bool {
+	p, ok := g.(orb.Point)
+	return ok && math.Abs(p[0]-want[0]) <= tol && math.Abs(p[1]-want[1]) <= tol
 }

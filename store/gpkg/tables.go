@@ -256,8 +256,9 @@ func (s *Store) epsgCode(ctx context.Context, srsID int64) (int, error) {
 }
 
 // lonLatBound brings a box in the CRS of EPSG code srid to lon/lat: the same for 4326
-// and 0 (unknown, taken as lon/lat), inverse Web Mercator for 3857; nil for any other
-// CRS, which this store cannot transform.
+// and 0 (unknown, taken as lon/lat), inverse Web Mercator for 3857, the box around the
+// outline converted for the other CRSs spatial/proj supports; nil for any other CRS,
+// which this store cannot transform.
 func lonLatBound(srid int, b orb.Bound) *orb.Bound {
 	switch srid {
 	case 0, 4326:
@@ -265,7 +266,15 @@ func lonLatBound(srid int, b orb.Bound) *orb.Bound {
 	case 3857, 900913:
 		return &orb.Bound{Min: project.Mercator.ToWGS84(b.Min), Max: project.Mercator.ToWGS84(b.Max)}
 	}
-	return nil
+	tr, err := transformer(srid, 4326)
+	if err != nil {
+		return nil
+	}
+	ll, err := tr.Bound(b)
+	if err != nil {
+		return nil
+	}
+	return &ll
 }
 
 // RasterTile implements store.Tables: tile z/x/y of pyramid t, whose rows are numbered

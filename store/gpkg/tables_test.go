@@ -179,7 +179,9 @@ func TestStoredTables(t *testing.T) {
 		{name: "staging_roads", want: store.StoredTable{Kind: store.KindFeatures, SRID: 4326, Rows: 1, Versions: 1,
 			Columns: []store.StoredColumn{{Name: "name", Type: "TEXT"}}}, extent: ptr(parcels[0].Geometry.Bound())},
 		{name: "utm", want: store.StoredTable{Kind: store.KindFeatures, SRID: 25832, Rows: 1, Versions: 1,
-			Columns: []store.StoredColumn{{Name: "name", Type: "TEXT"}}}},
+			Columns: []store.StoredColumn{{Name: "name", Type: "TEXT"}}},
+			// gdaltransform -s_srs EPSG:25832 -t_srs EPSG:4326 of 690000 5330000
+			extent: &orb.Bound{Min: orb.Point{11.5518448043491, 48.0949174286119}, Max: orb.Point{11.5518448043491, 48.0949174286119}}},
 	}
 	list, err := st.StoredTables(ctx)
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/geoflow/geoflow/spatial"
+	"github.com/geoflow/geoflow/spatial/proj"
 	"github.com/geoflow/geoflow/store"
 )
 
@@ -135,6 +136,10 @@ func (u *unitTx) writeFeatures(ctx context.Context, t *store.FeatureTable, src s
 // stamped with one fetch time.
 func readRows(src store.FeatureSource, t *store.FeatureTable, runID int64) ([]featureRow, error) {
 	fetched, srs := ts(time.Now()), srsID(t.SRID)
+	tr, err := writeTransformer(t)
+	if err != nil {
+		return nil, err
+	}
 	var rows []featureRow
 	for {
 		f, err := src.Next()
@@ -144,7 +149,7 @@ func readRows(src store.FeatureSource, t *store.FeatureTable, runID int64) ([]fe
 		if err != nil {
 			return nil, err // the source's own error, unchanged
 		}
-		row, err := encodeFeature(f, t, srs, runID, fetched)
+		row, err := encodeFeature(f, t, tr, srs, runID, fetched)
 		if err != nil {
 			return nil, err
 		}
@@ -327,8 +332,9 @@ func (u *unitTx) upsert(ctx context.Context, t *store.FeatureTable, name string,
 
 // encodeFeature turns a feature into its row: geometry, id, payload hash, run, time, then
 // the properties typed for their columns, and for a keyed table the feature's key
-// (store.FeatureKey).
-func encodeFeature(f *spatial.Feature, t *store.FeatureTable, srs int32, runID int64, fetched string) (featureRow, error) {
+// (store.FeatureKey). The payload hash is of the geometry as it arrived; a non-nil tr
+// converts the geometry stored (target.srs) after.
+func encodeFeature(f *spatial.Feature, t *store.FeatureTable, tr *proj.Transformer, srs int32, runID int64, fetched string) (featureRow, error) {
 	hash := spatial.SourceHash(f)
 	n := 5 + len(t.Columns)
 	if t.Keyed() {
@@ -343,7 +349,14 @@ func encodeFeature(f *spatial.Feature, t *store.FeatureTable, srs int32, runID i
 		row[n-1] = key
 	}
 	if f.Geometry != nil {
-		g, err := encodeGeometry(f.Geometry, srs)
+		geom := f.Geometry
+		if tr != nil {
+			var err error
+			if geom, err = tr.Geometry(geom); err != nil {
+				return nil, fmt.Errorf("feature %q: reprojecting its geometry: %w", f.ID, err)
+			}
+		}
+		g, err := encodeGeometry(geom, srs)
 		if err != nil {
 			return nil, fmt.Errorf("feature %q: encoding its geometry: %w", f.ID, err)
 		}

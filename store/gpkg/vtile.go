@@ -26,7 +26,8 @@ const maxTileZoom = 30
 // VectorTile implements store.Tables. t is what StoredTable gave: its Rows and Extent
 // estimate how many rows meet the tile (store.ExpectedInTile) and so where thinning starts,
 // and its Columns are the properties drawn. A table in a CRS other than lon/lat and
-// Web Mercator fails wrapping store.ErrNoTransform; one FinishFeatureTable has not
+// Web Mercator is drawn through spatial/proj, and one it does not support fails wrapping
+// store.ErrNoTransform; one FinishFeatureTable has not
 // indexed yet is read row by row (boxMatch).
 func (s *Store) VectorTile(ctx context.Context, t store.StoredTable, q store.TileQuery) (store.VectorTile, error) {
 	name := gpkgName(t.Schema, t.Name)
@@ -215,7 +216,14 @@ func drawTile(rq rowQuery, rows []tableRow, tile maptile.Tile, srid int) ([]byte
 	features := make([]mvt.Feature, len(rows))
 	for i := range rows {
 		r := &rows[i]
-		features[i] = mvt.Feature{ID: store.TileID(r.hash), Geometry: r.g, Properties: rq.properties(r)}
+		g := r.g
+		if !isMercator(srid) && !lonLat(srid) {
+			var err error
+			if g, err = toLonLat(g, srid); err != nil {
+				return nil, 0, err
+			}
+		}
+		features[i] = mvt.Feature{ID: store.TileID(r.hash), Geometry: g, Properties: rq.properties(r)}
 		addOwnProperties(features[i].Properties, r, rq.t.Keyed)
 	}
 	return mvt.Encode(rq.t.Name, tile, isMercator(srid), features)
@@ -250,5 +258,5 @@ func tileArea(srid int, tile maptile.Tile) (orb.Bound, error) {
 	case srid == 0 || srid == 4326:
 		return tile.Bound(), nil
 	}
-	return orb.Bound{}, fmt.Errorf("EPSG:%d: %w", srid, store.ErrNoTransform)
+	return areaIn(srid, tile.Bound())
 }

@@ -146,7 +146,7 @@ func TestVectorTile(t *testing.T) {
 		mercs[i] = &spatial.Feature{ID: f.ID, Geometry: project.Geometry(orb.Clone(f.Geometry), project.WGS84.ToMercator), Properties: f.Properties}
 	}
 	mrun := writeTable(t, st, &store.FeatureTable{Name: "mercator", SRID: 3857, Mode: store.ModeMirror, Columns: typedColumns}, mercs...)
-	writeTable(t, st, &store.FeatureTable{Name: "utm", SRID: 25832}, &spatial.Feature{ID: "u", Geometry: orb.Point{690000, 5330000}})
+	writeTable(t, st, &store.FeatureTable{Name: "bng", SRID: 27700}, &spatial.Feature{ID: "b", Geometry: orb.Point{530000, 180000}})
 
 	tests := []struct {
 		name    string
@@ -162,7 +162,7 @@ func TestVectorTile(t *testing.T) {
 		{name: "lon/lat, all in one tile", table: "lonlat", z: 10, x: int(at.X) >> 4, y: int(at.Y) >> 4, fs: fs, run: run.ID},
 		{name: "web mercator, keyed", table: "mercator", z: 14, x: int(at.X), y: int(at.Y), fs: fs, run: mrun.ID, keyed: true},
 		{name: "nothing there", table: "lonlat", z: 14, x: int(at.X) + 40, y: int(at.Y)},
-		{name: "EPSG:25832", table: "utm", z: 14, x: int(at.X), y: int(at.Y), err: store.ErrNoTransform},
+		{name: "EPSG:27700, which the store cannot transform", table: "bng", z: 14, x: int(at.X), y: int(at.Y), err: store.ErrNoTransform},
 		{name: "no such tile", table: "lonlat", z: 3, x: 8, y: 0, err: store.ErrNotFound},
 	}
 	for _, tt := range tests {

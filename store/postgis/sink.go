@@ -230,7 +230,12 @@ func stagingColumns(t *store.FeatureTable) (string, []string) {
 func insertColumns(t *store.FeatureTable) (insertCols, selects []string) {
 	insertCols = []string{"geom", "gf_feature_id", "gf_payload_hash", "gf_run_id", "gf_fetched_at"}
 	geom := "ST_GeomFromWKB(gf_wkb)"
-	if t.SRID > 0 {
+	switch {
+	case reprojects(t):
+		// The payload hash was taken of the geometry as it arrived (featureRow): only the
+		// stored copy is transformed.
+		geom = fmt.Sprintf("ST_Transform(ST_GeomFromWKB(gf_wkb, %d), %d)", t.SourceSRID, t.SRID)
+	case t.SRID > 0:
 		geom = fmt.Sprintf("ST_GeomFromWKB(gf_wkb, %d)", t.SRID)
 	}
 	selects = []string{geom, "gf_feature_id", "gf_payload_hash", "$1::bigint", "now()"}
@@ -406,7 +411,12 @@ func featureRow(f *spatial.Feature, t *store.FeatureTable) ([]any, error) {
 
 // EnsureFeatureTable implements store.FeatureTables.
 func (s *Store) EnsureFeatureTable(ctx context.Context, t *store.FeatureTable) error {
-	return s.ddl(ctx, func() error { return s.ensureFeatureTable(ctx, t) })
+	return s.ddl(ctx, func() error {
+		if err := s.checkSRIDs(ctx, t); err != nil {
+			return err
+		}
+		return s.ensureFeatureTable(ctx, t)
+	})
 }
 
 func (s *Store) ensureFeatureTable(ctx context.Context, t *store.FeatureTable) error {
@@ -441,7 +451,11 @@ func (s *Store) ensureFeatureTable(ctx context.Context, t *store.FeatureTable) e
 		return translate(fmt.Sprintf("inspecting table %s", target), err)
 	}
 	if len(have) > 0 {
-		problems := store.ColumnProblems(want, have)
+		problems, err := s.geomSRIDProblems(ctx, t)
+		if err != nil {
+			return err
+		}
+		problems = append(store.ColumnProblems(want, have), problems...)
 		// A mirror or history table written in another mode would get rows without
 		// keys, or versions never closed.
 		if _, ok := have["gf_key"]; ok && !t.Keyed() {
@@ -565,7 +579,9 @@ func pgTypeName(t store.ColumnType) string {
 func (s *Store) CountFeatures(ctx context.Context, t *store.FeatureTable, bbox orb.Bound) (int64, error) {
 	env := "ST_MakeEnvelope($1, $2, $3, $4, 4326)"
 	if t.SRID > 0 && t.SRID != 4326 {
-		env = fmt.Sprintf("ST_Transform(%s, %d)", env, t.SRID)
+		// The box around the area's outline: its edges, cut in 32, curve in a projected
+		// CRS, and the box of its corners alone would miss their bulge.
+		env = fmt.Sprintf("ST_Transform(ST_Segmentize(%s, greatest($3 - $1, $4 - $2, 1e-9) / 32), %d)", env, t.SRID)
 	}
 	var n int64
 	current := ""

@@ -64,6 +64,7 @@ func tests() []test {
 		{"WriteFeaturesInvalidGeometry", testWriteInvalidGeometry},
 		{"WriteFeaturesSourceHash", testSourceHash},
 		{"CountFeatures", testCountFeatures},
+		{"Reproject", testReproject},
 		{"Mirror", testMirror},
 		{"MirrorArea", testMirrorArea},
 		{"MirrorKeyColumns", testMirrorKeyColumns},

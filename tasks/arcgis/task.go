@@ -105,6 +105,7 @@ func (t *Task) prepare(ctx context.Context, env *tasks.Env) (*prepared, error) {
 		env.Logger.Info("no bbox given: harvesting the layer's extent", "bbox", harvest.FormatBound(area))
 	}
 	p.table = &store.FeatureTable{Schema: t.schema, Name: t.table, SRID: 4326, Mode: t.cfg.Target.Mode, Key: t.cfg.Target.Key, History: t.cfg.Target.History}
+	t.cfg.Target.Reproject(p.table)
 	if p.table.Columns, p.transform, err = t.cfg.Transform.Plan(t.cfg.URL, props); err != nil {
 		return nil, err
 	}

@@ -68,6 +68,7 @@ func (t *Task) prepare(ctx context.Context, env *tasks.Env) (*prepared, error) {
 		return nil, err
 	}
 	p.table = &store.FeatureTable{Schema: t.schema, Name: t.table, SRID: p.srid, Mode: t.cfg.Target.Mode, Key: t.cfg.Target.Key, History: t.cfg.Target.History}
+	t.cfg.Target.Reproject(p.table)
 	if p.table.Columns, p.transform, err = t.cfg.Transform.Plan(ft.Name, properties(schema.Properties)); err != nil {
 		return nil, err
 	}
