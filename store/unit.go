@@ -48,6 +48,9 @@ type Counts struct {
 	// count from an estimate, ids listed then deleted): the task's completeness check
 	// allows for them.
 	Short int64
+	// Affected are the rows a SQL step's statements affected (inserted, updated,
+	// deleted, or created by CREATE TABLE ... AS where the database tells).
+	Affected int64
 }
 
 // Add accumulates o into c.
@@ -60,6 +63,7 @@ func (c *Counts) Add(o Counts) {
 	c.Merged += o.Merged
 	c.Requests += o.Requests
 	c.Short += o.Short
+	c.Affected += o.Affected
 }
 
 // Total is the number of features or files the output held.

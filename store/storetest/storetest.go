@@ -96,6 +96,11 @@ func tests() []test {
 		{"VectorTileGDAL", testVectorTileGDAL},
 		{"TablesHistory", testTablesHistory},
 		{"ReadFeatures", testReadFeatures},
+		{"SQLDialect", testSQLDialect},
+		{"SQLParams", testSQLParams},
+		{"SQLRowsAffected", testSQLRowsAffected},
+		{"SQLRollback", testSQLRollback},
+		{"SQLBodies", testSQLBodies},
 	}
 }
 
