@@ -202,3 +202,32 @@ var sqliteKeywords = func() map[string]bool {
 	}
 	return m
 }()
+
+// Verb is what the statement does, upper-cased: its first word, or for a WITH the
+// statement after its common table expressions (SELECT, INSERT, UPDATE, DELETE, REPLACE,
+// MERGE or VALUES). Rows affected are counted by it: a SELECT returns rows, it does not
+// change them.
+func (st Statement) Verb() string {
+	if len(st.Tokens) == 0 || st.Tokens[0].Kind != Word {
+		return ""
+	}
+	first := strings.ToUpper(st.Tokens[0].Text)
+	if first != "WITH" {
+		return first
+	}
+	depth := 0
+	for _, t := range st.Tokens[1:] {
+		switch {
+		case t.Kind == Punct && t.Text == "(":
+			depth++
+		case t.Kind == Punct && t.Text == ")":
+			depth--
+		case depth == 0 && t.Kind == Word:
+			switch v := strings.ToUpper(t.Text); v {
+			case "SELECT", "INSERT", "UPDATE", "DELETE", "REPLACE", "MERGE", "VALUES":
+				return v
+			}
+		}
+	}
+	return first
+}

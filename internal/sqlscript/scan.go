@@ -37,13 +37,13 @@ type Kind int
 
 // The kinds of token. Comments and white space are not tokens.
 const (
-	Word    Kind = iota + 1 // an identifier or keyword, unquoted
-	Quoted                  // a quoted identifier: "x" (SQLite also [x] and `x`)
-	String                  // a string constant: 'x', E'x' (PostgreSQL), $$x$$, $tag$x$tag$
-	Number                  // a numeric constant
-	Param                   // a parameter: @name; PostgreSQL $1; SQLite ?, ?1, :name, $name
-	Op                      // an operator: one or more of + - * / < > = ~ ! @ # % ^ & | ` ?
-	Punct                   // ( ) [ ] , ; . : ::
+	Word   Kind = iota + 1 // an identifier or keyword, unquoted
+	Quoted                 // a quoted identifier: "x" (SQLite also [x] and `x`)
+	String                 // a string constant: 'x', E'x' (PostgreSQL), $$x$$, $tag$x$tag$
+	Number                 // a numeric constant
+	Param                  // a parameter: @name; PostgreSQL $1; SQLite ?, ?1, :name, $name
+	Op                     // an operator: one or more of + - * / < > = ~ ! @ # % ^ & | ` ?
+	Punct                  // ( ) [ ] , ; . : ::
 )
 
 // Token is one token of a script, by its byte offsets in the script.

@@ -254,3 +254,20 @@ func TestRewrite(t *testing.T) {
 		t.Errorf("Position = %d:%d, want 2:41", line, col)
 	}
 }
+
+func TestVerb(t *testing.T) {
+	tests := []struct{ src, want string }{
+		{"select 1", "SELECT"}, {"Insert into t values (1)", "INSERT"}, {"create table t as select 1", "CREATE"},
+		{"with a as (select 1), b(x) as (select 2) insert into t select * from a", "INSERT"},
+		{"with recursive a(n) as (select 1 union all select n + 1 from a where n < 3) select * from a", "SELECT"},
+		{"with a as (delete from t returning *) select count(*) from a", "SELECT"},
+		{"(select 1)", ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.src, func(t *testing.T) {
+			if got := one(t, tc.src, PostgreSQL).Verb(); got != tc.want {
+				t.Errorf("Verb(%q) = %q, want %q", tc.src, got, tc.want)
+			}
+		})
+	}
+}
