@@ -181,8 +181,8 @@ func follower(task tasks.Task) tasks.Follower {
 	return f
 }
 
-// write drains out into the unit's transaction: features, file rows, then the unit's
-// done state with its counts and children; all of it commits, or none. A response of
+// write drains out into the unit's transaction: features, file rows, a SQL step's
+// script, then the unit's done state with its counts and children; all of it commits, or none. A response of
 // features is judged once written (tasks.Decide): a Split rolls back and returns the spec
 // to execute the unit again with, PageOn plans the rest, and Incomplete (or features the
 // stream refused) commits the unit failed with the dead letter fail makes, when fail is
@@ -235,6 +235,13 @@ func (r *runner) write(ctx context.Context, env *tasks.Env, ref store.UnitRef, u
 				w.failure = fmt.Errorf("%w; and %w", w.failure, rejected)
 			}
 		}
+	}
+	if out.SQL != nil {
+		n, err := tx.ExecSQL(ctx, out.SQL)
+		if err != nil {
+			return w, err
+		}
+		w.counts.Affected += n
 	}
 	if len(out.Tiles) > 0 {
 		if _, err := tx.UpsertTiles(ctx, out.TileTable, out.Tiles); err != nil {

@@ -7,6 +7,7 @@ import (
 	"github.com/geoflow/geoflow/tasks/arcgis"
 	"github.com/geoflow/geoflow/tasks/imagery"
 	"github.com/geoflow/geoflow/tasks/ogcapi"
+	"github.com/geoflow/geoflow/tasks/sqltask"
 	"github.com/geoflow/geoflow/tasks/tiles"
 	"github.com/geoflow/geoflow/tasks/wfs"
 )
@@ -18,6 +19,7 @@ func registerKinds(r *tasks.Registry) {
 	r.Register(arcgis.Kind())
 	r.Register(tiles.Kind())
 	r.Register(imagery.Kind())
+	r.Register(sqltask.Kind())
 }
 
 // addMoreCommands adds the commands of later subsystems (dlq, dev, serve...).
