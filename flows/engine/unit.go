@@ -236,12 +236,8 @@ func (r *runner) write(ctx context.Context, env *tasks.Env, ref store.UnitRef, u
 			}
 		}
 	}
-	if out.SQL != nil {
-		n, err := tx.ExecSQL(ctx, out.SQL)
-		if err != nil {
-			return w, err
-		}
-		w.counts.Affected += n
+	if err := runSQL(ctx, tx, out.SQL, &w.counts); err != nil {
+		return w, err
 	}
 	if len(out.Tiles) > 0 {
 		if _, err := tx.UpsertTiles(ctx, out.TileTable, out.Tiles); err != nil {
@@ -268,6 +264,17 @@ func (r *runner) write(ctx context.Context, env *tasks.Env, ref store.UnitRef, u
 		}
 	}
 	return w, tx.Commit(ctx)
+}
+
+// runSQL runs a SQL step's script, if any, in the unit's transaction, adding the rows
+// it affected to c.
+func runSQL(ctx context.Context, tx store.UnitTx, s *store.SQLScript, c *store.Counts) error {
+	if s == nil {
+		return nil
+	}
+	n, err := tx.ExecSQL(ctx, s)
+	c.Affected += n
+	return err
 }
 
 // removeFiles deletes files a committed unit no longer needs; a failure is logged, not
