@@ -84,7 +84,7 @@ func (u *unitTx) ExecSQL(ctx context.Context, sc *store.SQLScript) (int64, error
 		}
 		tag, err := u.tx.Exec(ctx, text, args...)
 		if err != nil {
-			return total, sqlFault(sc, i, len(sts), st, text, m, err)
+			return total, sqlFault(sc, i, len(sts), st, text, m, err, u.tx.Conn().IsClosed())
 		}
 		if v := st.Verb(); tag.Select() && (v == "SELECT" || v == "VALUES" || v == "TABLE") {
 			continue // rows returned, not affected
@@ -97,14 +97,23 @@ func (u *unitTx) ExecSQL(ctx context.Context, sc *store.SQLScript) (int64, error
 // sqlFault is the Fault of statement i of n of sc, run as text, that failed with err:
 // translated as every database error is, and placed in the script where PostgreSQL
 // pointed (its position in text, mapped back by m), with its detail, hint and context.
-func sqlFault(sc *store.SQLScript, i, n int, st sqlscript.Statement, text string, m sqlscript.Map, err error) error {
+// An error the server did not answer is temporary only when the connection is gone
+// (closed): otherwise the driver refused the statement (parameters where PostgreSQL
+// takes none), and it would refuse it again.
+func sqlFault(sc *store.SQLScript, i, n int, st sqlscript.Statement, text string, m sqlscript.Map, err error, closed bool) error {
 	f, ok := store.AsFault(translate("", err))
 	if !ok {
 		return fmt.Errorf("%s: %w", sc.SQLStatementError(i, n, st, -1), err)
 	}
 	at := -1
 	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) {
+	if !errors.As(err, &pgErr) && !closed {
+		f.Temp = false
+		if len(st.Params()) > 0 {
+			f.Msg += " (PostgreSQL takes no parameters in this statement, such as a view's definition: use them in INSERT, UPDATE, DELETE or CREATE TABLE ... AS)"
+		}
+	}
+	if pgErr != nil {
 		if pgErr.Position > 0 {
 			at = m.Script(sqlscript.CharOffset(text, int(pgErr.Position)))
 		}

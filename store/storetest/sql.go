@@ -108,6 +108,13 @@ func testSQLParams(t *testing.T, s store.Store) {
 			and to_tsvector('simple', 'a b') @@ to_tsquery('simple', 'a') and @ -2 = 2
 			and ST_MakeEnvelope(0, 0, 10, 10, 4326) ~ @bbox and $$ @run_id $$ = ' @run_id '`, p, 1)
 	}
+	if d == sqlscript.PostgreSQL {
+		// A statement PostgreSQL takes no parameters in fails for good, saying so.
+		_, err := execSQL(t.Context(), s, store.UnitRef{RunID: run.ID, TaskID: "summary", Key: unitKey(7)}, "create view v as select @run_id as r", p)
+		if f, ok := store.AsFault(err); !ok || f.Temporary() || !strings.Contains(err.Error(), "takes no parameters in this statement") {
+			t.Errorf("a view with a parameter: %v, want a permanent fault saying PostgreSQL takes none there", err)
+		}
+	}
 	// A name that is not a parameter, or a parameter of another form, is refused, not
 	// bound to NULL.
 	for i, bad := range []string{"select @nope", "select $1", "select ?"} {
