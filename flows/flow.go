@@ -252,6 +252,7 @@ func Parse(file string, src []byte, opts Options) (*Flow, error) {
 
 	d.decodeTasks(tasksNode, f, doc.Defaults, opts.Registry)
 	d.checkGraph(f)
+	d.placeTasks(f)
 
 	if len(d.problems) > 0 {
 		sort.SliceStable(d.problems, func(i, j int) bool {

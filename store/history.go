@@ -28,8 +28,10 @@ type RunRecord struct {
 	FeaturesMerged   int64 `json:"features_merged"`
 	// FeaturesDeleted were deleted from mirror tables (with history, their versions
 	// closed), summed over the run's tasks.
-	FeaturesDeleted int64  `json:"features_deleted"`
-	Error           string `json:"error,omitempty"`
+	FeaturesDeleted int64 `json:"features_deleted"`
+	// RowsAffected are the rows the run's SQL steps affected, summed over its tasks.
+	RowsAffected int64  `json:"rows_affected"`
+	Error        string `json:"error,omitempty"`
 	// FinishedBy names who follows the run to its end when it is not the process that
 	// started it: the pool's worker that adopted it once that process was gone
 	// ("worker w2"), at AdoptedAt. Both are empty for every other run, a resumed one
@@ -83,6 +85,9 @@ type TaskRecord struct {
 	FeaturesUnchanged *int64 `json:"features_unchanged,omitempty"`
 	MirrorNote        string `json:"mirror_note,omitempty"`
 	Error             string `json:"error,omitempty"`
+	// RowsAffected are the rows a SQL step's statements affected (type sql); 0 for other
+	// tasks.
+	RowsAffected int64 `json:"rows_affected"`
 }
 
 // RunFilter selects runs for ListRuns. The zero value selects the latest 100 runs.
@@ -100,4 +105,16 @@ type History interface {
 	ListRuns(ctx context.Context, f RunFilter) ([]RunRecord, error)
 	// GetRun returns one run with its tasks and hosts, or fails wrapping ErrNotFound.
 	GetRun(ctx context.Context, id int64) (RunRecord, error)
+}
+
+// SetRowsAffected sets the run's and its tasks' RowsAffected from what each task's units
+// recorded (task id -> rows).
+func (r *RunRecord) SetRowsAffected(byTask map[string]int64) {
+	r.RowsAffected = 0
+	for _, n := range byTask {
+		r.RowsAffected += n
+	}
+	for i := range r.Tasks {
+		r.Tasks[i].RowsAffected = byTask[r.Tasks[i].Task]
+	}
 }

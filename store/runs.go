@@ -85,9 +85,11 @@ type RunSummary struct {
 	// Deleted were deleted from mirror tables (with history, their versions closed).
 	Deleted int64
 	// Filtered were left out by the tasks' transform.where (store.Counts.Filtered).
-	Filtered   int64
-	StartedAt  time.Time
-	FinishedAt *time.Time
+	Filtered int64
+	// RowsAffected are the rows the run's SQL steps affected (Counts.Affected).
+	RowsAffected int64
+	StartedAt    time.Time
+	FinishedAt   *time.Time
 	// Hosts is what the run's requests asked of each host (History.RunHosts).
 	Hosts RunHosts
 }
@@ -172,6 +174,13 @@ type UnitTx interface {
 	UpsertTiles(ctx context.Context, t *TileTable, rows []TileRow) (Counts, error)
 	// UpsertAsset records one imagery file, as UpsertTiles does a tile.
 	UpsertAsset(ctx context.Context, t *AssetTable, row AssetRow) (Counts, error)
+	// ExecSQL runs a flow's SQL step in this transaction: each statement of s in order,
+	// its parameters bound by the driver, never spliced into the text. It returns the
+	// rows the statements affected, summed (store.Counts.Affected). A statement that
+	// fails fails it with a *Fault naming the statement, its line in s.Source and the
+	// database's message (its SQLSTATE and position, where it tells them); the caller
+	// rolls back, so nothing of the script is applied.
+	ExecSQL(ctx context.Context, s *SQLScript) (rowsAffected int64, err error)
 	// Complete marks the unit done with counts, started at start (its attempt counted),
 	// and records children and failed as pending units of the same task, their Parent
 	// set to it: children to execute (in a distributed run, enqueued in the same

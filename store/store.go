@@ -94,6 +94,7 @@ type Store interface {
 	Changes
 	Fires
 	Tables
+	SQLStore
 	// MergedFeatures, ShortFeatures, FilteredFeatures and TaskExtent are what a task
 	// reads of what runs recorded (tasks.Records, with Units.Unit).
 	MergedFeatures(ctx context.Context, runID int64, task string) (int64, error)

@@ -53,6 +53,9 @@ type Counts struct {
 	// by one of them only (tasks.Transform), so their sum over a task is of distinct
 	// features.
 	Filtered int64
+	// Affected are the rows a SQL step's statements affected (inserted, updated,
+	// deleted, or created by CREATE TABLE ... AS where the database tells).
+	Affected int64
 }
 
 // Add accumulates o into c.
@@ -66,6 +69,7 @@ func (c *Counts) Add(o Counts) {
 	c.Requests += o.Requests
 	c.Short += o.Short
 	c.Filtered += o.Filtered
+	c.Affected += o.Affected
 }
 
 // Total is the number of features or files the output held.

@@ -34,6 +34,27 @@ type TableReader interface {
 	ReadsTable() (table, key string)
 }
 
+// InFlow is implemented by configs that need to know where they stand in their flow:
+// the directory of its file (a file the task names is read relative to it) and the tables
+// the flow's other tasks write, and which of those tasks run before or after it. The
+// flow validator calls InFlow once every task is decoded and the graph checked, and
+// reports what it finds wrong through p.
+type InFlow interface {
+	InFlow(f FlowInfo, p Problems)
+}
+
+// FlowInfo is what a task's config knows of the flow it is in (InFlow).
+type FlowInfo struct {
+	// Dir is the directory of the flow's file.
+	Dir string
+	// Tables maps each other task of the flow that writes a feature table to its
+	// [schema.]table.
+	Tables map[string]string
+	// Upstream are the tasks this one depends on, directly or not; Downstream those that
+	// depend on it.
+	Upstream, Downstream map[string]bool
+}
+
 // Basemap is implemented by configs whose task stores map tiles as files, which the
 // web UI draws beneath its maps of the flow.
 type Basemap interface {

@@ -58,6 +58,11 @@ type Output struct {
 	AssetTable *store.AssetTable
 	Assets     []store.AssetRow
 
+	// SQL is a SQL step's script, which the runner executes in the unit's transaction
+	// (store.UnitTx.ExecSQL), before it marks the unit done: its effects and the unit's
+	// done state commit together. The rows it affected are added to Counts.Affected.
+	SQL *store.SQLScript
+
 	// Children are further units this unit planned: the four quadrants of a tile, the
 	// pages of a tile that cannot be split, the items of a search page.
 	Children []store.Unit
@@ -136,6 +141,15 @@ func (o *Output) Close() {
 	}
 }
 
+// Preflight is implemented by configs whose task can tell before a run starts that it
+// cannot run on the run's store (a SQL step calling a function a GeoPackage does not
+// have). The runner calls it for each task of the run, with the task's Env as its units
+// would get it (RunID 0), before it records the run or runs any unit; an error stops the
+// run there.
+type Preflight interface {
+	Preflight(ctx context.Context, env *Env) error
+}
+
 // Finisher is implemented by tasks that finish their work once no unit is left to run
 // (all done, or some dead): indexing a table, comparing the server's count with the
 // features stored. The runner calls it unless the task was interrupted; a replay calls it
@@ -164,6 +178,9 @@ type Stores struct {
 	// export).
 	Tables  store.Tables
 	Changes store.Changes
+	// SQL tells which SQL the store runs (a SQL step's checks before a run); nil where
+	// the store does not say, when those checks are left to the database.
+	SQL store.SQLStore
 }
 
 // Records is what a task reads of what runs recorded.

@@ -138,6 +138,9 @@ func Run(ctx context.Context, f *flows.Flow, opts RunOptions) (*Result, error) {
 	if distributed && opts.Store.Queue == nil {
 		return nil, store.ErrNoQueue
 	}
+	if err := preflight(ctx, f, opts, log); err != nil {
+		return nil, err
+	}
 	if _, err := opts.Store.Runs.Migrate(ctx); err != nil {
 		return nil, fmt.Errorf("migrating the database: %w", err)
 	}
@@ -193,7 +196,8 @@ func Run(ctx context.Context, f *flows.Flow, opts RunOptions) (*Result, error) {
 	res.Elapsed = time.Since(start)
 	log.Info("run finished", "flow", f.Name, "run", run.ID, "status", res.Status,
 		"units_done", res.Summary.UnitsDone, "units_total", res.Summary.UnitsTotal, "dead", res.Summary.UnitsDead,
-		"inserted", res.Summary.Inserted, "skipped", res.Summary.Skipped, "updated", res.Summary.Updated, "elapsed", res.Elapsed.Round(time.Millisecond))
+		"inserted", res.Summary.Inserted, "skipped", res.Summary.Skipped, "updated", res.Summary.Updated, "rows_affected", res.Summary.RowsAffected,
+		"elapsed", res.Elapsed.Round(time.Millisecond))
 	return res, nil
 }
 

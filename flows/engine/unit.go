@@ -181,8 +181,8 @@ func follower(task tasks.Task) tasks.Follower {
 	return f
 }
 
-// write drains out into the unit's transaction: features, file rows, then the unit's
-// done state with its counts and children; all of it commits, or none. A response of
+// write drains out into the unit's transaction: features, file rows, a SQL step's
+// script, then the unit's done state with its counts and children; all of it commits, or none. A response of
 // features is judged once written (tasks.Decide): a Split rolls back and returns the spec
 // to execute the unit again with, PageOn plans the rest, and Incomplete (or features the
 // stream refused) commits the unit failed with the dead letter fail makes, when fail is
@@ -237,6 +237,9 @@ func (r *runner) write(ctx context.Context, env *tasks.Env, ref store.UnitRef, u
 			}
 		}
 	}
+	if err := runSQL(ctx, tx, out.SQL, &w.counts); err != nil {
+		return w, err
+	}
 	if len(out.Tiles) > 0 {
 		if _, err := tx.UpsertTiles(ctx, out.TileTable, out.Tiles); err != nil {
 			return w, err
@@ -262,6 +265,17 @@ func (r *runner) write(ctx context.Context, env *tasks.Env, ref store.UnitRef, u
 		}
 	}
 	return w, tx.Commit(ctx)
+}
+
+// runSQL runs a SQL step's script, if any, in the unit's transaction, adding the rows
+// it affected to c.
+func runSQL(ctx context.Context, tx store.UnitTx, s *store.SQLScript, c *store.Counts) error {
+	if s == nil {
+		return nil
+	}
+	n, err := tx.ExecSQL(ctx, s)
+	c.Affected += n
+	return err
 }
 
 // removeFiles deletes files a committed unit no longer needs; a failure is logged, not

@@ -141,6 +141,11 @@ func (s *Store) GetRun(ctx context.Context, id int64) (store.RunRecord, error) {
 	if err := rows.Err(); err != nil {
 		return run, translate(what, err)
 	}
+	byTask, err := s.rowsAffected(ctx, id)
+	if err != nil {
+		return run, err
+	}
+	run.SetRowsAffected(byTask)
 	run.RunHosts, err = s.runHosts(ctx, id)
 	return run, err
 }

@@ -365,6 +365,9 @@ func (s *Store) FinishRun(ctx context.Context, runID int64, status store.State, 
 	if err != nil {
 		return sum, err
 	}
+	if sum.RowsAffected, err = s.runRowsAffected(ctx, runID); err != nil {
+		return sum, err
+	}
 	sum.Hosts, err = s.runHosts(ctx, runID)
 	return sum, err
 }

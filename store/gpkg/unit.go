@@ -50,7 +50,8 @@ func (u *unitTx) begin(ctx context.Context, queries ...string) (*sql.Tx, error) 
 // set, not added: they are what the unit's last execution did.
 const completeSQL = `UPDATE geoflow_units SET state = 'done', finished_at = ` + now + `, error = NULL,
 	features_inserted = ?, features_skipped = ?, features_updated = ?, bytes = ?, attempts = attempts + 1, started_at = ?,
-	features_rejected = ?, features_merged = ?, requests = ?, features_short = ?, features_filtered = ?
+	features_rejected = ?, features_merged = ?, requests = ?, features_short = ?, features_filtered = ?,
+	rows_affected = ?
 	WHERE run_id = ? AND task = ? AND key = ?`
 
 // Complete implements store.UnitTx.
@@ -75,7 +76,7 @@ func (u *unitTx) Complete(ctx context.Context, c store.Counts, children, failed 
 	if err != nil {
 		return translate(fmt.Sprintf("marking unit %s done", ref.Key), err)
 	}
-	_, err = st.ExecContext(ctx, c.Inserted, c.Skipped, c.Updated, c.Bytes, ts(start), c.Rejected, c.Merged, c.Requests, c.Short, c.Filtered, ref.RunID, ref.TaskID, ref.Key)
+	_, err = st.ExecContext(ctx, c.Inserted, c.Skipped, c.Updated, c.Bytes, ts(start), c.Rejected, c.Merged, c.Requests, c.Short, c.Filtered, c.Affected, ref.RunID, ref.TaskID, ref.Key)
 	return translate(fmt.Sprintf("marking unit %s done", ref.Key), err)
 }
 

@@ -93,9 +93,9 @@ func (u *unitTx) Complete(ctx context.Context, c store.Counts, children, failed 
 	_, err := u.tx.Exec(ctx, `UPDATE geoflow_units SET state = 'done', finished_at = now(), error = NULL,
 		features_inserted = $4, features_skipped = $5, features_updated = $6, bytes = $7,
 		attempts = attempts + 1, started_at = $8, features_rejected = $9, features_merged = $10, requests = $11, features_short = $12,
-		features_filtered = $13
+		features_filtered = $13, rows_affected = $14
 		WHERE run_id = $1 AND task = $2 AND key = $3`,
-		ref.RunID, ref.TaskID, ref.Key, c.Inserted, c.Skipped, c.Updated, c.Bytes, start, c.Rejected, c.Merged, c.Requests, c.Short, c.Filtered)
+		ref.RunID, ref.TaskID, ref.Key, c.Inserted, c.Skipped, c.Updated, c.Bytes, start, c.Rejected, c.Merged, c.Requests, c.Short, c.Filtered, c.Affected)
 	return translate(fmt.Sprintf("marking unit %s done", ref.Key), err)
 }
 

@@ -100,6 +100,11 @@ func tests() []test {
 		{"ReadFeatures", testReadFeatures},
 		{"ReadSRID", testReadSRID},
 		{"ReadWhere", testReadWhere},
+		{"SQLDialect", testSQLDialect},
+		{"SQLParams", testSQLParams},
+		{"SQLRowsAffected", testSQLRowsAffected},
+		{"SQLRollback", testSQLRollback},
+		{"SQLBodies", testSQLBodies},
 	}
 }
 

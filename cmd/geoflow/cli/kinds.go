@@ -8,6 +8,7 @@ import (
 	"github.com/geoflow/geoflow/tasks/export"
 	"github.com/geoflow/geoflow/tasks/imagery"
 	"github.com/geoflow/geoflow/tasks/ogcapi"
+	"github.com/geoflow/geoflow/tasks/sqltask"
 	"github.com/geoflow/geoflow/tasks/tiles"
 	"github.com/geoflow/geoflow/tasks/wfs"
 )
@@ -20,6 +21,7 @@ func registerKinds(r *tasks.Registry) {
 	r.Register(tiles.Kind())
 	r.Register(imagery.Kind())
 	r.Register(export.Kind())
+	r.Register(sqltask.Kind())
 }
 
 // addMoreCommands adds the commands of later subsystems (dlq, dev, serve...).

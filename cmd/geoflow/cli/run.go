@@ -256,12 +256,26 @@ func printSummary(g *globals, f *flows.Flow, res *engine.Result) {
 	}
 	fmt.Fprintf(g.stdout, "\n  features: %d inserted, %d already present, %d updated%s; %.1f MB read\n",
 		s.Inserted, s.Skipped, s.Updated, deleted, float64(s.Bytes)/1e6)
+	if hasSQL(f) {
+		fmt.Fprintf(g.stdout, "  SQL steps: %d rows affected\n", s.RowsAffected)
+	}
 	for _, t := range f.Tasks {
 		if st, ok := res.TaskStates[t.ID]; ok {
 			fmt.Fprintf(g.stdout, "  task %-20s %s\n", t.ID, st)
 		}
 	}
 	printHosts(g.stdout, s.Hosts, res.Process)
+}
+
+// hasSQL tells whether the flow has a SQL step (type: sql), whose rows affected the
+// summary shows.
+func hasSQL(f *flows.Flow) bool {
+	for _, t := range f.Tasks {
+		if t.Type == "sql" {
+			return true
+		}
+	}
+	return false
 }
 
 // memoryLimit resolves the run's memory budget: --memory-limit, else the flow's

@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"text/tabwriter"
 	"time"
@@ -130,6 +131,9 @@ func printRun(w io.Writer, r store.RunRecord) error {
 	}
 	fmt.Fprintf(tw, "units\t%d of %d done, %d dead\n", r.UnitsDone, r.UnitsTotal, r.UnitsDead)
 	fmt.Fprintf(tw, "features\t%d inserted, %d already present, %d updated\n", r.FeaturesInserted, r.FeaturesSkipped, r.FeaturesUpdated)
+	if r.RowsAffected > 0 || slices.ContainsFunc(r.Tasks, func(t store.TaskRecord) bool { return t.Type == "sql" }) {
+		fmt.Fprintf(tw, "SQL steps\t%d rows affected\n", r.RowsAffected)
+	}
 	if r.FeaturesRejected > 0 {
 		fmt.Fprintf(tw, "refused\t%d features could not be stored (dead letters of class rejected: geoflow dlq list --run %d --class rejected)\n", r.FeaturesRejected, r.ID)
 	}
@@ -174,6 +178,9 @@ func printRun(w io.Writer, r store.RunRecord) error {
 		}
 		if t.MirrorNote != "" {
 			fmt.Fprintf(w, "\n%s: %s\n", t.Task, t.MirrorNote)
+		}
+		if t.Type == "sql" {
+			fmt.Fprintf(w, "\n%s: %d rows affected by its SQL\n", t.Task, t.RowsAffected)
 		}
 	}
 	return printHostTables(w, r.RunHosts)

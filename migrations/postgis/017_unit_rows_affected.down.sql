@@ -1,0 +1,1 @@
+ALTER TABLE geoflow_units DROP COLUMN IF EXISTS rows_affected;
