@@ -169,6 +169,10 @@ func (j *Job) Write(ctx context.Context) (Result, error) {
 		return res, fmt.Errorf("export: %s: %w", j.spec.Path, err)
 	}
 	res.Path = abs
+	// A flow's output directory is made as dbt makes its target: a first run needs no mkdir.
+	if err := os.MkdirAll(filepath.Dir(abs), 0o755); err != nil {
+		return res, fmt.Errorf("export: making the directory of %s: %w", abs, err)
+	}
 	src, stop := j.source(ctx)
 	defer stop()
 	res.Features, err = j.writeFormat(ctx, abs, src)

@@ -366,3 +366,18 @@ func TestExportErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestExportMakesDirectory: a file in a directory that is not there yet is written, the
+// directory made, as a flow's first run needs.
+func TestExportMakesDirectory(t *testing.T) {
+	r := asReader(t, stores[1].open(t))
+	fill(t, r, parcelsTable("parcels", 4326), parcels(3))
+	path := filepath.Join(t.TempDir(), "out", "daily", "parcels.fgb")
+	res, err := export.Write(context.Background(), export.Spec{Table: "parcels", Path: path}, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(path); err != nil || res.Features != 3 || fi.Size() != res.Bytes {
+		t.Errorf("wrote %d features, %d bytes; the file: %v, %v", res.Features, res.Bytes, fi, err)
+	}
+}

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# make demo: the sample WFS on a free loopback port, flows/parcels.yaml into a GeoPackage
-# (geoflow-demo.gpkg next to the repo, left there to look at), then a summary. No database
-# server: set GEOFLOW_DATABASE_URL to a postgres:// URL to harvest into PostGIS instead.
+# make demo: the sample WFS on a free loopback port, then flows/parcels.yaml's chain: the
+# harvest into a GeoPackage (geoflow-demo.gpkg next to the repo, left there to look at), a
+# SQL summary by zone, and the run's changes exported to flows/out/parcels-changes.fgb;
+# then a summary. No database server: set GEOFLOW_DATABASE_URL to a postgres:// URL to run
+# it on PostGIS instead.
 set -euo pipefail
 bin=${1:-bin/geoflow}
 features=${DEMO_FEATURES:-20000}
@@ -35,6 +37,10 @@ WFS_URL="http://127.0.0.1:$port/wfs" "$bin" run flows/parcels.yaml --progress lo
 end=$(date +%s.%N)
 kill -INT "$wfs_pid"; wait "$wfs_pid" 2>/dev/null || true
 echo "== summary"
+fgb=flows/out/parcels-changes.fgb
+if command -v ogrinfo >/dev/null && [ -f "$fgb" ]; then
+  ogrinfo -ro -so -al "$fgb" 2>/dev/null | grep -E '^(Feature Count|Extent):' | sed "s|^|  $fgb: |" || true
+fi
 grep '^served' "$log" | sed 's/^/  sample WFS /' || true
 awk -v s="$start" -v e="$end" 'BEGIN { printf "  wall time %.1f s\n", e - s }'
 if [ "$GEOFLOW_DATABASE_URL" = "$gpkg" ]; then
@@ -42,6 +48,8 @@ if [ "$GEOFLOW_DATABASE_URL" = "$gpkg" ]; then
   echo "  look at it:  ogrinfo -so $gpkg parcels      (or open it in QGIS)"
   echo "  history:     $bin runs list --database $gpkg"
   echo "  on a map:    $bin ui --database $gpkg   (then open http://127.0.0.1:8080/)"
+  echo "  by zone:     the SQL step's table zoning_summary, in the same file"
+  echo "  changes:     $fgb (what this run inserted, updated, deleted; gf_change)"
   if command -v ogrinfo >/dev/null; then
     ogrinfo -so "$gpkg" parcels 2>/dev/null | grep -E '^(Layer name|Feature Count|Extent|Geometry):' | sed 's/^/  ogrinfo: /' || true
   fi

@@ -10,7 +10,8 @@ import (
 
 // registerFunctions registers, for every connection the driver opens, the SQL functions
 // that the GeoPackage R-tree triggers call (ST_MinX, ST_MaxX, ST_MinY, ST_MaxY,
-// ST_IsEmpty, as GDAL and QGIS also define them), so that a file whose triggers another
+// ST_IsEmpty, as GDAL and QGIS also define them, and PostGIS's ST_XMin, ST_XMax, ST_YMin,
+// ST_YMax for SQL steps written for both stores), so that a file whose triggers another
 // tool created stays writable here, and gf_url_host for the dead-letter statistics and
 // host filter.
 func registerFunctions() error {
@@ -32,6 +33,12 @@ func registerFunctions() error {
 		"ST_MaxX": coord(func(_, maxx, _, _ float64) float64 { return maxx }),
 		"ST_MinY": coord(func(_, _, miny, _ float64) float64 { return miny }),
 		"ST_MaxY": coord(func(_, _, _, maxy float64) float64 { return maxy }),
+		// PostGIS's names for the same corners, so that a SQL step can be written once
+		// for both stores.
+		"ST_XMin": coord(func(minx, _, _, _ float64) float64 { return minx }),
+		"ST_XMax": coord(func(_, maxx, _, _ float64) float64 { return maxx }),
+		"ST_YMin": coord(func(_, _, miny, _ float64) float64 { return miny }),
+		"ST_YMax": coord(func(_, _, _, maxy float64) float64 { return maxy }),
 		"ST_IsEmpty": func(_ *sqlite.FunctionContext, args []driver.Value) (driver.Value, error) {
 			b, ok := args[0].([]byte)
 			if !ok {

@@ -119,7 +119,7 @@ func sqliteFault(sc *store.SQLScript, i, n int, st sqlscript.Statement, err erro
 }
 
 // noSpatialSQL is the advice (store.SQLDialect.Advice) for a statement that calls a function SQLite does not have.
-const noSpatialSQL = "a GeoPackage store has no spatial SQL functions (beyond ST_MinX, ST_MaxX, ST_MinY, ST_MaxY and ST_IsEmpty): use PostGIS (--database postgres://...) for them"
+const noSpatialSQL = "a GeoPackage store has no spatial SQL functions (beyond ST_MinX, ST_MaxX, ST_MinY, ST_MaxY, their PostGIS names ST_XMin, ST_XMax, ST_YMin, ST_YMax, and ST_IsEmpty): use PostGIS (--database postgres://...) for them"
 
 // rowsAffected sums, by task, the rows the run's SQL steps affected.
 func (s *Store) rowsAffected(ctx context.Context, runID int64) (map[string]int64, error) {

@@ -40,12 +40,19 @@ type Config struct {
 	Columns []string `yaml:"columns"`
 	// Where keeps the rows this expression in the store's own SQL holds for.
 	Where string `yaml:"where"`
+
+	dir string // the flow file's directory, which a relative Path is taken from
 }
 
 var (
 	_ tasks.Referrer    = (*Config)(nil)
 	_ tasks.TableReader = (*Config)(nil)
+	_ tasks.InFlow      = (*Config)(nil)
 )
+
+// InFlow implements tasks.InFlow: a relative path is taken from the flow file's
+// directory, as a SQL step's file is, whatever directory geoflow runs in.
+func (c *Config) InFlow(f tasks.FlowInfo, _ tasks.Problems) { c.dir = f.Dir }
 
 // Check implements tasks.Config.
 func (c *Config) Check(p tasks.Problems) {
@@ -124,7 +131,11 @@ func (c *Config) New(id string) (tasks.Task, error) {
 	if err != nil {
 		return nil, err
 	}
-	abs, err := filepath.Abs(c.Path)
+	path := c.Path
+	if !filepath.IsAbs(path) && c.dir != "" {
+		path = filepath.Join(c.dir, path)
+	}
+	abs, err := filepath.Abs(path)
 	if err != nil {
 		return nil, err
 	}

@@ -51,7 +51,7 @@ type reader struct {
 
 // Execute implements tasks.Task: it writes the file, unless the asset row says the
 // same export (the same fingerprint) wrote the file there and it is still there with
-// its size: then it writes nothing and the unit counts as skipped. The file's row
+// its size: then it writes nothing (and logs "export: unchanged"). The file's row
 // commits with the unit.
 func (t *Task) Execute(ctx context.Context, env *tasks.Env, u store.Unit) (*tasks.Output, error) {
 	spec := t.spec
@@ -71,7 +71,7 @@ func (t *Task) Execute(ctx context.Context, env *tasks.Env, u store.Unit) (*task
 	fp := job.Fingerprint()
 	if unchanged(stored, fp, spec.Path) {
 		env.Logger.Info("export: unchanged, not written again", "path", spec.Path)
-		return &tasks.Output{Counts: store.Counts{Skipped: 1}}, nil
+		return &tasks.Output{}, nil
 	}
 	res, err := job.Write(ctx)
 	if err != nil {
@@ -85,11 +85,8 @@ func (t *Task) Execute(ctx context.Context, env *tasks.Env, u store.Unit) (*task
 		"bytes", res.Bytes, "elapsed", res.Elapsed)
 	out := &tasks.Output{AssetTable: &table, Assets: []store.AssetRow{{Collection: "export", Item: item, Asset: spec.Path,
 		Path: res.Path, Hash: hash, Bytes: res.Bytes, ContentType: contentType(res.Format), ETag: fp}}}
-	if stored == nil {
-		out.Counts.Inserted = 1
-	} else {
-		out.Counts.Updated = 1
-	}
+	// The file is not counted with the run's features (inserted, updated): the log line
+	// says what was written, and the asset row records it.
 	return out, nil
 }
 

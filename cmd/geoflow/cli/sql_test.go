@@ -125,7 +125,7 @@ func TestSQLStepRefusedOnGeoPackage(t *testing.T) {
 		t.Errorf("exit %d, want %d\n%s%s", code, cli.ExitError, out, errs)
 	}
 	want := `ask "by_zoning" cannot run on this store:
-  sql/step.sql:3:3: ST_Union() is not a function SQLite has: a GeoPackage store has no spatial SQL functions (beyond ST_MinX, ST_MaxX, ST_MinY, ST_MaxY and ST_IsEmpty): use PostGIS (--database postgres://...) for them`
+  sql/step.sql:3:3: ST_Union() is not a function SQLite has: a GeoPackage store has no spatial SQL functions (beyond ST_MinX, ST_MaxX, ST_MinY, ST_MaxY, their PostGIS names ST_XMin, ST_XMax, ST_YMin, ST_YMax, and ST_IsEmpty): use PostGIS (--database postgres://...) for them`
 	if !strings.Contains(errs, want) {
 		t.Errorf("stderr lacks %q:\n%s", want, errs)
 	}
