@@ -7,7 +7,7 @@ LDFLAGS := -X github.com/geoflow/geoflow/cmd/geoflow/cli.Version=$(VERSION)
 # throwaway Debian cluster started and stopped around the command.
 POSTGIS := bash internal/testdb/postgis.sh
 
-.PHONY: build help test demo vet screenshots bench bench-gpkg bench-recovery bench-pgrestart bench-tiles bench-ratelimit bench-vt fuzz clean
+.PHONY: build help test demo vet screenshots bench bench-gpkg bench-recovery bench-pgrestart bench-tiles bench-ratelimit bench-vt bench-export bench-chain fuzz clean
 
 ## build: bin/geoflow
 build:
@@ -48,6 +48,14 @@ demo: build
 ## bench-vt: the map of a table: vector tiles of 100,000 stored parcels over zoom 10-16 from PostGIS and a GeoPackage, latency p50/p95 by zoom
 bench-vt: build
 	$(POSTGIS) run --env GEOFLOW_DATABASE_URL -- bash bench/vt.sh $(BIN)
+
+## bench-export: 1,000,000 stored parcels exported to FlatGeobuf and a GeoPackage from each store, geoflow export against ogr2ogr in the same run
+bench-export: build
+	$(POSTGIS) run --env GEOFLOW_DATABASE_URL -- bash bench/export.sh $(BIN)
+
+## bench-chain: the README's chain (harvest, SQL, export) on PostGIS and a GeoPackage judged by GDAL, a --bbox rerun, and target.srs against ogr2ogr -t_srs
+bench-chain: build
+	$(POSTGIS) run --env GEOFLOW_DATABASE_URL -- bash bench/chain.sh $(BIN)
 
 ## screenshots: the web UI's pages, photographed in headless Chromium into docs/screenshots, with page weight and time to first map draw
 screenshots:
