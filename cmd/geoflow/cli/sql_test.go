@@ -1,6 +1,7 @@
 package cli_test
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -143,6 +144,35 @@ func TestSQLStepRefusedOnGeoPackage(t *testing.T) {
 // TestSQLStepFailsThenReplay: a statement that fails rolls the whole script back (its
 // first statements too), dead-letters the unit with the database's message, and the run
 // exits 2; the file fixed, dlq replay runs the step again, once.
+// TestValidateAgainstStore: geoflow validate with --database checks a flow as a run does
+// before it starts: the spatial SQL step is refused for a GeoPackage, which is not
+// created, and accepted for PostGIS; without --database, validate stays offline.
+func TestValidateAgainstStore(t *testing.T) {
+	flow, _ := sqlFlow(t, "http://127.0.0.1:1/wfs", "drop table if exists d;\ncreate table d as select zone,\n  ST_Union(geom) as geom from parcels group by zone;")
+	gpkg := filepath.Join(t.TempDir(), "none.gpkg")
+	tests := []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{name: "offline", args: []string{"validate", flow}, code: 0, want: "ok (flow"},
+		{name: "a GeoPackage", args: []string{"validate", flow, "--database", gpkg}, code: cli.ExitError, want: "sql/step.sql:3:3: ST_Union() is not a function SQLite has"},
+		{name: "PostGIS", args: []string{"validate", flow, "--database", testdb.URL(t)}, code: 0, want: "ok (flow"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, out, errs := geoflow(t, map[string]string{"GEOFLOW_DATABASE_URL": ""}, tt.args...)
+			if code != tt.code || !strings.Contains(out+errs, tt.want) {
+				t.Errorf("exit %d, want %d with %q:\n%s%s", code, tt.code, tt.want, out, errs)
+			}
+		})
+	}
+	if _, err := os.Stat(gpkg); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("validate created the GeoPackage it checked against: %v", err)
+	}
+}
+
 func TestSQLStepFailsThenReplay(t *testing.T) { eachStore(t, testSQLStepFailsThenReplay) }
 
 func testSQLStepFailsThenReplay(t *testing.T, db string) {
