@@ -51,7 +51,9 @@ func TestOneQuery(t *testing.T) {
 // values, the geometry column and its CRS) and comes once, before every row; rows held
 // meanwhile come in order; a second geometry column or another CRS fails.
 func TestQueryStream(t *testing.T) {
-	g := func(x float64, srid int) store.QueryGeometry { return store.QueryGeometry{G: orb.Point{x, 0}, SRID: srid} }
+	g := func(x float64, srid int) store.QueryGeometry {
+		return store.QueryGeometry{G: orb.Point{x, 0}, SRID: srid}
+	}
 	tests := []struct {
 		name     string
 		srid     int
