@@ -97,6 +97,12 @@ type Spec struct {
 	// table: each inserted, updated and deleted feature as the run left it (a deleted one
 	// as it was), with gf_change and gf_key.
 	Changes *Changes
+	// Query, when not "", exports the result of this SQL query rather than a table: one
+	// SELECT in the store's own SQL (store.Queries), run read-only, whose one geometry
+	// column is written as the features' geometry and its other columns as their
+	// properties (Columns chooses among them; Where and BBox are refused: the query says
+	// which rows). The layer is named after the file.
+	Query string
 }
 
 // Changes selects the changes of one run, by one task ("" for any).
@@ -109,6 +115,7 @@ type Changes struct {
 type Reader interface {
 	store.Tables
 	store.Changes
+	store.Queries
 }
 
 // Job is a resolved export, ready to write.
@@ -126,7 +133,7 @@ type Job struct {
 type Result struct {
 	Path     string // absolute
 	Format   Format
-	Table    string // schema.table
+	Table    string // schema.table, or "the query"
 	Features int64
 	Bytes    int64
 	Elapsed  time.Duration
@@ -162,6 +169,10 @@ func (j *Job) Fingerprint() string {
 
 // Write writes the file.
 func (j *Job) Write(ctx context.Context) (Result, error) {
+	if j.spec.Query != "" {
+		res, _, err := j.writeQuery(ctx, j.spec.Path)
+		return res, err
+	}
 	start := time.Now()
 	res := Result{Format: j.format, Table: j.table.Schema + "." + j.table.Name}
 	abs, err := filepath.Abs(j.spec.Path)
@@ -189,6 +200,9 @@ func (j *Job) Write(ctx context.Context) (Result, error) {
 
 // what names what the job exports, for errors.
 func (j *Job) what() string {
+	if j.spec.Query != "" {
+		return queryName
+	}
 	if j.spec.Changes != nil {
 		return fmt.Sprintf("the changes of run %d to %s.%s", j.spec.Changes.RunID, j.table.Schema, j.table.Name)
 	}

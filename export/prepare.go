@@ -15,11 +15,14 @@ import (
 // feature table geoflow wrote: an unknown one fails naming the stored ones, wrapping
 // store.ErrNotFound), the columns (an unknown one fails with the nearest name), the CRS
 // and the where expression (store.CheckWhere). It reads the table's description, not
-// its rows.
+// its rows. A spec.Query is checked, not run: its columns are known as it is written.
 func Prepare(ctx context.Context, spec Spec, r Reader) (*Job, error) {
 	f, err := FormatOf(spec.Path, spec.Format)
 	if err != nil {
 		return nil, err
+	}
+	if spec.Query != "" {
+		return prepareQuery(spec, f, r)
 	}
 	if spec.Where != "" {
 		if spec.Changes != nil {

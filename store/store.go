@@ -94,6 +94,7 @@ type Store interface {
 	Changes
 	Fires
 	Tables
+	Queries
 	SQLStore
 	// MergedFeatures, ShortFeatures, FilteredFeatures and TaskExtent are what a task
 	// reads of what runs recorded (tasks.Records, with Units.Unit).

@@ -178,6 +178,9 @@ type Stores struct {
 	// export).
 	Tables  store.Tables
 	Changes store.Changes
+	// Queries runs a user's SQL query read-only (an export of a query); nil where the
+	// store runs none.
+	Queries store.Queries
 	// SQL tells which SQL the store runs (a SQL step's checks before a run); nil where
 	// the store does not say, when those checks are left to the database.
 	SQL store.SQLStore

@@ -22,7 +22,7 @@ import (
 // where the store has one).
 func Stores(st store.Store) engine.Stores {
 	s := engine.Stores{Runs: st, Units: st, DeadLetters: st,
-		Tasks: tasks.Stores{Features: st, Mirror: st, Tiles: st, Assets: st, Records: st, Tables: st, Changes: st, SQL: st}}
+		Tasks: tasks.Stores{Features: st, Mirror: st, Tiles: st, Assets: st, Records: st, Tables: st, Changes: st, Queries: st, SQL: st}}
 	if q, ok := st.(store.Queue); ok {
 		s.Queue = q
 	}

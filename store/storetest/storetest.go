@@ -100,6 +100,8 @@ func tests() []test {
 		{"ReadFeatures", testReadFeatures},
 		{"ReadSRID", testReadSRID},
 		{"ReadWhere", testReadWhere},
+		{"QueryFeatures", testQueryFeatures},
+		{"QueryRefused", testQueryRefused},
 		{"SQLDialect", testSQLDialect},
 		{"SQLParams", testSQLParams},
 		{"SQLRowsAffected", testSQLRowsAffected},

@@ -40,6 +40,9 @@ type Config struct {
 	Columns []string `yaml:"columns"`
 	// Where keeps the rows this expression in the store's own SQL holds for.
 	Where string `yaml:"where"`
+	// Query exports the result of this SQL query (one SELECT in the store's own SQL)
+	// instead of a table.
+	Query string `yaml:"query"`
 
 	dir string // the flow file's directory, which a relative Path is taken from
 }
@@ -52,7 +55,15 @@ var (
 
 // InFlow implements tasks.InFlow: a relative path is taken from the flow file's
 // directory, as a SQL step's file is, whatever directory geoflow runs in.
-func (c *Config) InFlow(f tasks.FlowInfo, _ tasks.Problems) { c.dir = f.Dir }
+// A query must come after the tasks that write the tables it names (queryRaces).
+func (c *Config) InFlow(f tasks.FlowInfo, p tasks.Problems) {
+	c.dir = f.Dir
+	if c.Query != "" {
+		for _, r := range queryRaces(c.Query, f) {
+			p.At("depends_on", "%s", r)
+		}
+	}
+}
 
 // Check implements tasks.Config.
 func (c *Config) Check(p tasks.Problems) {
@@ -63,8 +74,10 @@ func (c *Config) Check(p tasks.Problems) {
 		p.At("of", "of names the task whose changes to export: add changes: true")
 	case c.Changes && c.Where != "":
 		p.At("where", "where selects rows of a table, not changes")
+	case c.Query != "":
+		c.checkQuery(p)
 	case !c.Changes && c.Table == "":
-		p.At("", "table (or changes: true with of) is required")
+		p.At("", "table (or changes: true with of, or query) is required")
 	}
 	if c.Table != "" {
 		if _, _, err := store.SplitTable(c.Table); err != nil {
@@ -95,6 +108,22 @@ func (c *Config) Check(p tasks.Problems) {
 		if strings.TrimSpace(col) == "" {
 			p.At(fmt.Sprintf("columns[%d]", i), "empty column name")
 		}
+	}
+}
+
+// checkQuery reports what a query export says wrong: another source besides it, a key
+// that selects rows of a table, a query that is not one query.
+func (c *Config) checkQuery(p tasks.Problems) {
+	switch {
+	case c.Table != "" || c.Changes:
+		p.At("query", "give one of table, changes and query")
+	case c.Where != "":
+		p.At("where", "where selects rows of a table: put the condition in the query")
+	case c.BBox != nil:
+		p.At("bbox", "a bbox is not applied around a query: put the condition in the query")
+	}
+	if err := store.CheckQuery(c.Query); err != nil {
+		p.At("query", "%v", err)
 	}
 }
 
@@ -139,7 +168,7 @@ func (c *Config) New(id string) (tasks.Task, error) {
 	if err != nil {
 		return nil, err
 	}
-	spec := core.Spec{Table: c.Table, Path: abs, Format: f, Columns: c.Columns, Where: c.Where}
+	spec := core.Spec{Table: c.Table, Path: abs, Format: f, Columns: c.Columns, Where: c.Where, Query: c.Query}
 	if c.BBox != nil {
 		spec.BBox = &orb.Bound{Min: orb.Point{c.BBox[0], c.BBox[1]}, Max: orb.Point{c.BBox[2], c.BBox[3]}}
 	}

@@ -47,6 +47,7 @@ func (t *Task) Plan(ctx context.Context, env *tasks.Env) ([]store.Unit, error) {
 type reader struct {
 	store.Tables
 	store.Changes
+	store.Queries
 }
 
 // Execute implements tasks.Task: it writes the file, unless the asset row says the
@@ -58,7 +59,10 @@ func (t *Task) Execute(ctx context.Context, env *tasks.Env, u store.Unit) (*task
 	if t.changes {
 		spec.Changes = &core.Changes{RunID: env.RunID, Task: t.of}
 	}
-	job, err := core.Prepare(ctx, spec, reader{env.Tables, env.Changes})
+	if spec.Query != "" && env.Queries == nil {
+		return nil, retry.Permanent(dlq.ClassInvalid, errors.New("export: this store runs no queries"))
+	}
+	job, err := core.Prepare(ctx, spec, reader{env.Tables, env.Changes, env.Queries})
 	if err != nil {
 		return nil, failure(err)
 	}
@@ -67,6 +71,9 @@ func (t *Task) Execute(ctx context.Context, env *tasks.Env, u store.Unit) (*task
 	stored, err := env.Assets.LookupAsset(ctx, &table, "export", item, spec.Path)
 	if err != nil {
 		return nil, err
+	}
+	if spec.Query != "" {
+		return t.stage(ctx, env, job, stored, item)
 	}
 	fp := job.Fingerprint()
 	if unchanged(stored, fp, spec.Path) {

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -14,13 +15,13 @@ import (
 
 // exportFlags are the flags of geoflow export, as typed.
 type exportFlags struct {
-	format, bbox, where, srs, columns, changes string
+	format, bbox, where, srs, columns, changes, sql string
 }
 
 func newExportCmd(g *globals) *cobra.Command {
 	var ef exportFlags
 	cmd := &cobra.Command{
-		Use:   "export TABLE FILE",
+		Use:   "export {TABLE | --sql QUERY} FILE",
 		Short: "Write a stored table as a GeoPackage, FlatGeobuf or GeoJSON sequence file",
 		Long: "Write a table geoflow stored into FILE, in the format its extension names (.gpkg, .fgb, .geojsons,\n" +
 			".geojsonl) or --format: the table's columns with their types, and the feature id as gf_feature_id\n" +
@@ -28,10 +29,17 @@ func newExportCmd(g *globals) *cobra.Command {
 			"never sees half a file, and a failure leaves FILE as it was.\n\n" +
 			"--where is a boolean expression in the store's own SQL (PostgreSQL's, or SQLite's for a GeoPackage),\n" +
 			"like ogr2ogr's -where: your own SQL on your own database, run in a read-only transaction.\n" +
-			"--changes RUN writes what that run inserted, updated or deleted in TABLE instead (gf_change, gf_key).",
-		Args: cobra.ExactArgs(2),
+			"--changes RUN writes what that run inserted, updated or deleted in TABLE instead (gf_change, gf_key).\n\n" +
+			"--sql QUERY writes the result of one SELECT in the store's own SQL instead of a table, like ogr2ogr's\n" +
+			"-sql, and then takes FILE alone: its one geometry column is the features' geometry, its other columns\n" +
+			"their properties, and the layer is named after FILE. It runs in a read-only transaction.",
+		Args: ef.args,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			spec, err := ef.spec(args[0], args[1])
+			table, file := "", args[0]
+			if len(args) == 2 {
+				table, file = args[0], args[1]
+			}
+			spec, err := ef.spec(table, file)
 			if err != nil {
 				return err
 			}
@@ -56,13 +64,28 @@ func newExportCmd(g *globals) *cobra.Command {
 	f.StringVar(&ef.srs, "srs", "", "write in this CRS, EPSG:n (default: the table's own; GeoJSON sequences are lon/lat)")
 	f.StringVar(&ef.columns, "columns", "", "only these columns, in this order: a,b,c")
 	f.StringVar(&ef.changes, "changes", "", "write the changes run RUN_ID made to TABLE rather than the table")
+	f.StringVar(&ef.sql, "sql", "", "write the result of this SQL query (one SELECT) rather than a table; then FILE alone")
 	return cmd
+}
+
+// args checks the arguments: TABLE FILE, or FILE alone with --sql.
+func (ef *exportFlags) args(cmd *cobra.Command, args []string) error {
+	switch {
+	case ef.sql != "" && len(args) != 1:
+		return fmt.Errorf("with --sql, give FILE alone (the query says what to export); got %d arguments", len(args))
+	case ef.sql == "" && len(args) != 2:
+		return fmt.Errorf("give TABLE and FILE (or --sql QUERY and FILE); got %d arguments", len(args))
+	}
+	return nil
 }
 
 // spec checks the flags and makes them an export.Spec of table into file.
 func (ef exportFlags) spec(table, file string) (export.Spec, error) {
-	spec := export.Spec{Table: table, Path: file, Where: ef.where}
+	spec := export.Spec{Table: table, Path: file, Where: ef.where, Query: ef.sql}
 	var err error
+	if ef.sql != "" && (ef.where != "" || ef.bbox != "" || ef.changes != "") {
+		return spec, errors.New("--sql: the query says which rows: leave out --where, --bbox and --changes")
+	}
 	if spec.Format, err = export.ParseFormat(ef.format); err != nil {
 		return spec, fmt.Errorf("--format: %w", err)
 	}

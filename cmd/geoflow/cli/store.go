@@ -312,7 +312,7 @@ func quoteDSN(v string) string {
 // small interface of the piece that uses it; the queue where the store has one (PostgreSQL).
 func stores(st store.Store) engine.Stores {
 	s := engine.Stores{Runs: st, Units: st, DeadLetters: st,
-		Tasks: tasks.Stores{Features: st, Mirror: st, Tiles: st, Assets: st, Records: st, Tables: st, Changes: st, SQL: st}}
+		Tasks: tasks.Stores{Features: st, Mirror: st, Tiles: st, Assets: st, Records: st, Tables: st, Changes: st, Queries: st, SQL: st}}
 	if q, ok := st.(store.Queue); ok {
 		s.Queue = q
 	}
