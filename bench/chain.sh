@@ -121,9 +121,9 @@ ogr2ogr -f PostgreSQL "PG:$pgconn" "WFS:$base/wfs" gf:parcels -t_srs EPSG:25832 
 ogr2ogr -f PostgreSQL "PG:$pgconn" "$out/utm.gpkg" parcels_utm -nln parcels_utm_gpkg -lco GEOMETRY_NAME=geom -lco FID=gpkg_fid
 for t in parcels_utm parcels_utm_gpkg; do
   name=PostGIS; [ $t = parcels_utm_gpkg ] && name=GeoPackage
-  sql "WITH a AS (SELECT g.gf_feature_id AS id, (ST_DumpPoints(g.geom)).path AS p, (ST_DumpPoints(g.geom)).geom AS pt FROM $t g),
-         b AS (SELECT o.gml_id AS id, (ST_DumpPoints(o.geom)).path AS p, (ST_DumpPoints(o.geom)).geom AS pt FROM parcels_ogr o)
-       SELECT '  $name: ' || count(*) || ' vertices of ' || count(DISTINCT a.id) || ' parcels compared; max difference '
-         || to_char(max(ST_Distance(a.pt, b.pt)), 'FM0.000000000') || ' m; SRID ' || max(ST_SRID(a.pt))
-         FROM a JOIN b ON a.id = b.id AND a.p = b.p" 2>&1
+  sql "SELECT '  $name: ' || count(*) || ' vertices of ' || count(DISTINCT a.gf_feature_id) || ' parcels compared; max difference '
+         || to_char(max(ST_Distance(pa.geom, pb.geom)), 'FM0.000000000') || ' m; SRID ' || max(ST_SRID(a.geom))
+         FROM $t a JOIN parcels_ogr b ON b.gml_id = a.gf_feature_id
+         CROSS JOIN LATERAL ST_DumpPoints(a.geom) pa
+         JOIN LATERAL ST_DumpPoints(b.geom) pb ON pb.path = pa.path" 2>&1
 done
