@@ -15,6 +15,7 @@ import (
 // exportFlags are the flags of geoflow export, as typed.
 type exportFlags struct {
 	format, bbox, where, srs, columns, changes string
+	cpuProfile                                 string
 }
 
 func newExportCmd(g *globals) *cobra.Command {
@@ -40,7 +41,12 @@ func newExportCmd(g *globals) *cobra.Command {
 				return err
 			}
 			defer st.Close()
+			stopProfile, err := startCPUProfile(ef.cpuProfile)
+			if err != nil {
+				return fmt.Errorf("--cpuprofile: %w", err)
+			}
 			res, err := export.Write(cmd.Context(), spec, st)
+			stopProfile()
 			if err != nil {
 				return err
 			}
@@ -56,6 +62,8 @@ func newExportCmd(g *globals) *cobra.Command {
 	f.StringVar(&ef.srs, "srs", "", "write in this CRS, EPSG:n (default: the table's own; GeoJSON sequences are lon/lat)")
 	f.StringVar(&ef.columns, "columns", "", "only these columns, in this order: a,b,c")
 	f.StringVar(&ef.changes, "changes", "", "write the changes run RUN_ID made to TABLE rather than the table")
+	f.StringVar(&ef.cpuProfile, "cpuprofile", "", "write a CPU profile to this file (for benchmarks)")
+	_ = f.MarkHidden("cpuprofile")
 	return cmd
 }
 
