@@ -100,6 +100,7 @@ func tests() []test {
 		{"ReadFeatures", testReadFeatures},
 		{"ReadSRID", testReadSRID},
 		{"ReadWhere", testReadWhere},
+		{"ReadFeaturesOnly", testReadFeaturesOnly},
 		{"SQLDialect", testSQLDialect},
 		{"SQLParams", testSQLParams},
 		{"SQLRowsAffected", testSQLRowsAffected},
