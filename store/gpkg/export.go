@@ -251,29 +251,12 @@ func coreSchema() (string, error) {
 // rows are numbered from 1), for the R-tree, which finishExport then packs without
 // reading the table back.
 func streamExport(ctx context.Context, db *sql.DB, l ExportLayer, srs int32, src store.FeatureSource, leaves *rtreeLeaves) (n int64, typ string, err error) {
-	cols := []string{`"geom"`}
-	for _, c := range l.Columns {
-		cols = append(cols, quote(c.Name))
-	}
 	what := fmt.Sprintf("inserting into %s", l.Name)
-	ins, err := db.PrepareContext(ctx, fmt.Sprintf("INSERT INTO %s (%s) VALUES (%s)", quote(l.Name), strings.Join(cols, ", "), placeholders(len(cols))))
+	ins, err := newExportInserter(ctx, db, l)
 	if err != nil {
 		return 0, "", translate(what, err)
 	}
-	defer ins.Close()
-	var tx *sql.Tx
-	defer func() {
-		if tx != nil {
-			_ = tx.Rollback()
-		}
-	}()
-	var st *sql.Stmt
-	row := make([]any, len(cols))
-	var blob []byte // one buffer for every geometry: the driver copies what it binds
-	// ctx is checked once per feature rather than handed to the driver, which watches a
-	// context that can end with a goroutine per statement, and to database/sql, which
-	// would roll a transaction back under a statement that then fails otherwise.
-	rowCtx := context.WithoutCancel(ctx)
+	defer ins.close()
 	for {
 		if err := ctx.Err(); err != nil {
 			return n, "", err
@@ -288,33 +271,20 @@ func streamExport(ctx context.Context, db *sql.DB, l ExportLayer, srs int32, src
 		if f == nil {
 			return n, "", fmt.Errorf("reading feature #%d: the source gave no feature and no error", n+1)
 		}
-		if blob, err = exportRow(row, blob[:0], f, l, srs); err != nil {
+		row, blob := ins.next()
+		if blob, err = exportRow(row, blob, f, l, srs); err != nil {
 			return n, "", fmt.Errorf("feature #%d: %w", n+1, err)
 		}
 		if row[0] != nil {
 			_ = leaves.addBlob(n+1, blob) // appendGeometry's blobs have their envelope
 		}
 		typ = exportGeometryType(typ, f.Geometry)
-		if tx == nil {
-			if tx, err = db.BeginTx(rowCtx, nil); err != nil {
-				return n, "", translate(what, err)
-			}
-			st = tx.StmtContext(rowCtx, ins)
-		}
-		if _, err := st.ExecContext(rowCtx, row...); err != nil {
+		n++
+		if err := ins.added(blob); err != nil {
 			return n, "", translate(what, err)
 		}
-		if n++; n%exportBatch == 0 {
-			err, tx = tx.Commit(), nil
-			if err != nil {
-				return n, "", translate(what, err)
-			}
-		}
 	}
-	if tx != nil {
-		err, tx = tx.Commit(), nil
-	}
-	return n, typ, translate(what, err)
+	return n, typ, translate(what, ins.finish())
 }
 
 // exportRow fills row with f's values for l's table: the geometry blob, appended to

@@ -264,11 +264,88 @@ func writeRTree(ctx context.Context, tx *sql.Tx, rtree string, nodeSize int, all
 	if err := parents.flush(ctx); err != nil {
 		return err
 	}
+	if lo, hi, n := leafRange(all); denseIDs(lo, hi, n) {
+		runs := &leafRuns{tx: tx, table: rtree + "_rowid"}
+		if err := leafPairs(all, func(id, leaf int64) error { return runs.add(ctx, id, leaf) }); err != nil {
+			return err
+		}
+		return runs.flush(ctx)
+	}
 	rowids := &pairs{tx: tx, table: rtree + "_rowid", cols: "rowid, nodeno"}
 	if err := leafPairs(all, func(id, leaf int64) error { return rowids.add(ctx, id, leaf) }); err != nil {
 		return err
 	}
 	return rowids.flush(ctx)
+}
+
+// leafRange is the lowest and highest id of the rows in all's leaves, and how many.
+func leafRange(all []*rnode) (lo, hi int64, n int) {
+	lo, hi = math.MaxInt64, math.MinInt64
+	for _, nd := range all {
+		if nd.kids == nil {
+			for _, c := range nd.cells {
+				lo, hi, n = min(lo, c.id), max(hi, c.id), n+1
+			}
+		}
+	}
+	return lo, hi, n
+}
+
+// denseIDs tells whether n ids from lo to hi are dense enough to be handled by an
+// array over the range (4 bytes an id, for at most 16 bytes a row), as a table filled
+// once has them.
+func denseIDs(lo, hi int64, n int) bool {
+	return n > 0 && hi-lo < 4*int64(n)
+}
+
+// leafRuns fills an R-tree's _rowid table from rows given in the order of their ids,
+// dense: as JSON arrays of the leaf of each id from a first one on (0 for an id no row
+// has, which is skipped), each number costing its digits and a comma rather than a
+// nested pair that SQLite parses twice (json_each, then ->>).
+type leafRuns struct {
+	tx    *sql.Tx
+	table string
+	first int64 // the id of the run's first number
+	buf   []byte
+	n     int // numbers in buf
+	st    *sql.Stmt
+}
+
+func (r *leafRuns) add(ctx context.Context, id, leaf int64) error {
+	if r.n > 0 && id < r.first+int64(r.n) {
+		return fmt.Errorf("rowid %d after %d: not in order", id, r.first+int64(r.n)-1)
+	}
+	if r.n == 0 {
+		r.first, r.buf = id, append(r.buf[:0], '[')
+	}
+	for ; r.first+int64(r.n) < id; r.n++ {
+		r.buf = append(r.buf, '0', ',') // an id without a row
+	}
+	r.buf = strconv.AppendInt(r.buf, leaf, 10)
+	r.buf = append(r.buf, ',')
+	if r.n++; r.n < pairsPerStatement*4 {
+		return nil
+	}
+	return r.flush(ctx)
+}
+
+// flush inserts the run added since the last flush.
+func (r *leafRuns) flush(ctx context.Context) error {
+	if r.n == 0 {
+		return nil
+	}
+	if r.st == nil {
+		st, err := r.tx.PrepareContext(ctx, fmt.Sprintf(`INSERT OR REPLACE INTO %s (rowid, nodeno) SELECT ? + key, value FROM json_each(?) WHERE value <> 0`,
+			quote(r.table)))
+		if err != nil {
+			return err
+		}
+		r.st = st
+	}
+	r.buf[len(r.buf)-1] = ']' // over the last comma
+	_, err := r.st.ExecContext(ctx, r.first, string(r.buf))
+	r.n = 0
+	return err
 }
 
 // leafPairs calls add with each row's id and leaf in the order of the ids, so that the
@@ -277,18 +354,11 @@ func writeRTree(ctx context.Context, tx *sql.Tx, rtree string, nodeSize int, all
 // the ids are dense, as a table filled once has them, the leaf of each is found in an
 // array by id (4 bytes an id); else the pairs are sorted (16 bytes a row).
 func leafPairs(all []*rnode, add func(id, leaf int64) error) error {
-	lo, hi, n := int64(math.MaxInt64), int64(math.MinInt64), 0
-	for _, nd := range all {
-		if nd.kids == nil {
-			for _, c := range nd.cells {
-				lo, hi, n = min(lo, c.id), max(hi, c.id), n+1
-			}
-		}
-	}
+	lo, hi, n := leafRange(all)
 	if n == 0 {
 		return nil
 	}
-	if hi-lo < 4*int64(n) && all[len(all)-1].number < math.MaxInt32 {
+	if denseIDs(lo, hi, n) && all[len(all)-1].number < math.MaxInt32 {
 		leafOf := make([]int32, hi-lo+1) // 0: no row; node numbers start at 1
 		for _, nd := range all {
 			if nd.kids == nil {
