@@ -215,14 +215,23 @@ func (j *Job) writeFormat(ctx context.Context, path string, src store.FeatureSou
 	switch j.format {
 	case GeoPackage:
 		return gpkg.Export(ctx, path, gpkg.ExportLayer{Name: name, SRID: j.srid, Columns: j.cols,
-			Description: "exported by geoflow from " + j.what()}, src)
+			Description: "exported by geoflow from " + j.what(), SizeHint: j.sizeHint()}, src)
 	case FlatGeobuf:
 		return flatgeobuf.Write(ctx, path, flatgeobuf.Layer{Name: name, SRID: j.srid, Columns: j.cols,
-			Description: "exported by geoflow from " + j.what()}, src, nil)
+			Description: "exported by geoflow from " + j.what()}, src, &flatgeobuf.Options{SizeHint: j.sizeHint()})
 	case GeoJSONSeq:
 		return geojsonseq.Write(ctx, path, geojsonseq.Layer{Columns: j.cols}, src, &geojsonseq.Options{RS: geojsonseq.RSFor(path)})
 	}
 	return 0, errors.New("no format")
+}
+
+// sizeHint is how many features the job writes when the store says so: the table's
+// rows, read whole; 0 (not known) for a part of it or for changes.
+func (j *Job) sizeHint() int {
+	if j.spec.Changes != nil || j.spec.BBox != nil || j.spec.Where != "" {
+		return 0
+	}
+	return int(min(j.table.Rows, 1<<30))
 }
 
 // ParseSRS is the EPSG code of a CRS written EPSG:n (or n alone, or

@@ -46,7 +46,9 @@ func Prepare(ctx context.Context, spec Spec, r Reader) (*Job, error) {
 	if j.srid, read, err = crsFor(f, read, spec.SRID, spec.Changes != nil); err != nil {
 		return nil, fmt.Errorf("export: %s: %w", j.what(), err)
 	}
-	j.query = store.FeatureQuery{BBox: spec.BBox, SRID: read, Where: spec.Where}
+	// A file holds the features, not the store's bookkeeping; a FlatGeobuf's index
+	// orders them itself, so the store need not.
+	j.query = store.FeatureQuery{BBox: spec.BBox, SRID: read, Where: spec.Where, FeaturesOnly: true, AnyOrder: f == FlatGeobuf}
 	return j, nil
 }
 

@@ -104,6 +104,15 @@ type FeatureQuery struct {
 	// ogr2ogr's -where takes it. It is the user's own SQL on their own database, run in a
 	// read-only transaction; CheckWhere refuses what is not one expression. "" keeps all.
 	Where string
+	// FeaturesOnly reads the features alone, as a file export writes them: each row's
+	// ID, Geometry and Properties; its bookkeeping (TileID, Key, RunID, ClosedRun,
+	// FetchedAt, ValidFrom, ValidTo) is left zero, and the store does not read it.
+	FeaturesOnly bool
+	// AnyOrder lets the rows come in the order the store finds them fastest (a
+	// table's physical order), not the stable order ReadFeatures otherwise keeps: for a
+	// reader that orders them itself, as a FlatGeobuf's spatial index does. Sorting a
+	// million rows cost PostgreSQL more than reading them.
+	AnyOrder bool
 }
 
 // StoredFeature is one row of a feature table.

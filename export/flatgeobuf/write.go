@@ -38,6 +38,10 @@ type Layer struct {
 type Options struct {
 	// NoIndex writes no spatial index: the features in the order src yields them.
 	NoIndex bool
+	// SizeHint is about how many features src will yield, when known (0 when not): what
+	// is kept of each is then held in one allocation rather than a growing one, which
+	// copies itself as it grows.
+	SizeHint int
 }
 
 // nodeSize is how many children a node of the index has. The format allows 2 to 65535,
@@ -145,7 +149,7 @@ func writeFile(ctx context.Context, out *os.File, dir, base string, l Layer, src
 		_ = sp.Close()
 		_ = os.Remove(sp.Name())
 	}()
-	s, err := spool(ctx, sp, l, src)
+	s, err := spool(ctx, sp, l, src, o.SizeHint)
 	if err != nil {
 		return s.count(), err
 	}
@@ -218,8 +222,8 @@ func (s *spooled) count() int64 { return int64(len(s.recs)) }
 
 // spool encodes each feature src yields as a size-prefixed Feature table into sp, and
 // returns what the header and the index need of them.
-func spool(ctx context.Context, sp *os.File, l Layer, src store.FeatureSource) (*spooled, error) {
-	s := &spooled{extent: emptyBox}
+func spool(ctx context.Context, sp *os.File, l Layer, src store.FeatureSource, hint int) (*spooled, error) {
+	s := &spooled{extent: emptyBox, recs: make([]record, 0, max(hint, 0))}
 	w := bufio.NewWriterSize(sp, 1<<20)
 	enc := newFeatureEncoder(l)
 	var off int64

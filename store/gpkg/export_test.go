@@ -822,3 +822,68 @@ func exportGeoJSON(b *testing.B, path string, fs []*spatial.Feature) {
 		b.Fatal(err)
 	}
 }
+
+// TestExportAsIs: every value exportValue takes a short way with is what columnValue
+// makes of it.
+func TestExportAsIs(t *testing.T) {
+	tests := []struct {
+		name string
+		v    any
+		typ  store.ColumnType
+	}{
+		{"text", "a b ", store.TypeText},
+		{"empty text", "", store.TypeText},
+		{"untyped", "x", ""},
+		{"date", "2024-05-01", store.TypeDate},
+		{"not a date", "2024-13-01", store.TypeDate},
+		{"a time", "2024-05-01T10:00:00Z", store.TypeTimestamptz},
+		{"a time in the store's form", "2024-05-01T10:00:00.120Z", store.TypeTimestamptz},
+		{"a time with a zone", "2024-05-01T10:00:00.123456+02:00", store.TypeTimestamptz},
+		{"a time of year 1", "0001-01-01T00:00:00Z", store.TypeTimestamptz},
+		{"a time of year 12345", "12345-01-01T00:00:00Z", store.TypeTimestamptz},
+		{"a bigint", int64(-42), store.TypeBigint},
+		{"a bigint as double", int64(1<<53 + 1), store.TypeDouble},
+		{"a bigint as numeric", int64(7), store.TypeNumeric},
+		{"a double", 2.25, store.TypeDouble},
+		{"a double NaN", math.NaN(), store.TypeDouble},
+		{"a double infinite", math.Inf(-1), store.TypeNumeric},
+		{"a whole double as bigint", 3.0, store.TypeBigint},
+		{"a double too large for a bigint", 1e19, store.TypeBigint},
+		{"a fraction as bigint", 3.5, store.TypeBigint},
+		{"a bool", true, store.TypeBoolean},
+		{"a bool as text", false, store.TypeText},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			want, werr := columnValue(tc.v, tc.typ)
+			got, ok := exportAsIs(tc.v, tc.typ)
+			if !ok {
+				return // columnValue's way
+			}
+			if werr != nil {
+				t.Fatalf("%#v as %s: %#v, columnValue fails: %v", tc.v, tc.typ, got, werr)
+			}
+			if g, ok := got.(float64); ok && math.IsNaN(g) {
+				if w, ok := want.(float64); ok && math.IsNaN(w) {
+					return
+				}
+			}
+			if got != want {
+				t.Errorf("%#v as %s: %#v, columnValue makes %#v", tc.v, tc.typ, got, want)
+			}
+		})
+	}
+}
+
+// TestAppendTS: the store's time text is Format's, for every year.
+func TestAppendTS(t *testing.T) {
+	for _, tm := range []time.Time{
+		time.Date(2024, 5, 1, 10, 0, 0, 0, time.UTC), time.Date(1, 1, 1, 0, 0, 0, 999999999, time.UTC),
+		time.Date(9999, 12, 31, 23, 59, 59, 1e6, time.FixedZone("x", 3600)), time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC),
+		time.Date(-5, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(0, 3, 4, 5, 6, 7, 89e6, time.UTC),
+	} {
+		if got, want := ts(tm), tm.UTC().Format(timeFormat); got != want {
+			t.Errorf("ts(%v) = %q, want %q", tm, got, want)
+		}
+	}
+}

@@ -9,7 +9,6 @@ import (
 	"github.com/paulmach/orb"
 	"github.com/paulmach/orb/planar"
 
-	"github.com/geoflow/geoflow/spatial"
 	"github.com/geoflow/geoflow/store"
 )
 
@@ -39,7 +38,7 @@ func (s *Store) ReadFeatures(ctx context.Context, t store.StoredTable, q store.F
 	if q.Key != "" && !t.Keyed {
 		return nil // no row of an unkeyed table has a key
 	}
-	rq := rowQuery{t: t, full: true}
+	rq := rowQuery{t: t, full: true, bare: q.FeaturesOnly}
 	query, args, area, err := s.readQuery(ctx, rq, name, q)
 	if err != nil {
 		return translate(what, err)
@@ -49,13 +48,13 @@ func (s *Store) ReadFeatures(ctx context.Context, t store.StoredTable, q store.F
 		return translate(what, err)
 	}
 	defer rows.Close()
+	fs := newFeatureScanner(rq)
 	n := 0
 	for rows.Next() {
-		var r tableRow
-		if err := rq.scan(rows, &r); err != nil {
+		if err := rows.Scan(fs.dest...); err != nil {
 			return translate(what, err)
 		}
-		f, err := storedFeature(rq, &r, area, conv)
+		f, err := fs.feature(area, conv)
 		if err != nil {
 			return fmt.Errorf("gpkg: %s: %w", what, err)
 		}
@@ -119,37 +118,6 @@ func readCRS(table, want int) (func(orb.Geometry) (orb.Geometry, error), error) 
 		return nil, fmt.Errorf("from EPSG:%d to EPSG:%d: %w", table, cmp.Or(want, 4326), err)
 	}
 	return tr.Geometry, nil
-}
-
-// storedFeature makes a row a StoredFeature, its geometry brought into the CRS asked for
-// by conv (nil: as stored); nil when area (in the table's CRS) is not nil and the
-// geometry does not meet it.
-func storedFeature(rq rowQuery, r *tableRow, area *orb.Bound, conv func(orb.Geometry) (orb.Geometry, error)) (*store.StoredFeature, error) {
-	f := &store.StoredFeature{
-		Feature: spatial.Feature{ID: r.featureID.String, Properties: rq.properties(r)},
-		TileID:  store.TileID(r.hash), Key: r.key.String, RunID: r.runID.Int64, ClosedRun: r.closedRun.Int64,
-		FetchedAt: r.fetchedAt, ValidFrom: r.validFrom, ValidTo: r.validTo,
-	}
-	if r.geom == nil {
-		if area != nil {
-			return nil, nil
-		}
-		return f, nil
-	}
-	g, _, err := decodeGeometry(r.geom)
-	if err != nil {
-		return nil, fmt.Errorf("feature %q: decoding its geometry: %w", r.featureID.String, err)
-	}
-	if area != nil && !meets(g, *area) {
-		return nil, nil
-	}
-	if conv != nil {
-		if g, err = conv(g); err != nil {
-			return nil, fmt.Errorf("feature %q: %w", r.featureID.String, err)
-		}
-	}
-	f.Geometry = g
-	return f, nil
 }
 
 // meets tells whether geometry g meets box b (touching counts): a point of it in b, an

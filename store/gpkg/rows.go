@@ -18,22 +18,34 @@ import (
 type rowQuery struct {
 	t    store.StoredTable
 	full bool // gf_fetched_at and, with history, a version's life: what ReadFeatures gives
+	// bare (ReadFeatures' FeaturesOnly) selects the geometry, the feature id and the
+	// property columns alone.
+	bare bool
 }
 
 // columns is the SELECT list of the rows under alias t: geometry, payload hash, feature
 // id, run, then (full) fetch time, then gf_key when keyed, then (full, with history)
-// gf_valid_from, gf_valid_to, gf_closed_run, then the property columns. A date's or a
-// time's text is read as stored (CAST), not as the time the driver would make of it.
+// gf_valid_from, gf_valid_to, gf_closed_run, then the property columns; bare, the
+// geometry, the feature id and the property columns. A date's or a
+// time's text is read as stored (CAST), not as the time the driver would make of it
+// (which tries its layouts one by one: slow, and not always the text's own).
 func (q rowQuery) columns() string {
 	cols := []string{"t.geom", "t.gf_payload_hash", "t.gf_feature_id", "t.gf_run_id"}
-	if q.full {
-		cols = append(cols, "t.gf_fetched_at")
+	if q.bare {
+		cols = []string{"t.geom", "t.gf_feature_id"}
 	}
-	if q.t.Keyed {
+	switch {
+	case q.bare:
+	case q.full:
+		cols = append(cols, "CAST(t.gf_fetched_at AS TEXT)")
+		if q.t.Keyed {
+			cols = append(cols, "t.gf_key")
+		}
+		if q.t.History {
+			cols = append(cols, "CAST(t.gf_valid_from AS TEXT)", "CAST(t.gf_valid_to AS TEXT)", "t.gf_closed_run")
+		}
+	case q.t.Keyed:
 		cols = append(cols, "t.gf_key")
-	}
-	if q.full && q.t.History {
-		cols = append(cols, "t.gf_valid_from", "t.gf_valid_to", "t.gf_closed_run")
 	}
 	for _, c := range q.t.Columns {
 		col := "t." + quote(c.Name)

@@ -58,14 +58,6 @@ func up(d float64) float32 {
 // bulkRTree fills the empty R-tree rtree (just created, in tx) with the envelopes of
 // table.col, and returns the table's exact extent (ok false when it has no geometry).
 func bulkRTree(ctx context.Context, tx *sql.Tx, table, col, rtree string) (ext orb.Bound, ok bool, err error) {
-	var pageSize int
-	if err := tx.QueryRowContext(ctx, "PRAGMA page_size").Scan(&pageSize); err != nil {
-		return ext, false, err
-	}
-	// The node size the module chose when it created the table (getNodeSize).
-	nodeSize := min(pageSize-64, 4+rtreeCell*rtreeMaxCells)
-	capacity := (nodeSize - 4) / rtreeCell
-
 	// Reading a million heads allocates a hundred megabytes of driver values that die at
 	// once, next to the boxes that live: collected at the default pace (geoflow's main
 	// trades memory for fewer collections, GOGC=400), they pushed peak RSS from 65 MB
@@ -90,15 +82,7 @@ func bulkRTree(ctx context.Context, tx *sql.Tx, table, col, rtree string) (ext o
 	if err != nil {
 		return ext, false, err
 	}
-	leaves := make([]rtreeEntry, 0, count)
-	add := func(id int64, env orb.Bound) {
-		if ok {
-			ext = ext.Union(env)
-		} else {
-			ext, ok = env, true
-		}
-		leaves = append(leaves, rtreeEntry{id: id, minx: down(env.Min[0]), maxx: up(env.Max[0]), miny: down(env.Min[1]), maxy: up(env.Max[1])})
-	}
+	leaves := rtreeLeaves{entries: make([]rtreeEntry, 0, count)}
 	var whole []int64     // rows whose head did not hold their envelope
 	var head sql.RawBytes // not copied: read before the next row
 	for rows.Next() {
@@ -108,13 +92,8 @@ func bulkRTree(ctx context.Context, tx *sql.Tx, table, col, rtree string) (ext o
 			rows.Close()
 			return ext, false, err
 		}
-		env, empty, err := blobEnvelope(head)
-		if err != nil && longer {
+		if err := leaves.addBlob(id, head); err != nil && longer {
 			whole = append(whole, id)
-			continue
-		}
-		if err == nil && !empty { // else not indexed, as ST_IsEmpty and the triggers leave it
-			add(id, env)
 		}
 	}
 	rows.Close()
@@ -126,16 +105,49 @@ func bulkRTree(ctx context.Context, tx *sql.Tx, table, col, rtree string) (ext o
 		if err := tx.QueryRowContext(ctx, fmt.Sprintf(`SELECT %s FROM %s WHERE fid = ?`, quote(col), quote(table)), id).Scan(&blob); err != nil {
 			return ext, false, err
 		}
-		if env, empty, err := blobEnvelope(blob); err == nil && !empty {
-			add(id, env)
-		}
+		_ = leaves.addBlob(id, blob)
 	}
-	if len(leaves) == 0 {
-		return ext, false, nil
-	}
+	return leaves.ext, leaves.ok, leaves.write(ctx, tx, rtree)
+}
 
-	all := packRTree(leaves, capacity)
-	return ext, true, writeRTree(ctx, tx, rtree, nodeSize, all)
+// rtreeLeaves gathers the rows' boxes for a bulk-loaded R-tree, and their extent.
+type rtreeLeaves struct {
+	entries []rtreeEntry
+	ext     orb.Bound
+	ok      bool // ext holds a box
+}
+
+// addBlob adds row id's box: the envelope of its geometry blob (blobEnvelope), none
+// for an empty geometry (which ST_IsEmpty and the triggers leave out). It fails,
+// adding nothing, when the blob's head does not give its envelope.
+func (l *rtreeLeaves) addBlob(id int64, blob []byte) error {
+	env, empty, err := blobEnvelope(blob)
+	if err != nil || empty {
+		return err
+	}
+	if l.ok {
+		l.ext = l.ext.Union(env)
+	} else {
+		l.ext, l.ok = env, true
+	}
+	l.entries = append(l.entries, rtreeEntry{id: id, minx: down(env.Min[0]), maxx: up(env.Max[0]), miny: down(env.Min[1]), maxy: up(env.Max[1])})
+	return nil
+}
+
+// write packs the leaves into the empty R-tree rtree (just created, in tx). It
+// reorders them.
+func (l *rtreeLeaves) write(ctx context.Context, tx *sql.Tx, rtree string) error {
+	if len(l.entries) == 0 {
+		return nil
+	}
+	var pageSize int
+	if err := tx.QueryRowContext(ctx, "PRAGMA page_size").Scan(&pageSize); err != nil {
+		return err
+	}
+	// The node size the module chose when it created the table (getNodeSize).
+	nodeSize := min(pageSize-64, 4+rtreeCell*rtreeMaxCells)
+	capacity := (nodeSize - 4) / rtreeCell
+	return writeRTree(ctx, tx, rtree, nodeSize, packRTree(l.entries, capacity))
 }
 
 // rnode is one node of a packed tree: depth 0 for leaves, whose cells are rows; the
@@ -239,7 +251,6 @@ func writeRTree(ctx context.Context, tx *sql.Tx, rtree string, nodeSize int, all
 	}
 	defer nodes.Close()
 	parents := &pairs{tx: tx, table: rtree + "_parent", cols: "nodeno, parentnode"}
-	rowids := &pairs{tx: tx, table: rtree + "_rowid", cols: "rowid, nodeno"}
 	for _, n := range all {
 		if _, err := nodes.ExecContext(ctx, n.number, nodeBlob(n, nodeSize)); err != nil {
 			return err
@@ -249,18 +260,137 @@ func writeRTree(ctx context.Context, tx *sql.Tx, rtree string, nodeSize int, all
 				return err
 			}
 		}
-		if n.kids == nil {
-			for _, c := range n.cells {
-				if err := rowids.add(ctx, c.id, n.number); err != nil {
-					return err
-				}
-			}
-		}
 	}
 	if err := parents.flush(ctx); err != nil {
 		return err
 	}
+	if lo, hi, n := leafRange(all); denseIDs(lo, hi, n) {
+		runs := &leafRuns{tx: tx, table: rtree + "_rowid"}
+		if err := leafPairs(all, func(id, leaf int64) error { return runs.add(ctx, id, leaf) }); err != nil {
+			return err
+		}
+		return runs.flush(ctx)
+	}
+	rowids := &pairs{tx: tx, table: rtree + "_rowid", cols: "rowid, nodeno"}
+	if err := leafPairs(all, func(id, leaf int64) error { return rowids.add(ctx, id, leaf) }); err != nil {
+		return err
+	}
 	return rowids.flush(ctx)
+}
+
+// leafRange is the lowest and highest id of the rows in all's leaves, and how many.
+func leafRange(all []*rnode) (lo, hi int64, n int) {
+	lo, hi = math.MaxInt64, math.MinInt64
+	for _, nd := range all {
+		if nd.kids == nil {
+			for _, c := range nd.cells {
+				lo, hi, n = min(lo, c.id), max(hi, c.id), n+1
+			}
+		}
+	}
+	return lo, hi, n
+}
+
+// denseIDs tells whether n ids from lo to hi are dense enough to be handled by an
+// array over the range (4 bytes an id, for at most 16 bytes a row), as a table filled
+// once has them.
+func denseIDs(lo, hi int64, n int) bool {
+	return n > 0 && hi-lo < 4*int64(n)
+}
+
+// leafRuns fills an R-tree's _rowid table from rows given in the order of their ids,
+// dense: as JSON arrays of the leaf of each id from a first one on (0 for an id no row
+// has, which is skipped), each number costing its digits and a comma rather than a
+// nested pair that SQLite parses twice (json_each, then ->>).
+type leafRuns struct {
+	tx    *sql.Tx
+	table string
+	first int64 // the id of the run's first number
+	buf   []byte
+	n     int // numbers in buf
+	st    *sql.Stmt
+}
+
+func (r *leafRuns) add(ctx context.Context, id, leaf int64) error {
+	if r.n > 0 && id < r.first+int64(r.n) {
+		return fmt.Errorf("rowid %d after %d: not in order", id, r.first+int64(r.n)-1)
+	}
+	if r.n == 0 {
+		r.first, r.buf = id, append(r.buf[:0], '[')
+	}
+	for ; r.first+int64(r.n) < id; r.n++ {
+		r.buf = append(r.buf, '0', ',') // an id without a row
+	}
+	r.buf = strconv.AppendInt(r.buf, leaf, 10)
+	r.buf = append(r.buf, ',')
+	if r.n++; r.n < pairsPerStatement*4 {
+		return nil
+	}
+	return r.flush(ctx)
+}
+
+// flush inserts the run added since the last flush.
+func (r *leafRuns) flush(ctx context.Context) error {
+	if r.n == 0 {
+		return nil
+	}
+	if r.st == nil {
+		st, err := r.tx.PrepareContext(ctx, fmt.Sprintf(`INSERT OR REPLACE INTO %s (rowid, nodeno) SELECT ? + key, value FROM json_each(?) WHERE value <> 0`,
+			quote(r.table)))
+		if err != nil {
+			return err
+		}
+		r.st = st
+	}
+	r.buf[len(r.buf)-1] = ']' // over the last comma
+	_, err := r.st.ExecContext(ctx, r.first, string(r.buf))
+	r.n = 0
+	return err
+}
+
+// leafPairs calls add with each row's id and leaf in the order of the ids, so that the
+// _rowid table's B-tree is appended to: in the leaves' order, a million inserts at
+// random places took 9 s, its pages falling out of SQLite's cache and read back. When
+// the ids are dense, as a table filled once has them, the leaf of each is found in an
+// array by id (4 bytes an id); else the pairs are sorted (16 bytes a row).
+func leafPairs(all []*rnode, add func(id, leaf int64) error) error {
+	lo, hi, n := leafRange(all)
+	if n == 0 {
+		return nil
+	}
+	if denseIDs(lo, hi, n) && all[len(all)-1].number < math.MaxInt32 {
+		leafOf := make([]int32, hi-lo+1) // 0: no row; node numbers start at 1
+		for _, nd := range all {
+			if nd.kids == nil {
+				for _, c := range nd.cells {
+					leafOf[c.id-lo] = int32(nd.number)
+				}
+			}
+		}
+		for i, leaf := range leafOf {
+			if leaf != 0 {
+				if err := add(lo+int64(i), int64(leaf)); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	pairs := make([][2]int64, 0, n)
+	for _, nd := range all {
+		if nd.kids == nil {
+			for _, c := range nd.cells {
+				pairs = append(pairs, [2]int64{c.id, nd.number})
+			}
+		}
+	}
+	slices.SortFunc(pairs, func(a, b [2]int64) int { return cmp.Compare(a[0], b[0]) })
+	for _, p := range pairs {
+		if err := add(p[0], p[1]); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // pairs inserts pairs of integers into a table, pairsPerStatement at a time, passed as

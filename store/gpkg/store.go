@@ -368,7 +368,44 @@ const timeFormat = "2006-01-02T15:04:05.000Z"
 // now is the SQL for the current time in timeFormat.
 const now = "strftime('%Y-%m-%dT%H:%M:%fZ', 'now')"
 
-func ts(t time.Time) string { return t.UTC().Format(timeFormat) }
+func ts(t time.Time) string { return string(appendTS(nil, t)) }
+
+// appendTS appends t in timeFormat; by hand for the years 0 to 9999, what Format
+// writes in a fifth of its time (an export writes a time per row and column).
+func appendTS(b []byte, t time.Time) []byte {
+	t = t.UTC()
+	y, mo, d := t.Date()
+	if y < 0 || y > 9999 {
+		return t.AppendFormat(b, timeFormat)
+	}
+	h, mi, sec := t.Clock()
+	b = appendDigits(b, y, 4)
+	b = append(b, '-')
+	b = appendDigits(b, int(mo), 2)
+	b = append(b, '-')
+	b = appendDigits(b, d, 2)
+	b = append(b, 'T')
+	b = appendDigits(b, h, 2)
+	b = append(b, ':')
+	b = appendDigits(b, mi, 2)
+	b = append(b, ':')
+	b = appendDigits(b, sec, 2)
+	b = append(b, '.')
+	b = appendDigits(b, t.Nanosecond()/1e6, 3) // truncated, as Format's .000
+	return append(b, 'Z')
+}
+
+// appendDigits appends n (0 <= n < 10^width) as width decimal digits.
+func appendDigits(b []byte, n, width int) []byte {
+	for i := width - 1; i >= 0; i-- {
+		p := 1
+		for range i {
+			p *= 10
+		}
+		b = append(b, byte('0'+n/p%10))
+	}
+	return b
+}
 
 // tsOrNil is ts for an optional time.
 func tsOrNil(t *time.Time) any {

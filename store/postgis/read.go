@@ -5,11 +5,9 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/paulmach/orb"
-	"github.com/paulmach/orb/encoding/wkb"
 
 	"github.com/geoflow/geoflow/store"
 )
@@ -48,14 +46,23 @@ func (s *Store) ReadFeatures(ctx context.Context, t store.StoredTable, q store.F
 		defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // read only: nothing to keep
 		db = tx
 	}
-	sql, args := readSQL(t, q)
+	sql, args := readSQL(t, q, false)
 	rows, err := db.Query(ctx, sql, args...)
 	if err != nil {
 		return translate(what, err)
 	}
+	rs := newRowScanner(rows, t, q.FeaturesOnly)
+	if !rs.rawBinary() { // the simple protocol: text, which the casts make right
+		rows.Close()
+		sql, args = readSQL(t, q, true)
+		if rows, err = db.Query(ctx, sql, args...); err != nil {
+			return translate(what, err)
+		}
+		rs = newRowScanner(rows, t, q.FeaturesOnly)
+	}
 	defer rows.Close()
 	for rows.Next() {
-		f, err := scanFeature(rows, t)
+		f, err := rs.scan(rows)
 		if err != nil {
 			return translate(what, err)
 		}
@@ -99,9 +106,11 @@ func geomSQL(t store.StoredTable, srid int, args *sqlArgs) string {
 	return "ST_Transform(t.geom, " + args.add(srid) + "::int)"
 }
 
-// readSQL is the statement of ReadFeatures: the bookkeeping columns (readColumns), then
-// the property columns, of the rows q selects (q.Where, checked, as it is).
-func readSQL(t store.StoredTable, q store.FeatureQuery) (string, []any) {
+// readSQL is the statement of ReadFeatures: the bookkeeping columns (with FeaturesOnly,
+// the geometry and the feature id alone), then the property columns, of the rows q
+// selects (q.Where, checked, as it is), in ReadFeatures' order unless AnyOrder. The
+// columns clientCast names are read as stored unless serverCasts.
+func readSQL(t store.StoredTable, q store.FeatureQuery, serverCasts bool) (string, []any) {
 	var args sqlArgs
 	cols := []string{"ST_AsBinary(" + geomSQL(t, q.SRID, &args) + ")", "t.gf_payload_hash", "t.gf_feature_id", "t.gf_run_id", "t.gf_fetched_at",
 		"NULL::text", "NULL::bigint", "NULL::timestamptz", "NULL::timestamptz"}
@@ -112,8 +121,15 @@ func readSQL(t store.StoredTable, q store.FeatureQuery) (string, []any) {
 	if t.History {
 		cols[6], cols[7], cols[8], order = "t.gf_closed_run", "t.gf_valid_from", "t.gf_valid_to", "t.gf_key, t.gf_valid_from"
 	}
+	if q.FeaturesOnly {
+		cols = []string{cols[0], "t.gf_feature_id"}
+	}
 	for _, c := range t.Columns {
-		cols = append(cols, propertySQL("t", c))
+		if serverCasts {
+			cols = append(cols, propertySQL("t", c))
+		} else {
+			cols = append(cols, readColumnSQL("t", c))
+		}
 	}
 	where := []string{versionsSQL(t, q.AsOfRun, q.AllVersions, &args)}
 	if q.BBox != nil {
@@ -133,8 +149,11 @@ func readSQL(t store.StoredTable, q store.FeatureQuery) (string, []any) {
 	if q.Where != "" {
 		where = append(where, "(\n"+q.Where+"\n)")
 	}
-	sql := fmt.Sprintf("SELECT %s FROM %s t WHERE %s ORDER BY %s", strings.Join(cols, ", "),
-		pgx.Identifier{t.Schema, t.Name}.Sanitize(), strings.Join(where, " AND "), order)
+	sql := fmt.Sprintf("SELECT %s FROM %s t WHERE %s", strings.Join(cols, ", "),
+		pgx.Identifier{t.Schema, t.Name}.Sanitize(), strings.Join(where, " AND "))
+	if !q.AnyOrder {
+		sql += " ORDER BY " + order
+	}
 	if q.Limit > 0 {
 		sql += " LIMIT " + args.add(q.Limit)
 	}
@@ -163,48 +182,4 @@ func bboxSQL(t store.StoredTable, b orb.Bound, args *sqlArgs) string {
 			args.add(max(b.Max[0]-b.Min[0], b.Max[1]-b.Min[1], 1e-9)/32), args.add(t.SRID))
 	}
 	return "ST_Intersects(t.geom, " + env + ")"
-}
-
-// scanFeature reads one row of readSQL.
-func scanFeature(rows pgx.Rows, t store.StoredTable) (*store.StoredFeature, error) {
-	var g, hash []byte
-	var id, key *string
-	var run, closed *int64
-	var validFrom, validTo *time.Time
-	f := &store.StoredFeature{}
-	props := make([]any, len(t.Columns))
-	dest := []any{&g, &hash, &id, &run, &f.FetchedAt, &key, &closed, &validFrom, &validTo}
-	for i := range props {
-		dest = append(dest, &props[i])
-	}
-	if err := rows.Scan(dest...); err != nil {
-		return nil, err
-	}
-	f.TileID, f.ValidFrom, f.ValidTo = store.TileID(hash), validFrom, validTo
-	if id != nil {
-		f.ID = *id
-	}
-	if key != nil {
-		f.Key = *key
-	}
-	if run != nil {
-		f.RunID = *run
-	}
-	if closed != nil {
-		f.ClosedRun = *closed
-	}
-	if len(g) > 0 {
-		geom, err := wkb.Unmarshal(g)
-		if err != nil {
-			return nil, fmt.Errorf("feature %q: decoding its geometry: %w", f.ID, err)
-		}
-		f.Geometry = geom
-	}
-	f.Properties = make(map[string]any, len(props))
-	for i, v := range props {
-		if v != nil {
-			f.Properties[t.Columns[i].Name] = v
-		}
-	}
-	return f, nil
 }

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"errors"
+	"reflect"
 	"slices"
 	"strconv"
 	"testing"
@@ -120,5 +121,54 @@ func testReadWhere(t *testing.T, s store.Store) {
 	}
 	if n := len(readAll(t, tb, st, store.FeatureQuery{})); n != len(mapFeatures()) {
 		t.Errorf("after the refused expressions the table has %d rows, want %d", n, len(mapFeatures()))
+	}
+}
+
+// testReadFeaturesOnly: FeatureQuery.FeaturesOnly reads each row's id, geometry and
+// properties as a full read does, its bookkeeping left zero; AnyOrder reads the same
+// rows, in any order; both with the other conditions.
+func testReadFeaturesOnly(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	tb := tablesOf(t, s)
+	table := typedTable("parcels", store.ModeAppend)
+	if err := s.EnsureFeatureTable(ctx, table); err != nil {
+		t.Fatal(err)
+	}
+	ran(t, s, "parcels", table, mapFeatures())
+	st := storedTable(t, tb, table.Name)
+	full := map[string]*store.StoredFeature{}
+	for _, f := range readAll(t, tb, st, store.FeatureQuery{}) {
+		full[f.ID] = f
+	}
+	tests := []struct {
+		name string
+		q    store.FeatureQuery
+		want int
+	}{
+		{name: "features only", q: store.FeatureQuery{FeaturesOnly: true}, want: len(full)},
+		{name: "any order", q: store.FeatureQuery{AnyOrder: true}, want: len(full)},
+		{name: "both", q: store.FeatureQuery{FeaturesOnly: true, AnyOrder: true}, want: len(full)},
+		{name: "both, with a bbox and a where", q: store.FeatureQuery{FeaturesOnly: true, AnyOrder: true, BBox: ptr(tileA.Bound()), Where: "name <> 'one'"}, want: 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := readAll(t, tb, st, tt.q)
+			if len(got) != tt.want {
+				t.Fatalf("read %d rows, want %d", len(got), tt.want)
+			}
+			for _, f := range got {
+				w := full[f.ID]
+				if w == nil {
+					t.Fatalf("read %q, which a full read does not", f.ID)
+				}
+				if !sameShape(f.Geometry, w.Geometry, 0) || !reflect.DeepEqual(f.Properties, w.Properties) {
+					t.Errorf("%s: %v %v, a full read gives %v %v", f.ID, f.Geometry, f.Properties, w.Geometry, w.Properties)
+				}
+				bare := f.TileID == 0 && f.RunID == 0 && f.FetchedAt.IsZero() && f.Key == ""
+				if bare != tt.q.FeaturesOnly {
+					t.Errorf("%s: tile id %d, run %d, fetched %v; want them zero only with FeaturesOnly", f.ID, f.TileID, f.RunID, f.FetchedAt)
+				}
+			}
+		})
 	}
 }

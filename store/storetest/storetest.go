@@ -102,6 +102,7 @@ func tests() []test {
 		{"ReadWhere", testReadWhere},
 		{"QueryFeatures", testQueryFeatures},
 		{"QueryRefused", testQueryRefused},
+		{"ReadFeaturesOnly", testReadFeaturesOnly},
 		{"SQLDialect", testSQLDialect},
 		{"SQLParams", testSQLParams},
 		{"SQLRowsAffected", testSQLRowsAffected},

@@ -3,6 +3,8 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"os"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"time"
@@ -16,6 +18,7 @@ import (
 // exportFlags are the flags of geoflow export, as typed.
 type exportFlags struct {
 	format, bbox, where, srs, columns, changes, sql string
+	cpuProfile                                      string
 }
 
 func newExportCmd(g *globals) *cobra.Command {
@@ -48,7 +51,13 @@ func newExportCmd(g *globals) *cobra.Command {
 				return err
 			}
 			defer st.Close()
+			exportGC()
+			stopProfile, err := startCPUProfile(ef.cpuProfile)
+			if err != nil {
+				return fmt.Errorf("--cpuprofile: %w", err)
+			}
 			res, err := export.Write(cmd.Context(), spec, st)
+			stopProfile()
 			if err != nil {
 				return err
 			}
@@ -65,6 +74,8 @@ func newExportCmd(g *globals) *cobra.Command {
 	f.StringVar(&ef.columns, "columns", "", "only these columns, in this order: a,b,c")
 	f.StringVar(&ef.changes, "changes", "", "write the changes run RUN_ID made to TABLE rather than the table")
 	f.StringVar(&ef.sql, "sql", "", "write the result of this SQL query (one SELECT) rather than a table; then FILE alone")
+	f.StringVar(&ef.cpuProfile, "cpuprofile", "", "write a CPU profile to this file (for benchmarks)")
+	_ = f.MarkHidden("cpuprofile")
 	return cmd
 }
 
@@ -77,6 +88,19 @@ func (ef *exportFlags) args(cmd *cobra.Command, args []string) error {
 		return fmt.Errorf("give TABLE and FILE (or --sql QUERY and FILE); got %d arguments", len(args))
 	}
 	return nil
+}
+
+// exportGC sets the pace of garbage collection for an export, unless GOGC does. An
+// export keeps what it must of each feature (a FlatGeobuf's index entries, a
+// GeoPackage's R-tree boxes) and little else: main's GOGC=400, made for harvests, whose
+// live heap is small, let a million-feature export grow to five times its index (306
+// MB to write a FlatGeobuf). At 25 the heap stays within a quarter more than it keeps,
+// for a few more collections of a heap that is mostly boxes, which hold no pointers
+// to follow: under 2% of an export's time.
+func exportGC() {
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(25)
+	}
 }
 
 // spec checks the flags and makes them an export.Spec of table into file.
