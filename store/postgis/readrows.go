@@ -24,7 +24,7 @@ type rowScanner struct {
 	bare  bool // FeaturesOnly: geometry, id, then the properties
 	types *pgtype.Map
 	// The bookkeeping, decoded into these; reused from row to row.
-	hash, g            []byte
+	hash               []byte
 	id, key            *string
 	run, closed        *int64
 	fetched            time.Time
