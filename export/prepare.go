@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/geoflow/geoflow/internal/didyoumean"
 	"github.com/geoflow/geoflow/store"
 )
 
@@ -220,40 +221,5 @@ func columnNames(cols []store.Column) []string {
 	return out
 }
 
-// suggest returns the name closest to s, if close enough to be a likely typo (as the
-// flow validator suggests keys and task ids).
-func suggest(s string, names []string) string {
-	best, bestD := "", 1<<30
-	for _, c := range names {
-		if d := levenshtein(strings.ToLower(s), strings.ToLower(c)); d < bestD {
-			best, bestD = c, d
-		}
-	}
-	limit := 2
-	if len(s) <= 4 {
-		limit = 1
-	}
-	if bestD <= limit || (best != "" && len(s) > 3 && strings.HasPrefix(strings.ToLower(best), strings.ToLower(s))) {
-		return best
-	}
-	return ""
-}
-
-func levenshtein(a, b string) int {
-	prev, cur := make([]int, len(b)+1), make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
-}
+// suggest is the name s most likely stands for, if any (didyoumean.Nearest).
+func suggest(s string, candidates []string) string { return didyoumean.Nearest(s, candidates) }

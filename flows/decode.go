@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/geoflow/geoflow/internal/didyoumean"
 	"github.com/geoflow/geoflow/internal/redact"
 	"github.com/goccy/go-yaml/ast"
 )
@@ -554,41 +555,5 @@ func contains(list []string, s string) bool {
 	return false
 }
 
-// suggest returns the candidate closest to s, if it is close enough to be a likely typo.
-func suggest(s string, candidates []string) string {
-	best, bestD := "", 1<<30
-	for _, c := range candidates {
-		d := levenshtein(strings.ToLower(s), strings.ToLower(c))
-		if d < bestD {
-			best, bestD = c, d
-		}
-	}
-	limit := 2
-	if len(s) <= 4 {
-		limit = 1
-	}
-	if bestD <= limit || (best != "" && len(s) > 3 && strings.HasPrefix(best, s)) {
-		return best
-	}
-	return ""
-}
-
-func levenshtein(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
-}
+// suggest is the name s most likely stands for, if any (didyoumean.Nearest).
+func suggest(s string, candidates []string) string { return didyoumean.Nearest(s, candidates) }
