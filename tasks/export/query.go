@@ -49,22 +49,7 @@ func (t *Task) stage(ctx context.Context, env *tasks.Env, job *core.Job, stored 
 // them half written, or before they are. Names are found by their words, not by
 // parsing SQL: a table named only through a view or a function is not seen.
 func queryRaces(query string, f tasks.FlowInfo) []string {
-	words := map[string]bool{}
-	for _, dl := range []sqlscript.Dialect{sqlscript.PostgreSQL, sqlscript.SQLite} {
-		toks, err := sqlscript.Scan(query, dl)
-		if err != nil {
-			continue
-		}
-		for _, t := range toks {
-			switch t.Kind {
-			case sqlscript.Word:
-				words[strings.ToLower(t.Text)] = true
-			case sqlscript.Quoted:
-				words[strings.ToLower(strings.Trim(t.Text, "\"`[]"))] = true
-			}
-		}
-		break
-	}
+	words := sqlscript.Words(query)
 	var out []string
 	for _, id := range slices.Sorted(maps.Keys(f.Tables)) {
 		if f.Upstream[id] {

@@ -103,22 +103,7 @@ func checkStatement(st sqlscript.Statement, dl sqlscript.Dialect, names []string
 // may run at the same time (neither before nor after this one): what the script reads of
 // them would be half-harvested.
 func races(text string, f tasks.FlowInfo) []string {
-	words := map[string]bool{}
-	for _, dl := range []sqlscript.Dialect{sqlscript.PostgreSQL, sqlscript.SQLite} {
-		toks, err := sqlscript.Scan(text, dl)
-		if err != nil {
-			continue
-		}
-		for _, t := range toks {
-			switch t.Kind {
-			case sqlscript.Word:
-				words[strings.ToLower(t.Text)] = true
-			case sqlscript.Quoted:
-				words[strings.ToLower(strings.Trim(t.Text, "\"`[]"))] = true
-			}
-		}
-		break
-	}
+	words := sqlscript.Words(text)
 	var out []string
 	for _, id := range slices.Sorted(maps.Keys(f.Tables)) {
 		if f.Upstream[id] || f.Downstream[id] {
