@@ -104,7 +104,7 @@ func (j *Job) querySource(ctx context.Context) (store.QueryResult, store.Feature
 			return nil
 		}, func(f *store.StoredFeature) error { return send(&f.Feature) })
 	})
-	p := src.(*puller)
+	p := src.(featureSource).p
 	select {
 	case r := <-heads:
 		return r, src, stop, nil

@@ -1,6 +1,7 @@
 package export
 
 import (
+	"cmp"
 	"context"
 	"io"
 	"strings"
@@ -35,6 +36,9 @@ func (j *Job) source(ctx context.Context) (store.FeatureSource, func()) {
 			})
 		})
 	}
+	if rr, ok := j.r.(store.RowReader); ok && j.format != GeoJSONSeq {
+		return j.rows(ctx, rr)
+	}
 	return pull(ctx, func(ctx context.Context, send func(*spatial.Feature) error) error {
 		return j.r.ReadFeatures(ctx, j.table, j.query, func(f *store.StoredFeature) error {
 			if idColumn && f.ID != "" {
@@ -43,6 +47,39 @@ func (j *Job) source(ctx context.Context) (store.FeatureSource, func()) {
 			return send(&f.Feature)
 		})
 	})
+}
+
+// rows is the job's table read as rows (store.RowReader), a store.RowSource whose
+// Values are the layer's columns in order: the table's, then gf_feature_id.
+func (j *Job) rows(ctx context.Context, rr store.RowReader) (store.FeatureSource, func()) {
+	at := map[string]int{}
+	for i, c := range j.table.Columns {
+		at[c.Name] = i
+	}
+	idx := make([]int, len(j.cols)) // where each layer column's value is in a row; -1: the id
+	for i, c := range j.cols {
+		k, ok := at[cmp.Or(c.Property, c.Name)]
+		if !ok {
+			k = -1 // gf_feature_id, the only column a table export adds
+		}
+		idx[i] = k
+	}
+	p, stop := pullBatches(ctx, func(ctx context.Context, send func(*store.FeatureRow) error) error {
+		return rr.ReadRows(ctx, j.table, j.query, func(r *store.FeatureRow) error {
+			vals := make([]any, len(idx))
+			for i, k := range idx {
+				switch {
+				case k >= 0:
+					vals[i] = r.Values[k]
+				case r.ID != "":
+					vals[i] = r.ID
+				}
+			}
+			r.Values = vals
+			return send(r)
+		})
+	})
+	return &rowSource{p: p, cols: j.cols}, stop
 }
 
 // sameTable tells whether a change's table (schema.table, or table) is t.
@@ -54,31 +91,41 @@ func sameTable(name string, t store.StoredTable) bool {
 }
 
 // pull turns a store's read, which calls back with each feature, into the
-// FeatureSource a writer pulls from: the read runs in a goroutine and hands the features
-// over in batches of pullBatch, so that the two sides (a core each, where there are
-// two) meet once per batch rather than once per feature, which cost more than a tenth
-// of an export's time. stop ends the read (when the writer gave up early) and waits for
-// it.
+// FeatureSource a writer pulls from (pullBatches).
 func pull(ctx context.Context, read func(context.Context, func(*spatial.Feature) error) error) (store.FeatureSource, func()) {
+	p, stop := pullBatches(ctx, func(ctx context.Context, send func(*spatial.Feature) error) error {
+		return read(ctx, func(f *spatial.Feature) error {
+			if f.Properties == nil {
+				f.Properties = map[string]any{}
+			}
+			return send(f)
+		})
+	})
+	return featureSource{p}, stop
+}
+
+// pullBatches runs a store's read, which calls back with each item, in a goroutine that
+// hands the items over in batches of pullBatch, so that the two sides (a core each,
+// where there are two) meet once per batch rather than once per item, which cost more
+// than a tenth of an export's time. stop ends the read (when the writer gave up early)
+// and waits for it.
+func pullBatches[T any](ctx context.Context, read func(context.Context, func(T) error) error) (*puller[T], func()) {
 	ctx, cancel := context.WithCancel(ctx)
-	p := &puller{next: make(chan []*spatial.Feature, pullAhead), done: make(chan struct{})}
+	p := &puller[T]{next: make(chan []T, pullAhead), done: make(chan struct{})}
 	go func() {
 		defer close(p.done)
-		batch := make([]*spatial.Feature, 0, pullBatch)
+		batch := make([]T, 0, pullBatch)
 		send := func() error {
 			select {
 			case p.next <- batch:
-				batch = make([]*spatial.Feature, 0, pullBatch)
+				batch = make([]T, 0, pullBatch)
 				return nil
 			case <-ctx.Done():
 				return ctx.Err()
 			}
 		}
-		p.err = read(ctx, func(f *spatial.Feature) error {
-			if f.Properties == nil {
-				f.Properties = map[string]any{}
-			}
-			if batch = append(batch, f); len(batch) < pullBatch {
+		p.err = read(ctx, func(v T) error {
+			if batch = append(batch, v); len(batch) < pullBatch {
 				return nil
 			}
 			return send()
@@ -90,22 +137,23 @@ func pull(ctx context.Context, read func(context.Context, func(*spatial.Feature)
 	return p, func() { cancel(); <-p.done }
 }
 
-// pullBatch is how many features the reading goroutine hands over at a time, and
+// pullBatch is how many items the reading goroutine hands over at a time, and
 // pullAhead how many batches it may read ahead of the writer.
 const (
 	pullBatch = 256
 	pullAhead = 2
 )
 
-type puller struct {
-	next  chan []*spatial.Feature
-	batch []*spatial.Feature // what is left of the batch being taken
+type puller[T any] struct {
+	next  chan []T
+	batch []T // what is left of the batch being taken
 	done  chan struct{}
 	err   error // set before done is closed
 }
 
-// Next implements store.FeatureSource.
-func (p *puller) Next() (*spatial.Feature, error) {
+// take is the next item, io.EOF at the end.
+func (p *puller[T]) take() (T, error) {
+	var zero T
 	for len(p.batch) == 0 {
 		select {
 		case p.batch = <-p.next:
@@ -117,12 +165,42 @@ func (p *puller) Next() (*spatial.Feature, error) {
 			default:
 			}
 			if p.err != nil {
-				return nil, p.err
+				return zero, p.err
 			}
-			return nil, io.EOF
+			return zero, io.EOF
 		}
 	}
-	f := p.batch[0]
-	p.batch[0], p.batch = nil, p.batch[1:]
-	return f, nil
+	v := p.batch[0]
+	p.batch[0], p.batch = zero, p.batch[1:]
+	return v, nil
+}
+
+// featureSource is a puller of features.
+type featureSource struct{ p *puller[*spatial.Feature] }
+
+// Next implements store.FeatureSource.
+func (s featureSource) Next() (*spatial.Feature, error) { return s.p.take() }
+
+// rowSource is a puller of rows whose Values are cols, in order.
+type rowSource struct {
+	p    *puller[*store.FeatureRow]
+	cols []store.Column
+}
+
+// NextRow implements store.RowSource.
+func (s *rowSource) NextRow() (*store.FeatureRow, error) { return s.p.take() }
+
+// Next implements store.FeatureSource: the row with its values by property name.
+func (s *rowSource) Next() (*spatial.Feature, error) {
+	r, err := s.p.take()
+	if err != nil {
+		return nil, err
+	}
+	props := make(map[string]any, len(s.cols))
+	for i, c := range s.cols {
+		if r.Values[i] != nil {
+			props[cmp.Or(c.Property, c.Name)] = r.Values[i]
+		}
+	}
+	return &spatial.Feature{ID: r.ID, Geometry: r.Geometry, Properties: props}, nil
 }

@@ -21,6 +21,15 @@ type FeatureSource interface {
 	Next() (*spatial.Feature, error)
 }
 
+// RowSource is a FeatureSource that also yields its features as FeatureRows, their
+// Values one per column of the layer being written, in its order (io.EOF at the end). A
+// writer that knows the layer takes NextRow instead of Next, and saves a map per
+// feature; a source is read one way or the other, not both.
+type RowSource interface {
+	FeatureSource
+	NextRow() (*FeatureRow, error)
+}
+
 // Refuser is a FeatureSource that wants to hear of the features a store refused
 // (ValidFeatures), so that its task reports them as it reports its own refusals.
 type Refuser interface {

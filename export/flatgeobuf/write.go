@@ -16,6 +16,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/paulmach/orb"
+
 	"github.com/geoflow/geoflow/store"
 )
 
@@ -225,24 +227,21 @@ func (s *spooled) count() int64 { return int64(len(s.recs)) }
 func spool(ctx context.Context, sp *os.File, l Layer, src store.FeatureSource, hint int) (*spooled, error) {
 	s := &spooled{extent: emptyBox, recs: make([]record, 0, max(hint, 0))}
 	w := bufio.NewWriterSize(sp, 1<<20)
-	enc := newFeatureEncoder(l)
+	next := encodeNext(src, newFeatureEncoder(l))
 	var off int64
 	for {
 		if err := ctx.Err(); err != nil {
 			return s, err
 		}
-		f, err := src.Next()
+		b, box, g, err := next()
 		if errors.Is(err, io.EOF) {
 			break
 		}
 		n := s.count() + 1
-		if err != nil {
-			return s, fmt.Errorf("reading feature #%d: %w", n, err)
+		var se sourceError
+		if errors.As(err, &se) {
+			return s, fmt.Errorf("reading feature #%d: %w", n, se.err)
 		}
-		if f == nil {
-			return s, fmt.Errorf("reading feature #%d: the source gave no feature and no error", n)
-		}
-		b, box, err := enc.encode(f)
 		if err != nil {
 			return s, fmt.Errorf("feature #%d: %w", n, err)
 		}
@@ -252,12 +251,59 @@ func spool(ctx context.Context, sp *os.File, l Layer, src store.FeatureSource, h
 		s.recs = append(s.recs, record{box: box, off: off, size: uint32(len(b))})
 		off += int64(len(b))
 		s.extent.union(box)
-		s.typ, s.seen = layerType(s.typ, s.seen, f.Geometry)
+		s.typ, s.seen = layerType(s.typ, s.seen, g)
 	}
 	if err := w.Flush(); err != nil {
 		return s, fmt.Errorf("spooling: %w", err)
 	}
 	return s, nil
+}
+
+// encodeNext returns a function that encodes src's next feature and returns it, its
+// box and its geometry; io.EOF at the end. A store.RowSource is read by rows (NextRow),
+// which spares a map per feature.
+func encodeNext(src store.FeatureSource, enc *featureEncoder) func() ([]byte, bbox, orb.Geometry, error) {
+	if rs, ok := src.(store.RowSource); ok {
+		return func() ([]byte, bbox, orb.Geometry, error) {
+			r, err := rs.NextRow()
+			if err != nil {
+				return nil, emptyBox, nil, readError(err)
+			}
+			if r == nil {
+				return nil, emptyBox, nil, errNoFeature
+			}
+			b, box, err := enc.encodeRow(r)
+			return b, box, r.Geometry, err
+		}
+	}
+	return func() ([]byte, bbox, orb.Geometry, error) {
+		f, err := src.Next()
+		if err != nil {
+			return nil, emptyBox, nil, readError(err)
+		}
+		if f == nil {
+			return nil, emptyBox, nil, errNoFeature
+		}
+		b, box, err := enc.encode(f)
+		return b, box, f.Geometry, err
+	}
+}
+
+// errNoFeature is a source's fault: neither a feature nor an error.
+var errNoFeature = sourceError{errors.New("the source gave no feature and no error")}
+
+// sourceError is an error of reading the source, rather than of encoding a feature.
+type sourceError struct{ err error }
+
+func (e sourceError) Error() string { return e.err.Error() }
+func (e sourceError) Unwrap() error { return e.err }
+
+// readError is err from a source: io.EOF as it is, else a sourceError.
+func readError(err error) error {
+	if errors.Is(err, io.EOF) {
+		return io.EOF
+	}
+	return sourceError{err}
 }
 
 // header is the file's header for these features.

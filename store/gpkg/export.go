@@ -17,7 +17,6 @@ import (
 	"github.com/paulmach/orb"
 
 	"github.com/geoflow/geoflow/migrations"
-	"github.com/geoflow/geoflow/spatial"
 	"github.com/geoflow/geoflow/store"
 )
 
@@ -257,11 +256,12 @@ func streamExport(ctx context.Context, db *sql.DB, l ExportLayer, srs int32, src
 		return 0, "", translate(what, err)
 	}
 	defer ins.close()
+	next := exportNext(src, l)
 	for {
 		if err := ctx.Err(); err != nil {
 			return n, "", err
 		}
-		f, err := src.Next()
+		f, props, err := next()
 		if errors.Is(err, io.EOF) {
 			break
 		}
@@ -272,7 +272,7 @@ func streamExport(ctx context.Context, db *sql.DB, l ExportLayer, srs int32, src
 			return n, "", fmt.Errorf("reading feature #%d: the source gave no feature and no error", n+1)
 		}
 		row, blob := ins.next()
-		if blob, err = exportRow(row, blob, f, l, srs); err != nil {
+		if blob, err = exportRow(row, blob, f, props, l, srs); err != nil {
 			return n, "", fmt.Errorf("feature #%d: %w", n+1, err)
 		}
 		if row[0] != nil {
@@ -289,7 +289,7 @@ func streamExport(ctx context.Context, db *sql.DB, l ExportLayer, srs int32, src
 
 // exportRow fills row with f's values for l's table: the geometry blob, appended to
 // blob, then the properties. It returns blob, to be reused for the next row.
-func exportRow(row []any, blob []byte, f *spatial.Feature, l ExportLayer, srs int32) ([]byte, error) {
+func exportRow(row []any, blob []byte, f *store.FeatureRow, props map[string]any, l ExportLayer, srs int32) ([]byte, error) {
 	row[0] = nil
 	if f.Geometry != nil {
 		var err error
@@ -301,8 +301,13 @@ func exportRow(row []any, blob []byte, f *spatial.Feature, l ExportLayer, srs in
 	for i, c := range l.Columns {
 		prop := cmp.Or(c.Property, c.Name)
 		row[1+i] = nil
-		v, ok := f.Properties[prop]
-		if !ok || v == nil {
+		var v any
+		if f.Values != nil {
+			v = f.Values[i]
+		} else {
+			v = props[prop]
+		}
+		if v == nil {
 			continue
 		}
 		val, err := exportValue(v, c.Type)
@@ -312,6 +317,28 @@ func exportRow(row []any, blob []byte, f *spatial.Feature, l ExportLayer, srs in
 		row[1+i] = val
 	}
 	return blob, nil
+}
+
+// exportNext returns a function that yields src's next feature: its id and geometry,
+// and its properties as Values in l's column order (a store.RowSource's NextRow, which
+// spares a map per feature) or, Values nil, by name; io.EOF at the end.
+func exportNext(src store.FeatureSource, l ExportLayer) func() (*store.FeatureRow, map[string]any, error) {
+	if rs, ok := src.(store.RowSource); ok {
+		return func() (*store.FeatureRow, map[string]any, error) {
+			r, err := rs.NextRow()
+			if err == nil && r != nil && len(r.Values) != len(l.Columns) {
+				err = fmt.Errorf("feature %q: %d values for %d columns", r.ID, len(r.Values), len(l.Columns))
+			}
+			return r, nil, err
+		}
+	}
+	return func() (*store.FeatureRow, map[string]any, error) {
+		f, err := src.Next()
+		if err != nil || f == nil {
+			return nil, nil, err
+		}
+		return &store.FeatureRow{ID: f.ID, Geometry: f.Geometry}, f.Properties, nil
+	}
 }
 
 // exportValue is v as its column stores it (columnValue); a time.Time, which a reader of

@@ -21,6 +21,26 @@ import (
 // Geometries are read in q.SRID as readCRS allows. A q.Where is checked
 // (store.CheckWhere) and runs on the maps' reader, whose connection is query-only.
 func (s *Store) ReadFeatures(ctx context.Context, t store.StoredTable, q store.FeatureQuery, fn func(*store.StoredFeature) error) error {
+	return s.read(ctx, t, q, q.FeaturesOnly, func(fs *featureScanner, g orb.Geometry) error {
+		f := fs.feature()
+		if err := fs.times.bookkeeping(f, fs); err != nil {
+			return err
+		}
+		f.Geometry = g
+		return fn(f)
+	})
+}
+
+// ReadRows implements store.RowReader: ReadFeatures' rows, as FeatureRows.
+func (s *Store) ReadRows(ctx context.Context, t store.StoredTable, q store.FeatureQuery, fn func(*store.FeatureRow) error) error {
+	return s.read(ctx, t, q, true, func(fs *featureScanner, g orb.Geometry) error {
+		return fn(&store.FeatureRow{ID: fs.featureID.String, Geometry: g, Values: fs.values()})
+	})
+}
+
+// read runs ReadFeatures' statement (bare: FeaturesOnly's) and calls each with the
+// scanner of each row it keeps and the row's geometry, decoded and brought into q.SRID.
+func (s *Store) read(ctx context.Context, t store.StoredTable, q store.FeatureQuery, bare bool, each func(*featureScanner, orb.Geometry) error) error {
 	name := gpkgName(t.Schema, t.Name)
 	what := fmt.Sprintf("reading the features of %s", name)
 	if t.Kind != store.KindFeatures {
@@ -38,7 +58,7 @@ func (s *Store) ReadFeatures(ctx context.Context, t store.StoredTable, q store.F
 	if q.Key != "" && !t.Keyed {
 		return nil // no row of an unkeyed table has a key
 	}
-	rq := rowQuery{t: t, full: true, bare: q.FeaturesOnly}
+	rq := rowQuery{t: t, full: true, bare: bare}
 	query, args, area, err := s.readQuery(ctx, rq, name, q)
 	if err != nil {
 		return translate(what, err)
@@ -54,14 +74,14 @@ func (s *Store) ReadFeatures(ctx context.Context, t store.StoredTable, q store.F
 		if err := rows.Scan(fs.dest...); err != nil {
 			return translate(what, err)
 		}
-		f, err := fs.feature(area, conv)
+		g, keep, err := fs.geometry(area, conv)
 		if err != nil {
 			return fmt.Errorf("gpkg: %s: %w", what, err)
 		}
-		if f == nil {
+		if !keep {
 			continue // its box meets the area, the geometry does not
 		}
-		if err := fn(f); err != nil {
+		if err := each(fs, g); err != nil {
 			return err
 		}
 		if n++; q.Limit > 0 && n >= q.Limit {

@@ -53,40 +53,45 @@ func newFeatureScanner(rq rowQuery) *featureScanner {
 	return s
 }
 
-// feature makes the row just scanned (into dest) a StoredFeature, its geometry brought
-// into the CRS asked for by conv (nil: as stored); nil when area (in the table's CRS) is
-// not nil and the geometry does not meet it.
-func (s *featureScanner) feature(area *orb.Bound, conv func(orb.Geometry) (orb.Geometry, error)) (*store.StoredFeature, error) {
-	var err error
-	f := &store.StoredFeature{
+// feature is the row just scanned (into dest) as a StoredFeature, without its geometry
+// and times (geometry, timeCache.bookkeeping).
+func (s *featureScanner) feature() *store.StoredFeature {
+	return &store.StoredFeature{
 		Feature: spatial.Feature{ID: s.featureID.String, Properties: s.properties()},
 		TileID:  store.TileID(s.hash), Key: s.key.String, RunID: s.runID.Int64, ClosedRun: s.closedRun.Int64,
 	}
-	if !s.rq.bare {
-		if err := s.times.bookkeeping(f, s.fetched, s.validFrom, s.validTo); err != nil {
-			return nil, err
-		}
-	}
+}
+
+// geometry is the row's geometry, brought into the CRS asked for by conv (nil: as
+// stored); keep is false when area (in the table's CRS) is not nil and the geometry
+// does not meet it.
+func (s *featureScanner) geometry(area *orb.Bound, conv func(orb.Geometry) (orb.Geometry, error)) (orb.Geometry, bool, error) {
 	if s.geom == nil {
-		if area != nil {
-			return nil, nil
-		}
-		return f, nil
+		return nil, area == nil, nil
 	}
 	g, _, err := decodeGeometry(s.geom)
 	if err != nil {
-		return nil, fmt.Errorf("feature %q: decoding its geometry: %w", f.ID, err)
+		return nil, false, fmt.Errorf("feature %q: decoding its geometry: %w", s.featureID.String, err)
 	}
 	if area != nil && !meets(g, *area) {
-		return nil, nil
+		return nil, false, nil
 	}
 	if conv != nil {
 		if g, err = conv(g); err != nil {
-			return nil, fmt.Errorf("feature %q: %w", f.ID, err)
+			return nil, false, fmt.Errorf("feature %q: %w", s.featureID.String, err)
 		}
 	}
-	f.Geometry = g
-	return f, nil
+	return g, true, nil
+}
+
+// values are the row's properties in column order, as properties types them (nil for
+// NULL), in a slice of their own.
+func (s *featureScanner) values() []any {
+	vals := make([]any, len(s.props))
+	for i, c := range s.rq.t.Columns {
+		vals[i] = propertyValue(s.props[i], c.Type)
+	}
+	return vals
 }
 
 // properties are the row's properties by column name, as rowQuery.properties makes
@@ -108,16 +113,20 @@ type timeCache struct {
 	t    time.Time
 }
 
-// bookkeeping sets f's times: its fetch and, with history, its version's life.
-func (c *timeCache) bookkeeping(f *store.StoredFeature, fetched []byte, from, to sql.NullString) error {
+// bookkeeping sets f's times from the row s scanned: its fetch and, with history, its
+// version's life; none for a bare read.
+func (c *timeCache) bookkeeping(f *store.StoredFeature, s *featureScanner) error {
+	if s.rq.bare {
+		return nil
+	}
 	var err error
-	if f.FetchedAt, err = c.parse(fetched); err != nil {
+	if f.FetchedAt, err = c.parse(s.fetched); err != nil {
 		return err
 	}
-	if f.ValidFrom, err = c.parseNull(from); err != nil {
+	if f.ValidFrom, err = c.parseNull(s.validFrom); err != nil {
 		return err
 	}
-	f.ValidTo, err = c.parseNull(to)
+	f.ValidTo, err = c.parseNull(s.validTo)
 	return err
 }
 

@@ -3,6 +3,7 @@ package postgis
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -22,6 +23,30 @@ import (
 // store.ErrNoTransform. A q.Where is checked (store.CheckWhere) and the rows are then
 // read in a READ ONLY transaction, so that the user's expression can read but not write.
 func (s *Store) ReadFeatures(ctx context.Context, t store.StoredTable, q store.FeatureQuery, fn func(*store.StoredFeature) error) error {
+	return s.read(ctx, t, q, func(rs *rowScanner, rows pgx.Rows) error {
+		f, err := rs.scan(rows)
+		if err != nil {
+			return err
+		}
+		return fn(f)
+	})
+}
+
+// ReadRows implements store.RowReader: ReadFeatures' rows, as FeatureRows.
+func (s *Store) ReadRows(ctx context.Context, t store.StoredTable, q store.FeatureQuery, fn func(*store.FeatureRow) error) error {
+	q.FeaturesOnly = true
+	return s.read(ctx, t, q, func(rs *rowScanner, rows pgx.Rows) error {
+		r, err := rs.row(rows)
+		if err != nil {
+			return err
+		}
+		return fn(r)
+	})
+}
+
+// read runs ReadFeatures' statement and calls each with every row, and the scanner
+// that decodes it; an error of each's own (not the scan's) is returned as it is.
+func (s *Store) read(ctx context.Context, t store.StoredTable, q store.FeatureQuery, each func(*rowScanner, pgx.Rows) error) error {
 	ident := pgx.Identifier{t.Schema, t.Name}.Sanitize()
 	what := fmt.Sprintf("reading the features of %s", ident)
 	if t.Kind != store.KindFeatures {
@@ -62,11 +87,11 @@ func (s *Store) ReadFeatures(ctx context.Context, t store.StoredTable, q store.F
 	}
 	defer rows.Close()
 	for rows.Next() {
-		f, err := rs.scan(rows)
-		if err != nil {
-			return translate(what, err)
-		}
-		if err := fn(f); err != nil {
+		if err := each(rs, rows); err != nil {
+			var se scanError
+			if errors.As(err, &se) {
+				return translate(what, se.err)
+			}
 			return err
 		}
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
+	"github.com/paulmach/orb"
 	"github.com/paulmach/orb/encoding/wkb"
 
 	"github.com/geoflow/geoflow/store"
@@ -50,38 +51,88 @@ func newRowScanner(rows pgx.Rows, t store.StoredTable, bare bool) *rowScanner {
 	return s
 }
 
+// scanError is an error of reading a row, which ReadFeatures translates (a fn's own
+// error it returns as it is).
+type scanError struct{ err error }
+
+func (e scanError) Error() string { return e.err.Error() }
+
 // scan reads the current row.
 func (s *rowScanner) scan(rows pgx.Rows) (*store.StoredFeature, error) {
-	raw := rows.RawValues()
-	if len(raw) != s.props+len(s.t.Columns) {
-		return nil, fmt.Errorf("reading a row: %d columns, want %d", len(raw), s.props+len(s.t.Columns))
+	raw, err := s.raw(rows)
+	if err != nil {
+		return nil, err
 	}
 	f := &store.StoredFeature{}
 	if err := s.bookkeeping(raw, f); err != nil {
-		return nil, err
+		return nil, scanError{err}
 	}
-	if len(raw[0]) > 0 {
-		geom, err := wkb.Unmarshal(raw[0])
-		if err != nil {
-			return nil, fmt.Errorf("feature %q: decoding its geometry: %w", f.ID, err)
-		}
-		f.Geometry = geom
+	if f.Geometry, err = s.geometry(raw, f.ID); err != nil {
+		return nil, err
 	}
 	f.Properties = make(map[string]any, len(s.t.Columns)+3)
 	for i, c := range s.t.Columns {
-		k := s.props + i
-		if raw[k] == nil {
-			continue
-		}
-		v, err := s.value(k, raw[k])
+		v, err := s.property(raw, i, f.ID)
 		if err != nil {
-			return nil, fmt.Errorf("feature %q: reading %s: %w", f.ID, c.Name, err)
+			return nil, err
 		}
 		if v != nil {
 			f.Properties[c.Name] = v
 		}
 	}
 	return f, nil
+}
+
+// row reads the current row of a bare read (FeaturesOnly) as a FeatureRow.
+func (s *rowScanner) row(rows pgx.Rows) (*store.FeatureRow, error) {
+	raw, err := s.raw(rows)
+	if err != nil {
+		return nil, err
+	}
+	r := &store.FeatureRow{ID: string(raw[1]), Values: make([]any, len(s.t.Columns))}
+	if r.Geometry, err = s.geometry(raw, r.ID); err != nil {
+		return nil, err
+	}
+	for i := range s.t.Columns {
+		if r.Values[i], err = s.property(raw, i, r.ID); err != nil {
+			return nil, err
+		}
+	}
+	return r, nil
+}
+
+// raw is the current row's bytes, checked to have readSQL's columns.
+func (s *rowScanner) raw(rows pgx.Rows) ([][]byte, error) {
+	raw := rows.RawValues()
+	if len(raw) != s.props+len(s.t.Columns) {
+		return nil, scanError{fmt.Errorf("reading a row: %d columns, want %d", len(raw), s.props+len(s.t.Columns))}
+	}
+	return raw, nil
+}
+
+// geometry decodes the row's geometry (nil for NULL).
+func (s *rowScanner) geometry(raw [][]byte, id string) (orb.Geometry, error) {
+	if len(raw[0]) == 0 {
+		return nil, nil
+	}
+	g, err := wkb.Unmarshal(raw[0])
+	if err != nil {
+		return nil, scanError{fmt.Errorf("feature %q: decoding its geometry: %w", id, err)}
+	}
+	return g, nil
+}
+
+// property decodes property column i of the row (nil for NULL).
+func (s *rowScanner) property(raw [][]byte, i int, id string) (any, error) {
+	k := s.props + i
+	if raw[k] == nil {
+		return nil, nil
+	}
+	v, err := s.value(k, raw[k])
+	if err != nil {
+		return nil, scanError{fmt.Errorf("feature %q: reading %s: %w", id, s.t.Columns[i].Name, err)}
+	}
+	return v, nil
 }
 
 // bookkeeping decodes the columns before the properties: the feature id, and unless

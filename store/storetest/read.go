@@ -169,6 +169,35 @@ func testReadFeaturesOnly(t *testing.T, s store.Store) {
 					t.Errorf("%s: tile id %d, run %d, fetched %v; want them zero only with FeaturesOnly", f.ID, f.TileID, f.RunID, f.FetchedAt)
 				}
 			}
+			testReadRows(t, tb, st, tt.q, full, tt.want)
 		})
+	}
+}
+
+// testReadRows: store.RowReader reads q's rows as ReadFeatures does, their values in
+// column order.
+func testReadRows(t *testing.T, tb store.Tables, st store.StoredTable, q store.FeatureQuery, full map[string]*store.StoredFeature, want int) {
+	t.Helper()
+	rr, ok := tb.(store.RowReader)
+	if !ok {
+		t.Fatalf("%T is not a store.RowReader", tb)
+	}
+	n := 0
+	err := rr.ReadRows(t.Context(), st, q, func(r *store.FeatureRow) error {
+		n++
+		w := full[r.ID]
+		if w == nil || len(r.Values) != len(st.Columns) || !sameShape(r.Geometry, w.Geometry, 0) {
+			t.Errorf("row %q: %v, %d values; a full read gives %v, %d columns", r.ID, r.Geometry, len(r.Values), w, len(st.Columns))
+			return nil
+		}
+		for i, c := range st.Columns {
+			if v, ok := w.Properties[c.Name]; r.Values[i] != v || (r.Values[i] == nil) == ok {
+				t.Errorf("row %q: %s %#v, a full read gives %#v", r.ID, c.Name, r.Values[i], v)
+			}
+		}
+		return nil
+	})
+	if err != nil || n != want {
+		t.Errorf("ReadRows: %d rows, %v; want %d", n, err, want)
 	}
 }
