@@ -1,6 +1,8 @@
 package tasks
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"sort"
 )
@@ -83,7 +85,18 @@ type Kind struct {
 	Name string
 	// NewConfig returns a pointer to a fresh config struct with its defaults set.
 	NewConfig func() Config
+	// Inspect, where set, describes the service at url as this kind harvests it
+	// (geoflow inspect URL). It returns an error wrapping ErrNotThisKind when the URL does
+	// not speak the kind's protocol, so that the next kind may be tried; any other error
+	// is the service's answer (a 403, a broken capabilities document).
+	Inspect func(ctx context.Context, env *Env, url string) (*Service, error)
+	// Snippet, where set, is a task of this kind harvesting layer of s, as flow YAML
+	// that runs unchanged (geoflow inspect --flow LAYER).
+	Snippet func(s *Service, layer string) (string, error)
 }
+
+// ErrNotThisKind is what a Kind's Inspect wraps when the URL does not speak its protocol.
+var ErrNotThisKind = errors.New("not a service of this kind")
 
 // Registry maps task type names to kinds. The zero value is empty and ready to use; it is
 // filled once at start-up (explicitly, never from init) and only read afterwards, so
