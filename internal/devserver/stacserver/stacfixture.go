@@ -1,4 +1,6 @@
-// Package stacfixture is a STAC API for tests: item search by POST /search with paging
+// Package stacfixture is a STAC API for tests: a landing page with its conformance
+// classes, /collections with each collection's extent and item_assets, items by
+// GET /collections/{id}/items (api.go), item search by POST /search with paging
 // the way the STAC API specification describes it (a "next" link that is itself a POST,
 // carrying the body to send, with a token), and assets served the way object stores serve
 // them: ETag, Last-Modified, Accept-Ranges, 206 Partial Content for Range requests and
@@ -160,6 +162,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.search(w, r)
 	case strings.HasPrefix(r.URL.Path, "/assets/") && (r.Method == http.MethodGet || r.Method == http.MethodHead):
 		s.asset(w, r)
+	case r.Method == http.MethodGet && s.api(w, r):
 	case r.URL.Path == "/search":
 		w.Header().Set("Allow", "POST")
 		http.Error(w, `{"code":"MethodNotAllowed"}`, http.StatusMethodNotAllowed)
@@ -188,6 +191,15 @@ func (s *Server) search(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, `{"code":"BadRequest","description":%q}`, err.Error())
 		return
 	}
+	w.Header().Set("Content-Type", "application/geo+json")
+	_ = json.NewEncoder(w).Encode(s.results(q, "http://"+r.Host, func(next searchBody) map[string]any {
+		return map[string]any{"rel": "next", "href": "http://" + r.Host + "/search", "method": "POST", "body": next, "merge": false,
+			"type": "application/geo+json"}
+	}))
+}
+
+// results is the page of items q asks for, with a next link made by next when more follow.
+func (s *Server) results(q searchBody, base string, next func(searchBody) map[string]any) map[string]any {
 	area := s.o.Extent
 	if len(q.BBox) == 4 {
 		area = orb.Bound{Min: orb.Point{q.BBox[0], q.BBox[1]}, Max: orb.Point{q.BBox[2], q.BBox[3]}}
@@ -214,7 +226,6 @@ func (s *Server) search(w http.ResponseWriter, r *http.Request) {
 	}
 	off = min(max(off, 0), len(match))
 	end := min(off+limit, len(match))
-	base := "http://" + r.Host
 	var feats []map[string]any
 	for _, it := range match[off:end] {
 		b := it.bound
@@ -234,18 +245,16 @@ func (s *Server) search(w http.ResponseWriter, r *http.Request) {
 	}
 	links := []map[string]any{{"rel": "self", "href": base + "/search", "method": "POST"}}
 	if end < len(match) {
-		next := q
-		next.Token = "next:" + strconv.Itoa(end)
-		links = append(links, map[string]any{"rel": "next", "href": base + "/search", "method": "POST", "body": next, "merge": false,
-			"type": "application/geo+json"})
+		nq := q
+		nq.Token = "next:" + strconv.Itoa(end)
+		links = append(links, next(nq))
 	}
 	out := map[string]any{"type": "FeatureCollection", "features": feats, "links": links,
 		"numberMatched": len(match), "numberReturned": end - off}
 	if feats == nil {
 		out["features"] = []any{}
 	}
-	w.Header().Set("Content-Type", "application/geo+json")
-	_ = json.NewEncoder(w).Encode(out)
+	return out
 }
 
 func (s *Server) asset(w http.ResponseWriter, r *http.Request) {

@@ -15,8 +15,11 @@
 //
 // Tiles are tiny PNGs (or JPEGs) of one colour derived from z/x/y and the content
 // version, generated deterministically with the standard library. URL forms:
-// /{z}/{x}/{y}.png (XYZ), /tms/{z}/{x}/{y}.png (TMS rows from the south), and WMTS KVP
-// /wmts?SERVICE=WMTS&REQUEST=GetTile&TILEMATRIX={z}&TILEROW={y}&TILECOL={x}.
+// /{z}/{x}/{y}.png (XYZ), /tms/{z}/{x}/{y}.png (TMS rows from the south), WMTS KVP
+// /wmts?SERVICE=WMTS&REQUEST=GetTile&TILEMATRIX={z}&TILEROW={y}&TILECOL={x} and WMTS REST
+// /wmts/rest/basemap/{Style}/{TileMatrixSet}/{z}/{y}/{x}.png, with the capabilities of
+// both at /wmts?SERVICE=WMTS&REQUEST=GetCapabilities and /wmts/1.0.0/WMTSCapabilities.xml
+// (wmts.go).
 package tileserver
 
 import (
@@ -63,6 +66,10 @@ type Options struct {
 type Quota struct {
 	Limit  int
 	Window time.Duration // defaults to one second
+	// Headers sends X-RateLimit-Limit, -Remaining and -Reset (seconds to the window's
+	// end) with every answer, as API gateways do; without them the quota is known only
+	// by its 429s, as at OSM's tile CDN.
+	Headers bool
 }
 
 // HTML200 selects the HTML error page the server answers with 200.
@@ -178,6 +185,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			s.winStart, s.winCount = now.Truncate(q.Window), 0
 		}
 		s.winCount++
+		if q.Headers {
+			w.Header().Set("X-RateLimit-Limit", strconv.Itoa(q.Limit))
+			w.Header().Set("X-RateLimit-Remaining", strconv.Itoa(max(q.Limit-s.winCount, 0)))
+			w.Header().Set("X-RateLimit-Reset", strconv.Itoa(int(math.Ceil(s.winStart.Add(q.Window).Sub(now).Seconds()))))
+		}
 		if s.winCount > q.Limit {
 			s.st.TooMany++
 			wait := s.winStart.Add(q.Window).Sub(now)
@@ -188,6 +200,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			fmt.Fprintln(w, "Too Many Requests: bulk downloading is not permitted")
 			return
 		}
+	}
+	if isCapabilities(r) {
+		s.mu.Unlock()
+		s.capabilities(w, r)
+		return
 	}
 	if !ok {
 		s.st.NotFound++
@@ -343,6 +360,9 @@ func parse(r *http.Request) (z, x, y int, ok bool) {
 		return z, x, y, err1 == nil && err2 == nil && err3 == nil && valid(z, x, y)
 	}
 	p := strings.Trim(r.URL.Path, "/")
+	if rest, cut := strings.CutPrefix(p, "wmts/rest/"); cut {
+		return parseREST(rest)
+	}
 	tms := false
 	if rest, cut := strings.CutPrefix(p, "tms/"); cut {
 		p, tms = rest, true

@@ -1,5 +1,6 @@
 // Package wmsfixture is a WMS for tests: GetCapabilities (1.3.0 and 1.1.1) advertising
-// MaxWidth/MaxHeight, and GetMap rendering PNG, JPEG or GeoTIFF chips, the way MapServer
+// MaxWidth/MaxHeight and each layer's title, CRSs and extent (EX_GeographicBoundingBox in
+// 1.3.0, LatLonBoundingBox in 1.1.1, as MapServer and GeoServer write them), and GetMap rendering PNG, JPEG or GeoTIFF chips, the way MapServer
 // and GeoServer do: a GetMap larger than MaxWidth/MaxHeight, an unknown layer or an
 // unoffered format is answered with a ServiceExceptionReport (with HTTP 200 and
 // application/vnd.ogc.se_xml, as MapServer does), never an image; BBOX is latitude first
@@ -19,6 +20,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/paulmach/orb"
 )
 
 // Options configure a Server. Zero values mean the defaults noted.
@@ -29,6 +32,9 @@ type Options struct {
 	GeoTIFF bool
 	// Layers are the layer names. Defaults to ["ortho"].
 	Layers []string
+	// Extent is the lon/lat extent every layer advertises. Defaults to 11.3..11.8E,
+	// 47.9..48.3N (Munich, where the sample flows look).
+	Extent orb.Bound
 }
 
 // GetMap is one GetMap request the server answered with an image.
@@ -61,6 +67,9 @@ func New(o Options) *Server {
 	}
 	if len(o.Layers) == 0 {
 		o.Layers = []string{"ortho"}
+	}
+	if o.Extent == (orb.Bound{}) {
+		o.Extent = orb.Bound{Min: orb.Point{11.3, 47.9}, Max: orb.Point{11.8, 48.3}}
 	}
 	return &Server{o: o}
 }
@@ -103,8 +112,19 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) capabilities(w http.ResponseWriter, version string) {
 	var layers strings.Builder
+	e := s.o.Extent
 	for _, l := range s.o.Layers {
-		fmt.Fprintf(&layers, "<Layer queryable=\"0\"><Name>%s</Name><Title>%s</Title></Layer>", l, l)
+		if version == "1.1.1" {
+			fmt.Fprintf(&layers, "<Layer queryable=\"0\"><Name>%s</Name><Title>%s</Title>"+
+				"<LatLonBoundingBox minx=\"%g\" miny=\"%g\" maxx=\"%g\" maxy=\"%g\"/></Layer>",
+				l, l, e.Min[0], e.Min[1], e.Max[0], e.Max[1])
+			continue
+		}
+		fmt.Fprintf(&layers, "<Layer queryable=\"0\"><Name>%s</Name><Title>%s</Title>"+
+			"<EX_GeographicBoundingBox><westBoundLongitude>%g</westBoundLongitude><eastBoundLongitude>%g</eastBoundLongitude>"+
+			"<southBoundLatitude>%g</southBoundLatitude><northBoundLatitude>%g</northBoundLatitude></EX_GeographicBoundingBox>"+
+			"<BoundingBox CRS=\"EPSG:4326\" minx=\"%g\" miny=\"%g\" maxx=\"%g\" maxy=\"%g\"/></Layer>",
+			l, l, e.Min[0], e.Max[0], e.Min[1], e.Max[1], e.Min[1], e.Min[0], e.Max[1], e.Max[0])
 	}
 	var formats strings.Builder
 	for _, f := range s.formats() {
