@@ -64,6 +64,14 @@ type Layer struct {
 	Zooms string `json:"zooms,omitempty"`
 	// Formats are the output formats the layer is served in.
 	Formats []string `json:"formats,omitempty"`
+	// TileMatrixSets are a WMTS layer's tile matrix sets.
+	TileMatrixSets []string `json:"tile_matrix_sets,omitempty"`
+	// Template is the URL template a tiles task fetches the layer's tiles by, with its
+	// secrets redacted; "" for layers fetched otherwise.
+	Template string `json:"template,omitempty"`
+	// Assets are the files each item of a STAC collection offers (item_assets, or
+	// those of one item), by key, with their media type as Type.
+	Assets []Field `json:"assets,omitempty"`
 }
 
 // Field is one attribute of a layer and its type as the server declares it.

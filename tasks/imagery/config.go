@@ -22,7 +22,7 @@ import (
 
 // Kind returns the task kind to register.
 func Kind() tasks.Kind {
-	return tasks.Kind{Name: "imagery", NewConfig: func() tasks.Config { return NewConfig() }}
+	return tasks.Kind{Name: "imagery", NewConfig: func() tasks.Config { return NewConfig() }, Inspect: Inspect, Snippet: Snippet}
 }
 
 // Config is an imagery task's YAML configuration: exactly one of WMS and STAC.

@@ -59,7 +59,11 @@ type assetSpec struct {
 }
 
 // planSTAC plans the first search page; each page plans its items' assets and the next.
-func (t *Task) planSTAC(env *tasks.Env, a orb.Bound) ([]store.Unit, error) {
+// The task's area must meet its collections' extent.
+func (t *Task) planSTAC(ctx context.Context, env *tasks.Env, a orb.Bound) ([]store.Unit, error) {
+	if err := t.stacAreaMeets(ctx, env, a); err != nil {
+		return nil, err
+	}
 	if env.Area != nil {
 		a = intersect(a, *env.Area)
 	}

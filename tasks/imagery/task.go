@@ -89,7 +89,7 @@ func (t *Task) Plan(ctx context.Context, env *tasks.Env) ([]store.Unit, error) {
 	if t.cfg.WMS != nil {
 		return t.planWMS(ctx, env, a)
 	}
-	return t.planSTAC(env, a)
+	return t.planSTAC(ctx, env, a)
 }
 
 // Execute implements tasks.Task.

@@ -33,18 +33,32 @@ const (
 // wmsCaps is what a WMS GetCapabilities document says that chips need.
 type wmsCaps struct {
 	Version   string
+	Title     string
 	MaxWidth  int // 0 when not advertised
 	MaxHeight int
 	Formats   []string
 	Layers    map[string]bool
+	// Named are the layers with a name, in document order, with what they inherit.
+	Named []wmsLayer
+	// CRSs are the top layer's, which every layer inherits.
+	CRSs []string
+}
+
+// wmsLayer is one named layer of a WMS: its title, CRSs (its own and those it inherits)
+// and lon/lat extent (its own, else its parent's); Extent is nil when none is advertised.
+type wmsLayer struct {
+	Name, Title string
+	CRSs        []string
+	Extent      *orb.Bound
 }
 
 type capsDoc struct {
 	XMLName xml.Name
 	Version string `xml:"version,attr"`
 	Service struct {
-		MaxWidth  int `xml:"MaxWidth"`
-		MaxHeight int `xml:"MaxHeight"`
+		Title     string `xml:"Title"`
+		MaxWidth  int    `xml:"MaxWidth"`
+		MaxHeight int    `xml:"MaxHeight"`
 	} `xml:"Service"`
 	Capability struct {
 		Request struct {
@@ -59,8 +73,43 @@ type capsDoc struct {
 }
 
 type capsLayer struct {
-	Name   string      `xml:"Name"`
+	Name  string   `xml:"Name"`
+	Title string   `xml:"Title"`
+	CRS   []string `xml:"CRS"` // 1.3.0
+	SRS   []string `xml:"SRS"` // 1.1.1, sometimes several in one element
+	Geo   *struct {
+		W float64 `xml:"westBoundLongitude"`
+		E float64 `xml:"eastBoundLongitude"`
+		S float64 `xml:"southBoundLatitude"`
+		N float64 `xml:"northBoundLatitude"`
+	} `xml:"EX_GeographicBoundingBox"`
+	LatLon *struct {
+		MinX float64 `xml:"minx,attr"`
+		MinY float64 `xml:"miny,attr"`
+		MaxX float64 `xml:"maxx,attr"`
+		MaxY float64 `xml:"maxy,attr"`
+	} `xml:"LatLonBoundingBox"`
 	Layers []capsLayer `xml:"Layer"`
+}
+
+// extent is the layer's own lon/lat extent, nil when it advertises none.
+func (l *capsLayer) extent() *orb.Bound {
+	switch {
+	case l.Geo != nil:
+		return &orb.Bound{Min: orb.Point{l.Geo.W, l.Geo.S}, Max: orb.Point{l.Geo.E, l.Geo.N}}
+	case l.LatLon != nil:
+		return &orb.Bound{Min: orb.Point{l.LatLon.MinX, l.LatLon.MinY}, Max: orb.Point{l.LatLon.MaxX, l.LatLon.MaxY}}
+	}
+	return nil
+}
+
+// crss are the layer's own CRSs.
+func (l *capsLayer) crss() []string {
+	var out []string
+	for _, s := range append(append([]string(nil), l.CRS...), l.SRS...) {
+		out = append(out, strings.Fields(s)...)
+	}
+	return out
 }
 
 // ParseCapabilities reads the parts of a WMS 1.3.0 or 1.1.1 capabilities document that
@@ -80,25 +129,37 @@ func ParseCapabilities(r io.Reader) (*wmsCaps, error) {
 	default:
 		return nil, fmt.Errorf("not a WMS capabilities document: root element <%s>", d.XMLName.Local)
 	}
-	c := &wmsCaps{Version: d.Version, MaxWidth: max(d.Service.MaxWidth, 0), MaxHeight: max(d.Service.MaxHeight, 0), Layers: map[string]bool{}}
+	c := &wmsCaps{Version: d.Version, Title: strings.TrimSpace(d.Service.Title), MaxWidth: max(d.Service.MaxWidth, 0),
+		MaxHeight: max(d.Service.MaxHeight, 0), Layers: map[string]bool{}}
 	for _, f := range d.Capability.Request.GetMap.Formats {
 		if f = strings.TrimSpace(f); f != "" {
 			c.Formats = append(c.Formats, f)
 		}
 	}
-	var walk func([]capsLayer, int)
-	walk = func(ls []capsLayer, depth int) {
-		for _, l := range ls {
-			if n := strings.TrimSpace(l.Name); n != "" {
-				c.Layers[n] = true
-			}
-			if depth < 32 {
-				walk(l.Layers, depth+1)
-			}
+	for _, l := range d.Capability.Layers {
+		c.CRSs = append(c.CRSs, l.crss()...)
+	}
+	c.walk(d.Capability.Layers, nil, nil, 0)
+	return c, nil
+}
+
+// walk records the named layers of ls and below, each with the CRSs it adds to those of
+// its parents and its own extent, else its parent's (WMS inheritance).
+func (c *wmsCaps) walk(ls []capsLayer, crss []string, ext *orb.Bound, depth int) {
+	for _, l := range ls {
+		own := append(append([]string(nil), crss...), l.crss()...)
+		e := ext
+		if x := l.extent(); x != nil {
+			e = x
+		}
+		if n := strings.TrimSpace(l.Name); n != "" {
+			c.Layers[n] = true
+			c.Named = append(c.Named, wmsLayer{Name: n, Title: strings.TrimSpace(l.Title), CRSs: own, Extent: e})
+		}
+		if depth < 32 {
+			c.walk(l.Layers, own, e, depth+1)
 		}
 	}
-	walk(d.Capability.Layers, 0)
-	return c, nil
 }
 
 // capabilities reads the server's capabilities once; a failure is not remembered.
@@ -171,6 +232,9 @@ func (t *Task) planWMS(ctx context.Context, env *tasks.Env, a orb.Bound) ([]stor
 		return nil, err
 	}
 	w := t.cfg.WMS
+	if err := wmsAreaMeets(w, a, c); err != nil {
+		return nil, err
+	}
 	format, err := chooseFormat(w.Format, c.Formats)
 	if err != nil {
 		return nil, err
