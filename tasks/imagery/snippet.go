@@ -162,6 +162,9 @@ func flowID(name string) string {
 
 // q quotes s for YAML (a JSON string is a YAML double-quoted scalar).
 func q(s string) string {
-	b, _ := json.Marshal(s)
-	return string(b)
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(s)
+	return strings.TrimSuffix(b.String(), "\n")
 }

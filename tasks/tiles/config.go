@@ -19,7 +19,7 @@ import (
 
 // Kind returns the task kind to register.
 func Kind() tasks.Kind {
-	return tasks.Kind{Name: "tiles", NewConfig: func() tasks.Config { return NewConfig() }}
+	return tasks.Kind{Name: "tiles", NewConfig: func() tasks.Config { return NewConfig() }, Inspect: Inspect, Snippet: Snippet}
 }
 
 // MaxZoom is the deepest zoom level accepted; level 24 tiles are a few millimetres.

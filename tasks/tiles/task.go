@@ -123,6 +123,9 @@ func (t *Task) Plan(ctx context.Context, env *tasks.Env) ([]store.Unit, error) {
 	if !ok {
 		return nil, &tasks.OutsideArea{Area: a}
 	}
+	if err := t.areaMeets(ctx, env, a); err != nil {
+		return nil, err
+	}
 	units := t.firstUnits(a, inFlight(env))
 	x0, x1, y0, y1 := tileRange(a, t.zmin)
 	env.Logger.Info("tiles planned", "zoom", fmt.Sprintf("%d-%d", t.zmin, t.zmax), "first_level_tiles", (x1-x0+1)*(y1-y0+1),
