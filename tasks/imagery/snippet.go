@@ -154,8 +154,8 @@ var notID = regexp.MustCompile(`[^a-z0-9_]+`)
 // flowID makes a flow and task id of a layer name ([a-z0-9_]+).
 func flowID(name string) string {
 	id := strings.Trim(notID.ReplaceAllString(strings.ToLower(name), "_"), "_")
-	if id == "" {
-		return "imagery"
+	if id == "" || id[0] < 'a' || id[0] > 'z' {
+		id = strings.TrimSuffix("imagery_"+id, "_") // table names start with a letter
 	}
 	return id
 }

@@ -41,8 +41,8 @@ func inspectXYZ(ctx context.Context, env *tasks.Env, u string, tpl *Template) (*
 	if err != nil {
 		return nil, fmt.Errorf("fetching tile 0/0/0 of %s: %w", redact.URL(u), err)
 	}
-	l := tasks.Layer{Name: XYZLayer, Count: -1, Template: redact.URL(u)}
-	s := &tasks.Service{Kind: "tiles", Protocol: "XYZ tiles", URL: redact.URL(u), RateLimit: probe.RateLimit(r.Header)}
+	l := tasks.Layer{Name: XYZLayer, Count: -1, Template: redactTemplate(u)}
+	s := &tasks.Service{Kind: "tiles", Protocol: "XYZ tiles", URL: redactTemplate(u), RateLimit: probe.RateLimit(r.Header)}
 	s.Notes = append(s.Notes, tileNote(r))
 	if format, err := files.CheckImage(r.Header.Get("Content-Type"), r.Body); r.OK() && err == nil {
 		l.Formats = []string{format}
@@ -125,7 +125,7 @@ func describeWMTSLayer(c *wmtsCaps, wl *wmtsLayer, capsURL string) (tasks.Layer,
 		if len(wl.Formats) > 0 {
 			format = preferredFormat(wl.Formats)
 		}
-		l.Template = redact.URL(wmtsTemplate(c, wl, link.Set, prefix, format, capsURL))
+		l.Template = redactTemplate(wmtsTemplate(c, wl, link.Set, prefix, format, capsURL))
 	}
 	l.CRSs = sortedKeys(crss)
 	if l.Template == "" {
@@ -228,10 +228,19 @@ func snippetID(layer string, s *tasks.Service) string {
 		}
 	}
 	id := strings.Trim(notID.ReplaceAllString(strings.ToLower(name), "_"), "_")
-	if id == "" {
-		return "tiles"
+	if id == "" || id[0] < 'a' || id[0] > 'z' {
+		id = strings.TrimSuffix("tiles_"+id, "_") // table names start with a letter
 	}
 	return id
+}
+
+// redactTemplate is a URL template with its secrets redacted and its placeholders kept.
+func redactTemplate(u string) string {
+	r := redact.URL(u)
+	for _, kv := range [][2]string{{"%7B", "{"}, {"%7b", "{"}, {"%7D", "}"}, {"%7d", "}"}} {
+		r = strings.ReplaceAll(r, kv[0], kv[1])
+	}
+	return r
 }
 
 func jsonQuote(s string) string {

@@ -91,4 +91,3 @@ func (s *Server) itemsPage(w http.ResponseWriter, r *http.Request, base string) 
 		return map[string]any{"rel": "next", "href": base + r.URL.Path + "?" + v.Encode(), "type": "application/geo+json"}
 	}))
 }
-
