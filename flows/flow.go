@@ -59,6 +59,8 @@ type Flow struct {
 	// runner masks them in its logs and dead letters wherever they appear.
 	Secrets []string
 	opts    Options // what Source was parsed with, to parse a recorded text alike
+	// keys are where the file's keys are, by path, for TaskProblems.
+	keys map[string]position
 }
 
 // Hash is the hex sha-256 of the flow's Source.
@@ -268,6 +270,7 @@ func Parse(file string, src []byte, opts Options) (*Flow, error) {
 		return nil, &ValidationError{Problems: d.problems}
 	}
 	f.Secrets = d.secrets
+	f.keys = positions(d.keys)
 	opts.Secrets.Add(d.secrets...)
 	return f, nil
 }

@@ -15,13 +15,17 @@ import (
 )
 
 func newValidateCmd(g *globals) *cobra.Command {
-	return &cobra.Command{
+	var online onlineOptions
+	cmd := &cobra.Command{
 		Use:   "validate FLOW|DIR...",
 		Short: "Check flow files (a directory: its *.yaml and *.yml) and report every problem as file:line:col",
 		Long: "Check flow files (a directory: its *.yaml and *.yml) and report every problem as file:line:col.\n\n" +
 			"With --database given on the command line, each flow is also checked against that store, as a run checks it\n" +
 			"before it starts: a SQL step calling a function the store's database does not have (ST_Union in a\n" +
-			"GeoPackage) is refused. Nothing is written to the store (a GeoPackage that does not exist is not created).",
+			"GeoPackage) is refused. Nothing is written to the store (a GeoPackage that does not exist is not created).\n\n" +
+			"With --online, each task's server is asked too (no data is fetched): the task's layer must exist, the format\n" +
+			"and CRS it asks for be offered, and its bbox meet the extent the server advertises for the layer. A server\n" +
+			"that cannot be reached is an error naming the task and the host; --timeout bounds all the servers together.",
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			reg := registry()
@@ -35,6 +39,11 @@ func newValidateCmd(g *globals) *cobra.Command {
 				return err
 			}
 			defer done()
+			onlineOK, onlineDone, err := onlineCheck(cmd, g, online)
+			if err != nil {
+				return err
+			}
+			defer onlineDone()
 			for _, path := range paths {
 				f, err := g.loadFlow(path, reg)
 				if err != nil {
@@ -54,6 +63,10 @@ func newValidateCmd(g *globals) *cobra.Command {
 					fmt.Fprintf(g.stderr, "%s: %s\n", path, g.secrets.String(err.Error()))
 					continue
 				}
+				if !onlineOK(path, f) {
+					bad++
+					continue
+				}
 				fmt.Fprintf(g.stdout, "%s: ok (flow %q, %d task%s)\n", path, f.Name, len(f.Tasks), plural(len(f.Tasks)))
 			}
 			if bad > 0 {
@@ -62,6 +75,8 @@ func newValidateCmd(g *globals) *cobra.Command {
 			return nil
 		},
 	}
+	online.flags(cmd)
+	return cmd
 }
 
 // storeCheck is what validate checks a valid flow with beyond its text: when --database
