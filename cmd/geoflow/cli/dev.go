@@ -99,7 +99,7 @@ func newDevTilesCmd(g *globals) *cobra.Command {
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			srv := tileserver.New(tileserver.Options{Coverage: munich, MaxZoom: maxZoom, Format: format, Size: size, Latency: latency})
-			return serveDev(cmd.Context(), g, listen, []string{"/"}, srv, fmt.Sprintf("sample tiles: http://{addr}/{z}/{x}/{y}.%s (zoom 0-%d, Munich)", format, maxZoom), func() string {
+			return serveDev(cmd.Context(), g, listen, []string{"/"}, srv, fmt.Sprintf("sample tiles: http://{addr}/{z}/{x}/{y}.%s (zoom 0-%d, Munich), and as a WMTS: %s", format, maxZoom, tileserver.WMTSCapabilitiesURL("http://{addr}")), func() string {
 				st := srv.Stats()
 				return fmt.Sprintf("served %d requests: %d tiles, %d not modified, %d not found", st.Requests, st.OK, st.NotModified, st.NotFound)
 			})
