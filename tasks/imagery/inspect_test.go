@@ -15,8 +15,10 @@ import (
 
 	"github.com/geoflow/geoflow/flows"
 	"github.com/geoflow/geoflow/flows/engine"
+	"github.com/geoflow/geoflow/internal/devserver/arcgisserver"
 	"github.com/geoflow/geoflow/internal/devserver/stacserver"
 	"github.com/geoflow/geoflow/internal/devserver/tileserver"
+	"github.com/geoflow/geoflow/internal/devserver/wfsserver"
 	"github.com/geoflow/geoflow/internal/devserver/wmsserver"
 	"github.com/geoflow/geoflow/internal/testflow"
 	"github.com/geoflow/geoflow/retry"
@@ -88,7 +90,14 @@ func TestInspectSTAC(t *testing.T) {
 func TestInspectNotThisKind(t *testing.T) {
 	tiles := httptest.NewServer(tileserver.New(tileserver.Options{}))
 	defer tiles.Close()
+	wfs := httptest.NewServer(wfsserver.New(wfsserver.Options{Features: 10}))
+	defer wfs.Close()
+	arcgis := httptest.NewServer(arcgisserver.New(arcgisserver.Options{Features: 10}))
+	defer arcgis.Close()
 	tests := []struct{ name, url string }{
+		{name: "a WFS", url: wfs.URL + "/wfs"},
+		{name: "an OGC API - Features", url: wfs.URL + "/ogcapi"},
+		{name: "an ArcGIS feature layer", url: arcgis.URL + "/arcgis/rest/services/parcels/FeatureServer/0"},
 		{name: "tile template", url: tiles.URL + "/{z}/{x}/{y}.png"},
 		{name: "another OGC service", url: tiles.URL + "/wfs?SERVICE=WFS"},
 		{name: "WMTS capabilities", url: tileserver.WMTSCapabilitiesURL(tiles.URL)},

@@ -14,7 +14,9 @@ import (
 
 	"github.com/geoflow/geoflow/flows"
 	"github.com/geoflow/geoflow/flows/engine"
+	"github.com/geoflow/geoflow/internal/devserver/stacserver"
 	"github.com/geoflow/geoflow/internal/devserver/tileserver"
+	"github.com/geoflow/geoflow/internal/devserver/wfsserver"
 	"github.com/geoflow/geoflow/internal/devserver/wmsserver"
 	"github.com/geoflow/geoflow/retry"
 	"github.com/geoflow/geoflow/store"
@@ -82,13 +84,26 @@ func TestInspectWMTS(t *testing.T) {
 	}
 }
 
-// TestInspectNotThisKind: what is no tile template and no WMTS is left to other kinds.
+// TestInspectNotThisKind: what is no tile template and no WMTS (a WMS, a WFS, an OGC API,
+// a STAC API) is left to other kinds.
 func TestInspectNotThisKind(t *testing.T) {
 	wms := httptest.NewServer(wmsserver.New(wmsserver.Options{}))
 	defer wms.Close()
-	for _, u := range []string{wms.URL + "/wms", wms.URL + "/wms?SERVICE=WMS&REQUEST=GetCapabilities", wms.URL + "/{a}/{b}"} {
-		t.Run(u, func(t *testing.T) {
-			if _, err := tiles.Inspect(context.Background(), probeEnv(), u); !errors.Is(err, tasks.ErrNotThisKind) {
+	wfs := httptest.NewServer(wfsserver.New(wfsserver.Options{Features: 10}))
+	defer wfs.Close()
+	stac := httptest.NewServer(stacserver.New(stacserver.Options{}))
+	defer stac.Close()
+	tests := []struct{ name, url string }{
+		{name: "a WMS", url: wms.URL + "/wms"},
+		{name: "WMS capabilities", url: wms.URL + "/wms?SERVICE=WMS&REQUEST=GetCapabilities"},
+		{name: "a template without z/x/y", url: wms.URL + "/{a}/{b}"},
+		{name: "a WFS", url: wfs.URL + "/wfs"},
+		{name: "an OGC API - Features", url: wfs.URL + "/ogcapi"},
+		{name: "a STAC API", url: stac.URL},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := tiles.Inspect(context.Background(), probeEnv(), tt.url); !errors.Is(err, tasks.ErrNotThisKind) {
 				t.Fatalf("err = %v, want ErrNotThisKind", err)
 			}
 		})
