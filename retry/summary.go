@@ -22,7 +22,7 @@ const SummaryEvery = 5 * time.Second
 
 // summaryLen is the longest a summary line's message gets: with a terminal log's time
 // before it, it fits 80 columns.
-const summaryLen = 71
+const summaryLen = 70
 
 // retried is one retry, as a summary counts it.
 type retried struct {
@@ -116,7 +116,7 @@ func (s *summaries) take(now time.Time, all bool) []hostRetries {
 
 // String is the summary as one line of at most summaryLen runes:
 //
-//	127.0.0.1:8090: 12 retries in 5s (9×503, 3×429 Retry-After 2s), longest wait 4.1s
+//	127.0.0.1:8090: 12 retries in 5s (9×503, 3×429 Retry-After 2s), max wait 4.1s
 //
 // dropping first the Retry-After, then the rarer causes, then cutting the host's name.
 func (h hostRetries) String() string {
@@ -149,7 +149,7 @@ func (h hostRetries) String() string {
 		if h.n == 1 {
 			noun = "retry"
 		}
-		return fmt.Sprintf("%s: %d %s in %s (%s), longest wait %s", hostName(h.host), h.n, noun,
+		return fmt.Sprintf("%s: %d %s in %s (%s), max wait %s", hostName(h.host), h.n, noun,
 			window, strings.Join(parts, ", "), roundWait(h.maxWait))
 	}
 	s := line(len(cs), true)

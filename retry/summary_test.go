@@ -36,22 +36,22 @@ func TestSummaries(t *testing.T) {
 			{at: time.Second, host: "http://a", r: &r429},
 			{at: 4900 * time.Millisecond, host: "http://a", r: &r503},
 			{at: 5 * time.Second, host: "http://a", r: &r503,
-				want: []string{"a: 4 retries in 5s (3×503, 1×429 Retry-After 2s), longest wait 4.1s"}},
+				want: []string{"a: 4 retries in 5s (3×503, 1×429 Retry-After 2s), max wait 4.1s"}},
 			{at: 6 * time.Second, host: "http://a", r: &r503},
 			{at: 9 * time.Second},
-			{at: 9 * time.Second, flush: true, want: []string{"a: 1 retry in 3s (1×503), longest wait 1.2s"}},
+			{at: 9 * time.Second, flush: true, want: []string{"a: 1 retry in 3s (1×503), max wait 1.2s"}},
 			{at: 20 * time.Second, flush: true},
 		}},
 		{name: "hosts apart, due without a retry", steps: []step{
 			{at: 0, host: "http://a", r: &r503},
 			{at: 2 * time.Second, host: "https://b:8443", r: &r429},
-			{at: 5 * time.Second, want: []string{"a: 1 retry in 5s (1×503), longest wait 1.2s"}},
+			{at: 5 * time.Second, want: []string{"a: 1 retry in 5s (1×503), max wait 1.2s"}},
 			{at: 6 * time.Second},
-			{at: 7 * time.Second, want: []string{"b:8443: 1 retry in 5s (1×429 Retry-After 2s), longest wait 4.1s"}},
+			{at: 7 * time.Second, want: []string{"b:8443: 1 retry in 5s (1×429 Retry-After 2s), max wait 4.1s"}},
 		}},
 		{name: "timeouts have no status", steps: []step{
 			{at: 0, host: "http://a", r: &retried{class: dlq.ClassTimeout, wait: 800 * time.Millisecond}},
-			{at: 0, flush: true, want: []string{"a: 1 retry in 1s (1×timeout), longest wait 800ms"}},
+			{at: 0, flush: true, want: []string{"a: 1 retry in 1s (1×timeout), max wait 800ms"}},
 		}},
 	}
 	for _, tt := range tests {
@@ -90,7 +90,7 @@ func TestSummaryFits(t *testing.T) {
 	}{
 		{name: "many causes", host: "http://geodienste.example.org",
 			causes: map[string]int{"503": 9, "429": 3, "502": 2, "500": 1, "timeout": 1},
-			want:   "geodienste.example.org: 16 retries in 5s (9×503, …), longest wait 4.1s"},
+			want:   "geodienste.example.org: 16 retries in 5s (9×503, …), max wait 4.1s"},
 		{name: "long host", host: "https://a-very-long-host-name-of-a-regional-geodata-portal.example.org:8443",
 			causes: map[string]int{"503": 12}},
 	}
@@ -128,7 +128,7 @@ func TestRetriesLogAtDebug(t *testing.T) {
 		t.Errorf("a retry logged at info level:\n%s", &b)
 	}
 	h.FlushRetrySummaries(context.Background())
-	if !strings.Contains(b.String(), `: 2 retries in 1s (2×503), longest wait`) || !strings.Contains(b.String(), `"summary":{"host":"`+srv.URL+`","retries":2`) {
+	if !strings.Contains(b.String(), `: 2 retries in 1s (2×503), max wait`) || !strings.Contains(b.String(), `"summary":{"host":"`+srv.URL+`","retries":2`) {
 		t.Errorf("no summary of the 2 retries:\n%s", &b)
 	}
 }

@@ -125,8 +125,8 @@ func nonNilEntries(es []dlq.Entry) []dlq.Entry {
 // ERROR column starts with the server's reason (dlq.Reason), `dlq show` has the whole text.
 func printEntries(w io.Writer, entries []dlq.Entry, width int) error {
 	t := table{cols: []column{{head: "ID"}, {head: "RUN"}, {head: "FLOW", free: true, min: 8, drop: 5}, {head: "TASK", free: true, min: 8},
-		{head: "UNIT", free: true, min: 8}, {head: "CLASS"}, {head: "HTTP", drop: 3}, {head: "ATTEMPTS", drop: 4}, {head: "STATUS", drop: 2},
-		{head: "LAST FAILED", drop: 1}, {head: "ERROR", free: true, min: 40}}}
+		{head: "UNIT", free: true, min: 8}, {head: "CLASS"}, {head: "HTTP", drop: 3}, {head: "ATTEMPTS", drop: 4}, {head: "STATUS", drop: 1},
+		{head: "LAST FAILED", drop: 2}, {head: "ERROR", free: true, min: 32}}}
 	for _, e := range entries {
 		status := "-"
 		if e.HTTPStatus != 0 {

@@ -313,7 +313,7 @@ func TestRunsCommands(t *testing.T) {
 		want     []string
 		notWant  []string
 	}{
-		{name: "list", args: []string{"runs", "list"}, want: []string{"ID", "TRIGGER", "SCHEDULED FOR", "schedule", "manual"}},
+		{name: "list", args: []string{"runs", "list", "--wide"}, want: []string{"ID", "TRIGGER", "SCHEDULED FOR", "schedule", "manual"}},
 		{name: "by flow and status", args: []string{"runs", "list", "--flow", "a", "--status", "done"}, want: []string{"\n1 "}, notWant: []string{"\n3 ", "\n2 "}},
 		{name: "json", args: []string{"runs", "list", "--json", "--limit", "1"}, want: []string{`"id": 3`, `"scheduled_for": "2025-06-01T02:00:00Z"`, `"finished_at": null`}, notWant: []string{`"id": 2`}},
 		// Run 3 was started and let go without finishing: nobody holds it, it crashed.

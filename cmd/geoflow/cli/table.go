@@ -84,7 +84,7 @@ func (t *table) write(w io.Writer, width int) error {
 			natural[i] = max(natural[i], runeLen(oneLine(r[i])))
 		}
 	}
-	widths := fitColumns(t.cols, natural, width)
+	widths := fitColumns(emptiesFirst(t.cols, rows, width), natural, width)
 	var b strings.Builder
 	line := func(cells func(i int) string) {
 		var l strings.Builder
@@ -125,6 +125,22 @@ func shortened(cols []column, rows [][]string) [][]string {
 			if r[i] != "" && r[i] != "-" {
 				r[i] = c.short
 			}
+		}
+	}
+	return out
+}
+
+// emptiesFirst, when the table must fit a width, ranks the droppable columns with nothing
+// to say (every cell 0, - or empty: DELETED of a table that is no mirror) to be left out
+// before the others.
+func emptiesFirst(cols []column, rows [][]string, width int) []column {
+	if width <= 0 {
+		return cols
+	}
+	out := slices.Clone(cols)
+	for i, c := range out {
+		if c.drop > 0 && !slices.ContainsFunc(rows, func(r []string) bool { return r[i] != "0" && r[i] != "-" && r[i] != "" }) {
+			out[i].drop += 1000
 		}
 	}
 	return out
@@ -290,4 +306,27 @@ func writeIndented(w io.Writer, s string, indent, width int) {
 	for _, l := range wrap(s, vw) {
 		fmt.Fprintln(w, strings.Repeat(" ", indent)+l)
 	}
+}
+
+// writeWrapped writes text with each line wrapped within width (0: as it is), a line's
+// further lines indented two more than its first.
+func writeWrapped(w io.Writer, text string, width int) error {
+	var b strings.Builder
+	for _, line := range strings.Split(strings.TrimSuffix(text, "\n"), "\n") {
+		body := strings.TrimLeft(line, " ")
+		indent := len(line) - len(body)
+		vw := 0
+		if width > 0 {
+			vw = max(width-indent-2, 20)
+		}
+		for i, l := range wrap(body, vw) {
+			pad := indent
+			if i > 0 {
+				pad += 2
+			}
+			b.WriteString(strings.Repeat(" ", pad) + l + "\n")
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
 }
