@@ -39,7 +39,9 @@ func TestTablesFit(t *testing.T) {
 		print func(w *bytes.Buffer, width int) error
 		whole []string // what width 0 shows on one line
 	}{
-		{name: "runs list", print: func(w *bytes.Buffer, width int) error { return printRuns(w, []store.RunRecord{run, {ID: 1, Flow: "p"}}, width) },
+		{name: "runs list", print: func(w *bytes.Buffer, width int) error {
+			return printRuns(w, []store.RunRecord{run, {ID: 1, Flow: "p"}}, width)
+		},
 			whole: []string{run.Flow, "SCHEDULED FOR", "SKIPPED", "11.46,48.06,11.48,48.08"}},
 		{name: "runs show", print: func(w *bytes.Buffer, width int) error { return printRun(w, run, width) },
 			whole: []string{longError, run.Tasks[0].MirrorNote, "BREAKER OPENED", "CLOSED"}},
