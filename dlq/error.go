@@ -137,9 +137,9 @@ var xmlDeclRE = regexp.MustCompile(`<\?xml[^>]*\?>(: )?`)
 // Reason is a dead letter's error with the server's reason first, for a display that has
 // room for one line: the request, class and attempt count the handler puts first
 // ("retry: GET http://...: http_5xx 500 after 6 attempts: ") move behind it, an XML
-// declaration and a repeated status line are dropped. An HTTP failure reads
-// "HTTP 500 Internal Server Error: ... (after 6 attempts: no attempts left)"; one without
-// a status starts with its class ("circuit_open: ..."). What wraps the handler's error
+// declaration and a repeated status line are dropped. An HTTP error answer reads
+// "HTTP 500 Internal Server Error: ... (after 6 attempts: no attempts left)"; any other
+// failure starts with its class ("circuit_open: ...", "parse: ..."). What wraps the handler's error
 // (a task's "page 3: ") follows in brackets. An error the handler did not make is
 // returned as it is. The stored error stays whole; Reason only shapes what is shown.
 func Reason(err string) string {
@@ -161,7 +161,7 @@ func Reason(err string) string {
 	}
 	msg = dedupeParts(msg)
 	head := class
-	if status != "" {
+	if status >= "400" {
 		head = "HTTP " + status
 		msg = strings.TrimPrefix(strings.TrimPrefix(msg, "HTTP "), status)
 		msg = strings.TrimPrefix(msg, " ")
@@ -169,7 +169,7 @@ func Reason(err string) string {
 	out := head
 	if msg != "" {
 		sep := ": "
-		if status != "" && !strings.HasPrefix(msg, ":") {
+		if status >= "400" && !strings.HasPrefix(msg, ":") {
 			sep = " "
 		}
 		out += sep + strings.TrimPrefix(msg, ": ")
