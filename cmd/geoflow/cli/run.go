@@ -80,14 +80,7 @@ func newRunCmd(g *globals) *cobra.Command {
 
 func runFlow(ctx context.Context, g *globals, path string, rf runFlags) error {
 	mode := displayMode(g.stderr, rf.progress)
-	var lt *liveTerm
-	if mode == "live" {
-		// Logs go through the live display, above its progress lines.
-		lt = &liveTerm{w: g.stderr}
-		gl := *g
-		gl.stderr = lt
-		g = &gl
-	}
+	g, lt := withLiveTerm(g, mode)
 	log, err := g.logger()
 	if err != nil {
 		return err
@@ -158,6 +151,18 @@ func runFlow(ctx context.Context, g *globals, path string, rf runFlags) error {
 		writeWrapped(g.stdout, b.String(), width)
 	}
 	return runExit(res, err, se, path)
+}
+
+// withLiveTerm returns g with its stderr a liveTerm when mode is live, so that logs go
+// through the live display, above its progress lines; otherwise g as it is.
+func withLiveTerm(g *globals, mode string) (*globals, *liveTerm) {
+	if mode != "live" {
+		return g, nil
+	}
+	lt := &liveTerm{w: g.stderr}
+	gl := *g
+	gl.stderr = lt
+	return &gl, lt
 }
 
 // runExit is how geoflow run exits after a run that ended in res, or could not be
