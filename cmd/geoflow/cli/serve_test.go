@@ -248,7 +248,7 @@ func TestScheduleList(t *testing.T) {
 	write("often.yaml", scheduledFlow("often", "@every 15m", "http://x"))
 	write("manual.yaml", "name: manual\ntasks:\n  a: {type: wfs, url: http://x/wfs, typename: t, target: {table: a}}\n")
 
-	code, out, errs := geoflow(t, nil, "schedule", "list", "--flows", dir)
+	code, out, errs := geoflow(t, nil, "schedule", "list", "--flows", dir, "--wide")
 	if code != 0 {
 		t.Fatalf("exit %d\n%s", code, errs)
 	}
@@ -270,7 +270,7 @@ func TestScheduleList(t *testing.T) {
 	}
 
 	write("broken.yaml", "name: broken\nschedule: \"every night\"\ntasks:\n  a: {type: wfs, url: http://x/wfs, typename: t, target: {table: a}}\n")
-	code, out, errs = geoflow(t, nil, "schedule", "list", "--flows", dir)
+	code, out, errs = geoflow(t, nil, "schedule", "list", "--flows", dir, "--wide")
 	if code != cli.ExitError || !strings.Contains(errs, "broken.yaml:2:1: schedule:") || !strings.Contains(out, "nightly") {
 		t.Errorf("with a broken flow: exit %d\n%s%s", code, out, errs)
 	}

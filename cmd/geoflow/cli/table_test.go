@@ -47,6 +47,12 @@ func TestTablesFit(t *testing.T) {
 			whole: []string{longError, run.Tasks[0].MirrorNote, "BREAKER OPENED", "CLOSED"}},
 		{name: "dlq list", print: func(w *bytes.Buffer, width int) error { return printEntries(w, []dlq.Entry{entry}, width) },
 			whole: []string{dlq.Reason(longError), "LAST FAILED", run.Flow}},
+		{name: "changes", print: func(w *bytes.Buffer, width int) error {
+			return writeChangesTable(w, 1, width, func(fn func(store.Change) error) error {
+				return fn(store.Change{Task: run.Tasks[0].Task, Table: "a_schema.a_rather_long_table_name", Kind: "updated",
+					Key: strings.Repeat("k", 70), FeatureID: "parcels." + strings.Repeat("9", 60)})
+			})
+		}, whole: []string{strings.Repeat("k", 70), "parcels." + strings.Repeat("9", 60)}},
 		{name: "dlq show", print: func(w *bytes.Buffer, width int) error { printEntry(w, entry, width); return nil },
 			whole: []string{longError, entry.Request.URL, entry.Snippet}},
 	}
