@@ -3,6 +3,8 @@ package dlq
 import (
 	"errors"
 	"net/url"
+	"regexp"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -118,4 +120,90 @@ func truncate(s string, n int) string {
 		cut--
 	}
 	return s[:cut] + mark
+}
+
+// transportRE matches what the rate-limit handler puts before a failure's own words:
+// "retry: GET http://host/path?query: http_5xx 500 after 6 attempts: ", the request, the
+// class, the status and the attempts, which a dead letter's other fields hold too.
+var transportRE = regexp.MustCompile(`(?s)^(.*?)retry: (?:[A-Z]+ \S*: )?([a-z0-9_]+)(?: (\d{3}))?(?: after (\d+) attempts?)?(?:: |$)`)
+
+// giveUpRE matches the handler's reason for not trying again, which it puts before the
+// server's words.
+var giveUpRE = regexp.MustCompile(`^(no attempts left \(max_attempts\)|gave up: [^:]*|retry budget of host \S+ exhausted, not retried|[A-Z]+ is not idempotent, not retried): `)
+
+// xmlDeclRE is an XML declaration, the first line of many an error body and no reason.
+var xmlDeclRE = regexp.MustCompile(`<\?xml[^>]*\?>(: )?`)
+
+// Reason is a dead letter's error with the server's reason first, for a display that has
+// room for one line: the request, class and attempt count the handler puts first
+// ("retry: GET http://...: http_5xx 500 after 6 attempts: ") move behind it, an XML
+// declaration and a repeated status line are dropped. An HTTP error answer reads
+// "HTTP 500 Internal Server Error: ... (after 6 attempts: no attempts left)"; any other
+// failure starts with its class ("circuit_open: ...", "parse: ..."). What wraps the handler's error
+// (a task's "page 3: ") follows in brackets. An error the handler did not make is
+// returned as it is. The stored error stays whole; Reason only shapes what is shown.
+func Reason(err string) string {
+	m := transportRE.FindStringSubmatchIndex(err)
+	if m == nil {
+		return strings.TrimSpace(err)
+	}
+	group := func(i int) string {
+		if m[2*i] < 0 {
+			return ""
+		}
+		return err[m[2*i]:m[2*i+1]]
+	}
+	context, class, status, attempts := strings.TrimSuffix(group(1), ": "), group(2), group(3), group(4)
+	msg := xmlDeclRE.ReplaceAllString(err[m[1]:], "")
+	var gaveUp string
+	if g := giveUpRE.FindStringSubmatch(msg); g != nil {
+		gaveUp, msg = g[1], msg[len(g[0]):]
+	}
+	msg = dedupeParts(msg)
+	head := class
+	if status >= "400" {
+		head = "HTTP " + status
+		msg = strings.TrimPrefix(strings.TrimPrefix(msg, "HTTP "), status)
+		msg = strings.TrimPrefix(msg, " ")
+	}
+	out := head
+	if msg != "" {
+		sep := ": "
+		if status >= "400" && !strings.HasPrefix(msg, ":") {
+			sep = " "
+		}
+		out += sep + strings.TrimPrefix(msg, ": ")
+	}
+	var tail []string
+	if attempts != "" {
+		n, _ := strconv.ParseInt(attempts, 10, 64)
+		tail = append(tail, "after "+attempts+" attempt"+plural(n))
+	}
+	if gaveUp != "" {
+		tail = append(tail, strings.TrimSuffix(gaveUp, " (max_attempts)"))
+	}
+	if len(tail) > 0 {
+		out += " (" + strings.Join(tail, ": ") + ")"
+	}
+	if context != "" {
+		out += " [" + context + "]"
+	}
+	return out
+}
+
+// dedupeParts drops the ": "-separated parts of s that repeat an earlier one, "HTTP "
+// aside: a status line the handler's message and its error both carry.
+func dedupeParts(s string) string {
+	parts := strings.Split(s, ": ")
+	seen := map[string]bool{}
+	out := parts[:0]
+	for _, p := range parts {
+		k := strings.ToLower(strings.TrimPrefix(strings.TrimSpace(p), "HTTP "))
+		if seen[k] && k != "" {
+			continue
+		}
+		seen[k] = true
+		out = append(out, p)
+	}
+	return strings.Join(out, ": ")
 }

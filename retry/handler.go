@@ -27,8 +27,10 @@ type Options struct {
 	// overall timeout: each attempt is bounded by its Policy's timeouts. Unless it has a CheckRedirect of its own, its redirects follow
 	// each Request's Redirects.
 	Client *http.Client
-	// Logger receives one line per retry and per capped server delay.
-	// Defaults to discarding.
+	// Logger receives, at debug level, one line per retry; at info level, per host, one
+	// line every SummaryEvery at most that sums up its retries meanwhile
+	// (FlushRetrySummaries logs those still pending); and a warning per capped server
+	// delay. Defaults to discarding.
 	Logger *slog.Logger
 	// Registerer receives the metrics. Defaults to a private registry;
 	// the global default registry is never used unless passed here.
@@ -62,6 +64,7 @@ type Handler struct {
 	m       *metrics
 	jitter  *jitter
 	shared  Shared
+	sums    *summaries
 
 	mu    sync.Mutex
 	hosts map[string]*host
@@ -112,6 +115,7 @@ func New(opts *Options) *Handler {
 		m:       newMetrics(o.Registerer),
 		jitter:  newJitter(o.Seed),
 		shared:  o.Shared,
+		sums:    newSummaries(SummaryEvery),
 		hosts:   map[string]*host{},
 	}
 }
@@ -220,6 +224,8 @@ func (h *Handler) Do(ctx context.Context, r Request, read func(*http.Response) e
 	}
 	p := r.Policy.withDefaults()
 	u := unit{start: h.clock.Now()}
+	// A host's retries are summed up when they are due, also once its retries stop.
+	h.logSummaries(ctx, h.sums.due(u.start))
 	for attempt := 1; ; attempt++ {
 		req, err := r.New(ctx)
 		if err != nil || req == nil {
@@ -298,7 +304,7 @@ func (h *Handler) waitBreaker(ctx context.Context, r Request, hs *host, p Policy
 	}
 	if !u.waited {
 		u.waited = true
-		h.log.InfoContext(ctx, "waiting for the host's circuit breaker to let requests through", "unit", r.Unit, "host", hs.key, "wait", wait.Round(time.Millisecond))
+		h.log.DebugContext(ctx, "waiting for the host's circuit breaker to let requests through", "unit", r.Unit, "host", hs.key, "wait", wait.Round(time.Millisecond))
 	}
 	if err := h.wait(ctx, hs.key, wait); err != nil {
 		return h.canceled(err, u.method, u.url, attempts)
@@ -332,8 +338,13 @@ func (h *Handler) backOff(ctx context.Context, r Request, hs *host, p Policy, u 
 	TallyOf(ctx).add(hs.key, func(s *HostStats) { s.Retries++ })
 	h.m.retries.WithLabelValues(hs.key, string(last.class)).Inc()
 	h.m.backoff.WithLabelValues(hs.key).Observe(delay.Seconds())
-	h.log.InfoContext(ctx, "retrying", "unit", r.Unit, "host", hs.key, "attempt", attempt+1,
+	h.log.DebugContext(ctx, "retrying", "unit", r.Unit, "host", hs.key, "attempt", attempt+1,
 		"delay", delay, "reason", string(last.class), "status", last.status, "method", u.method, "url", u.url)
+	var hint time.Duration
+	if last.hasHint {
+		hint = last.hint
+	}
+	h.logSummaries(ctx, h.sums.add(h.clock.Now(), hs.key, retried{status: last.status, class: last.class, hint: hint, wait: delay}))
 	return delay, nil
 }
 

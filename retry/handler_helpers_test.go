@@ -54,7 +54,7 @@ func newHandler(t *testing.T, clock Clock, opts Options) (*Handler, *bytes.Buffe
 	opts.Clock = clock
 	opts.Seed = 1
 	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+		opts.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
 	return New(&opts), &logs
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"errors"
+	"fmt"
 	"html/template"
 	"io/fs"
 	"net/http"
@@ -52,6 +53,7 @@ func loadPages(a *assets) (*pages, error) {
 		"clip":       clip,
 		"errSummary": errSummary,
 		"json":       jsonString,
+		"area":       runArea,
 	}
 	base, err := template.New("layout").Funcs(funcs).ParseFS(webFS, "web/templates/layout.html")
 	if err != nil {
@@ -446,4 +448,12 @@ func (h *handler) failPage(w http.ResponseWriter, r *http.Request, err error) {
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.WriteHeader(http.StatusInternalServerError)
 	w.Write([]byte("the store could not answer: " + redact.String(err.Error()) + "\n"))
+}
+
+// runArea is a run's area as geoflow run --bbox takes it, "" for a run of the whole flow.
+func runArea(a *[4]float64) string {
+	if a == nil {
+		return ""
+	}
+	return fmt.Sprintf("%g,%g,%g,%g", a[0], a[1], a[2], a[3])
 }

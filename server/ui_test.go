@@ -513,3 +513,35 @@ func TestRunPageNamesAdopter(t *testing.T) {
 		t.Errorf("a run its own process finished names an adopter")
 	}
 }
+
+// TestRunsListShowsArea: the runs list tells a run restricted to an area (geoflow run
+// --bbox, or a rerun of an area from the UI) from a run of the whole flow.
+func TestRunsListShowsArea(t *testing.T) {
+	u := newUI(t, uiOptions{})
+	ctx := context.Background()
+	for _, area := range []*orb.Bound{nil, {Min: orb.Point{11.46, 48.06}, Max: orb.Point{11.48, 48.08}}} {
+		run, err := u.db.StartRun(ctx, store.RunStart{Flow: "parcels", Area: area})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := u.db.FinishRun(ctx, run.ID, store.Done, ""); err != nil {
+			t.Fatal(err)
+		}
+		run.Close()
+	}
+	for _, path := range []string{"/runs", "/flows/parcels", "/"} {
+		_, body, _ := u.do("GET", path, "")
+		if !strings.Contains(body, "<th>Area</th>") || !strings.Contains(body, `geoflow run --bbox 11.46,48.06,11.48,48.08">11.46,48.06,11.48,48.08</span>`) ||
+			!strings.Contains(body, `<span class="muted">whole</span>`) {
+			t.Errorf("GET %s does not show the runs' areas:\n%s", path, body)
+		}
+	}
+	_, body, _ := u.do("GET", "/api/runs", "")
+	var runs []struct {
+		Area *[4]float64 `json:"area"`
+	}
+	if err := json.Unmarshal([]byte(body), &runs); err != nil || len(runs) != 2 || runs[0].Area == nil ||
+		*runs[0].Area != [4]float64{11.46, 48.06, 11.48, 48.08} || runs[1].Area != nil || !strings.Contains(body, `"area": null`) {
+		t.Errorf("/api/runs lacks the areas (%v): %s", err, body)
+	}
+}

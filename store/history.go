@@ -38,6 +38,10 @@ type RunRecord struct {
 	// included.
 	FinishedBy string     `json:"finished_by,omitempty"`
 	AdoptedAt  *time.Time `json:"adopted_at,omitempty"`
+	// Area is the lon/lat box the run was restricted to (geoflow run --bbox), as
+	// [min lon, min lat, max lon, max lat]; nil for a run of the flow's whole extent.
+	// A resumed run keeps the area it started with.
+	Area *[4]float64 `json:"area"`
 	// Tasks is filled by GetRun only.
 	Tasks []TaskRecord `json:"tasks,omitempty"`
 	// RunHosts, filled by GetRun only, is what the run's requests asked of each host.

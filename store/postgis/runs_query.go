@@ -16,7 +16,7 @@ var runSelect = `SELECT r.id, r.flow, ` + runStatus + `, r.trigger, r.scheduled_
 	coalesce(c.ins, r.features_inserted), coalesce(c.skip, r.features_skipped), coalesce(c.upd, r.features_updated),
 	coalesce(c.rej, r.features_rejected), coalesce(c.merged, r.features_merged),
 	(SELECT coalesce(sum(features_deleted), 0) FROM geoflow_run_tasks d WHERE d.run_id = r.id), coalesce(r.error, ''),
-	coalesce(r.finished_by, ''), r.adopted_at
+	coalesce(r.finished_by, ''), r.adopted_at, ST_XMin(r.area), ST_YMin(r.area), ST_XMax(r.area), ST_YMax(r.area)
 FROM geoflow_runs r
 LEFT JOIN LATERAL (
 	SELECT count(*) AS total,
@@ -40,10 +40,16 @@ var runStatus = fmt.Sprintf(`CASE WHEN r.status = 'running' AND NOT EXISTS (SELE
 	THEN 'crashed' ELSE r.status END`, runLockClass)
 
 func scanRun(row pgx.CollectableRow) (store.RunRecord, error) {
-	var r store.RunRecord
+	var (
+		r              store.RunRecord
+		x0, y0, x1, y1 *float64
+	)
 	err := row.Scan(&r.ID, &r.Flow, &r.Status, &r.Trigger, &r.ScheduledFor, &r.StartedAt, &r.FinishedAt,
 		&r.UnitsTotal, &r.UnitsDone, &r.UnitsDead, &r.FeaturesInserted, &r.FeaturesSkipped, &r.FeaturesUpdated,
-		&r.FeaturesRejected, &r.FeaturesMerged, &r.FeaturesDeleted, &r.Error, &r.FinishedBy, &r.AdoptedAt)
+		&r.FeaturesRejected, &r.FeaturesMerged, &r.FeaturesDeleted, &r.Error, &r.FinishedBy, &r.AdoptedAt, &x0, &y0, &x1, &y1)
+	if x0 != nil && y0 != nil && x1 != nil && y1 != nil {
+		r.Area = &[4]float64{*x0, *y0, *x1, *y1}
+	}
 	return r, err
 }
 

@@ -419,3 +419,33 @@ func testListRunsDefaultLimit(t *testing.T, s store.Store) {
 		t.Errorf("ListRuns without a limit: %d runs (%v), want 101", len(runs), err)
 	}
 }
+
+// testRunArea: a run started with an area (geoflow run --bbox) lists and shows it; a run
+// of the whole extent has none.
+func testRunArea(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	area := &orb.Bound{Min: orb.Point{11.46, 48.06}, Max: orb.Point{11.48, 48.08}}
+	full := startRun(t, s, store.RunStart{Flow: "area"})
+	finishRun(t, s, full, store.Done, "")
+	part := startRun(t, s, store.RunStart{Flow: "area", Area: area})
+	finishRun(t, s, part, store.Done, "")
+	want := map[int64]*[4]float64{full.ID: nil, part.ID: {11.46, 48.06, 11.48, 48.08}}
+	runs, err := s.ListRuns(ctx, store.RunFilter{Flow: "area"})
+	if err != nil || len(runs) != 2 {
+		t.Fatalf("ListRuns = %+v, %v; want 2 runs", runs, err)
+	}
+	for _, r := range runs {
+		got, err := s.GetRun(ctx, r.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range []struct {
+			name string
+			got  *[4]float64
+		}{{"ListRuns", r.Area}, {"GetRun", got.Area}} {
+			if w := want[r.ID]; (c.got == nil) != (w == nil) || (w != nil && *c.got != *w) {
+				t.Errorf("%s: run %d area = %v, want %v", c.name, r.ID, c.got, w)
+			}
+		}
+	}
+}

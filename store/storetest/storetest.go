@@ -40,6 +40,7 @@ func tests() []test {
 		{"TaskState", testTaskState},
 		{"IncompleteState", testIncompleteState},
 		{"ListRuns", testListRuns},
+		{"RunArea", testRunArea},
 		{"ListRunsDefaultLimit", testListRunsDefaultLimit},
 		{"Resume", testResume},
 		{"ResumeRestoresRun", testResumeRestoresRun},

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"strconv"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
@@ -18,6 +17,7 @@ func newChangesCmd(g *globals) *cobra.Command {
 	var (
 		task          string
 		asJS, asGeoJS bool
+		wide          bool
 	)
 	cmd := &cobra.Command{
 		Use:   "changes RUN",
@@ -54,33 +54,33 @@ func newChangesCmd(g *globals) *cobra.Command {
 				enc := json.NewEncoder(w)
 				return st.ListChanges(cmd.Context(), f, func(c store.Change) error { return enc.Encode(c) })
 			}
-			return writeChangesTable(w, id, func(fn func(store.Change) error) error { return st.ListChanges(cmd.Context(), f, fn) })
+			return writeChangesTable(w, id, outWidth(g.stdout, wide), func(fn func(store.Change) error) error { return st.ListChanges(cmd.Context(), f, fn) })
 		},
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&task, "task", "", "only the changes of this task")
 	fl.BoolVar(&asJS, "json", false, "print one JSON object per change, for scripts")
 	fl.BoolVar(&asGeoJS, "geojson", false, "print the changed features as a GeoJSON FeatureCollection")
+	fl.BoolVar(&wide, "wide", false, wideUsage)
 	return cmd
 }
 
-func writeChangesTable(w io.Writer, run int64, list func(func(store.Change) error) error) error {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "TASK\tTABLE\tCHANGE\tKEY\tFEATURE ID")
-	n := 0
+// writeChangesTable writes a run's changes as a table within width (0: every value whole).
+func writeChangesTable(w io.Writer, run int64, width int, list func(func(store.Change) error) error) error {
+	t := table{cols: []column{{head: "TASK", free: true, min: 8}, {head: "TABLE", free: true, min: 8}, {head: "CHANGE"},
+		{head: "KEY", free: true, min: 12, drop: 1}, {head: "FEATURE ID", free: true, min: 12}}}
 	err := list(func(c store.Change) error {
-		n++
-		_, err := fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", c.Task, c.Table, c.Kind, dlqOneLine(c.Key, 60), dlqOneLine(c.FeatureID, 60))
-		return err
+		t.add(c.Task, c.Table, c.Kind, c.Key, c.FeatureID)
+		return nil
 	})
 	if err != nil {
 		return err
 	}
-	if n == 0 {
+	if len(t.rows) == 0 {
 		_, err := fmt.Fprintf(w, "run %d changed no feature of a mirror or history table\n", run)
 		return err
 	}
-	return tw.Flush()
+	return t.write(w, width)
 }
 
 // writeChangesGeoJSON streams the changes as one FeatureCollection, a feature at a time.

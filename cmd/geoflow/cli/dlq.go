@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"regexp"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -76,6 +75,7 @@ func newDLQListCmd(g *globals) *cobra.Command {
 	var (
 		ff    filterFlags
 		asJS  bool
+		wide  bool
 		limit int
 	)
 	cmd := &cobra.Command{
@@ -104,10 +104,11 @@ func newDLQListCmd(g *globals) *cobra.Command {
 				fmt.Fprintln(g.stdout, "no dead letters")
 				return nil
 			}
-			return printEntries(g.stdout, entries)
+			return printEntries(g.stdout, entries, outWidth(g.stdout, wide))
 		},
 	}
 	ff.add(cmd.Flags(), string(dlq.StatusOpen))
+	cmd.Flags().BoolVar(&wide, "wide", false, wideUsage)
 	cmd.Flags().BoolVar(&asJS, "json", false, "print a JSON array, for scripts")
 	cmd.Flags().IntVar(&limit, "limit", 0, "list at most this many entries (0: all)")
 	return cmd
@@ -120,31 +121,21 @@ func nonNilEntries(es []dlq.Entry) []dlq.Entry {
 	return es
 }
 
-func printEntries(w io.Writer, entries []dlq.Entry) error {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tRUN\tFLOW\tTASK\tUNIT\tCLASS\tHTTP\tATTEMPTS\tSTATUS\tLAST FAILED\tERROR")
+// printEntries writes dead letters as a table within width (0: every column whole); the
+// ERROR column starts with the server's reason (dlq.Reason), `dlq show` has the whole text.
+func printEntries(w io.Writer, entries []dlq.Entry, width int) error {
+	t := table{cols: []column{{head: "ID"}, {head: "RUN"}, {head: "FLOW", free: true, min: 8, drop: 5}, {head: "TASK", free: true, min: 8},
+		{head: "UNIT", free: true, min: 8}, {head: "CLASS"}, {head: "HTTP", drop: 3}, {head: "ATTEMPTS", drop: 4}, {head: "STATUS", drop: 1},
+		{head: "LAST FAILED", drop: 2}, {head: "ERROR", free: true, min: 32}}}
 	for _, e := range entries {
 		status := "-"
 		if e.HTTPStatus != 0 {
 			status = strconv.Itoa(e.HTTPStatus)
 		}
-		fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", e.ID, e.RunID, e.Flow, e.Task, e.Unit, e.Class,
-			status, e.Attempts, e.Status, e.LastFailedAt.Local().Format(time.DateTime), dlqOneLine(dlqReason(e.Error), 72))
+		t.add(e.ID, e.RunID, e.Flow, e.Task, e.Unit, e.Class, status, e.Attempts, e.Status,
+			e.LastFailedAt.Local().Format(time.DateTime), dlq.Reason(e.Error))
 	}
-	return tw.Flush()
-}
-
-// attemptsRE ends the handler's preamble of an error: "retry: GET URL: class status
-// after N attempts: ", whose parts the other columns show.
-var attemptsRE = regexp.MustCompile(`\bafter \d+ attempts?: `)
-
-// dlqReason is what a list has room for of an entry's error: the server's reason, after
-// the request and class the other columns show (`dlq show ID` has the whole text).
-func dlqReason(s string) string {
-	if m := attemptsRE.FindAllStringIndex(s, -1); len(m) > 0 {
-		return s[m[len(m)-1][1]:]
-	}
-	return s
+	return t.write(w, width)
 }
 
 // dlqOneLine flattens s to one line of at most n runes.
@@ -177,7 +168,7 @@ func parseDLQIDs(args []string) ([]int64, error) {
 }
 
 func newDLQShowCmd(g *globals) *cobra.Command {
-	var asJS bool
+	var asJS, wide bool
 	cmd := &cobra.Command{
 		Use:   "show ID",
 		Short: "Show everything about one dead letter: request, error, response snippet, replays",
@@ -199,23 +190,21 @@ func newDLQShowCmd(g *globals) *cobra.Command {
 			if asJS {
 				return writeDLQJSON(g.stdout, e)
 			}
-			printEntry(g.stdout, e)
+			printEntry(g.stdout, e, outWidth(g.stdout, wide))
 			return nil
 		},
 	}
 	cmd.Flags().BoolVar(&asJS, "json", false, "print JSON, for scripts")
+	cmd.Flags().BoolVar(&wide, "wide", false, wideUsage)
 	return cmd
 }
 
-func printEntry(w io.Writer, e dlq.Entry) {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	row := func(k, v string) { fmt.Fprintf(tw, "%s:\t%s\n", k, v) }
-	row("id", strconv.FormatInt(e.ID, 10))
-	row("status", string(e.Status))
-	row("flow", e.Flow)
-	row("task", e.Task)
-	row("run", strconv.FormatInt(e.RunID, 10))
-	row("unit", e.Unit)
+// printEntry writes geoflow dlq show: its fields, then the whole error, request body and
+// response snippet, each wrapped within width (0: as they are) and indented.
+func printEntry(w io.Writer, e dlq.Entry, width int) {
+	rows := [][2]string{{"id:", strconv.FormatInt(e.ID, 10)}, {"status:", string(e.Status)}, {"flow:", e.Flow},
+		{"task:", e.Task}, {"run:", strconv.FormatInt(e.RunID, 10)}, {"unit:", e.Unit}}
+	row := func(k, v string) { rows = append(rows, [2]string{k + ":", v}) }
 	if b := e.BBoxArray(); b != nil {
 		row("bbox", fmt.Sprintf("%g,%g,%g,%g", b[0], b[1], b[2], b[3]))
 	}
@@ -229,31 +218,31 @@ func printEntry(w io.Writer, e dlq.Entry) {
 	if e.Request.URL != "" || e.Request.Method != "" {
 		row("request", strings.TrimSpace(e.Request.Method+" "+e.Request.URL))
 	}
-	tw.Flush()
-	fmt.Fprintf(w, "error:\n%s\n", dlqIndent(e.Error))
+	row("reason", dlq.Reason(e.Error))
+	writeDetail(w, rows, width)
+	fmt.Fprintln(w, "error:")
+	writeIndented(w, e.Error, 2, width)
 	if e.Request.Body != "" {
-		fmt.Fprintf(w, "request body:\n%s\n", dlqIndent(e.Request.Body))
+		fmt.Fprintln(w, "request body:")
+		writeIndented(w, e.Request.Body, 2, width)
 	}
 	if e.Snippet != "" {
-		fmt.Fprintf(w, "response snippet:\n%s\n", dlqIndent(e.Snippet))
+		fmt.Fprintln(w, "response snippet:")
+		writeIndented(w, e.Snippet, 2, width)
 	}
 	if len(e.History) > 0 {
 		fmt.Fprintln(w, "replays:")
 		for _, h := range e.History {
-			line := fmt.Sprintf("  %s  %s", h.At.Local().Format(time.RFC3339), h.Result)
+			line := fmt.Sprintf("%s  %s", h.At.Local().Format(time.RFC3339), h.Result)
 			if h.Class != "" {
 				line += " " + string(h.Class)
 			}
 			if h.Error != "" {
-				line += ": " + dlqOneLine(h.Error, 200)
+				line += ": " + dlq.Reason(h.Error)
 			}
-			fmt.Fprintln(w, line)
+			writeIndented(w, line, 2, width)
 		}
 	}
-}
-
-func dlqIndent(s string) string {
-	return "  " + strings.ReplaceAll(strings.TrimRight(s, "\n"), "\n", "\n  ")
 }
 
 func newDLQStatsCmd(g *globals) *cobra.Command {
@@ -376,7 +365,7 @@ func replayDLQ(cmd *cobra.Command, g *globals, args []string, ff filterFlags, al
 	}
 	if dryRun {
 		fmt.Fprintf(g.stdout, "would replay %d dead letter%s:\n", len(entries), plural(len(entries)))
-		return printEntries(g.stdout, entries)
+		return printEntries(g.stdout, entries, outWidth(g.stdout, false))
 	}
 	res, err := engine.Replay(ctx, entries, engine.ReplayOptions{
 		Store:    stores(st),

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"slices"
 	"strings"
@@ -368,6 +369,35 @@ func testBBoxRerun(t *testing.T, db string) {
 	}
 	if st.FeaturesServed >= full {
 		t.Errorf("rerun fetched %d features, want only the area's (the whole has %d)", st.FeaturesServed, full)
+	}
+	checkRunArea(t, env, area)
+}
+
+// checkRunArea: the history tells the --bbox rerun (run 2, over area) from the full run
+// (run 1): runs show --json has its area and the full run's null, runs show says it,
+// runs list marks it.
+func checkRunArea(t *testing.T, env map[string]string, area orb.Bound) {
+	t.Helper()
+	for id, want := range map[string]*[4]float64{"1": nil, "2": {area.Min[0], area.Min[1], area.Max[0], area.Max[1]}} {
+		_, out, _ := geoflow(t, env, "runs", "show", id, "--json")
+		var rec struct {
+			Area *[4]float64 `json:"area"`
+		}
+		if err := json.Unmarshal([]byte(out), &rec); err != nil || !strings.Contains(out, `"area"`) ||
+			(rec.Area == nil) != (want == nil) || (want != nil && *rec.Area != *want) {
+			t.Errorf("runs show %s --json: area %v (%v), want %v\n%s", id, rec.Area, err, want, out)
+		}
+	}
+	bbox := fmt.Sprintf("%g,%g,%g,%g", area.Min[0], area.Min[1], area.Max[0], area.Max[1])
+	if _, out, _ := geoflow(t, env, "runs", "show", "2"); !strings.Contains(out, "area           "+bbox) {
+		t.Errorf("runs show 2 does not say its area %s:\n%s", bbox, out)
+	}
+	if _, out, _ := geoflow(t, env, "runs", "list"); !regexp.MustCompile(`(?m)^2 .* bbox$`).MatchString(out) ||
+		!regexp.MustCompile(`(?m)^1 .* -$`).MatchString(out) {
+		t.Errorf("runs list does not mark the rerun's area:\n%s", out)
+	}
+	if _, out, _ := geoflow(t, env, "runs", "list", "--wide"); !strings.Contains(out, bbox) {
+		t.Errorf("runs list --wide does not show the rerun's area %s:\n%s", bbox, out)
 	}
 }
 

@@ -3,8 +3,6 @@ package cli
 import (
 	"fmt"
 	"io"
-	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/geoflow/geoflow/internal/redact"
@@ -60,34 +58,34 @@ func printHosts(w io.Writer, hs store.RunHosts, self string) {
 	}
 }
 
-// printHostTables writes a run's hosts for geoflow runs show: a table of the totals and,
-// when more than one process sent its requests, one row per process and host.
-func printHostTables(w io.Writer, hs store.RunHosts) error {
+// printHostTables writes a run's hosts for geoflow runs show within width (0: no limit):
+// a table of the totals and, when more than one process sent its requests, one row per
+// process and host.
+func printHostTables(w io.Writer, hs store.RunHosts, width int) error {
 	if len(hs.Hosts) == 0 {
 		return nil
 	}
-	const head = "HOST\tREQUESTS\tRETRIES\tANSWERED 429\tWAITED\tBREAKER OPENED"
+	cols := []column{{head: "HOST", free: true, min: 16}, {head: "REQUESTS"}, {head: "RETRIES"}, {head: "ANSWERED 429"},
+		{head: "WAITED"}, {head: "BREAKER OPENED", drop: 1}}
 	fmt.Fprintln(w)
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, head)
+	t := table{cols: cols}
 	for _, h := range hs.Hosts {
-		fmt.Fprintln(tw, hostRow(h))
+		t.rows = append(t.rows, hostRow(h))
 	}
-	if err := tw.Flush(); err != nil || len(hs.Workers) < 2 {
+	if err := t.write(w, width); err != nil || len(hs.Workers) < 2 {
 		return err
 	}
 	fmt.Fprintln(w)
-	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "PROCESS\tUNITS\t"+head)
+	t = table{cols: append([]column{{head: "PROCESS", free: true, min: 10}, {head: "UNITS"}}, cols...)}
 	for _, p := range hs.Workers {
 		for _, h := range p.Hosts {
-			fmt.Fprintf(tw, "%s\t%d\t%s\n", p.Worker, p.Units, hostRow(h))
+			t.rows = append(t.rows, append([]string{p.Worker, fmt.Sprint(p.Units)}, hostRow(h)...))
 		}
 		if len(p.Hosts) == 0 {
-			fmt.Fprintf(tw, "%s\t%d\t-\t0\t0\t0\t0s\t0\n", p.Worker, p.Units)
+			t.add(p.Worker, p.Units, "-", 0, 0, 0, "0s", 0)
 		}
 	}
-	if err := tw.Flush(); err != nil {
+	if err := t.write(w, width); err != nil {
 		return err
 	}
 	if anyOpened(hs.Hosts) {
@@ -96,9 +94,9 @@ func printHostTables(w io.Writer, hs store.RunHosts) error {
 	return nil
 }
 
-func hostRow(h store.HostCount) string {
-	return strings.Join([]string{redact.URL(h.Host), fmt.Sprint(h.Requests), fmt.Sprint(h.Retries), fmt.Sprint(h.RateLimited),
-		waited(h).String(), fmt.Sprint(h.BreakerOpened)}, "\t")
+func hostRow(h store.HostCount) []string {
+	return []string{redact.URL(h.Host), fmt.Sprint(h.Requests), fmt.Sprint(h.Retries), fmt.Sprint(h.RateLimited),
+		waited(h).String(), fmt.Sprint(h.BreakerOpened)}
 }
 
 func anyOpened(hs []store.HostCount) bool {

@@ -119,7 +119,7 @@ func testIncompleteRun(t *testing.T, db string) {
 		!strings.Contains(r.Tasks[0].Error, "20 features missing") {
 		t.Errorf("runs show --json = %+v, want the run and its task incomplete, 20 features missing", r)
 	}
-	code, out, _ = geoflow(t, env, "runs", "show", "1")
+	code, out, _ = geoflow(t, env, "runs", "show", "1", "--wide")
 	if code != 0 || !strings.Contains(out, "incomplete") || !strings.Contains(out, "geoflow dlq list --run 1 --class incomplete") {
 		t.Errorf("runs show 1: exit %d\n%s", code, out)
 	}

@@ -231,7 +231,7 @@ func testMirror(t *testing.T, db, kind string) {
 	if len(fc.Features) != n+m+k || drawn != n+m+k {
 		t.Errorf("changes --geojson: %d features, %d with geometry and properties; want %d", len(fc.Features), drawn, n+m+k)
 	}
-	table := e.geoflow(0, "runs", "show", "2")
+	table := e.geoflow(0, "runs", "show", "2", "--wide")
 	if !strings.Contains(table, "DELETED") || !strings.Contains(table, "parcels: complete") {
 		t.Errorf("runs show 2 does not show the deletions:\n%s", table)
 	}

@@ -376,7 +376,7 @@ func TestPoolAdoptsOrphanedRun(t *testing.T) {
 	if n := testdb.Count(t, db, "SELECT count(*) FROM geoflow_dlq"); n != 0 {
 		t.Errorf("%d dead letters, want none", n)
 	}
-	code, out, errs := geoflow(t, map[string]string{"GEOFLOW_DATABASE_URL": db}, "runs", "show", "1")
+	code, out, errs := geoflow(t, map[string]string{"GEOFLOW_DATABASE_URL": db}, "runs", "show", "1", "--wide")
 	t.Logf("runs show 1:\n%s", out)
 	if code != 0 || !regexp.MustCompile(`finished by\s+worker w[123] \(adopted .*after the starting process was gone\)`).MatchString(out) {
 		t.Errorf("runs show 1: exit %d, want a worker named as having finished it:\n%s%s", code, out, errs)

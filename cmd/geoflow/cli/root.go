@@ -125,6 +125,11 @@ func (g *globals) logger() (*slog.Logger, error) {
 	opts := &slog.HandlerOptions{Level: level}
 	switch g.logFormat {
 	case "text":
+		if isTerminal(g.stderr) {
+			w := g.stderr
+			return slog.New(g.secrets.Handler(newConsoleHandler(w, level, func() int { return termCols(w) }))), nil
+		}
+		opts.ReplaceAttr = textAttr
 		return slog.New(g.secrets.Handler(slog.NewTextHandler(g.stderr, opts))), nil
 	case "json":
 		return slog.New(g.secrets.Handler(slog.NewJSONHandler(g.stderr, opts))), nil

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"runtime/debug"
 	"runtime/pprof"
@@ -78,6 +79,8 @@ func newRunCmd(g *globals) *cobra.Command {
 }
 
 func runFlow(ctx context.Context, g *globals, path string, rf runFlags) error {
+	mode := displayMode(g.stderr, rf.progress)
+	g, lt := withLiveTerm(g, mode)
 	log, err := g.logger()
 	if err != nil {
 		return err
@@ -116,7 +119,7 @@ func runFlow(ctx context.Context, g *globals, path string, rf runFlags) error {
 
 	handler := retry.New(&retry.Options{Logger: log, Shared: sharedPacing(st)})
 	progress := &engine.Progress{}
-	stopDisplay := startDisplay(g.stderr, rf.progress, progress, log)
+	stopDisplay := startDisplay(lt, mode, progress, log)
 	res, err := engine.Run(ctx, f, engine.RunOptions{
 		Store:     stores(st),
 		HTTP:      handler,
@@ -134,13 +137,32 @@ func runFlow(ctx context.Context, g *globals, path string, rf runFlags) error {
 		Distributed:     rf.distributed,
 		MemoryLimit:     memLimit,
 	})
+	handler.FlushRetrySummaries(ctx)
 	stopDisplay()
 	var se *SignalError
 	errors.As(context.Cause(ctx), &se)
 	if err == nil {
-		printSummary(g, f, res)
+		var b strings.Builder
+		printSummary(&b, f, res)
+		width := 0 // a script reading the summary gets each line whole
+		if isTerminal(g.stdout) {
+			width = termCols(g.stdout)
+		}
+		writeWrapped(g.stdout, b.String(), width)
 	}
 	return runExit(res, err, se, path)
+}
+
+// withLiveTerm returns g with its stderr a liveTerm when mode is live, so that logs go
+// through the live display, above its progress lines; otherwise g as it is.
+func withLiveTerm(g *globals, mode string) (*globals, *liveTerm) {
+	if mode != "live" {
+		return g, nil
+	}
+	lt := &liveTerm{w: g.stderr}
+	gl := *g
+	gl.stderr = lt
+	return &gl, lt
 }
 
 // runExit is how geoflow run exits after a run that ended in res, or could not be
@@ -232,20 +254,20 @@ func incompleteTasks(res *engine.Result) string {
 // printSummary writes what the run did: its units and features, its tasks' states, and
 // what its requests asked of each host, read back from its units (a distributed run's are
 // its workers').
-func printSummary(g *globals, f *flows.Flow, res *engine.Result) {
+func printSummary(w io.Writer, f *flows.Flow, res *engine.Result) {
 	s := res.Summary
 	if len(res.FlowChanges) > 0 {
 		which := "the flow run " + strconv.FormatInt(res.RunID, 10) + " recorded (--use-current-flow to use the file)"
 		if res.FlowUsed == "current" {
 			which = "the file, as --use-current-flow asked"
 		}
-		fmt.Fprintf(g.stdout, "the flow file changed since run %d started; resumed with %s:\n", res.RunID, which)
+		fmt.Fprintf(w, "the flow file changed since run %d started; resumed with %s:\n", res.RunID, which)
 		for _, c := range res.FlowChanges {
-			fmt.Fprintf(g.stdout, "  %s\n", c)
+			fmt.Fprintf(w, "  %s\n", c)
 		}
 	}
 	// "983 of 1000 units done; 17 dead letters (12 http_5xx, 5 parse): geoflow dlq list --run 42"
-	fmt.Fprintf(g.stdout, "run %d of %s %s in %s: %s", res.RunID, f.Name, res.Status,
+	fmt.Fprintf(w, "run %d of %s %s in %s: %s", res.RunID, f.Name, res.Status,
 		res.Elapsed.Round(10*time.Millisecond), dlq.Summary(s.UnitsDone, s.UnitsTotal, s.UnitsDead, res.RunID, res.DeadByClass))
 	deleted := ""
 	if s.Deleted > 0 {
@@ -254,17 +276,17 @@ func printSummary(g *globals, f *flows.Flow, res *engine.Result) {
 	if s.Filtered > 0 {
 		deleted += fmt.Sprintf(", %d filtered out (returned, left out by transform.where)", s.Filtered)
 	}
-	fmt.Fprintf(g.stdout, "\n  features: %d inserted, %d already present, %d updated%s; %.1f MB read\n",
+	fmt.Fprintf(w, "\n  features: %d inserted, %d already present, %d updated%s; %.1f MB read\n",
 		s.Inserted, s.Skipped, s.Updated, deleted, float64(s.Bytes)/1e6)
 	if hasSQL(f) {
-		fmt.Fprintf(g.stdout, "  SQL steps: %d rows affected\n", s.RowsAffected)
+		fmt.Fprintf(w, "  SQL steps: %d rows affected\n", s.RowsAffected)
 	}
 	for _, t := range f.Tasks {
 		if st, ok := res.TaskStates[t.ID]; ok {
-			fmt.Fprintf(g.stdout, "  task %-20s %s\n", t.ID, st)
+			fmt.Fprintf(w, "  task %-20s %s\n", t.ID, st)
 		}
 	}
-	printHosts(g.stdout, s.Hosts, res.Process)
+	printHosts(w, s.Hosts, res.Process)
 }
 
 // hasSQL tells whether the flow has a SQL step (type: sql), whose rows affected the

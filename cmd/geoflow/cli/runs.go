@@ -5,11 +5,12 @@ import (
 	"io"
 	"slices"
 	"strconv"
-	"text/tabwriter"
 	"time"
 
-	"github.com/geoflow/geoflow/store"
 	"github.com/spf13/cobra"
+
+	"github.com/geoflow/geoflow/dlq"
+	"github.com/geoflow/geoflow/store"
 )
 
 func newRunsCmd(g *globals) *cobra.Command {
@@ -25,6 +26,7 @@ func newRunsListCmd(g *globals) *cobra.Command {
 	var (
 		filter store.RunFilter
 		asJS   bool
+		wide   bool
 	)
 	cmd := &cobra.Command{
 		Use:   "list",
@@ -58,10 +60,11 @@ func newRunsListCmd(g *globals) *cobra.Command {
 				fmt.Fprintln(g.stdout, "no runs")
 				return nil
 			}
-			return printRuns(g.stdout, runs)
+			return printRuns(g.stdout, runs, outWidth(g.stdout, wide))
 		},
 	}
 	f := cmd.Flags()
+	f.BoolVar(&wide, "wide", false, wideUsage)
 	f.StringVar(&filter.Flow, "flow", "", "only runs of this flow")
 	f.StringVar(&filter.Status, "status", "", "only runs in this status: running, done, incomplete (fewer features stored than the server counted), failed, interrupted, crashed (recorded as running, but no process holds it)")
 	f.IntVar(&filter.Limit, "limit", 50, "list at most this many runs")
@@ -70,7 +73,7 @@ func newRunsListCmd(g *globals) *cobra.Command {
 }
 
 func newRunsShowCmd(g *globals) *cobra.Command {
-	var asJS bool
+	var asJS, wide bool
 	cmd := &cobra.Command{
 		Use:   "show ID",
 		Short: "Show one run, its tasks, and what its requests asked of each host",
@@ -92,10 +95,11 @@ func newRunsShowCmd(g *globals) *cobra.Command {
 			if asJS {
 				return writeDLQJSON(g.stdout, run)
 			}
-			return printRun(g.stdout, run)
+			return printRun(g.stdout, run, outWidth(g.stdout, wide))
 		},
 	}
 	cmd.Flags().BoolVar(&asJS, "json", false, "print JSON, for scripts")
+	cmd.Flags().BoolVar(&wide, "wide", false, wideUsage)
 	return cmd
 }
 
@@ -106,82 +110,102 @@ func fmtTime(t *time.Time) string {
 	return t.Local().Format(time.DateTime)
 }
 
-func printRuns(w io.Writer, runs []store.RunRecord) error {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tFLOW\tSTATUS\tTRIGGER\tSCHEDULED FOR\tSTARTED\tFINISHED\tUNITS DONE\tDEAD\tINSERTED\tSKIPPED")
-	for _, r := range runs {
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%d/%d\t%d\t%d\t%d\n", r.ID, r.Flow, r.Status, r.Trigger,
-			fmtTime(r.ScheduledFor), fmtTime(&r.StartedAt), fmtTime(r.FinishedAt),
-			r.UnitsDone, r.UnitsTotal, r.UnitsDead, r.FeaturesInserted, r.FeaturesSkipped)
+// fmtArea is a run's area as geoflow run --bbox takes it, "-" for none.
+func fmtArea(a *[4]float64) string {
+	if a == nil {
+		return "-"
 	}
-	return tw.Flush()
+	return fmt.Sprintf("%g,%g,%g,%g", a[0], a[1], a[2], a[3])
 }
 
-func printRun(w io.Writer, r store.RunRecord) error {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(tw, "run\t%d\n", r.ID)
-	fmt.Fprintf(tw, "flow\t%s\n", r.Flow)
-	fmt.Fprintf(tw, "status\t%s\n", r.Status)
-	fmt.Fprintf(tw, "trigger\t%s\n", r.Trigger)
-	fmt.Fprintf(tw, "scheduled for\t%s\n", fmtTime(r.ScheduledFor))
-	fmt.Fprintf(tw, "started\t%s\n", fmtTime(&r.StartedAt))
-	fmt.Fprintf(tw, "finished\t%s\n", fmtTime(r.FinishedAt))
-	if verb := r.AdoptionVerb(); verb != "" {
-		fmt.Fprintf(tw, "%s\t%s (adopted %s, after the starting process was gone)\n", verb, r.FinishedBy, fmtTime(r.AdoptedAt))
+// printRuns writes the runs as a table within width (0: every column whole); AREA marks
+// the runs restricted to an area (geoflow run --bbox), whose box --wide shows.
+func printRuns(w io.Writer, runs []store.RunRecord, width int) error {
+	t := table{cols: []column{{head: "ID"}, {head: "FLOW", free: true, min: 8}, {head: "STATUS"}, {head: "TRIGGER", drop: 3},
+		{head: "SCHEDULED FOR", drop: 5}, {head: "STARTED", drop: 1}, {head: "FINISHED", drop: 4}, {head: "UNITS DONE"}, {head: "DEAD"},
+		{head: "INSERTED", drop: 2}, {head: "SKIPPED", drop: 6}, {head: "AREA", short: "bbox"}}}
+	for _, r := range runs {
+		t.add(r.ID, r.Flow, r.Status, r.Trigger, fmtTime(r.ScheduledFor), fmtTime(&r.StartedAt), fmtTime(r.FinishedAt),
+			fmt.Sprintf("%d/%d", r.UnitsDone, r.UnitsTotal), r.UnitsDead, r.FeaturesInserted, r.FeaturesSkipped, fmtArea(r.Area))
 	}
-	fmt.Fprintf(tw, "units\t%d of %d done, %d dead\n", r.UnitsDone, r.UnitsTotal, r.UnitsDead)
-	fmt.Fprintf(tw, "features\t%d inserted, %d already present, %d updated\n", r.FeaturesInserted, r.FeaturesSkipped, r.FeaturesUpdated)
+	return t.write(w, width)
+}
+
+// runDetail is the key-value part of geoflow runs show.
+func runDetail(r store.RunRecord) [][2]string {
+	rows := [][2]string{{"run", strconv.FormatInt(r.ID, 10)}, {"flow", r.Flow}, {"status", string(r.Status)},
+		{"trigger", r.Trigger}, {"scheduled for", fmtTime(r.ScheduledFor)}, {"started", fmtTime(&r.StartedAt)}, {"finished", fmtTime(r.FinishedAt)}}
+	add := func(k, format string, a ...any) { rows = append(rows, [2]string{k, fmt.Sprintf(format, a...)}) }
+	if r.Area != nil {
+		add("area", "%s (--bbox: only this lon/lat box was harvested)", fmtArea(r.Area))
+	} else {
+		add("area", "the whole flow (no --bbox)")
+	}
+	if verb := r.AdoptionVerb(); verb != "" {
+		add(verb, "%s (adopted %s, after the starting process was gone)", r.FinishedBy, fmtTime(r.AdoptedAt))
+	}
+	add("units", "%d of %d done, %d dead", r.UnitsDone, r.UnitsTotal, r.UnitsDead)
+	add("features", "%d inserted, %d already present, %d updated", r.FeaturesInserted, r.FeaturesSkipped, r.FeaturesUpdated)
 	if r.RowsAffected > 0 || slices.ContainsFunc(r.Tasks, func(t store.TaskRecord) bool { return t.Type == "sql" }) {
-		fmt.Fprintf(tw, "SQL steps\t%d rows affected\n", r.RowsAffected)
+		add("SQL steps", "%d rows affected", r.RowsAffected)
 	}
 	if r.FeaturesRejected > 0 {
-		fmt.Fprintf(tw, "refused\t%d features could not be stored (dead letters of class rejected: geoflow dlq list --run %d --class rejected)\n", r.FeaturesRejected, r.ID)
+		add("refused", "%d features could not be stored (dead letters of class rejected: geoflow dlq list --run %d --class rejected)", r.FeaturesRejected, r.ID)
 	}
 	if r.FeaturesDeleted > 0 {
-		fmt.Fprintf(tw, "deleted\t%d features gone upstream were deleted from mirror tables (geoflow changes %d)\n", r.FeaturesDeleted, r.ID)
+		add("deleted", "%d features gone upstream were deleted from mirror tables (geoflow changes %d)", r.FeaturesDeleted, r.ID)
 	}
 	if r.FeaturesMerged > 0 {
-		fmt.Fprintf(tw, "equal payloads\t%d features had the payload of a stored feature with another id, and are that row\n", r.FeaturesMerged)
+		add("equal payloads", "%d features had the payload of a stored feature with another id, and are that row", r.FeaturesMerged)
 	}
 	if r.Status == store.Incomplete {
-		fmt.Fprintf(tw, "incomplete\tfewer features are stored than the server counted; units found short are dead letters of class incomplete (geoflow dlq list --run %d --class incomplete)\n", r.ID)
+		add("incomplete", "fewer features are stored than the server counted; units found short are dead letters of class incomplete (geoflow dlq list --run %d --class incomplete)", r.ID)
 	}
 	if r.Error != "" {
-		fmt.Fprintf(tw, "error\t%s\n", r.Error)
+		add("error", "%s", r.Error)
 	}
-	if err := tw.Flush(); err != nil {
+	return rows
+}
+
+// printRun writes geoflow runs show within width (0: every value whole, on one line).
+func printRun(w io.Writer, r store.RunRecord, width int) error {
+	if err := writeDetail(w, runDetail(r), width); err != nil {
 		return err
 	}
 	if len(r.Tasks) == 0 {
-		return printHostTables(w, r.RunHosts)
+		return printHostTables(w, r.RunHosts, width)
 	}
 	fmt.Fprintln(w)
-	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "TASK\tTYPE\tSTATE\tSTARTED\tFINISHED\tUNITS DONE\tDEAD\tINSERTED\tUPDATED\tUNCHANGED\tDELETED\tCLOSED\tREFUSED\tERROR")
-	for _, t := range r.Tasks {
+	t := table{cols: []column{{head: "TASK", free: true, min: 8}, {head: "TYPE"}, {head: "STATE"}, {head: "STARTED", drop: 9},
+		{head: "FINISHED", drop: 10}, {head: "UNITS DONE"}, {head: "DEAD"}, {head: "INSERTED"}, {head: "UPDATED", drop: 5},
+		{head: "UNCHANGED", drop: 6}, {head: "DELETED", drop: 7}, {head: "CLOSED", drop: 8}, {head: "REFUSED", drop: 4},
+		{head: "ERROR", free: true, min: 20}}}
+	for _, tr := range r.Tasks {
 		// A mirror knows its distinct unchanged features; other tables count each
 		// delivery of a stored feature (tile edges deliver some twice).
-		unchanged := t.FeaturesSkipped
-		if t.FeaturesUnchanged != nil {
-			unchanged = *t.FeaturesUnchanged
+		unchanged := tr.FeaturesSkipped
+		if tr.FeaturesUnchanged != nil {
+			unchanged = *tr.FeaturesUnchanged
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d/%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\n", t.Task, t.Type, t.State, fmtTime(t.StartedAt), fmtTime(t.FinishedAt),
-			t.UnitsDone, t.UnitsTotal, t.UnitsDead, t.FeaturesInserted, t.FeaturesUpdated, unchanged, t.FeaturesDeleted, t.VersionsClosed,
-			t.FeaturesRejected, dlqOneLine(t.Error, 60))
+		t.add(tr.Task, tr.Type, tr.State, fmtTime(tr.StartedAt), fmtTime(tr.FinishedAt), fmt.Sprintf("%d/%d", tr.UnitsDone, tr.UnitsTotal),
+			tr.UnitsDead, tr.FeaturesInserted, tr.FeaturesUpdated, unchanged, tr.FeaturesDeleted, tr.VersionsClosed,
+			tr.FeaturesRejected, dlq.Reason(tr.Error))
 	}
-	if err := tw.Flush(); err != nil {
+	if err := t.write(w, width); err != nil {
 		return err
 	}
-	for _, t := range r.Tasks {
-		if t.State == store.Incomplete {
-			fmt.Fprintf(w, "\n%s: %s\n", t.Task, t.Error)
+	for _, tr := range r.Tasks {
+		if tr.State == store.Incomplete {
+			fmt.Fprintln(w)
+			writeIndented(w, tr.Task+": "+tr.Error, 0, width)
 		}
-		if t.MirrorNote != "" {
-			fmt.Fprintf(w, "\n%s: %s\n", t.Task, t.MirrorNote)
+		if tr.MirrorNote != "" {
+			fmt.Fprintln(w)
+			writeIndented(w, tr.Task+": "+tr.MirrorNote, 0, width)
 		}
-		if t.Type == "sql" {
-			fmt.Fprintf(w, "\n%s: %d rows affected by its SQL\n", t.Task, t.RowsAffected)
+		if tr.Type == "sql" {
+			fmt.Fprintf(w, "\n%s: %d rows affected by its SQL\n", tr.Task, tr.RowsAffected)
 		}
 	}
-	return printHostTables(w, r.RunHosts)
+	return printHostTables(w, r.RunHosts, width)
 }

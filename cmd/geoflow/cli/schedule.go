@@ -3,7 +3,6 @@ package cli
 import (
 	"fmt"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -22,9 +21,9 @@ func newScheduleCmd(g *globals) *cobra.Command {
 
 func newScheduleListCmd(g *globals) *cobra.Command {
 	var (
-		dir  string
-		n    int
-		asJS bool
+		dir        string
+		n          int
+		asJS, wide bool
 	)
 	cmd := &cobra.Command{
 		Use:   "list",
@@ -52,7 +51,7 @@ func newScheduleListCmd(g *globals) *cobra.Command {
 				if err := writeDLQJSON(g.stdout, infos); err != nil {
 					return err
 				}
-			} else if err := printSchedules(g, infos); err != nil {
+			} else if err := printSchedules(g, infos, outWidth(g.stdout, wide)); err != nil {
 				return err
 			}
 			if bad > 0 {
@@ -64,6 +63,7 @@ func newScheduleListCmd(g *globals) *cobra.Command {
 	cmd.Flags().StringVar(&dir, "flows", "flows", "directory of flow files")
 	cmd.Flags().IntVar(&n, "next", 3, "how many fire times to list per flow")
 	cmd.Flags().BoolVar(&asJS, "json", false, "print a JSON array, for scripts")
+	cmd.Flags().BoolVar(&wide, "wide", false, wideUsage)
 	return cmd
 }
 
@@ -75,15 +75,14 @@ func indentProblem(file, problem string) string {
 	return file + ": " + problem
 }
 
-func printSchedules(g *globals, infos []schedule.FlowInfo) error {
-	n := 0
-	tw := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "FLOW\tSCHEDULE\tTIMEZONE\tOVERLAP\tCATCHUP\tNEXT FIRES")
+// printSchedules writes the scheduled flows as a table within width (0: every value whole).
+func printSchedules(g *globals, infos []schedule.FlowInfo, width int) error {
+	t := table{cols: []column{{head: "FLOW", free: true, min: 8}, {head: "SCHEDULE", free: true, min: 9}, {head: "TIMEZONE", drop: 1},
+		{head: "OVERLAP", drop: 3}, {head: "CATCHUP", drop: 2}, {head: "NEXT FIRES", free: true, min: 23}}}
 	for _, fi := range infos {
 		if fi.Name == "" {
 			continue
 		}
-		n++
 		next := make([]string, len(fi.NextFires))
 		for i, t := range fi.NextFires {
 			next[i] = t.Format("2006-01-02 15:04:05 MST")
@@ -91,11 +90,11 @@ func printSchedules(g *globals, infos []schedule.FlowInfo) error {
 		if len(next) == 0 {
 			next = []string{"never"}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", fi.Name, fi.Schedule, fi.Timezone, fi.Overlap, fi.Catchup, strings.Join(next, ", "))
+		t.add(fi.Name, fi.Schedule, fi.Timezone, fi.Overlap, fi.Catchup, strings.Join(next, ", "))
 	}
-	if n == 0 {
+	if len(t.rows) == 0 {
 		fmt.Fprintln(g.stdout, "no scheduled flows")
 		return nil
 	}
-	return tw.Flush()
+	return t.write(g.stdout, width)
 }

@@ -248,7 +248,7 @@ func TestScheduleList(t *testing.T) {
 	write("often.yaml", scheduledFlow("often", "@every 15m", "http://x"))
 	write("manual.yaml", "name: manual\ntasks:\n  a: {type: wfs, url: http://x/wfs, typename: t, target: {table: a}}\n")
 
-	code, out, errs := geoflow(t, nil, "schedule", "list", "--flows", dir)
+	code, out, errs := geoflow(t, nil, "schedule", "list", "--flows", dir, "--wide")
 	if code != 0 {
 		t.Fatalf("exit %d\n%s", code, errs)
 	}
@@ -270,7 +270,7 @@ func TestScheduleList(t *testing.T) {
 	}
 
 	write("broken.yaml", "name: broken\nschedule: \"every night\"\ntasks:\n  a: {type: wfs, url: http://x/wfs, typename: t, target: {table: a}}\n")
-	code, out, errs = geoflow(t, nil, "schedule", "list", "--flows", dir)
+	code, out, errs = geoflow(t, nil, "schedule", "list", "--flows", dir, "--wide")
 	if code != cli.ExitError || !strings.Contains(errs, "broken.yaml:2:1: schedule:") || !strings.Contains(out, "nightly") {
 		t.Errorf("with a broken flow: exit %d\n%s%s", code, out, errs)
 	}
@@ -313,7 +313,7 @@ func TestRunsCommands(t *testing.T) {
 		want     []string
 		notWant  []string
 	}{
-		{name: "list", args: []string{"runs", "list"}, want: []string{"ID", "TRIGGER", "SCHEDULED FOR", "schedule", "manual"}},
+		{name: "list", args: []string{"runs", "list", "--wide"}, want: []string{"ID", "TRIGGER", "SCHEDULED FOR", "schedule", "manual"}},
 		{name: "by flow and status", args: []string{"runs", "list", "--flow", "a", "--status", "done"}, want: []string{"\n1 "}, notWant: []string{"\n3 ", "\n2 "}},
 		{name: "json", args: []string{"runs", "list", "--json", "--limit", "1"}, want: []string{`"id": 3`, `"scheduled_for": "2025-06-01T02:00:00Z"`, `"finished_at": null`}, notWant: []string{`"id": 2`}},
 		// Run 3 was started and let go without finishing: nobody holds it, it crashed.

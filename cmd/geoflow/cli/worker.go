@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"strconv"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -99,7 +98,7 @@ func runWorker(ctx context.Context, g *globals, wf workerFlags) error {
 
 func newWorkersCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "workers", Short: "The pool's workers (PostgreSQL only)"}
-	var all bool
+	var all, wide bool
 	list := &cobra.Command{
 		Use:   "list",
 		Short: "List the workers that joined the pool: alive, stopped or silent, and what each did",
@@ -119,8 +118,9 @@ func newWorkersCmd(g *globals) *cobra.Command {
 				return err
 			}
 			now := time.Now()
-			tw := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "WORKER\tSTATE\tHOST\tPID\tSLOTS\tIN FLIGHT\tDONE\tFAILED\tSNOOZED\tSTARTED\tLAST SEEN")
+			t := table{cols: []column{{head: "WORKER", free: true, min: 8}, {head: "STATE"}, {head: "HOST", free: true, min: 8, drop: 3},
+				{head: "PID", drop: 4}, {head: "SLOTS", drop: 2}, {head: "IN FLIGHT"}, {head: "DONE"}, {head: "FAILED"}, {head: "SNOOZED", drop: 5},
+				{head: "STARTED", drop: 1}, {head: "LAST SEEN"}}}
 			shown := 0
 			for _, w := range ws {
 				state := "alive"
@@ -134,10 +134,10 @@ func newWorkersCmd(g *globals) *cobra.Command {
 					continue
 				}
 				shown++
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%s ago\n", w.ID, state, w.Hostname, w.PID, w.Concurrency,
-					w.InFlight, w.Done, w.Failed, w.Snoozed, w.StartedAt.Local().Format("2006-01-02 15:04:05"), now.Sub(w.SeenAt).Round(time.Second))
+				t.add(w.ID, state, w.Hostname, w.PID, w.Concurrency, w.InFlight, w.Done, w.Failed, w.Snoozed,
+					w.StartedAt.Local().Format("2006-01-02 15:04:05"), now.Sub(w.SeenAt).Round(time.Second).String()+" ago")
 			}
-			if err := tw.Flush(); err != nil {
+			if err := t.write(g.stdout, outWidth(g.stdout, wide)); err != nil {
 				return err
 			}
 			if shown == 0 {
@@ -147,6 +147,7 @@ func newWorkersCmd(g *globals) *cobra.Command {
 		},
 	}
 	list.Flags().BoolVar(&all, "all", false, "also list workers that stopped")
+	list.Flags().BoolVar(&wide, "wide", false, wideUsage)
 	cmd.AddCommand(list)
 	return cmd
 }
