@@ -96,9 +96,7 @@ func Inspect(ctx context.Context, env *tasks.Env, rawURL string) (*tasks.Service
 			s.Notes = append(s.Notes, fmt.Sprintf("%s states no CRS84 extent", c.ID))
 		}
 		if tasks.Describe(ctx, c.ID, len(features)) {
-			collURL := join(data, c.ID)
-			items := t.keepQuery(cmp.Or(find(c.Links, "items", collURL), join(collURL, "items")))
-			s.Notes = append(s.Notes, t.describeCollection(ctx, env, items, c, &l, s)...)
+			s.Notes = append(s.Notes, t.describeListed(ctx, env, data, c, &l, s)...)
 		}
 		s.Layers = append(s.Layers, l)
 	}
@@ -106,6 +104,18 @@ func Inspect(ctx context.Context, env *tasks.Env, rawURL string) (*tasks.Service
 		s.Notes = append(s.Notes, tasks.NotDescribedNote(len(features)))
 	}
 	return s, nil
+}
+
+// describeListed describes a collection of the list from its own document, whose links
+// are the ones to follow: MapServer 8.0 writes the list's links with /collections twice.
+func (t *Task) describeListed(ctx context.Context, env *tasks.Env, data string, c *collection, l *tasks.Layer, s *tasks.Service) []string {
+	collURL := t.keepQuery(join(data, c.ID))
+	var own collection
+	if err := t.getJSON(ctx, env, "collection", withF(collURL), "collection "+c.ID, &own); err != nil {
+		return []string{fmt.Sprintf("%s: %v", c.ID, err)}
+	}
+	items := t.keepQuery(cmp.Or(find(own.Links, "items", collURL), join(collURL, "items")))
+	return t.describeCollection(ctx, env, items, collURL, &own, l, s)
 }
 
 // ogcFilters are the filter languages the conformance declares.
@@ -178,9 +188,10 @@ func collExtent(c *collection) *orb.Bound {
 // describeCollection fills l's fields (queryables, else the first feature's properties),
 // geometry type and count (numberMatched of a one-feature page), and s's paging (the
 // page's next link).
-func (t *Task) describeCollection(ctx context.Context, env *tasks.Env, items string, c *collection, l *tasks.Layer, s *tasks.Service) []string {
+// Relative links of c resolve against linkBase.
+func (t *Task) describeCollection(ctx context.Context, env *tasks.Env, items, linkBase string, c *collection, l *tasks.Layer, s *tasks.Service) []string {
 	var notes []string
-	if q := t.keepQuery(find(c.Links, relQueryables, items)); q != "" {
+	if q := t.keepQuery(find(c.Links, relQueryables, linkBase)); q != "" {
 		var qs queryables
 		if err := t.getJSON(ctx, env, "queryables", withF(q), "queryables", &qs); err != nil {
 			notes = append(notes, fmt.Sprintf("%s: the queryables could not be read: %v", c.ID, err))
@@ -306,7 +317,7 @@ func (c *Config) CheckOnline(ctx context.Context, env *tasks.Env, p tasks.Proble
 	}
 	var l tasks.Layer
 	var s tasks.Service
-	t.describeCollection(ctx, env, pr.items, coll, &l, &s)
+	t.describeCollection(ctx, env, pr.items, pr.items, coll, &l, &s)
 	names := make([]string, len(l.Fields))
 	for i, f := range l.Fields {
 		names[i] = f.Name

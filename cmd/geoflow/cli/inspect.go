@@ -39,6 +39,12 @@ func newInspectCmd(g *globals) *cobra.Command {
 			"  geoflow inspect --flow gf:parcels http://127.0.0.1:8090/wfs > parcels.yaml",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if !cmd.Flags().Changed("log-level") {
+				// A probe's retries (an HTML page where JSON was hoped for) are no news.
+				quiet := *g
+				quiet.logLevel = "warn"
+				g = &quiet
+			}
 			return runInspect(cmd.Context(), g, args[0], f)
 		},
 	}
