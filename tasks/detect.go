@@ -13,6 +13,7 @@ import (
 	"github.com/paulmach/orb"
 
 	"github.com/geoflow/geoflow/dlq"
+	"github.com/geoflow/geoflow/internal/didyoumean"
 	"github.com/geoflow/geoflow/internal/redact"
 	"github.com/geoflow/geoflow/retry"
 )
@@ -215,14 +216,27 @@ func SnippetBBox(b orb.Bound) string {
 	return fmt.Sprintf("[%g, %g, %g, %g]", down(b.Min[0]), down(b.Min[1]), up(b.Max[0]), up(b.Max[1]))
 }
 
-// FindLayer returns the layer of s named name.
+// FindLayer returns the layer of s named name, or else the one layer titled so (an
+// ArcGIS layer is named by its id); an unknown name is an error naming the nearest.
 func (s *Service) FindLayer(name string) (*Layer, error) {
 	names := make([]string, len(s.Layers))
+	var titled []*Layer
 	for i := range s.Layers {
-		if s.Layers[i].Name == name {
-			return &s.Layers[i], nil
+		l := &s.Layers[i]
+		if l.Name == name {
+			return l, nil
 		}
-		names[i] = s.Layers[i].Name
+		if strings.EqualFold(l.Title, name) {
+			titled = append(titled, l)
+		}
+		names[i] = l.Name
 	}
-	return nil, fmt.Errorf("the service has no layer %q (it has %s)", name, strings.Join(names, ", "))
+	if len(titled) == 1 {
+		return titled[0], nil
+	}
+	hint := ""
+	if n := didyoumean.Nearest(name, names); n != "" {
+		hint = fmt.Sprintf("; did you mean %q?", n)
+	}
+	return nil, fmt.Errorf("the service has no layer %q (it has %s)%s", name, strings.Join(names, ", "), hint)
 }

@@ -89,7 +89,7 @@ func wfsFilters(caps *Capabilities) []string {
 		case "2.0.0":
 			f = append(f, "FES 2.0")
 		default:
-			f = append(f, "OGC Filter "+caps.Version[:3])
+			f = append(f, "OGC Filter "+strings.TrimSuffix(caps.Version, ".0"))
 		}
 	}
 	return f
