@@ -40,6 +40,7 @@ func landingURL(raw string) (landing, coll string) {
 		coll = rest[0]
 		u.Path = u.Path[:i]
 	}
+	u.Path = strings.TrimSuffix(u.Path, "/")
 	return u.String(), coll
 }
 
