@@ -3,6 +3,7 @@ package arcgis
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/url"
 	"slices"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/geoflow/geoflow/internal/didyoumean"
 	"github.com/geoflow/geoflow/internal/redact"
+	"github.com/geoflow/geoflow/spatial/esrijson"
 	"github.com/geoflow/geoflow/tasks"
 )
 
@@ -83,7 +85,12 @@ func Inspect(ctx context.Context, env *tasks.Env, rawURL string) (*tasks.Service
 	t.cfg.URL = svcURL
 	var doc serviceDoc
 	if err := t.readDoc(ctx, env, "service", svcURL, &doc); err != nil {
-		return nil, tasks.ProbeError(fmt.Errorf("reading the service %s: %w", redact.URL(svcURL), err))
+		err = fmt.Errorf("reading the service %s: %w", redact.URL(svcURL), err)
+		var se *esrijson.ServiceError
+		if errors.As(err, &se) {
+			return nil, err // an ArcGIS server's own error: it speaks the protocol
+		}
+		return nil, tasks.ProbeError(err)
 	}
 	kind := svcURL[strings.LastIndexByte(svcURL, '/')+1:]
 	s := &tasks.Service{Kind: "arcgis_features", Protocol: "ArcGIS " + kind, URL: redact.URL(svcURL), Title: doc.title(),

@@ -84,8 +84,8 @@ type Stats struct {
 	FeaturesServed                                                                                          int64
 }
 
-// Server is the sample layer. It serves any path ending in /FeatureServer/0 or
-// /FeatureServer/0/query and is safe for concurrent use.
+// Server is the sample layer. It serves any path ending in /FeatureServer (the service,
+// listing its one layer), /FeatureServer/0 or /FeatureServer/0/query and is safe for concurrent use.
 type Server struct {
 	opts    Options
 	parcels *wfsserver.Server
