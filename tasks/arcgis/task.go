@@ -102,7 +102,7 @@ func (t *Task) prepare(ctx context.Context, env *tasks.Env) (*prepared, error) {
 	}
 	p.area = area
 	if err := checkExtent(t.cfg.BBox, l.Extent, cmpOr(l.Name, redact.URL(t.cfg.URL))); err != nil {
-		return nil, fmt.Errorf("task %s: %w", t.id, err)
+		return nil, err // the runner names the task
 	}
 	if fromExtent {
 		env.Logger.Info("no bbox given: harvesting the layer's extent", "bbox", harvest.FormatBound(area))

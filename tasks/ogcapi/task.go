@@ -104,7 +104,7 @@ func (t *Task) prepare(ctx context.Context, env *tasks.Env) (*prepared, error) {
 	}
 	if ext := collExtent(coll); t.cfg.BBox != nil && ext != nil {
 		if err := tasks.CheckExtent(t.cfg.Collection, area, *ext); err != nil {
-			return nil, fmt.Errorf("task %s: %w", t.id, err)
+			return nil, err // the runner names the task
 		}
 	}
 	ps := t.pageSize(ctx, env, land)

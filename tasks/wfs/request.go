@@ -42,7 +42,7 @@ func (t *Task) prepare(ctx context.Context, env *tasks.Env) (*prepared, error) {
 		return nil, err
 	}
 	if err := checkExtent(t.cfg.BBox, p.area, ft); err != nil {
-		return nil, fmt.Errorf("task %s: %w", t.id, err)
+		return nil, err // the runner names the task
 	}
 	if t.cfg.BBox == nil {
 		env.Logger.Info("no bbox given: harvesting the feature type's advertised extent", "bbox", harvest.FormatBound(p.area))
