@@ -83,7 +83,9 @@ func TestInspectBadAnswers(t *testing.T) {
 // problems collects what a check reports, by key.
 type problems map[string][]string
 
-func (p problems) At(key, format string, args ...any) { p[key] = append(p[key], fmt.Sprintf(format, args...)) }
+func (p problems) At(key, format string, args ...any) {
+	p[key] = append(p[key], fmt.Sprintf(format, args...))
+}
 
 // TestCheckOnline: an arcgis_features task resolved against the emulator's layer
 // document, no feature fetched.

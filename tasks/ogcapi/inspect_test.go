@@ -84,7 +84,9 @@ func TestInspectBadAnswers(t *testing.T) {
 // problems collects what a check reports, by key.
 type problems map[string][]string
 
-func (p problems) At(key, format string, args ...any) { p[key] = append(p[key], fmt.Sprintf(format, args...)) }
+func (p problems) At(key, format string, args ...any) {
+	p[key] = append(p[key], fmt.Sprintf(format, args...))
+}
 
 // TestCheckOnline: an ogcapi_features task resolved against the sample OGC API without a
 // page of features beyond one.

@@ -90,7 +90,9 @@ func TestInspectBadAnswers(t *testing.T) {
 // problems collects what a check reports, by key.
 type problems map[string][]string
 
-func (p problems) At(key, format string, args ...any) { p[key] = append(p[key], fmt.Sprintf(format, args...)) }
+func (p problems) At(key, format string, args ...any) {
+	p[key] = append(p[key], fmt.Sprintf(format, args...))
+}
 
 // TestCheckOnline: a wfs task resolved against the sample WFS without a feature fetched.
 func TestCheckOnline(t *testing.T) {
