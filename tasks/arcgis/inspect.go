@@ -182,7 +182,7 @@ func Snippet(s *tasks.Service, layer string) (string, error) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "type: arcgis_features\nurl: %s/%s\n", strings.TrimSuffix(s.URL, "/"), l.Name)
 	if l.Extent != nil {
-		fmt.Fprintf(&b, "bbox: %s   # the layer's extent, lon/lat\n", tasks.SnippetBBox(*l.Extent))
+		fmt.Fprintf(&b, "# the layer's extent, lon/lat: narrow it to harvest less\nbbox: %s\n", tasks.SnippetBBox(*l.Extent))
 	}
 	fmt.Fprintf(&b, "target:\n  table: %s\n", tasks.SnippetName(cmpOr(l.Title, "layer_"+l.Name)))
 	return b.String(), nil

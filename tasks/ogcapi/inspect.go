@@ -283,7 +283,7 @@ func Snippet(s *tasks.Service, layer string) (string, error) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "type: ogcapi_features\nurl: %s\ncollection: %s\n", s.URL, l.Name)
 	if l.Extent != nil {
-		fmt.Fprintf(&b, "bbox: %s   # the collection's extent, lon/lat\n", tasks.SnippetBBox(*l.Extent))
+		fmt.Fprintf(&b, "# the collection's extent, lon/lat: narrow it to harvest less\nbbox: %s\n", tasks.SnippetBBox(*l.Extent))
 	}
 	fmt.Fprintf(&b, "target:\n  table: %s\n", tasks.SnippetName(l.Name))
 	return b.String(), nil

@@ -135,10 +135,10 @@ func Snippet(s *tasks.Service, layer string) (string, error) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "type: wfs\nurl: %s\ntypename: %s\n", s.URL, l.Name)
 	if l.Extent != nil {
-		fmt.Fprintf(&b, "bbox: %s   # the layer's advertised extent, lon/lat\n", tasks.SnippetBBox(*l.Extent))
+		fmt.Fprintf(&b, "# the layer's advertised extent, lon/lat: narrow it to harvest less\nbbox: %s\n", tasks.SnippetBBox(*l.Extent))
 	}
 	if srs := snippetSRS(l.CRSs); srs != "" {
-		fmt.Fprintf(&b, "srs: %s   # the layer's CRS (it does not list EPSG:4326)\n", srs)
+		fmt.Fprintf(&b, "# the layer's CRS: it does not list EPSG:4326\nsrs: %s\n", srs)
 	}
 	fmt.Fprintf(&b, "target:\n  table: %s\n", tasks.SnippetName(l.Name))
 	return b.String(), nil
