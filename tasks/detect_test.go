@@ -173,3 +173,28 @@ func TestFindLayer(t *testing.T) {
 		t.Errorf("want a did-you-mean, got %v", err)
 	}
 }
+
+// TestDescribe: every layer of a small service is described whole, none of a large one,
+// and only the one asked for when one is.
+func TestDescribe(t *testing.T) {
+	asked := tasks.WithInspectLayer(t.Context(), "b")
+	tests := []struct {
+		name  string
+		ctx   context.Context
+		layer string
+		n     int
+		want  bool
+	}{
+		{name: "small", ctx: t.Context(), layer: "a", n: tasks.MaxDescribed, want: true},
+		{name: "large", ctx: t.Context(), layer: "a", n: tasks.MaxDescribed + 1, want: false},
+		{name: "asked for", ctx: asked, layer: "b", n: 500, want: true},
+		{name: "another asked for", ctx: asked, layer: "a", n: 2, want: false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tasks.Describe(tt.ctx, tt.layer, tt.n); got != tt.want {
+				t.Errorf("Describe = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}

@@ -122,6 +122,9 @@ func (t *Task) describeLayer(ctx context.Context, env *tasks.Env, caps *Capabili
 		notes = append(notes, fmt.Sprintf("%s: no count: %v", l.Name, err))
 	case n >= 0:
 		l.Count = n
+		if caps.CountDefault > 0 && n == int64(caps.CountDefault) {
+			notes = append(notes, fmt.Sprintf("%s: the count is exactly the largest page (CountDefault %d): some servers (MapServer with wfs_maxfeatures) cap RESULTTYPE=hits there, so there may be more", l.Name, n))
+		}
 	}
 	return notes
 }

@@ -227,12 +227,13 @@ func writeService(w io.Writer, s *tasks.Service, layer string) {
 // writeLayerTable writes the layers as a table: name, features counted, extent and as
 // much of the title as fits.
 func writeLayerTable(b *strings.Builder, layers []tasks.Layer) {
-	nameW := len("NAME")
+	nameW, countW := len("NAME"), len(" FEATURES")
 	for _, l := range layers {
-		nameW = max(nameW, min(len(l.Name), 24))
+		nameW = max(nameW, min(len([]rune(l.Name)), 24))
+		countW = max(countW, len(strconv.FormatInt(l.Count, 10)))
 	}
-	const countW, extW = 9, 31
-	titleW := inspectWidth - nameW - countW - extW - 6
+	const extW = 31 // -179.123,-89.500,179.988,89.500
+	titleW := max(inspectWidth-nameW-countW-extW-6, 0)
 	fmt.Fprintf(b, "%-*s %*s  %-*s  %s\n", nameW, "NAME", countW, "FEATURES", extW, "EXTENT (lon/lat)", "TITLE")
 	for _, l := range layers {
 		count := "?"
@@ -257,6 +258,12 @@ func writeFields(b *strings.Builder, l *tasks.Layer) {
 	}
 	if e := l.Extent; e != nil {
 		wrapInto(b, "  extent ", fmt.Sprintf("%s,%s,%s,%s (lon/lat)", coord(e.Min[0]), coord(e.Min[1]), coord(e.Max[0]), coord(e.Max[1])))
+	}
+	if l.Zooms != "" {
+		wrapInto(b, "  zooms  ", l.Zooms)
+	}
+	if len(l.Formats) > 0 {
+		wrapInto(b, "  format ", strings.Join(l.Formats, ", "))
 	}
 	nameW := 4
 	for _, f := range l.Fields {
@@ -298,6 +305,7 @@ func wrapInto(b *strings.Builder, prefix, text string) {
 				line, empty = indent, true
 			}
 			b.WriteString(line + string(r[:room]) + "\n")
+			line, empty = indent, true
 			word = string(r[room:])
 		}
 		if !empty && len(line)+1+len(word) > inspectWidth {
