@@ -15,6 +15,7 @@ import (
 	"github.com/geoflow/geoflow/internal/redact"
 	"github.com/geoflow/geoflow/spatial"
 	"github.com/geoflow/geoflow/spatial/geojson"
+	"github.com/geoflow/geoflow/store"
 	"github.com/geoflow/geoflow/tasks"
 )
 
@@ -320,8 +321,18 @@ func (c *Config) CheckOnline(ctx context.Context, env *tasks.Env, p tasks.Proble
 	var s tasks.Service
 	t.describeCollection(ctx, env, pr.items, pr.items, coll, &l, &s)
 	names := make([]string, len(l.Fields))
+	props := make([]tasks.Property, len(l.Fields))
 	for i, f := range l.Fields {
 		names[i] = f.Name
+		props[i] = tasks.Property{Name: f.Name, Type: store.ColumnType(f.Type)}
+		if f.Type == "null" {
+			props[i].Type = store.TypeText
+		}
+	}
+	if len(props) > 0 {
+		if _, _, err := c.Transform.Plan(c.Collection, props); err != nil {
+			p.At("transform", "%v", err)
+		}
 	}
 	for _, name := range c.Properties {
 		if len(names) > 0 && !slices.Contains(names, name) {

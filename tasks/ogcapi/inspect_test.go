@@ -105,6 +105,7 @@ func TestCheckOnline(t *testing.T) {
 		{name: "bbox swapped", edit: func(c *ogcapi.Config) { c.BBox = &[4]float64{48.06, 11.46, 48.10, 11.5} }, key: "bbox", want: "longitude and latitude swapped?"},
 		{name: "crs not offered", edit: func(c *ogcapi.Config) { c.CRS = "EPSG:3857" }, key: "crs", want: "Part 2"},
 		{name: "filter without CQL2", edit: func(c *ogcapi.Config) { c.Filter = "zone = 'R1'" }, key: "filter", want: "CQL2"},
+		{name: "transform names a missing property", edit: func(c *ogcapi.Config) { c.Transform.Where = "nosuch = 1" }, key: "transform", want: "nosuch"},
 		{name: "property missing", edit: func(c *ogcapi.Config) { c.Properties = []string{"parcel_id", "zones"} }, key: "properties", want: `did you mean "zone"?`},
 	}
 	for _, tt := range tests {
