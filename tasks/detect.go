@@ -141,7 +141,8 @@ func ProbeError(err error) error {
 var quotaHeaders = []string{"Retry-After", "Ratelimit", "Ratelimit-Policy", "Ratelimit-Limit", "Ratelimit-Remaining", "Ratelimit-Reset", "X-Ratelimit-"}
 
 // QuotaHeaders picks from h the headers that state a quota (Retry-After, X-RateLimit-*,
-// RateLimit, RateLimit-Policy and the like), sorted by name; nil when there are none.
+// RateLimit, RateLimit-Policy and the like), named as the conventions write them
+// (X-RateLimit-Limit), sorted by name; nil when there are none.
 func QuotaHeaders(h http.Header) []Header {
 	var out []Header
 	for name, vals := range h {
@@ -150,7 +151,8 @@ func QuotaHeaders(h http.Header) []Header {
 			return c == q || strings.HasSuffix(q, "-") && strings.HasPrefix(c, q)
 		})
 		if quota && len(vals) > 0 {
-			out = append(out, Header{Name: c, Value: strings.Join(vals, ", ")})
+			// Written as the conventions write them, not as Go canonicalises them.
+			out = append(out, Header{Name: strings.Replace(c, "Ratelimit", "RateLimit", 1), Value: strings.Join(vals, ", ")})
 		}
 	}
 	slices.SortFunc(out, func(a, b Header) int { return strings.Compare(a.Name, b.Name) })

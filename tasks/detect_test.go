@@ -89,8 +89,8 @@ func TestQuotaHeaders(t *testing.T) {
 	h.Set("RateLimit-Policy", `"burst";q=100;w=60`)
 	h.Set("X-Request-Id", "abc")
 	got := tasks.QuotaHeaders(h)
-	want := []tasks.Header{{"Ratelimit", `"burst";r=50;t=30`}, {"Ratelimit-Policy", `"burst";q=100;w=60`}, {"Retry-After", "3"},
-		{"X-Ratelimit-Limit", "100"}, {"X-Ratelimit-Reset-After", "6m0s"}}
+	want := []tasks.Header{{"RateLimit", `"burst";r=50;t=30`}, {"RateLimit-Policy", `"burst";q=100;w=60`}, {"Retry-After", "3"},
+		{"X-RateLimit-Limit", "100"}, {"X-RateLimit-Reset-After", "6m0s"}}
 	if !slices.Equal(got, want) {
 		t.Errorf("got %v, want %v", got, want)
 	}

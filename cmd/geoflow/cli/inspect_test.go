@@ -55,7 +55,7 @@ func TestInspect(t *testing.T) {
 			if !strings.Contains(out, fx.layer) || !strings.Contains(out, " 700 ") {
 				t.Errorf("the layer and its count are missing:\n%s", out)
 			}
-			if fx.name == "wfs" && !strings.Contains(out, "X-Ratelimit-Limit: 1000") {
+			if fx.name == "wfs" && !strings.Contains(out, "X-RateLimit-Limit: 1000") {
 				t.Errorf("the quota headers are missing:\n%s", out)
 			}
 			t.Logf("\n%s", out)
