@@ -108,8 +108,8 @@ func Inspect(ctx context.Context, env *tasks.Env, rawURL string) (*tasks.Service
 	return s, nil
 }
 
-// describeListed describes a collection of the list from its own document, whose links
-// are the ones to follow: MapServer 8.0 writes the list's links with /collections twice.
+// describeListed describes a collection of the list from its own document, the one a
+// harvest reads, and follows that document's links as the harvest does.
 func (t *Task) describeListed(ctx context.Context, env *tasks.Env, data string, c *collection, l *tasks.Layer, s *tasks.Service) []string {
 	collURL := t.keepQuery(join(data, c.ID))
 	var own collection
