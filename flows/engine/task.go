@@ -201,7 +201,11 @@ func (r *runner) execute(ctx context.Context, t *flows.Task) (state store.State,
 		return store.Interrupted, "", 0
 	case err != nil:
 		env.Logger.Error("planning failed", "err", err)
-		return store.Failed, fmt.Sprintf("planning: %v", err), 0
+		msg := fmt.Sprintf("planning: %v", err)
+		if tasks.IsExtentError(err) {
+			msg += "; geoflow inspect URL lists each layer's extent"
+		}
+		return store.Failed, msg, 0
 	}
 	final := context.WithoutCancel(ctx)
 	open, err := r.recordPlan(final, t.ID, planned)

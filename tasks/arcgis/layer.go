@@ -23,11 +23,22 @@ import (
 
 // layer is the layer document (?f=json).
 type layer struct {
+	ID             int     `json:"id"`
+	Name           string  `json:"name"`
+	CurrentVersion float64 `json:"currentVersion"`
 	Type           string  `json:"type"`
 	GeometryType   string  `json:"geometryType"`
 	ObjectIDField  string  `json:"objectIdField"`
 	MaxRecordCount int     `json:"maxRecordCount"`
 	Fields         []field `json:"fields"`
+	// What the layer's queries can do (geoflow inspect).
+	SupportsPagination        bool `json:"supportsPagination"`
+	SupportsAdvancedQueries   bool `json:"supportsAdvancedQueries"`
+	AdvancedQueryCapabilities struct {
+		SupportsPagination bool `json:"supportsPagination"`
+		SupportsOrderBy    bool `json:"supportsOrderBy"`
+	} `json:"advancedQueryCapabilities"`
+	SupportedQueryFormats string `json:"supportedQueryFormats"`
 	// Extent is read apart, leniently: an empty layer may state "NaN" coordinates, which
 	// must not make the whole document unreadable when bbox is set.
 	Extent json.RawMessage `json:"extent"`
@@ -51,7 +62,15 @@ type extent struct {
 // readLayer reads the layer document.
 func (t *Task) readLayer(ctx context.Context, env *tasks.Env) (*layer, error) {
 	var l layer
-	err := env.HTTP.Do(ctx, t.request(env, "layer", http.MethodGet, t.cfg.URL, url.Values{"f": {"json"}}), func(resp *http.Response) error {
+	if err := t.readDoc(ctx, env, "layer", t.cfg.URL, &l); err != nil {
+		return nil, fmt.Errorf("reading the layer %s: %w", redact.URL(t.cfg.URL), err)
+	}
+	return &l, nil
+}
+
+// readDoc reads the JSON document at u (?f=json) into v.
+func (t *Task) readDoc(ctx context.Context, env *tasks.Env, unit, u string, v any) error {
+	return env.HTTP.Do(ctx, t.request(env, unit, http.MethodGet, u, url.Values{"f": {"json"}}), func(resp *http.Response) error {
 		body, err := io.ReadAll(io.LimitReader(resp.Body, 32<<20))
 		if err != nil {
 			return retry.Transient(dlq.ClassTruncated, err)
@@ -59,15 +78,11 @@ func (t *Task) readLayer(ctx context.Context, env *tasks.Env) (*layer, error) {
 		if err := serviceError(body); err != nil {
 			return err
 		}
-		if err := json.Unmarshal(body, &l); err != nil {
-			return retry.Permanent(dlq.ClassParse, fmt.Errorf("the layer document is not JSON: %w (%s)", err, spatial.Snippet(body, 200)))
+		if err := json.Unmarshal(body, v); err != nil {
+			return retry.Permanent(dlq.ClassParse, fmt.Errorf("the document is not JSON: %w (%s)", err, spatial.Snippet(body, 200)))
 		}
 		return nil
 	})
-	if err != nil {
-		return nil, fmt.Errorf("reading the layer %s: %w", redact.URL(t.cfg.URL), err)
-	}
-	return &l, nil
 }
 
 // checkLayer refuses a layer that cannot be harvested: a table without geometry, or one
@@ -126,21 +141,34 @@ func layerArea(bbox *[4]float64, rawExtent json.RawMessage) (area orb.Bound, fro
 		b := *bbox
 		return orb.Bound{Min: orb.Point{b[0], b[1]}, Max: orb.Point{b[2], b[3]}}, false, nil
 	case len(rawExtent) > 0 && string(rawExtent) != "null":
-		var e extent
-		if err := json.Unmarshal(rawExtent, &e); err != nil {
+		b, wkid, err := layerExtent(rawExtent)
+		switch {
+		case err != nil:
 			return orb.Bound{}, false, fmt.Errorf("no bbox given and the layer's extent cannot be read (%v): set bbox", err)
-		}
-		b := orb.Bound{Min: orb.Point{e.XMin, e.YMin}, Max: orb.Point{e.XMax, e.YMax}}
-		switch wkid := max(e.SpatialReference.LatestWKID, e.SpatialReference.WKID); wkid {
-		case 4326:
-		case 3857, 102100, 102113, 900913:
-			b = orb.Bound{Min: project.Mercator.ToWGS84(b.Min), Max: project.Mercator.ToWGS84(b.Max)}
-		default:
+		case b == nil:
 			return orb.Bound{}, false, fmt.Errorf("no bbox given and the layer states its extent in wkid %d: set bbox (lon/lat)", wkid)
 		}
-		return b, true, nil
+		return *b, true, nil
 	}
 	return orb.Bound{}, false, errors.New("no bbox given and the layer states no extent: set bbox")
+}
+
+// layerExtent reads a layer's extent in lon/lat, converting web mercator; nil (with the
+// wkid it is stated in) when it is stated in another CRS.
+func layerExtent(rawExtent json.RawMessage) (*orb.Bound, int, error) {
+	var e extent
+	if err := json.Unmarshal(rawExtent, &e); err != nil {
+		return nil, 0, err
+	}
+	b := orb.Bound{Min: orb.Point{e.XMin, e.YMin}, Max: orb.Point{e.XMax, e.YMax}}
+	switch wkid := max(e.SpatialReference.LatestWKID, e.SpatialReference.WKID); wkid {
+	case 4326:
+		return &b, wkid, nil
+	case 3857, 102100, 102113, 900913:
+		return &orb.Bound{Min: project.Mercator.ToWGS84(b.Min), Max: project.Mercator.ToWGS84(b.Max)}, wkid, nil
+	default:
+		return nil, wkid, nil
+	}
 }
 
 // columnType maps an Esri field type to a column type; ok is false for what is no

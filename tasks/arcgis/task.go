@@ -101,6 +101,9 @@ func (t *Task) prepare(ctx context.Context, env *tasks.Env) (*prepared, error) {
 		return nil, err
 	}
 	p.area = area
+	if err := checkExtent(t.cfg.BBox, l.Extent, cmpOr(l.Name, redact.URL(t.cfg.URL))); err != nil {
+		return nil, err // the runner names the task
+	}
 	if fromExtent {
 		env.Logger.Info("no bbox given: harvesting the layer's extent", "bbox", harvest.FormatBound(area))
 	}

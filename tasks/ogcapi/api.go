@@ -67,13 +67,16 @@ func resolve(base, ref string) string {
 
 // landing is the landing page.
 type landing struct {
+	Title string `json:"title"`
 	Links []link `json:"links"`
 }
 
 // collection is the collection document.
 type collection struct {
-	ID     string `json:"id"`
-	Extent struct {
+	ID       string `json:"id"`
+	Title    string `json:"title"`
+	ItemType string `json:"itemType"`
+	Extent   struct {
 		Spatial struct {
 			BBox [][]float64 `json:"bbox"`
 			CRS  string      `json:"crs"`

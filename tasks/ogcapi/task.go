@@ -102,6 +102,11 @@ func (t *Task) prepare(ctx context.Context, env *tasks.Env) (*prepared, error) {
 	if err != nil {
 		return nil, err
 	}
+	if ext := collExtent(coll); t.cfg.BBox != nil && ext != nil {
+		if err := tasks.CheckExtent(t.cfg.Collection, area, *ext); err != nil {
+			return nil, err // the runner names the task
+		}
+	}
 	ps := t.pageSize(ctx, env, land)
 	sample := sampleArea(area, env.Area)
 	props, meta, err := t.properties(ctx, env, p, coll, sample)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/paulmach/orb"
 
+	"github.com/geoflow/geoflow/internal/didyoumean"
 	"github.com/geoflow/geoflow/spatial"
 )
 
@@ -126,7 +127,9 @@ func decodeException(d *xml.Decoder, start xml.StartElement) error {
 
 // Capabilities is what geoflow needs from GetCapabilities.
 type Capabilities struct {
-	Version           string
+	Version string
+	// Title is the service's title (ServiceIdentification, or Service in 1.0).
+	Title             string
 	OutputFormats     []string
 	CountDefault      int  // 0 when not advertised
 	ImplementsSorting bool // SORTBY honoured
@@ -143,6 +146,7 @@ type Capabilities struct {
 // FeatureType is one entry of the FeatureTypeList.
 type FeatureType struct {
 	Name       string // as advertised, with prefix
+	Title      string
 	DefaultCRS string
 	OtherCRS   []string // OtherCRS (2.0) or OtherSRS (1.1)
 	WGS84      *orb.Bound
@@ -156,6 +160,11 @@ func parseCapabilities(root *node) (*Capabilities, error) {
 	c := &Capabilities{Version: root.attr("version")}
 	if c.Version == "" {
 		c.Version = "1.0.0"
+	}
+	for _, section := range []string{"ServiceIdentification", "Service"} {
+		if n := root.child(section); n != nil && c.Title == "" {
+			c.Title = n.textOf("Title")
+		}
 	}
 	c.readGetFeature(root)
 	c.readConstraints(root)
@@ -241,7 +250,7 @@ func declaresLogicalOperators(root *node) bool {
 // extent (WGS84BoundingBox in 1.1 and 2.0, LatLongBoundingBox in 1.0), nil where it
 // states none or one that does not parse.
 func parseFeatureType(ft *node) FeatureType {
-	f := FeatureType{Name: ft.textOf("Name")}
+	f := FeatureType{Name: ft.textOf("Name"), Title: ft.textOf("Title")}
 	f.DefaultCRS = firstNonEmpty(ft.textOf("DefaultCRS"), ft.textOf("DefaultSRS"), ft.textOf("SRS"))
 	for _, o := range append(ft.all("OtherCRS"), ft.all("OtherSRS")...) {
 		if s := strings.TrimSpace(o.text.String()); s != "" {
@@ -333,10 +342,14 @@ func (c *Capabilities) findType(name string) (*FeatureType, error) {
 	if len(byLocal) > 1 {
 		return nil, fmt.Errorf("typename %q is ambiguous: give its prefix (%s)", name, strings.Join(names, ", "))
 	}
+	hint := ""
+	if near := didyoumean.Nearest(name, names); near != "" {
+		hint = fmt.Sprintf("; did you mean %q?", near)
+	}
 	if len(names) > 12 {
 		names = append(names[:12], "...")
 	}
-	return nil, fmt.Errorf("the server has no feature type %q (it offers %s)", name, strings.Join(names, ", "))
+	return nil, fmt.Errorf("the server has no feature type %q (it offers %s)%s", name, strings.Join(names, ", "), hint)
 }
 
 // Property is one non-geometry property of a feature type, from DescribeFeatureType.
@@ -349,6 +362,9 @@ type Property struct {
 type Schema struct {
 	Properties   []Property
 	GeometryProp string
+	// GeometryType is the geometry property's type without its PropertyType suffix
+	// (MultiSurface, Point, Geometry).
+	GeometryType string
 }
 
 // parseSchema reads the XSD of DescribeFeatureType for the feature type named typeName.
@@ -405,7 +421,7 @@ func parseSchema(root *node, typeName string) (*Schema, error) {
 		}
 		if strings.HasSuffix(lt, "PropertyType") && isGeometryType(lt) {
 			if s.GeometryProp == "" {
-				s.GeometryProp = name
+				s.GeometryProp, s.GeometryType = name, strings.TrimSuffix(lt, "PropertyType")
 			}
 			continue
 		}

@@ -29,32 +29,22 @@ func (t *Task) prepare(ctx context.Context, env *tasks.Env) (*prepared, error) {
 	if t.p != nil {
 		return t.p, nil
 	}
-	p := &prepared{}
 	caps, err := t.capabilities(ctx, env)
 	if err != nil {
 		return nil, err
 	}
-	p.caps = caps
-	p.version = chooseVersion(t.cfg.Version, caps.Version)
 	ft, err := caps.findType(t.cfg.TypeName)
 	if err != nil {
 		return nil, err
 	}
-	p.typeName = ft.Name
-	if err := p.chooseFormat(t.cfg.OutputFormat); err != nil {
-		return nil, err
-	}
-	if p.srid, err = spatial.SRID(t.cfg.SRS); err != nil {
-		return nil, fmt.Errorf("srs %q: %w", t.cfg.SRS, err)
-	}
-	p.latLonCRS = spatial.LatLonOrder(urnCRS(p.srid), "2.0.0")
-	p.srsParam = srsName(t.cfg.SRS, p.srid, p.version, p.geoJSON)
-	area, advertised, err := harvestArea(t.cfg.BBox, t.cfg.BBoxCRS, ft)
+	p, _, err := t.resolve(caps, ft)
 	if err != nil {
 		return nil, err
 	}
-	p.area = area
-	if advertised {
+	if err := checkExtent(t.cfg.BBox, p.area, ft); err != nil {
+		return nil, err // the runner names the task
+	}
+	if t.cfg.BBox == nil {
 		env.Logger.Info("no bbox given: harvesting the feature type's advertised extent", "bbox", harvest.FormatBound(p.area))
 	}
 	if err := t.checkSRS(ctx, env, p, ft); err != nil {

@@ -15,9 +15,15 @@ import (
 
 // registerKinds registers every task kind. Each kind's package is named here, once.
 func registerKinds(r *tasks.Registry) {
-	r.Register(wfs.Kind())
-	r.Register(ogcapi.Kind())
-	r.Register(arcgis.Kind())
+	w := wfs.Kind()
+	w.Inspect, w.Snippet = wfs.Inspect, wfs.Snippet
+	r.Register(w)
+	o := ogcapi.Kind()
+	o.Inspect, o.Snippet = ogcapi.Inspect, ogcapi.Snippet
+	r.Register(o)
+	a := arcgis.Kind()
+	a.Inspect, a.Snippet = arcgis.Inspect, arcgis.Snippet
+	r.Register(a)
 	r.Register(tiles.Kind())
 	r.Register(imagery.Kind())
 	r.Register(export.Kind())

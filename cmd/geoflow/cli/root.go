@@ -182,6 +182,7 @@ func newRoot(stdout, stderr io.Writer, secrets *redact.Set) *cobra.Command {
 	root.AddCommand(
 		newRunCmd(g),
 		newValidateCmd(g),
+		newInspectCmd(g),
 		newMigrateCmd(g),
 		newVersionCmd(g),
 	)

@@ -84,8 +84,8 @@ type Stats struct {
 	FeaturesServed                                                                                          int64
 }
 
-// Server is the sample layer. It serves any path ending in /FeatureServer/0 or
-// /FeatureServer/0/query and is safe for concurrent use.
+// Server is the sample layer. It serves any path ending in /FeatureServer (the service,
+// listing its one layer), /FeatureServer/0 or /FeatureServer/0/query and is safe for concurrent use.
 type Server struct {
 	opts    Options
 	parcels *wfsserver.Server
@@ -252,6 +252,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	switch {
+	case strings.HasSuffix(path, "/FeatureServer"):
+		s.layer.Add(1)
+		s.serveService(w, r)
 	case strings.HasSuffix(path, "/FeatureServer/0"):
 		s.layer.Add(1)
 		s.serveLayer(w, r)
@@ -267,6 +270,24 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (s *Server) fail(w http.ResponseWriter, code int, msg string) {
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
 	fmt.Fprintf(w, `{"error":{"code":%d,"message":%q,"details":[]}}`, code, msg)
+}
+
+// serveService answers the service document: its one layer, as a FeatureServer lists
+// its layers.
+func (s *Server) serveService(w http.ResponseWriter, r *http.Request) {
+	if f := r.Form.Get("f"); f != "json" && f != "pjson" {
+		w.Header().Set("Content-Type", "text/html")
+		io.WriteString(w, "<html><body><h1>Parcels (FeatureServer)</h1></body></html>")
+		return
+	}
+	doc := map[string]any{
+		"currentVersion": 11.1, "serviceDescription": "geoflow sample parcels", "maxRecordCount": s.opts.MaxRecordCount,
+		"supportedQueryFormats": "JSON, geoJSON, PBF", "capabilities": "Query",
+		"layers": []map[string]any{{"id": 0, "name": "Parcels", "type": "Feature Layer", "geometryType": "esriGeometryPolygon"}},
+		"tables": []any{},
+	}
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	json.NewEncoder(w).Encode(doc)
 }
 
 func (s *Server) serveLayer(w http.ResponseWriter, r *http.Request) {
