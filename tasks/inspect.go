@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
+	"strconv"
 
 	"github.com/paulmach/orb"
 )
@@ -133,6 +135,8 @@ func IsExtentError(err error) bool {
 	return errors.As(err, &e)
 }
 
+// fmtBound writes a box's corners to 6 decimals (about 0.1 m), without trailing zeros.
 func fmtBound(b orb.Bound) string {
-	return fmt.Sprintf("%g,%g,%g,%g", b.Min[0], b.Min[1], b.Max[0], b.Max[1])
+	c := func(x float64) string { return strconv.FormatFloat(math.Round(x*1e6)/1e6, 'f', -1, 64) }
+	return c(b.Min[0]) + "," + c(b.Min[1]) + "," + c(b.Max[0]) + "," + c(b.Max[1])
 }

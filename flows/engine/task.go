@@ -203,7 +203,7 @@ func (r *runner) execute(ctx context.Context, t *flows.Task) (state store.State,
 		env.Logger.Error("planning failed", "err", err)
 		msg := fmt.Sprintf("planning: %v", err)
 		if tasks.IsExtentError(err) {
-			msg += "; geoflow inspect URL lists each layer's extent"
+			msg += "; " + inspectHint(t.Config)
 		}
 		return store.Failed, msg, 0
 	}
@@ -388,6 +388,14 @@ func (r *runner) deadByClass(ctx context.Context, env *tasks.Env) map[dlq.Class]
 // retry.MaxAdaptiveConcurrency), and a quarter more, so that while some units write their
 // output into the store the host still has every request slot busy. Workers waiting for a
 // slot hold nothing.
+// inspectHint tells where to see the extents a task's server advertises.
+func inspectHint(c tasks.Config) string {
+	if s, ok := c.(tasks.Source); ok && s.SourceURL() != "" {
+		return "geoflow inspect " + redact.URL(s.SourceURL()) + " lists each layer's extent"
+	}
+	return "geoflow inspect URL lists each layer's extent"
+}
+
 func workers(t *flows.Task) int {
 	c := cmp.Or(t.RateLimit.Concurrency, retry.MaxAdaptiveConcurrency)
 	return c + (c+3)/4
