@@ -117,8 +117,9 @@ func TestInspectNoService(t *testing.T) {
 }
 
 // TestSwappedBBoxRefusedAtPlanning: a flow whose bbox has longitude and latitude swapped
-// stored nothing and reported complete. The run now fails at planning, naming the
-// layer's advertised extent and the likely mistake.
+// stored nothing and reported complete. validate --online refuses it at the bbox's line,
+// and the run fails at planning, both naming the layer's advertised extent and the likely
+// mistake.
 func TestSwappedBBoxRefusedAtPlanning(t *testing.T) {
 	fx := wfsserver.New(wfsserver.Options{Features: 100})
 	srv := httptest.NewServer(fx)
@@ -132,8 +133,12 @@ tasks:
     bbox: [48.06, 11.46, 48.10, 11.5]
     target: {table: parcels}
 `)
+	code, out, errs := geoflow(t, nil, "validate", "--online", flow)
+	if want := `flow.yaml:7:5: task "parcels": bbox: bbox 48.06,11.46,48.1,11.5 does not meet the extent of layer "gf:parcels", 11.4`; code != 1 || !strings.Contains(out+errs, want) || !strings.Contains(out+errs, "swapped?") {
+		t.Fatalf("validate --online: exit %d, want 1 and %q\n%s%s", code, want, out, errs)
+	}
 	db := filepath.Join(t.TempDir(), "x.gpkg")
-	code, out, errs := geoflow(t, nil, "run", flow, "--database", db, "--progress", "off", "--log-level", "error")
+	code, out, errs = geoflow(t, nil, "run", flow, "--database", db, "--progress", "off", "--log-level", "error")
 	all := out + errs
 	if code == 0 || !strings.Contains(all, `does not meet the extent of layer "gf:parcels", 11.4`) || !strings.Contains(all, "longitude and latitude swapped?") {
 		t.Fatalf("exit %d; want the run refused naming the extent\n%s", code, all)
