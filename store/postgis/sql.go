@@ -61,6 +61,11 @@ func (u *unitTx) ExecSQL(ctx context.Context, sc *store.SQLScript) (int64, error
 	}
 	params := pgParams(sc.Params)
 	names := sc.Params.Names()
+	restore, err := u.scriptSearchPath(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer restore()
 	var total int64
 	for i, st := range sts {
 		if err := sc.CheckParams(i, len(sts), st, names); err != nil {
@@ -92,6 +97,22 @@ func (u *unitTx) ExecSQL(ctx context.Context, sc *store.SQLScript) (int64, error
 		total += tag.RowsAffected()
 	}
 	return total, nil
+}
+
+// scriptSearchPath makes a script's statements resolve names as the server would without
+// geoflow (its unqualified CREATE TABLE lands in public, not in the bookkeeping schema),
+// until the returned func puts the bookkeeping schema back for the rest of the unit's
+// transaction. After a failed statement the transaction is aborted and rolled back, which
+// restores it anyway.
+func (u *unitTx) scriptSearchPath(ctx context.Context) (func(), error) {
+	var prev string
+	if err := u.tx.QueryRow(ctx, "SELECT current_setting('search_path'), set_config('search_path', $1, true)",
+		u.s.userSearchPath()).Scan(&prev, new(string)); err != nil {
+		return nil, translate("setting the search_path of the script", err)
+	}
+	return func() {
+		_, _ = u.tx.Exec(context.WithoutCancel(ctx), "SELECT set_config('search_path', $1, true)", prev)
+	}, nil
 }
 
 // sqlFault is the Fault of statement i of n of sc, run as text, that failed with err:
