@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-
 	// The GeoPackage store registers the SQLite driver; tests read its files through it.
 	_ "github.com/geoflow/geoflow/store/gpkg"
 )
