@@ -88,7 +88,7 @@ func newDLQListCmd(g *globals) *cobra.Command {
 				return err
 			}
 			f.Limit = limit
-			st, err := openStore(cmd.Context(), g, true)
+			st, err := openExisting(cmd.Context(), g, true)
 			if err != nil {
 				return err
 			}
@@ -187,7 +187,7 @@ func newDLQShowCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			st, err := openStore(cmd.Context(), g, true)
+			st, err := openExisting(cmd.Context(), g, true)
 			if err != nil {
 				return err
 			}
@@ -270,7 +270,7 @@ func newDLQStatsCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			st, err := openStore(cmd.Context(), g, true)
+			st, err := openExisting(cmd.Context(), g, true)
 			if err != nil {
 				return err
 			}
@@ -361,7 +361,7 @@ func replayDLQ(cmd *cobra.Command, g *globals, args []string, ff filterFlags, al
 	if err != nil {
 		return err
 	}
-	st, err := openStore(ctx, g, true)
+	st, err := openExisting(ctx, g, true)
 	if err != nil {
 		return err
 	}
@@ -426,7 +426,7 @@ func newDLQDiscardCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			st, err := openStore(cmd.Context(), g, true)
+			st, err := openExisting(cmd.Context(), g, true)
 			if err != nil {
 				return err
 			}
@@ -459,7 +459,7 @@ func newDLQPurgeCmd(g *globals) *cobra.Command {
 			if includeOpen {
 				statuses = append(statuses, dlq.StatusOpen)
 			}
-			st, err := openStore(cmd.Context(), g, true)
+			st, err := openExisting(cmd.Context(), g, true)
 			if err != nil {
 				return err
 			}
