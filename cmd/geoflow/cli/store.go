@@ -6,8 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"net/url"
+	"os"
 	"path/filepath"
 	"strings"
 
