@@ -78,12 +78,24 @@ func openExisting(ctx context.Context, g *globals, migrate bool) (store.Store, e
 	if err != nil {
 		return nil, err
 	}
+	if err := schemaFlag(g, path, isGPKG); err != nil {
+		return nil, err
+	}
 	if isGPKG {
 		if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
 			return nil, fmt.Errorf("no store at %s: give --database (a PostgreSQL URL or an existing GeoPackage) or set GEOFLOW_DATABASE_URL; geoflow run creates the GeoPackage", path)
 		}
 	}
 	return openStore(ctx, g, migrate)
+}
+
+// schemaFlag refuses --schema for a GeoPackage, which keeps its bookkeeping in tables of
+// its own (gpkg's geoflow_*): there is no schema to choose.
+func schemaFlag(g *globals, path string, isGPKG bool) error {
+	if isGPKG && g.schema != "" {
+		return fmt.Errorf("--schema %q: only a PostgreSQL store has a bookkeeping schema; %s is a GeoPackage", g.schema, path)
+	}
+	return nil
 }
 
 // geoPackagePath is the file of the store the global flags name when it is a GeoPackage
@@ -106,8 +118,8 @@ func open(ctx context.Context, g *globals) (store.Store, error) {
 		return nil, err
 	case !isGPKG:
 		return postgis.Open(ctx, loc, &postgis.Options{Schema: g.schemaName()})
-	case g.schema != "":
-		return nil, fmt.Errorf("--schema %q: only a PostgreSQL store has a bookkeeping schema; %s is a GeoPackage", g.schema, path)
+	case schemaFlag(g, path, isGPKG) != nil:
+		return nil, schemaFlag(g, path, isGPKG)
 	case loc == "":
 		fmt.Fprintf(g.stderr, "geoflow: no --database or GEOFLOW_DATABASE_URL: using the GeoPackage %s\n", path)
 	}
