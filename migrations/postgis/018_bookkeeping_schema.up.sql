@@ -7,7 +7,7 @@
 --    public for that schema. The data tables stay where they are. Each object moves only
 --    when it is in public and not yet in the schema, so this is safe to run again.
 -- 2. The bookkeeping's geometries (a run's area, a unit's and a dead letter's box, a
---    deleted feature's geometry in the changes) become EWKB in bytea, values kept, so that
+--    deleted feature's geometry in the changes, the export task's record's footprint) become EWKB in bytea, values kept, so that
 --    geometry_columns, which QGIS and ogrinfo list as layers, names none of them.
 -- 3. Every data table geoflow wrote (a geom geometry and a bytea gf_payload_hash) that has
 --    no primary key gets fid, an identity bigint primary key, which GDAL and QGIS take as
@@ -23,7 +23,7 @@ BEGIN
         FOREACH obj IN ARRAY ARRAY[
             'geoflow_runs', 'geoflow_run_tasks', 'geoflow_units', 'geoflow_dlq', 'geoflow_schedule_fires',
             'geoflow_merged', 'geoflow_host_pace', 'geoflow_seen', 'geoflow_changes', 'geoflow_workers',
-            'geoflow_absent', 'geoflow_table_stamps', 'geoflow_schema_migrations',
+            'geoflow_absent', 'geoflow_table_stamps', 'geoflow_schema_migrations', 'geoflow_exports',
             'river_migration', 'river_job', 'river_leader', 'river_queue', 'river_notification',
             'river_client', 'river_client_queue']
         LOOP
@@ -52,6 +52,7 @@ END $$;
 -- letters' spatial indexes become indexes on the decoded box, which their filters use.
 DROP INDEX IF EXISTS geoflow_units_bbox_idx;
 DROP INDEX IF EXISTS geoflow_dlq_bbox_idx;
+DROP INDEX IF EXISTS geoflow_exports_footprint_idx;
 DO $$
 DECLARE
     col record;
@@ -61,7 +62,8 @@ BEGIN
         FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid
         WHERE c.relnamespace = current_schema()::regnamespace
           AND (c.relname, a.attname) IN (('geoflow_runs', 'area'), ('geoflow_units', 'bbox'),
-                                         ('geoflow_dlq', 'bbox'), ('geoflow_changes', 'geom'))
+                                         ('geoflow_dlq', 'bbox'), ('geoflow_changes', 'geom'),
+                                         ('geoflow_exports', 'footprint'))
           AND NOT a.attisdropped AND format_type(a.atttypid, NULL) = 'geometry'
     LOOP
         EXECUTE format('ALTER TABLE %s ALTER COLUMN %I TYPE bytea USING ST_AsEWKB(%I)', col.tbl, col.attname, col.attname);

@@ -64,6 +64,12 @@ func oldDatabase(t *testing.T, ctx context.Context, dbURL string) {
 	exec(`INSERT INTO geoflow_units (run_id, task, key, bbox) VALUES (1, 't', 'u1', ST_MakeEnvelope(1, 2, 3, 4, 4326))`)
 	exec(`INSERT INTO geoflow_dlq (flow, task, run_id, unit_key, bbox, error_class, error) VALUES ('f', 't', 1, 'u1', ST_MakeEnvelope(1, 2, 3, 4, 4326), 'http', 'boom')`)
 	exec(`INSERT INTO geoflow_changes (run_id, task, target, gf_key, change, geom) VALUES (1, 't', 'public.parcels', 'k1', 'deleted', 'SRID=4326;POINT(7 8)')`)
+	// What the export task of an older geoflow made, with its footprint a geometry.
+	old := &Store{pool: pool}
+	if err := old.EnsureAssetTable(ctx, &store.AssetTable{Name: "geoflow_exports"}); err != nil {
+		t.Fatal(err)
+	}
+	exec(`INSERT INTO geoflow_exports (collection, item, asset, path) VALUES ('export', 'f/t', '/out/x.fgb', '/out/x.fgb')`)
 	exec(`CREATE TABLE public.parcels (zone text, geom geometry(Geometry, 4326), gf_feature_id text, gf_payload_hash bytea NOT NULL,
 		gf_run_id bigint, gf_fetched_at timestamptz NOT NULL DEFAULT now())`)
 	exec(`CREATE UNIQUE INDEX parcels_gf_payload_hash_key ON public.parcels (gf_payload_hash)`)
@@ -100,7 +106,7 @@ func TestMigrateIntoSchema(t *testing.T) {
 		t.Errorf("tables in public: %s; want the data tables (and PostGIS's)", got)
 	}
 	moved := testdb.Rows(t, db, `SELECT tablename FROM pg_tables WHERE schemaname = 'geoflow' ORDER BY 1`)
-	for _, want := range []string{"geoflow_runs", "geoflow_units", "geoflow_dlq", "geoflow_changes", "geoflow_schema_migrations", "river_job", "river_migration"} {
+	for _, want := range []string{"geoflow_runs", "geoflow_units", "geoflow_dlq", "geoflow_changes", "geoflow_schema_migrations", "geoflow_exports", "river_job", "river_migration"} {
 		if !slices.ContainsFunc(moved, func(r []any) bool { return r[0] == want }) {
 			t.Errorf("%s is not in schema geoflow: %v", want, moved)
 		}
@@ -191,6 +197,9 @@ func TestNewStoreQGISView(t *testing.T) {
 	}
 	defer s.Close()
 	if _, err := s.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.EnsureAssetTable(ctx, &store.AssetTable{Name: "geoflow_exports", Bookkeeping: true}); err != nil {
 		t.Fatal(err)
 	}
 	checkNoBookkeepingGeometry(t, db)
