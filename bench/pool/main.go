@@ -401,7 +401,7 @@ func quota(o options) error {
 		stored := scalar[int64](ctx, c, "SELECT count(*) FROM public."+table)
 		snoozed := "-"
 		if mode != "one process" {
-			snoozed = fmt.Sprint(scalar[int64](ctx, c, "SELECT coalesce(sum(units_snoozed), 0)::bigint FROM geoflow_workers WHERE id LIKE 'quota-%'"))
+			snoozed = fmt.Sprint(scalar[int64](ctx, c, "SELECT coalesce(sum(units_snoozed), 0)::bigint FROM geoflow.geoflow_workers WHERE id LIKE 'quota-%'"))
 		}
 		sumReq, sumThr, err := o.summaryHost(table, s.url)
 		if err != nil {
