@@ -41,9 +41,9 @@ test: vet
 	@gdal=$$($(POSTGIS) gdal) && \
 	env $$gdal $(POSTGIS) run -- $(GO) test -count=1 -timeout 40m ./...
 
-## demo: a local sample WFS and flows/parcels.yaml end to end, into geoflow-demo.gpkg (no database server)
+## demo: a local sample WFS and flows/parcels.yaml end to end, into geoflow-demo.gpkg (no database server); PORT=8090 sets the sample WFS's port (default a free one)
 demo: build
-	bash internal/demo/demo.sh $(BIN)
+	PORT="$(PORT)" bash internal/demo/demo.sh $(BIN)
 
 ## bench-vt: the map of a table: vector tiles of 100,000 stored parcels over zoom 10-16 from PostGIS and a GeoPackage, latency p50/p95 by zoom
 bench-vt: build

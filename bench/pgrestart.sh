@@ -54,9 +54,9 @@ end=$(date +%s.%N)
 report() {
   local rows distinct open
   rows=$(sql "SELECT count(*) FROM restart_parcels"); distinct=$(sql "SELECT count(DISTINCT gf_feature_id) FROM restart_parcels")
-  open=$(sql "SELECT count(*) FROM geoflow_dlq WHERE status = 'open'")
+  open=$(sql "SELECT count(*) FROM geoflow.geoflow_dlq WHERE status = 'open'")
   printf '%s: exit %s, run %s; %s rows, %s distinct of %s; %s open dead letters\n' "$1" "$2" \
-    "$(sql "SELECT status FROM geoflow_runs ORDER BY id DESC LIMIT 1")" "$rows" "$distinct" "$features" "$open"
+    "$(sql "SELECT status FROM geoflow.geoflow_runs ORDER BY id DESC LIMIT 1")" "$rows" "$distinct" "$features" "$open"
 }
 report "run ($(awk -v a="$start" -v b="$end" 'BEGIN{printf "%.1f s", b-a}'))" "$code"
 echo "what geoflow logged about the outage and the WFS host:"

@@ -206,6 +206,11 @@ type TileTable struct {
 type AssetTable struct {
 	Schema string // defaults to "public"
 	Name   string
+	// Bookkeeping marks geoflow's own record of the files it wrote (the export task's
+	// geoflow_exports), not data: PostGIS keeps it with the rest of its bookkeeping, in
+	// the bookkeeping schema (Schema is ignored), and its footprint as EWKB, not a
+	// geometry column a GIS client would list as a layer. A GeoPackage ignores it.
+	Bookkeeping bool
 }
 
 // Statuses of stored files.

@@ -251,9 +251,9 @@ report() {
   local rows distinct open
   rows=$(sql "SELECT count(*) FROM restart_parcels")
   distinct=$(sql "SELECT count(DISTINCT gf_feature_id) FROM restart_parcels")
-  open=$(sql "SELECT count(*) FROM geoflow_dlq WHERE status = 'open' AND flow = '$flow'")
+  open=$(sql "SELECT count(*) FROM geoflow.geoflow_dlq WHERE status = 'open' AND flow = '$flow'")
   printf '%s: exit %s, run %s; %s rows, %s distinct gf_feature_id of %s source rows (%s missing); %s open dead letters\n' "$1" "$2" \
-    "$(sql "SELECT status FROM geoflow_runs ORDER BY id DESC LIMIT 1")" "$rows" "$distinct" "$source_n" "$(missing)" "$open"
+    "$(sql "SELECT status FROM geoflow.geoflow_runs ORDER BY id DESC LIMIT 1")" "$rows" "$distinct" "$source_n" "$(missing)" "$open"
 }
 # outage_log FILE: geoflow's lines about the outage, grouped by level, message, and the
 # reason, status and class they give.
@@ -297,11 +297,11 @@ again() {
   grep -E '^  host ' "$file" || true
   return "$code"
 }
-if [ "$code" != 0 ] || [ "$(sql "SELECT status FROM geoflow_runs ORDER BY id DESC LIMIT 1")" != done ] || [ "$(missing)" != 0 ]; then
+if [ "$code" != 0 ] || [ "$(sql "SELECT status FROM geoflow.geoflow_runs ORDER BY id DESC LIMIT 1")" != done ] || [ "$(missing)" != 0 ]; then
   again "--resume" "$out/resume.log" "$bin" run "$out/restart.yaml" --resume --progress off --log-format text || true
   # A run whose units all ended, done or dead, is finished: --resume refuses it, and its
   # dead letters are what is left to execute again.
-  if [ "$(missing)" != 0 ] && [ "$(sql "SELECT count(*) FROM geoflow_dlq WHERE status = 'open' AND flow = '$flow'")" != 0 ]; then
+  if [ "$(missing)" != 0 ] && [ "$(sql "SELECT count(*) FROM geoflow.geoflow_dlq WHERE status = 'open' AND flow = '$flow'")" != 0 ]; then
     again "dlq replay --all --flow $flow" "$out/replay.log" "$bin" dlq replay --all --flow "$flow" --log-format text || true
   fi
 fi

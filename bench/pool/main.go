@@ -226,7 +226,7 @@ func scalar[T any](ctx context.Context, c *pgx.Conn, q string, args ...any) T {
 func spread(ctx context.Context, c *pgx.Conn, runID int64) string {
 	rows, err := c.Query(ctx, `SELECT attempted_by[array_length(attempted_by, 1)] AS w, count(*),
 			count(*) FILTER (WHERE array_length(attempted_by, 1) > 1)
-		FROM river_job WHERE kind = 'geoflow_unit' AND state = 'completed' AND args @> jsonb_build_object('run_id', $1::bigint)
+		FROM geoflow.river_job WHERE kind = 'geoflow_unit' AND state = 'completed' AND args @> jsonb_build_object('run_id', $1::bigint)
 		GROUP BY 1 ORDER BY 1`, runID)
 	if err != nil {
 		fail(err)
@@ -307,10 +307,10 @@ func harvest(o options, kill bool, unkilled time.Duration) (time.Duration, error
 		return 0, err
 	}
 	time.Sleep(time.Second) // River marks jobs completed in batches, just after the units commit
-	runID := scalar[int64](ctx, c, "SELECT max(id) FROM geoflow_runs WHERE flow = $1", tag+"_dist")
-	status := scalar[string](ctx, c, "SELECT status FROM geoflow_runs WHERE id = $1", runID)
-	units := scalar[int64](ctx, c, "SELECT count(*) FROM geoflow_units WHERE run_id = $1", runID)
-	once := scalar[int64](ctx, c, "SELECT count(*) FROM geoflow_units WHERE run_id = $1 AND attempts = 1", runID)
+	runID := scalar[int64](ctx, c, "SELECT max(id) FROM geoflow.geoflow_runs WHERE flow = $1", tag+"_dist")
+	status := scalar[string](ctx, c, "SELECT status FROM geoflow.geoflow_runs WHERE id = $1", runID)
+	units := scalar[int64](ctx, c, "SELECT count(*) FROM geoflow.geoflow_units WHERE run_id = $1", runID)
+	once := scalar[int64](ctx, c, "SELECT count(*) FROM geoflow.geoflow_units WHERE run_id = $1 AND attempts = 1", runID)
 	fmt.Printf("- distributed run %d: exit %s, %s, %d units (%d recorded once) in %.1f s (%.1f units/s)\n", runID, exit, status, units, once,
 		took.Seconds(), float64(units)/took.Seconds())
 	if kill && unkilled > 0 {
@@ -336,13 +336,13 @@ func killOne(ctx context.Context, c *pgx.Conn, victim *worker, flow string) {
 	for {
 		time.Sleep(100 * time.Millisecond)
 		var total, finished int64
-		_ = c.QueryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE state IN ('done', 'failed')) FROM geoflow_units u
-			JOIN geoflow_runs r ON r.id = u.run_id WHERE r.flow = $1`, flow).Scan(&total, &finished)
+		_ = c.QueryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE state IN ('done', 'failed')) FROM geoflow.geoflow_units u
+			JOIN geoflow.geoflow_runs r ON r.id = u.run_id WHERE r.flow = $1`, flow).Scan(&total, &finished)
 		if total > 0 && finished*3 >= total {
 			break
 		}
 	}
-	const held = `SELECT count(*) FROM river_job WHERE kind = 'geoflow_unit' AND state = 'running'
+	const held = `SELECT count(*) FROM geoflow.river_job WHERE kind = 'geoflow_unit' AND state = 'running'
 		AND attempted_by[array_length(attempted_by, 1)] = $1`
 	_ = victim.cmd.Process.Kill()
 	killed := time.Now()
@@ -372,7 +372,7 @@ func quota(o options) error {
 		if err != nil {
 			return err
 		}
-		if _, err := c.Exec(ctx, "DELETE FROM geoflow_host_pace"); err != nil {
+		if _, err := c.Exec(ctx, "DELETE FROM geoflow.geoflow_host_pace"); err != nil {
 			return err
 		}
 		table := "quota_" + map[string]string{"one process": "local", "3 workers": "dist"}[mode]
@@ -401,7 +401,7 @@ func quota(o options) error {
 		stored := scalar[int64](ctx, c, "SELECT count(*) FROM public."+table)
 		snoozed := "-"
 		if mode != "one process" {
-			snoozed = fmt.Sprint(scalar[int64](ctx, c, "SELECT coalesce(sum(units_snoozed), 0)::bigint FROM geoflow_workers WHERE id LIKE 'quota-%'"))
+			snoozed = fmt.Sprint(scalar[int64](ctx, c, "SELECT coalesce(sum(units_snoozed), 0)::bigint FROM geoflow.geoflow_workers WHERE id LIKE 'quota-%'"))
 		}
 		sumReq, sumThr, err := o.summaryHost(table, s.url)
 		if err != nil {
@@ -494,8 +494,8 @@ func scale(o options) error {
 			return fmt.Errorf("the run on %d workers exited %s (see %s)", n, exit, o.dir)
 		}
 		x1 := scalar[int64](ctx, c, "SELECT xact_commit + xact_rollback FROM pg_stat_database WHERE datname = $1", dbname)
-		runID := scalar[int64](ctx, c, "SELECT max(id) FROM geoflow_runs WHERE flow = $1", table)
-		units := scalar[int64](ctx, c, "SELECT count(*) FROM geoflow_units WHERE run_id = $1", runID)
+		runID := scalar[int64](ctx, c, "SELECT max(id) FROM geoflow.geoflow_runs WHERE flow = $1", table)
+		units := scalar[int64](ctx, c, "SELECT count(*) FROM geoflow.geoflow_units WHERE run_id = $1", runID)
 		rate := float64(units) / took.Seconds()
 		if n == 1 {
 			base = rate
@@ -538,7 +538,7 @@ func orphan(o options) error {
 	}
 	killed := scalar[time.Time](ctx, c, "SELECT clock_timestamp()")
 	for deadline := time.Now().Add(5 * time.Minute); ; time.Sleep(100 * time.Millisecond) {
-		st := scalar[string](ctx, c, "SELECT status FROM geoflow_runs WHERE id = $1", runID)
+		st := scalar[string](ctx, c, "SELECT status FROM geoflow.geoflow_runs WHERE id = $1", runID)
 		if st != "running" {
 			break
 		}
@@ -549,7 +549,7 @@ func orphan(o options) error {
 	var status, by string
 	var adopted, ended, last time.Time
 	if err := c.QueryRow(ctx, `SELECT status, coalesce(finished_by, '-'), coalesce(adopted_at, 'epoch'), finished_at,
-			(SELECT max(finished_at) FROM geoflow_units WHERE run_id = r.id) FROM geoflow_runs r WHERE id = $1`, runID).
+			(SELECT max(finished_at) FROM geoflow.geoflow_units WHERE run_id = r.id) FROM geoflow.geoflow_runs r WHERE id = $1`, runID).
 		Scan(&status, &by, &adopted, &ended, &last); err != nil {
 		return err
 	}
@@ -581,14 +581,14 @@ func (o options) startAndKill(ctx context.Context, c *pgx.Conn, f string) (int64
 	for total == 0 || finished*3 < total {
 		time.Sleep(50 * time.Millisecond)
 		_ = c.QueryRow(ctx, `SELECT coalesce(max(r.id), 0), count(u.*), count(u.*) FILTER (WHERE u.state IN ('done', 'failed'))
-			FROM geoflow_runs r LEFT JOIN geoflow_units u ON u.run_id = r.id WHERE r.flow = 'orphan_dist' GROUP BY r.id ORDER BY r.id DESC LIMIT 1`).Scan(&runID, &total, &finished)
+			FROM geoflow.geoflow_runs r LEFT JOIN geoflow.geoflow_units u ON u.run_id = r.id WHERE r.flow = 'orphan_dist' GROUP BY r.id ORDER BY r.id DESC LIMIT 1`).Scan(&runID, &total, &finished)
 		if time.Since(start) > 5*time.Minute {
 			return 0, fmt.Errorf("a third of the run's units never ended (see %s)", o.dir)
 		}
 	}
 	_ = cmd.Process.Kill()
 	_ = cmd.Wait()
-	open := scalar[int64](ctx, c, "SELECT count(*) FROM geoflow_units WHERE run_id = $1 AND state NOT IN ('done', 'failed')", runID)
+	open := scalar[int64](ctx, c, "SELECT count(*) FROM geoflow.geoflow_units WHERE run_id = $1 AND state NOT IN ('done', 'failed')", runID)
 	fmt.Printf("- the starting process SIGKILLed %.1f s after it started, with %d of %d units open\n", time.Since(start).Seconds(), open, total)
 	return runID, nil
 }

@@ -123,7 +123,7 @@ func runMode(ctx context.Context, o options, db, mode string) (result, error) {
 	}
 	defer conn.Close(ctx)
 	// Start clean: the table, the host's shared schedule and earlier runs of the flow.
-	for _, q := range []string{"DROP TABLE IF EXISTS public." + table, "DELETE FROM geoflow_host_pace"} {
+	for _, q := range []string{"DROP TABLE IF EXISTS public." + table, "DELETE FROM geoflow.geoflow_host_pace"} {
 		if _, err := conn.Exec(ctx, q); err != nil && !strings.Contains(err.Error(), "does not exist") {
 			return result{}, fmt.Errorf("%s: %w", q, err)
 		}

@@ -3,7 +3,7 @@
 # harvest into a GeoPackage (geoflow-demo.gpkg next to the repo, left there to look at), a
 # SQL summary by zone, and the run's changes exported to flows/out/parcels-changes.fgb;
 # then a summary. No database server: set GEOFLOW_DATABASE_URL to a postgres:// URL to run
-# it on PostGIS instead.
+# it on PostGIS instead. PORT=N serves the sample WFS on 127.0.0.1:N (default a free port).
 set -euo pipefail
 bin=${1:-bin/geoflow}
 features=${DEMO_FEATURES:-20000}
@@ -13,12 +13,20 @@ if [ -z "${GEOFLOW_DATABASE_URL:-}" ]; then
   export GEOFLOW_DATABASE_URL=$gpkg
 fi
 
-port=""
-for _ in $(seq 1 50); do
-  p=$(( 20000 + RANDOM % 20000 ))
-  if ! (exec 3<>/dev/tcp/127.0.0.1/$p) 2>/dev/null; then port=$p; break; fi
-done
-[ -n "$port" ] || { echo "demo: no free port" >&2; exit 1; }
+# The sample WFS's port: PORT (make demo PORT=8090), else a free one.
+port=${PORT:-}
+if [ -n "$port" ]; then
+  case $port in *[!0-9]*) echo "demo: PORT=$port is not a port number" >&2; exit 2 ;; esac
+  if (exec 3<>/dev/tcp/127.0.0.1/$port) 2>/dev/null; then
+    echo "demo: something already listens on 127.0.0.1:$port: choose another PORT" >&2; exit 1
+  fi
+else
+  for _ in $(seq 1 50); do
+    p=$(( 20000 + RANDOM % 20000 ))
+    if ! (exec 3<>/dev/tcp/127.0.0.1/$p) 2>/dev/null; then port=$p; break; fi
+  done
+  [ -n "$port" ] || { echo "demo: no free port" >&2; exit 1; }
+fi
 
 log=$(mktemp)
 "$bin" dev wfs --listen "127.0.0.1:$port" --features "$features" >"$log" 2>&1 &

@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	// The GeoPackage store registers the SQLite driver; tests read its files through it.
 	_ "github.com/geoflow/geoflow/store/gpkg"
 )
@@ -109,7 +107,7 @@ func Exec(t testing.TB, loc, stmt string, args ...any) int64 {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	if !IsGeoPackage(loc) {
-		c, err := pgx.Connect(ctx, loc)
+		c, err := Connect(ctx, loc)
 		if err != nil {
 			t.Fatalf("testdb: connecting: %v", err)
 		}

@@ -173,7 +173,7 @@ func Rows(t testing.TB, dbURL, sql string, args ...any) [][]any {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	c, err := pgx.Connect(ctx, dbURL)
+	c, err := Connect(ctx, dbURL)
 	if err != nil {
 		t.Fatalf("testdb: connecting: %v", err)
 	}
@@ -202,4 +202,19 @@ func Rows(t testing.TB, dbURL, sql string, args ...any) [][]any {
 func Int64(t testing.TB, dbURL, sql string, args ...any) int64 {
 	t.Helper()
 	return Count(t, dbURL, sql, args...)
+}
+
+// Connect connects to the PostGIS at dbURL with the bookkeeping schema (geoflow) at the
+// end of the search_path, so that a test's assertions name the bookkeeping tables as the
+// store's SQL does, unqualified, while the tables a test creates unqualified land in
+// public, as a user's would. A search_path the URL sets wins.
+func Connect(ctx context.Context, dbURL string) (*pgx.Conn, error) {
+	cfg, err := pgx.ParseConfig(dbURL)
+	if err != nil {
+		return nil, err
+	}
+	if _, ok := cfg.RuntimeParams["search_path"]; !ok {
+		cfg.RuntimeParams["search_path"] = `"$user", public, geoflow`
+	}
+	return pgx.ConnectConfig(ctx, cfg)
 }

@@ -98,7 +98,7 @@ func nonNil(h []dlq.ReplayItem) []dlq.ReplayItem {
 
 // dlqColumns are the columns scanEntry reads, in its order.
 const dlqColumns = `id, flow, task, run_id, unit_key,
-	ST_XMin(bbox), ST_YMin(bbox), ST_XMax(bbox), ST_YMax(bbox),
+	ST_XMin(ST_GeomFromEWKB(bbox)), ST_YMin(ST_GeomFromEWKB(bbox)), ST_XMax(ST_GeomFromEWKB(bbox)), ST_YMax(ST_GeomFromEWKB(bbox)),
 	coalesce(request_method, ''), coalesce(request_url, ''), coalesce(request_body, ''),
 	error_class, error, coalesce(http_status, 0), coalesce(response_snippet, ''), attempts,
 	first_failed_at, last_failed_at, status, replay_history`
@@ -171,8 +171,8 @@ func where(f dlq.Filter) (string, []any) {
 		conds = append(conds, hostExpr+" = "+arg(host))
 	}
 	if b := f.BBox; b != nil {
-		// ST_Intersects uses the gist index on bbox by itself.
-		conds = append(conds, fmt.Sprintf("ST_Intersects(bbox, ST_MakeEnvelope(%s, %s, %s, %s, 4326))",
+		// ST_Intersects uses the gist index on the decoded bbox by itself.
+		conds = append(conds, fmt.Sprintf("ST_Intersects(ST_GeomFromEWKB(bbox), ST_MakeEnvelope(%s, %s, %s, %s, 4326))",
 			arg(b.Min[0]), arg(b.Min[1]), arg(b.Max[0]), arg(b.Max[1])))
 	}
 	if len(conds) == 0 {
@@ -326,7 +326,7 @@ func (s *Store) RunInfo(ctx context.Context, runID int64) (store.RunInfo, error)
 	ri := store.RunInfo{ID: runID}
 	var x0, y0, x1, y1 *float64
 	err := s.pool.QueryRow(ctx, `SELECT flow, coalesce(flow_file, ''), status,
-		ST_XMin(area), ST_YMin(area), ST_XMax(area), ST_YMax(area), coalesce(flow_text, ''), coalesce(flow_hash, ''), distributed
+		ST_XMin(ST_GeomFromEWKB(area)), ST_YMin(ST_GeomFromEWKB(area)), ST_XMax(ST_GeomFromEWKB(area)), ST_YMax(ST_GeomFromEWKB(area)), coalesce(flow_text, ''), coalesce(flow_hash, ''), distributed
 		FROM geoflow_runs WHERE id = $1`, runID).
 		Scan(&ri.Flow, &ri.FlowFile, &ri.Status, &x0, &y0, &x1, &y1, &ri.FlowText, &ri.FlowHash, &ri.Distributed)
 	if err != nil {
@@ -346,7 +346,7 @@ func (s *Store) Unit(ctx context.Context, ref store.UnitRef) (store.Unit, store.
 		spec           []byte
 		state          store.State
 	)
-	err := s.pool.QueryRow(ctx, `SELECT coalesce(parent_key, ''), ST_XMin(bbox), ST_YMin(bbox), ST_XMax(bbox), ST_YMax(bbox), spec, state
+	err := s.pool.QueryRow(ctx, `SELECT coalesce(parent_key, ''), ST_XMin(ST_GeomFromEWKB(bbox)), ST_YMin(ST_GeomFromEWKB(bbox)), ST_XMax(ST_GeomFromEWKB(bbox)), ST_YMax(ST_GeomFromEWKB(bbox)), spec, state
 		FROM geoflow_units WHERE run_id = $1 AND task = $2 AND key = $3`, ref.RunID, ref.TaskID, ref.Key).
 		Scan(&u.Parent, &x0, &y0, &x1, &y1, &spec, &state)
 	if err != nil {

@@ -59,6 +59,9 @@ func (s *Store) Migrate(ctx context.Context) ([]store.MigrationState, error) {
 	if err := ensurePostGIS(ctx, conn.Conn()); err != nil {
 		return nil, err
 	}
+	if err := s.ensureSchema(ctx, conn.Conn()); err != nil {
+		return nil, err
+	}
 	if _, err := conn.Exec(ctx, `CREATE TABLE IF NOT EXISTS geoflow_schema_migrations (
 		version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`); err != nil {
 		return nil, translate("migrating: creating the version table", err)
@@ -105,7 +108,9 @@ func ensurePostGIS(ctx context.Context, conn *pgx.Conn) error {
 	if !available {
 		return fmt.Errorf("the database server has no PostGIS extension: install it on the server (Debian: apt-get install postgresql-15-postgis-3) or use the postgis/postgis image")
 	}
-	if _, err := conn.Exec(ctx, "CREATE EXTENSION IF NOT EXISTS postgis"); err != nil {
+	// In public, where it always was: the bookkeeping schema, first in the search_path,
+	// is geoflow's, not the extension's.
+	if _, err := conn.Exec(ctx, "CREATE EXTENSION IF NOT EXISTS postgis SCHEMA public"); err != nil {
 		return fmt.Errorf("creating the PostGIS extension (needs a superuser or the database owner; ask your DBA to run CREATE EXTENSION postgis): %w", translate("creating PostGIS", err))
 	}
 	return nil
@@ -133,6 +138,7 @@ func (s *Store) MigrationStatus(ctx context.Context) ([]store.MigrationState, er
 		return nil, err
 	}
 	var exists bool
+	// Before migration 018, in public: found there through the search_path.
 	if err := s.pool.QueryRow(ctx, "SELECT to_regclass('geoflow_schema_migrations') IS NOT NULL").Scan(&exists); err != nil {
 		return nil, translate("reading migration status", err)
 	}

@@ -227,11 +227,11 @@ func (s *Store) DeleteFeatures(ctx context.Context, t *store.FeatureTable, d sto
 			ON CONFLICT (run_id, task, gf_key) DO UPDATE SET change = 'deleted', payload_hash = EXCLUDED.payload_hash`, target, cond)
 	} else {
 		sql = fmt.Sprintf(`WITH d AS (DELETE FROM %s t WHERE %s
-				RETURNING gf_key, gf_feature_id, gf_payload_hash, geom, to_jsonb(t) - %s AS props)
+				RETURNING gf_key, gf_feature_id, gf_payload_hash, geom, to_jsonb(t) - %s - '%s'::text AS props)
 			INSERT INTO geoflow_changes (run_id, task, target, gf_key, feature_id, change, payload_hash, geom, properties)
-			SELECT $1, $2, $3, gf_key, gf_feature_id, 'deleted', gf_payload_hash, geom, props FROM d
+			SELECT $1, $2, $3, gf_key, gf_feature_id, 'deleted', gf_payload_hash, ST_AsEWKB(geom), props FROM d
 			ON CONFLICT (run_id, task, gf_key) DO UPDATE SET change = 'deleted', payload_hash = EXCLUDED.payload_hash,
-				geom = EXCLUDED.geom, properties = EXCLUDED.properties`, target, cond, bookkeeping)
+				geom = EXCLUDED.geom, properties = EXCLUDED.properties`, target, cond, bookkeeping, fidColumn(t))
 	}
 	tag, err := tx.Exec(ctx, sql, d.RunID, d.Task, targetName(t), d.Keys)
 	if err != nil {
@@ -368,8 +368,11 @@ func (s *Store) listChanges(ctx context.Context, f store.ChangeFilter, tn string
 	schema, name, _ := strings.Cut(tn, ".")
 	ident := pgx.Identifier{schema, name}.Sanitize()
 	var history, exists bool
+	var ids []string // the table's identity columns (fid), not a feature's properties
 	if err := s.pool.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL, EXISTS (SELECT 1 FROM information_schema.columns
-		WHERE table_schema = $2 AND table_name = $3 AND column_name = 'gf_valid_to')`, ident, schema, name).Scan(&exists, &history); err != nil {
+		WHERE table_schema = $2 AND table_name = $3 AND column_name = 'gf_valid_to'),
+		coalesce((SELECT array_agg(attname::text) FROM pg_attribute WHERE attrelid = to_regclass($1) AND attidentity <> ''), '{}')`,
+		ident, schema, name).Scan(&exists, &history, &ids); err != nil {
 		return translate(what, err)
 	}
 	if !exists {
@@ -383,12 +386,12 @@ func (s *Store) listChanges(ctx context.Context, f store.ChangeFilter, tn string
 		join = `t.gf_key = c.gf_key AND CASE WHEN c.change = 'deleted' THEN t.gf_closed_run = c.run_id
 			ELSE t.gf_run_id = c.run_id AND t.gf_payload_hash = c.payload_hash END`
 	}
-	geom := "coalesce(c.geom, t.geom)"
+	geom := "coalesce(ST_GeomFromEWKB(c.geom), t.geom)"
 	rows, err := s.pool.Query(ctx, fmt.Sprintf(`SELECT c.task, c.gf_key, coalesce(c.feature_id, ''), c.change,
 			ST_AsBinary(CASE WHEN ST_SRID(%[1]s) > 0 AND ST_SRID(%[1]s) <> 4326 THEN ST_Transform(%[1]s, 4326) ELSE %[1]s END),
-			coalesce(c.properties, to_jsonb(t) - %[2]s), t.gf_key IS NULL AND c.properties IS NULL
+			coalesce(c.properties, to_jsonb(t) - %[2]s - $4::text[]), t.gf_key IS NULL AND c.properties IS NULL
 		FROM geoflow_changes c LEFT JOIN %[3]s t ON %[4]s
-		WHERE c.run_id = $1 AND c.target = $2 AND ($3 = '' OR c.task = $3)`, geom, bookkeeping, ident, join)+order, f.RunID, tn, f.Task)
+		WHERE c.run_id = $1 AND c.target = $2 AND ($3 = '' OR c.task = $3)`, geom, bookkeeping, ident, join)+order, f.RunID, tn, f.Task, ids)
 	if err != nil {
 		return translate(what, err)
 	}

@@ -56,7 +56,7 @@ func (unitArgs) InsertOpts() river.InsertOpts {
 // jobs), made once per Store.
 func (s *Store) inserter() (*river.Client[pgx.Tx], error) {
 	s.rivOnce.Do(func() {
-		s.riv, s.rivErr = river.NewClient(riverpgxv5.New(s.pool), &river.Config{Logger: quietLog(nil), SkipUnknownJobCheck: true})
+		s.riv, s.rivErr = river.NewClient(riverpgxv5.New(s.pool), &river.Config{Logger: quietLog(nil), SkipUnknownJobCheck: true, Schema: s.schema})
 	})
 	return s.riv, s.rivErr
 }
@@ -296,6 +296,7 @@ func (s *Store) workClient(cfg store.WorkConfig, w *unitWorker) (*river.Client[p
 	workers := river.NewWorkers()
 	river.AddWorker(workers, w)
 	return river.NewClient(riverpgxv5.New(s.pool), &river.Config{
+		Schema:  s.schema,
 		ID:      cfg.ID,
 		Logger:  slog.New(warnings{cfg.Logger}),
 		Queues:  map[string]river.QueueConfig{UnitQueue: {MaxWorkers: cfg.Concurrency}},

@@ -27,7 +27,7 @@ func quietLog(log *slog.Logger) *slog.Logger {
 
 // riverMigrator is River's migrator for this database.
 func (s *Store) riverMigrator() (*rivermigrate.Migrator[pgx.Tx], error) {
-	m, err := rivermigrate.New(riverpgxv5.New(s.pool), &rivermigrate.Config{Logger: quietLog(nil)})
+	m, err := rivermigrate.New(riverpgxv5.New(s.pool), &rivermigrate.Config{Logger: quietLog(nil), Schema: s.schema})
 	if err != nil {
 		return nil, fmt.Errorf("the job queue's migrations (River): %w", err)
 	}

@@ -185,7 +185,7 @@ func (s *Store) takeOver(ctx context.Context, conn *pgx.Conn, id int64, st store
 	var x0, y0, x1, y1 *float64
 	err := conn.QueryRow(ctx, `UPDATE geoflow_runs SET status = 'running', finished_at = NULL, error = NULL,
 			finished_by = NULLIF($3, ''), adopted_at = CASE WHEN $3 <> '' THEN now() END
-		WHERE id = $1 AND status = ANY($2) RETURNING started_at, ST_XMin(area), ST_YMin(area), ST_XMax(area), ST_YMax(area), only_tasks,
+		WHERE id = $1 AND status = ANY($2) RETURNING started_at, ST_XMin(ST_GeomFromEWKB(area)), ST_YMin(ST_GeomFromEWKB(area)), ST_XMax(ST_GeomFromEWKB(area)), ST_YMax(ST_GeomFromEWKB(area)), only_tasks,
 			coalesce(flow_file, ''), coalesce(flow_text, ''), coalesce(flow_hash, ''), distributed`, id, statuses, st.AdoptedBy).
 		Scan(&run.StartedAt, &x0, &y0, &x1, &y1, &run.OnlyTasks, &run.FlowFile, &run.FlowText, &run.FlowHash, &run.Distributed)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -235,10 +235,11 @@ func (s *Store) newRun(ctx context.Context, conn *pgx.Conn, st store.RunStart) (
 	return &run, nil
 }
 
-// envelopeSQL is the SQL for a lon/lat polygon from four parameters starting at $n, NULL
-// when they are NULL.
+// envelopeSQL is the SQL for a lon/lat polygon from four parameters starting at $n, as
+// the EWKB the bookkeeping keeps (not a geometry: see migration 018), NULL when they are
+// NULL.
 func envelopeSQL(n int) string {
-	return fmt.Sprintf("ST_MakeEnvelope($%d, $%d, $%d, $%d, 4326)", n, n+1, n+2, n+3)
+	return fmt.Sprintf("ST_AsEWKB(ST_MakeEnvelope($%d, $%d, $%d, $%d, 4326))", n, n+1, n+2, n+3)
 }
 
 func envelopeArgs(b *orb.Bound) []any {
@@ -338,7 +339,7 @@ func addUnits(ctx context.Context, q querier, runID int64, task string, units []
 	}
 	_, err := q.Exec(ctx, `
 		INSERT INTO geoflow_units (run_id, task, key, parent_key, bbox, spec)
-		SELECT $1, $2, k, p, CASE WHEN x0 IS NULL THEN NULL ELSE ST_MakeEnvelope(x0, y0, x1, y1, 4326) END, sp::jsonb
+		SELECT $1, $2, k, p, CASE WHEN x0 IS NULL THEN NULL ELSE ST_AsEWKB(ST_MakeEnvelope(x0, y0, x1, y1, 4326)) END, sp::jsonb
 		FROM unnest($3::text[], $4::text[], $5::float8[], $6::float8[], $7::float8[], $8::float8[], $9::text[])
 		     AS u(k, p, x0, y0, x1, y1, sp)
 		ON CONFLICT (run_id, task, key) DO NOTHING`,
@@ -350,7 +351,7 @@ func addUnits(ctx context.Context, q querier, runID int64, task string, units []
 // new run, and what is left in a resumed one.
 func (s *Store) OpenUnits(ctx context.Context, runID int64, task string) ([]store.Unit, error) {
 	rows, err := s.pool.Query(ctx, `
-		SELECT key, coalesce(parent_key, ''), ST_XMin(bbox), ST_YMin(bbox), ST_XMax(bbox), ST_YMax(bbox), spec
+		SELECT key, coalesce(parent_key, ''), ST_XMin(ST_GeomFromEWKB(bbox)), ST_YMin(ST_GeomFromEWKB(bbox)), ST_XMax(ST_GeomFromEWKB(bbox)), ST_YMax(ST_GeomFromEWKB(bbox)), spec
 		FROM geoflow_units WHERE run_id = $1 AND task = $2 AND state <> 'done' ORDER BY key`, runID, task)
 	if err != nil {
 		return nil, translate(fmt.Sprintf("reading the open units of task %q", task), err)

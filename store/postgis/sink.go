@@ -471,7 +471,7 @@ func (s *Store) ensureFeatureTable(ctx context.Context, t *store.FeatureTable) e
 		return s.ensureIndexes(ctx, t, true)
 	}
 
-	var defs []string
+	defs := []string{fidDef(t)}
 	for _, c := range t.Columns {
 		defs = append(defs, fmt.Sprintf("%s %s", pgx.Identifier{c.Name}.Sanitize(), pgTypeName(c.Type)))
 	}

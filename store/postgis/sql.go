@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -61,6 +62,11 @@ func (u *unitTx) ExecSQL(ctx context.Context, sc *store.SQLScript) (int64, error
 	}
 	params := pgParams(sc.Params)
 	names := sc.Params.Names()
+	restore, err := u.scriptSearchPath(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer restore()
 	var total int64
 	for i, st := range sts {
 		if err := sc.CheckParams(i, len(sts), st, names); err != nil {
@@ -92,6 +98,45 @@ func (u *unitTx) ExecSQL(ctx context.Context, sc *store.SQLScript) (int64, error
 		total += tag.RowsAffected()
 	}
 	return total, nil
+}
+
+// scriptSearchPath makes a script's statements resolve names as the server would without
+// geoflow (its unqualified CREATE TABLE lands in public, not in the bookkeeping schema),
+// until the returned func puts the bookkeeping schema back for the rest of the unit's
+// transaction. After a failed statement the transaction is aborted and rolled back, which
+// restores it anyway.
+func (u *unitTx) scriptSearchPath(ctx context.Context) (func(), error) {
+	var prev, user string
+	if err := u.tx.QueryRow(ctx, "SELECT current_setting('search_path'), current_user").Scan(&prev, &user); err != nil {
+		return nil, translate("reading the search_path", err)
+	}
+	path := scriptPath(u.s.userSearchPath(), u.s.schema, user)
+	if _, err := u.tx.Exec(ctx, "SELECT set_config('search_path', $1, true)", path); err != nil {
+		return nil, translate("setting the search_path of the script", err)
+	}
+	return func() {
+		_, _ = u.tx.Exec(context.WithoutCancel(ctx), "SELECT set_config('search_path', $1, true)", prev)
+	}, nil
+}
+
+// scriptPath is the search_path a script runs with: the server's (path), without the
+// bookkeeping schema, named or as "$user" for a role of its name (docker-compose.yml's
+// role is geoflow), so that the script's unqualified tables land where they did before
+// that schema existed: in public, for the default "$user", public.
+func scriptPath(path, schema, user string) string {
+	var keep []string
+	for _, p := range strings.Split(path, ",") {
+		p = strings.TrimSpace(p)
+		name := strings.Trim(p, `"`)
+		if p == "" || name == schema || (name == "$user" && user == schema) {
+			continue
+		}
+		keep = append(keep, p)
+	}
+	if len(keep) == 0 {
+		return "public"
+	}
+	return strings.Join(keep, ", ")
 }
 
 // sqlFault is the Fault of statement i of n of sc, run as text, that failed with err:

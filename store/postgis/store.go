@@ -13,6 +13,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -40,13 +41,27 @@ type Store struct {
 	// counts caches, by schema.table, a feature table's counts and extent as of its
 	// stamp (tableCounts), so that StoredTable scans a table once per change.
 	counts sync.Map
+
+	// schema holds geoflow's bookkeeping and River's tables; every connection's
+	// search_path starts with it (see searchPath).
+	schema string
+	// userPath is the search_path the server gave a connection before geoflow put its
+	// schema first: what a flow's SQL scripts run with.
+	userPath atomic.Pointer[string]
 }
 
 // Options configure Open. A nil *Options means defaults.
 type Options struct {
 	// MaxConns caps the pool. Defaults to 16.
 	MaxConns int32
+	// Schema is the schema of geoflow's bookkeeping tables and of River's (the job
+	// queue's): out of the way of the data tables, which stay in the schemas their flows
+	// name (public by default). Defaults to DefaultSchema.
+	Schema string
 }
+
+// DefaultSchema is the schema of the bookkeeping tables when Options name none.
+const DefaultSchema = "geoflow"
 
 // ErrNoDatabase is returned when no database URL was given.
 var ErrNoDatabase = errors.New("postgis: no database given: pass --database URL or set GEOFLOW_DATABASE_URL")
@@ -63,9 +78,19 @@ func Open(ctx context.Context, dsn string, opts *Options) (*Store, error) {
 		return nil, fmt.Errorf("parsing database URL %s: %s", safe, redactErr(err))
 	}
 	cfg.MaxConns = 16
+	schema := DefaultSchema
 	if opts != nil && opts.MaxConns > 0 {
 		cfg.MaxConns = opts.MaxConns
 	}
+	if opts != nil && opts.Schema != "" {
+		schema = opts.Schema
+	}
+	if err := CheckSchema(schema); err != nil {
+		return nil, err
+	}
+	s := &Store{url: safe, schema: schema}
+	// On the connection's own config, so that lockConn's connections have it too.
+	cfg.ConnConfig.AfterConnect = s.searchPath
 	if cfg.ConnConfig.RuntimeParams == nil {
 		cfg.ConnConfig.RuntimeParams = map[string]string{}
 	}
@@ -80,7 +105,8 @@ func Open(ctx context.Context, dsn string, opts *Options) (*Store, error) {
 		pool.Close()
 		return nil, fmt.Errorf("connecting to %s: %s", safe, redactErr(err))
 	}
-	return &Store{pool: pool, url: safe}, nil
+	s.pool = pool
+	return s, nil
 }
 
 // Close closes every connection.

@@ -22,7 +22,8 @@ var _ store.Tables = (*Store)(nil)
 
 // featureTablesSQL lists the tables geoflow wrote: ordinary or partitioned tables (not
 // views, not partitions) outside the system schemas with a bytea gf_payload_hash and a
-// geometry geom, with the SRID of geom's type, the property columns in table order,
+// geometry geom, with the SRID of geom's type, the property columns in table order (not
+// the identity fid, the rows' number, which is no property),
 // whether they carry gf_key and gf_valid_to, and what their stamp is made of (tableMeta).
 // $1 and $2, when not NULL, select one schema and name.
 const featureTablesSQL = `
@@ -36,7 +37,8 @@ SELECT n.nspname, c.relname,
 FROM pg_class c
 JOIN pg_namespace n ON n.oid = c.relnamespace
 JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
-CROSS JOIN LATERAL (SELECT a.attname <> 'geom' AND a.attname NOT LIKE 'gf\_%') p (prop)
+CROSS JOIN LATERAL (SELECT a.attname <> 'geom' AND a.attname NOT LIKE 'gf\_%'
+	AND NOT (a.attname = 'fid' AND a.attidentity <> '')) p (prop)
 WHERE c.relkind IN ('r', 'p') AND NOT c.relispartition AND has_table_privilege(c.oid, 'SELECT')
 	AND n.nspname NOT IN ('information_schema', 'pg_catalog', 'pg_toast') AND n.nspname NOT LIKE 'pg\_%'
 	AND ($1::text IS NULL OR n.nspname = $1) AND ($2::text IS NULL OR c.relname = $2)

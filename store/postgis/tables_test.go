@@ -124,7 +124,7 @@ func TestStampKinds(t *testing.T) {
 		{"an update", `UPDATE others SET v = 'c' WHERE v = 'b'`, 2},
 		{"a deletion", `DELETE FROM others WHERE v = 'a'`, 1},
 		{"a version kept", `INSERT INTO geoflow_table_stamps VALUES ('public.others', 1)`, 1},
-		{"the table created again", `DROP TABLE others; CREATE TABLE others (v text, geom geometry(Geometry, 4326), gf_payload_hash bytea NOT NULL)`, 0},
+		{"the table created again", `DROP TABLE others; CREATE TABLE public.others (v text, geom geometry(Geometry, 4326), gf_payload_hash bytea NOT NULL)`, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if _, err := s.pool.Exec(ctx, tc.sql); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -40,6 +41,23 @@ var assetColumns = map[string]string{
 	"etag": "text", "last_modified": "text", "fetched_at": "timestamp with time zone", "gf_run_id": "bigint",
 }
 
+// bookkeepingAssetColumns are the columns of a bookkeeping asset table: an asset
+// table's, its footprint EWKB.
+var bookkeepingAssetColumns = func() map[string]string {
+	m := maps.Clone(assetColumns)
+	m["footprint"] = "bytea"
+	return m
+}()
+
+// assetTarget is t's schema and its qualified name: the bookkeeping schema for
+// geoflow's own record (store.AssetTable.Bookkeeping).
+func (s *Store) assetTarget(t *store.AssetTable) (string, string) {
+	if t.Bookkeeping {
+		return qualified(s.schema, t.Name)
+	}
+	return qualified(t.Schema, t.Name)
+}
+
 func qualified(schema, name string) (string, string) {
 	if schema == "" {
 		schema = "public"
@@ -70,10 +88,14 @@ func (s *Store) EnsureTileTable(ctx context.Context, t *store.TileTable) error {
 
 // EnsureAssetTable implements store.AssetStore.
 func (s *Store) EnsureAssetTable(ctx context.Context, t *store.AssetTable) error {
-	schema, target := qualified(t.Schema, t.Name)
+	schema, target := s.assetTarget(t)
+	footprint, want := "geometry(Geometry, 4326)", assetColumns
+	if t.Bookkeeping {
+		footprint, want = "bytea", bookkeepingAssetColumns
+	}
 	create := fmt.Sprintf(`CREATE TABLE IF NOT EXISTS %s (
 		collection text NOT NULL, item text NOT NULL, asset text NOT NULL,
-		footprint geometry(Geometry, 4326),
+		footprint %s,
 		datetime timestamptz,
 		properties jsonb,
 		href text,
@@ -85,8 +107,8 @@ func (s *Store) EnsureAssetTable(ctx context.Context, t *store.AssetTable) error
 		etag text,
 		last_modified text,
 		fetched_at timestamptz NOT NULL DEFAULT now(),
-		gf_run_id bigint)`, target)
-	return s.ensureFileTable(ctx, schema, t.Name, assetColumns, create, []string{"collection", "item", "asset"})
+		gf_run_id bigint)`, target, footprint)
+	return s.ensureFileTable(ctx, schema, t.Name, want, create, []string{"collection", "item", "asset"})
 }
 
 // ensureFileTable checks an existing table's columns against want, or creates it, then
@@ -122,10 +144,11 @@ func (s *Store) ensureFileTableLocked(ctx context.Context, schema, name string, 
 		}
 	}
 	idx := func(suffix string) string { return pgx.Identifier{indexName(name, suffix)}.Sanitize() }
-	for _, st := range []string{
-		fmt.Sprintf("CREATE UNIQUE INDEX IF NOT EXISTS %s ON %s (%s)", idx("gf_key"), target, strings.Join(key, ", ")),
-		fmt.Sprintf("CREATE INDEX IF NOT EXISTS %s ON %s USING gist (footprint)", idx("footprint_idx"), target),
-	} {
+	stmts := []string{fmt.Sprintf("CREATE UNIQUE INDEX IF NOT EXISTS %s ON %s (%s)", idx("gf_key"), target, strings.Join(key, ", "))}
+	if want["footprint"] == "geometry" {
+		stmts = append(stmts, fmt.Sprintf("CREATE INDEX IF NOT EXISTS %s ON %s USING gist (footprint)", idx("footprint_idx"), target))
+	}
+	for _, st := range stmts {
 		if _, err := s.pool.Exec(ctx, st); err != nil {
 			return translate(fmt.Sprintf("indexing table %s", target), err)
 		}
@@ -178,7 +201,7 @@ func (s *Store) LookupTiles(ctx context.Context, t *store.TileTable, r store.Til
 
 // LookupAsset implements store.AssetStore.
 func (s *Store) LookupAsset(ctx context.Context, t *store.AssetTable, collection, item, asset string) (*store.StoredFile, error) {
-	_, target := qualified(t.Schema, t.Name)
+	_, target := s.assetTarget(t)
 	return s.lookupFile(ctx, target, fmt.Sprintf("asset %s/%s/%s", collection, item, asset),
 		fmt.Sprintf(`SELECT 'ok', coalesce(path, ''), content_hash, bytes, coalesce(etag, ''), coalesce(last_modified, '')
 		FROM %s WHERE collection = $1 AND item = $2 AND asset = $3`, target), collection, item, asset)
@@ -258,7 +281,11 @@ func (u *unitTx) UpsertTiles(ctx context.Context, t *store.TileTable, rows []sto
 
 // UpsertAsset implements store.UnitTx.
 func (u *unitTx) UpsertAsset(ctx context.Context, t *store.AssetTable, r store.AssetRow) (store.Counts, error) {
-	_, target := qualified(t.Schema, t.Name)
+	_, target := u.s.assetTarget(t)
+	footprint := "ST_GeomFromWKB($4, 4326)"
+	if t.Bookkeeping {
+		footprint = "ST_AsEWKB(ST_GeomFromWKB($4, 4326))"
+	}
 	var fp []byte
 	if r.Footprint != nil {
 		b, err := wkb.Marshal(r.Footprint)
@@ -273,13 +300,13 @@ func (u *unitTx) UpsertAsset(ctx context.Context, t *store.AssetTable, r store.A
 	}
 	sql := fmt.Sprintf(`INSERT INTO %s AS t (collection, item, asset, footprint, datetime, properties, href, path, content_hash,
 			checksum, bytes, content_type, etag, last_modified, fetched_at, gf_run_id)
-		VALUES ($1, $2, $3, ST_GeomFromWKB($4, 4326), $5, $6::jsonb, NULLIF($7, ''), NULLIF($8, ''), $9,
+		VALUES ($1, $2, $3, %s, $5, $6::jsonb, NULLIF($7, ''), NULLIF($8, ''), $9,
 			NULLIF($10, ''), $11, NULLIF($12, ''), NULLIF($13, ''), NULLIF($14, ''), now(), $15)
 		ON CONFLICT (collection, item, asset) DO UPDATE SET footprint = EXCLUDED.footprint, datetime = EXCLUDED.datetime,
 			properties = EXCLUDED.properties, href = EXCLUDED.href, path = EXCLUDED.path, content_hash = EXCLUDED.content_hash,
 			checksum = EXCLUDED.checksum, bytes = EXCLUDED.bytes, content_type = EXCLUDED.content_type, etag = EXCLUDED.etag,
 			last_modified = EXCLUDED.last_modified, fetched_at = now(), gf_run_id = EXCLUDED.gf_run_id
-		RETURNING (xmax = 0)`, target)
+		RETURNING (xmax = 0)`, target, footprint)
 	var propArg any
 	if props != nil {
 		propArg = string(props)

@@ -29,7 +29,7 @@ func (s *Store) ListUnits(ctx context.Context, f store.UnitFilter) ([]store.Unit
 		conds = append(conds, "u.state = "+arg(string(f.State)))
 	}
 	if b := f.BBox; b != nil {
-		conds = append(conds, fmt.Sprintf("u.bbox && ST_MakeEnvelope(%s, %s, %s, %s, 4326)", arg(b.Min[0]), arg(b.Min[1]), arg(b.Max[0]), arg(b.Max[1])))
+		conds = append(conds, fmt.Sprintf("ST_GeomFromEWKB(u.bbox) && ST_MakeEnvelope(%s, %s, %s, %s, 4326)", arg(b.Min[0]), arg(b.Min[1]), arg(b.Max[0]), arg(b.Max[1])))
 	}
 	w := " WHERE " + strings.Join(conds, " AND ")
 	what := fmt.Sprintf("listing the units of run %d", f.RunID)
@@ -45,7 +45,7 @@ func (s *Store) ListUnits(ctx context.Context, f store.UnitFilter) ([]store.Unit
 		limit = " LIMIT " + arg(f.Limit)
 	}
 	rows, err := s.pool.Query(ctx, `SELECT u.task, u.key, coalesce(u.parent_key, ''),
-		ST_XMin(u.bbox), ST_YMin(u.bbox), ST_XMax(u.bbox), ST_YMax(u.bbox),
+		ST_XMin(ST_GeomFromEWKB(u.bbox)), ST_YMin(ST_GeomFromEWKB(u.bbox)), ST_XMax(ST_GeomFromEWKB(u.bbox)), ST_YMax(ST_GeomFromEWKB(u.bbox)),
 		u.state, u.attempts, u.requests, u.started_at, u.finished_at,
 		u.features_inserted, u.features_skipped, u.features_updated, u.features_rejected, u.features_merged, u.bytes,
 		coalesce(u.error, ''), coalesce(d.id, 0), coalesce(u.worker, '')

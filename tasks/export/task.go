@@ -18,7 +18,7 @@ import (
 // Table is the asset table every export task records its files in: one row per task
 // and path (collection "export", item flow/task, asset the path), whose ETag is the
 // export's fingerprint (core.Job.Fingerprint).
-var Table = store.AssetTable{Name: "geoflow_exports"}
+var Table = store.AssetTable{Name: "geoflow_exports", Bookkeeping: true}
 
 // unitKey is the key of an export's one unit.
 const unitKey = "export"

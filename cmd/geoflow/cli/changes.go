@@ -36,7 +36,7 @@ func newChangesCmd(g *globals) *cobra.Command {
 			if asJS && asGeoJS {
 				return fmt.Errorf("--json and --geojson: choose one")
 			}
-			st, err := openStore(cmd.Context(), g, true)
+			st, err := openExisting(cmd.Context(), g, true)
 			if err != nil {
 				return err
 			}

@@ -70,7 +70,9 @@ func TestNewcomerPapercuts(t *testing.T) {
 		{name: "sample servers for every sample flow", args: []string{"dev", "--help"}, code: 0, out: "stac"},
 		{name: "dev tiles", args: []string{"dev", "tiles", "--help"}, code: 0, out: "flows/basemap.yaml"},
 		{name: "dev wms", args: []string{"dev", "wms", "--help"}, code: 0, out: "flows/imagery.yaml"},
-		{name: "runs list --status crashed", args: []string{"runs", "list", "--status", "crashed", "--database", filepath.Join(empty, "z.gpkg")}, code: 0, out: "no runs"},
+		// y.gpkg is the store the row above made (geoflow run creates one; runs list does not).
+		{name: "runs list --status crashed", args: []string{"runs", "list", "--status", "crashed", "--database", filepath.Join(empty, "y.gpkg")}, code: 0, out: "no runs"},
+		{name: "runs list of no store", args: []string{"runs", "list", "--database", filepath.Join(empty, "z.gpkg")}, code: 1, errs: "o store at " + filepath.Join(empty, "z.gpkg")},
 		{name: "runs list --status bogus", args: []string{"runs", "list", "--status", "bogus", "--database", filepath.Join(empty, "x.gpkg")}, code: 1,
 			errs: `--status "bogus": use running, done, incomplete, failed, interrupted or crashed`},
 	}

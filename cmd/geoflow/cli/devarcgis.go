@@ -56,7 +56,7 @@ func newDevArcGISCmd(g *globals) *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&listen, "listen", "127.0.0.1:8092", "address to listen on (loopback only by default)")
+	f.StringVar(&listen, "listen", "127.0.0.1:8094", "address to listen on (loopback only by default)")
 	f.IntVar(&opts.Features, "features", 10000, "number of parcels, --added ones included")
 	f.Int64Var(&opts.Seed, "seed", 1, "generation seed: equal seeds serve equal data")
 	f.IntVar(&opts.MaxRecordCount, "max-record-count", 1000, "features per query at most")

@@ -88,7 +88,7 @@ func newDLQListCmd(g *globals) *cobra.Command {
 				return err
 			}
 			f.Limit = limit
-			st, err := openStore(cmd.Context(), g, true)
+			st, err := openExisting(cmd.Context(), g, true)
 			if err != nil {
 				return err
 			}
@@ -178,7 +178,7 @@ func newDLQShowCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			st, err := openStore(cmd.Context(), g, true)
+			st, err := openExisting(cmd.Context(), g, true)
 			if err != nil {
 				return err
 			}
@@ -259,7 +259,7 @@ func newDLQStatsCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			st, err := openStore(cmd.Context(), g, true)
+			st, err := openExisting(cmd.Context(), g, true)
 			if err != nil {
 				return err
 			}
@@ -350,7 +350,7 @@ func replayDLQ(cmd *cobra.Command, g *globals, args []string, ff filterFlags, al
 	if err != nil {
 		return err
 	}
-	st, err := openStore(ctx, g, true)
+	st, err := openExisting(ctx, g, true)
 	if err != nil {
 		return err
 	}
@@ -415,7 +415,7 @@ func newDLQDiscardCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			st, err := openStore(cmd.Context(), g, true)
+			st, err := openExisting(cmd.Context(), g, true)
 			if err != nil {
 				return err
 			}
@@ -448,7 +448,7 @@ func newDLQPurgeCmd(g *globals) *cobra.Command {
 			if includeOpen {
 				statuses = append(statuses, dlq.StatusOpen)
 			}
-			st, err := openStore(cmd.Context(), g, true)
+			st, err := openExisting(cmd.Context(), g, true)
 			if err != nil {
 				return err
 			}

@@ -46,7 +46,7 @@ func newExportCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			st, err := openStore(cmd.Context(), g, true)
+			st, err := openExisting(cmd.Context(), g, true)
 			if err != nil {
 				return err
 			}

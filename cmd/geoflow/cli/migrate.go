@@ -39,7 +39,7 @@ func newMigrateCmd(g *globals) *cobra.Command {
 		Short: "List migrations and whether each is applied",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			st, err := openStore(cmd.Context(), g, false)
+			st, err := openExisting(cmd.Context(), g, false)
 			if err != nil {
 				return err
 			}

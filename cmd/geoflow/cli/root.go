@@ -101,6 +101,7 @@ func SignalContext(parent context.Context) (context.Context, func()) {
 // globals are the flags every command shares.
 type globals struct {
 	database  string
+	schema    string
 	logFormat string
 	logLevel  string
 	stdout    io.Writer
@@ -115,6 +116,15 @@ func (g *globals) databaseURL() string {
 		return g.database
 	}
 	return os.Getenv("GEOFLOW_DATABASE_URL")
+}
+
+// schemaName is the schema of the bookkeeping tables on PostgreSQL: --schema, else
+// GEOFLOW_SCHEMA, else the store's default (geoflow).
+func (g *globals) schemaName() string {
+	if g.schema != "" {
+		return g.schema
+	}
+	return os.Getenv("GEOFLOW_SCHEMA")
 }
 
 func (g *globals) logger() (*slog.Logger, error) {
@@ -177,6 +187,7 @@ func newRoot(stdout, stderr io.Writer, secrets *redact.Set) *cobra.Command {
 	root.SetErr(stderr)
 	pf := root.PersistentFlags()
 	pf.StringVar(&g.database, "database", "", "PostgreSQL URL or GeoPackage file (default $GEOFLOW_DATABASE_URL, else ./geoflow.gpkg)")
+	pf.StringVar(&g.schema, "schema", "", "PostgreSQL schema of geoflow's own tables, apart from the data (default $GEOFLOW_SCHEMA, else geoflow)")
 	pf.StringVar(&g.logFormat, "log-format", "text", "log format: text or json")
 	pf.StringVar(&g.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	root.AddCommand(

@@ -41,7 +41,7 @@ func newRunsListCmd(g *globals) *cobra.Command {
 			default:
 				return fmt.Errorf("--status %q: use running, done, incomplete, failed, interrupted or crashed", filter.Status)
 			}
-			st, err := openStore(cmd.Context(), g, true)
+			st, err := openExisting(cmd.Context(), g, true)
 			if err != nil {
 				return err
 			}
@@ -83,7 +83,7 @@ func newRunsShowCmd(g *globals) *cobra.Command {
 			if err != nil || id < 1 {
 				return fmt.Errorf("run id %q: want a positive whole number", args[0])
 			}
-			st, err := openStore(cmd.Context(), g, true)
+			st, err := openExisting(cmd.Context(), g, true)
 			if err != nil {
 				return err
 			}

@@ -3,8 +3,11 @@ package cli
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"net/url"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -66,22 +69,59 @@ func sharedPacing(st store.Store) retry.Shared {
 	return nil
 }
 
-func open(ctx context.Context, g *globals) (store.Store, error) {
+// openExisting opens the store the global flags name, for a command that reads or
+// tends what runs left (runs, dlq, changes, export, migrate status): unlike a run, it
+// creates no GeoPackage where there is none, which would leave an empty geoflow.gpkg in
+// whatever directory the command was typed in. With migrate, as openStore.
+func openExisting(ctx context.Context, g *globals, migrate bool) (store.Store, error) {
+	path, isGPKG, err := geoPackagePath(g)
+	if err != nil {
+		return nil, err
+	}
+	if err := schemaFlag(g, path, isGPKG); err != nil {
+		return nil, err
+	}
+	if isGPKG {
+		if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("no store at %s: give --database (a PostgreSQL URL or an existing GeoPackage) or set GEOFLOW_DATABASE_URL; geoflow run creates the GeoPackage", path)
+		}
+	}
+	return openStore(ctx, g, migrate)
+}
+
+// schemaFlag refuses --schema for a GeoPackage, which keeps its bookkeeping in tables of
+// its own (gpkg's geoflow_*): there is no schema to choose.
+func schemaFlag(g *globals, path string, isGPKG bool) error {
+	if isGPKG && g.schema != "" {
+		return fmt.Errorf("--schema %q: only a PostgreSQL store has a bookkeeping schema; %s is a GeoPackage", g.schema, path)
+	}
+	return nil
+}
+
+// geoPackagePath is the file of the store the global flags name when it is a GeoPackage
+// (made absolute when it is the default one).
+func geoPackagePath(g *globals) (string, bool, error) {
 	loc := g.databaseURL()
 	if loc == "" {
 		abs, err := filepath.Abs(defaultGeoPackage)
-		if err != nil {
-			return nil, err
-		}
-		fmt.Fprintf(g.stderr, "geoflow: no --database or GEOFLOW_DATABASE_URL: using the GeoPackage %s\n", abs)
-		return gpkg.Open(ctx, abs, nil)
+		return abs, true, err
 	}
 	pg, path, err := parseLocation(loc)
+	return path, !pg && err == nil, err
+}
+
+func open(ctx context.Context, g *globals) (store.Store, error) {
+	loc := g.databaseURL()
+	path, isGPKG, err := geoPackagePath(g)
 	switch {
 	case err != nil:
 		return nil, err
-	case pg:
-		return postgis.Open(ctx, loc, nil)
+	case !isGPKG:
+		return postgis.Open(ctx, loc, &postgis.Options{Schema: g.schemaName()})
+	case schemaFlag(g, path, isGPKG) != nil:
+		return nil, schemaFlag(g, path, isGPKG)
+	case loc == "":
+		fmt.Fprintf(g.stderr, "geoflow: no --database or GEOFLOW_DATABASE_URL: using the GeoPackage %s\n", path)
 	}
 	return gpkg.Open(ctx, path, nil)
 }

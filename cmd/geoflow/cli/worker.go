@@ -81,7 +81,7 @@ func runWorker(ctx context.Context, g *globals, wf workerFlags) error {
 	if err != nil {
 		return err
 	}
-	st, err := postgis.Open(ctx, loc, &postgis.Options{MaxConns: workerConns(wf.concurrency)})
+	st, err := postgis.Open(ctx, loc, &postgis.Options{MaxConns: workerConns(wf.concurrency), Schema: g.schemaName()})
 	if err != nil {
 		return err
 	}
