@@ -16,7 +16,7 @@ var runSelect = `SELECT r.id, r.flow, ` + runStatus + `, r.trigger, r.scheduled_
 	coalesce(c.ins, r.features_inserted), coalesce(c.skip, r.features_skipped), coalesce(c.upd, r.features_updated),
 	coalesce(c.rej, r.features_rejected), coalesce(c.merged, r.features_merged),
 	(SELECT coalesce(sum(features_deleted), 0) FROM geoflow_run_tasks d WHERE d.run_id = r.id), coalesce(r.error, ''),
-	coalesce(r.finished_by, ''), r.adopted_at, ST_XMin(r.area), ST_YMin(r.area), ST_XMax(r.area), ST_YMax(r.area)
+	coalesce(r.finished_by, ''), r.adopted_at, ST_XMin(ST_GeomFromEWKB(r.area)), ST_YMin(ST_GeomFromEWKB(r.area)), ST_XMax(ST_GeomFromEWKB(r.area)), ST_YMax(ST_GeomFromEWKB(r.area))
 FROM geoflow_runs r
 LEFT JOIN LATERAL (
 	SELECT count(*) AS total,
