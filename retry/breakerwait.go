@@ -1,8 +1,10 @@
 package retry
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 	"time"
 
@@ -68,14 +70,15 @@ func notSentError(host string, v breakerView, attempts int, method, url string) 
 	}
 	msg := fmt.Sprintf("%s from %s (breaker open since %s; %s)", what, host, v.openedAt.UTC().Format(time.RFC3339), unit)
 	return &Error{Class: class, Status: v.last.status, Message: msg, Attempts: attempts, Method: method, URL: url,
-		NotSent: true}
+		NotSent: &Unsent{Host: host, LastFailure: what, Since: v.openedAt}}
 }
 
-// describeFailure names a failure for people: "HTTP 500 Internal Server Error" for an
-// answer, its message for anything else.
+// describeFailure names a failure for people, on one line: "HTTP 500 Internal Server
+// Error" for an answer (its body is the dead letter's snippet elsewhere), its message for
+// anything else.
 func describeFailure(f hostFailure) string {
-	if f.status != 0 && !strings.HasPrefix(f.message, "HTTP ") {
-		return "HTTP " + f.message
+	if f.status != 0 {
+		return strings.TrimSpace(fmt.Sprintf("HTTP %d %s", f.status, http.StatusText(f.status)))
 	}
 	return f.message
 }
@@ -87,10 +90,45 @@ func plural(n int) string {
 	return "s"
 }
 
-// NotSent tells whether err, anywhere in its chain, is a unit the rate-limit handler
-// never sent because its host's circuit breaker stayed open for as long as the unit
-// could wait: the host failed other units, not this one.
-func NotSent(err error) bool {
+// Unsent is why the rate-limit handler did not send a unit: its host's circuit breaker
+// stayed open for as long as the unit could wait. The host failed other units, not
+// this one.
+type Unsent struct {
+	Host        string    // scheme://host:port
+	LastFailure string    // the host's last real failure: "HTTP 500 Internal Server Error"
+	Since       time.Time // when the breaker opened
+}
+
+// NotSent returns why err's unit was not sent, when an *Error anywhere in its chain says
+// so, and nil for any other error (or nil).
+func NotSent(err error) *Unsent {
 	var e *Error
-	return errors.As(err, &e) && e.NotSent
+	if errors.As(err, &e) {
+		return e.NotSent
+	}
+	return nil
+}
+
+// waitLimitKey carries WaitUntil's time in a context.
+type waitLimitKey struct{}
+
+// WaitUntil returns a context in which a unit held by an open breaker waits at most until
+// t, even when its max_elapsed would let it wait longer: a pool's unit runs within its
+// job's time, and one cut short by that would be tried again only to meet the same
+// breaker. The earlier of t and a limit ctx already carries wins.
+func WaitUntil(ctx context.Context, t time.Time) context.Context {
+	if prev, ok := ctx.Value(waitLimitKey{}).(time.Time); ok && prev.Before(t) {
+		return ctx
+	}
+	return context.WithValue(ctx, waitLimitKey{}, t)
+}
+
+// waitDeadline is when a unit that started at start may stop waiting for its host's
+// breaker: its max_elapsed after start, or the WaitUntil of ctx when that is earlier.
+func waitDeadline(ctx context.Context, start time.Time, maxElapsed time.Duration) time.Time {
+	d := start.Add(maxElapsed)
+	if t, ok := ctx.Value(waitLimitKey{}).(time.Time); ok && t.Before(d) {
+		return t
+	}
+	return d
 }

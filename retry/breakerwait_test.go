@@ -72,7 +72,7 @@ func TestNotSentError(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			e := notSentError("http://h:80", breakerView{open: true, openedAt: opened, last: tt.last}, tt.attempts, "GET", "http://h/wfs")
-			if e.Class != tt.wantClass || e.Status != tt.wantStatus || e.Message != tt.wantMsg || !e.NotSent || !NotSent(e) {
+			if e.Class != tt.wantClass || e.Status != tt.wantStatus || e.Message != tt.wantMsg || e.NotSent == nil || NotSent(e) != e.NotSent {
 				t.Errorf("notSentError = %+v; want class %s, status %d, message %q, not sent", e, tt.wantClass, tt.wantStatus, tt.wantMsg)
 			}
 		})
@@ -151,11 +151,33 @@ func TestDoBreakerGivesUpWithRealCause(t *testing.T) {
 		_ = h.Do(context.Background(), req, noop)
 	}
 	err := h.Do(context.Background(), req, noop)
-	if !NotSent(err) || ClassOf(err) != dlq.ClassHTTP5xx || !strings.Contains(err.Error(), "HTTP 500 Internal Server Error from ") {
+	if NotSent(err) == nil || ClassOf(err) != dlq.ClassHTTP5xx || !strings.Contains(err.Error(), "HTTP 500 Internal Server Error from ") {
 		t.Fatalf("err = %v, want a not-sent http_5xx naming the real HTTP 500", err)
 	}
 	entry := dlq.FromError(err)
 	if entry.Class != dlq.ClassHTTP5xx || entry.HTTPStatus != 500 {
 		t.Errorf("dead letter class %s status %d, want http_5xx 500", entry.Class, entry.HTTPStatus)
+	}
+}
+
+func TestWaitDeadline(t *testing.T) {
+	start := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	tests := []struct {
+		name string
+		ctx  context.Context
+		want time.Time
+	}{
+		{name: "max_elapsed", ctx: context.Background(), want: start.Add(5 * time.Minute)},
+		{name: "an earlier job end wins", ctx: WaitUntil(context.Background(), start.Add(time.Minute)), want: start.Add(time.Minute)},
+		{name: "a later one does not", ctx: WaitUntil(context.Background(), start.Add(time.Hour)), want: start.Add(5 * time.Minute)},
+		{name: "the earlier of two limits", ctx: WaitUntil(WaitUntil(context.Background(), start.Add(2*time.Minute)), start.Add(3*time.Minute)),
+			want: start.Add(2 * time.Minute)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := waitDeadline(tt.ctx, start, 5*time.Minute); !got.Equal(tt.want) {
+				t.Errorf("waitDeadline = %v, want %v", got, tt.want)
+			}
+		})
 	}
 }

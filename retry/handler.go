@@ -290,7 +290,8 @@ type unit struct {
 // not come back together), or, while another unit probes the host, the probe's verdict.
 // It waits on the breaker's change, never polling. The wait costs the unit no attempt
 // and no budget; when the breaker stays open past the unit's max_elapsed, the unit
-// gives up with the host's last real failure, marked not sent (notSentError). attempts
+// gives up with the host's last real failure, marked not sent (notSentError); so does
+// one past the WaitUntil of ctx. attempts
 // is the number of attempts made so far.
 func (h *Handler) waitBreaker(ctx context.Context, r Request, hs *host, p Policy, u *unit, attempts int) error {
 	now := h.clock.Now()
@@ -298,7 +299,7 @@ func (h *Handler) waitBreaker(ctx context.Context, r Request, hs *host, p Policy
 	v := hs.view(now)
 	changed := hs.breaker.watch()
 	hs.mu.Unlock()
-	wait, giveUp := breakerWaitVerdict(now, u.start.Add(p.MaxElapsed), v, h.jitter.float64())
+	wait, giveUp := breakerWaitVerdict(now, waitDeadline(ctx, u.start, p.MaxElapsed), v, h.jitter.float64())
 	if giveUp {
 		return notSentError(hs.key, v, attempts, u.method, u.url)
 	}

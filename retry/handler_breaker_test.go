@@ -81,7 +81,7 @@ func TestDoCircuitBreaker(t *testing.T) {
 	before := hits.Load()
 	err = h.Do(ctx, req, noop)
 	// Not sent, and dead-lettered with the host's real failure, not the breaker's.
-	if !NotSent(err) || ClassOf(err) != dlq.ClassHTTP5xx || hits.Load() != before ||
+	if NotSent(err) == nil || ClassOf(err) != dlq.ClassHTTP5xx || hits.Load() != before ||
 		!strings.Contains(err.Error(), "HTTP 503 Service Unavailable from ") || !strings.Contains(err.Error(), "this unit was not sent") {
 		t.Fatalf("after three failed units: %v after %d more hits, want a not-sent http_5xx at once", err, hits.Load()-before)
 	}
