@@ -34,6 +34,11 @@ type UnitRef struct {
 type Counts struct {
 	Inserted int64 // new rows or files
 	Skipped  int64 // already present (same payload hash, or 304 Not Modified)
+	// Overlap are those of Skipped whose stored row this same run wrote: features the
+	// run was returned more than once (a feature on the edge of two tiles, pages that
+	// overlap), not features an earlier run stored. Skipped - Overlap were already
+	// present before the run.
+	Overlap int64
 	Updated  int64 // changed rows in upsert mode, or rewritten files
 	Bytes    int64 // response bytes read
 	// Rejected are features of the response the task refused to store (the unit is
@@ -62,6 +67,7 @@ type Counts struct {
 func (c *Counts) Add(o Counts) {
 	c.Inserted += o.Inserted
 	c.Skipped += o.Skipped
+	c.Overlap += o.Overlap
 	c.Updated += o.Updated
 	c.Bytes += o.Bytes
 	c.Rejected += o.Rejected

@@ -14,7 +14,8 @@ const runSelect = `SELECT r.id, r.flow, r.status, r.trigger, r.scheduled_for, r.
 	coalesce(c.ins, r.features_inserted), coalesce(c.skip, r.features_skipped), coalesce(c.upd, r.features_updated),
 	coalesce(c.rej, r.features_rejected), coalesce(c.merged, r.features_merged),
 	(SELECT coalesce(sum(features_deleted), 0) FROM geoflow_run_tasks d WHERE d.run_id = r.id), coalesce(r.error, ''),
-	coalesce(r.finished_by, ''), r.adopted_at
+	coalesce(r.finished_by, ''), r.adopted_at,
+	(SELECT coalesce(sum(features_overlap), 0) FROM geoflow_units o WHERE o.run_id = r.id)
 FROM geoflow_runs r
 LEFT JOIN (
 	SELECT u.run_id, count(*) AS total,
@@ -32,7 +33,7 @@ func scanRun(rows *sql.Rows) (store.RunRecord, error) {
 	var r store.RunRecord
 	err := rows.Scan(&r.ID, &r.Flow, &r.Status, &r.Trigger, nullTime{&r.ScheduledFor}, reqTime{&r.StartedAt}, nullTime{&r.FinishedAt},
 		&r.UnitsTotal, &r.UnitsDone, &r.UnitsDead, &r.FeaturesInserted, &r.FeaturesSkipped, &r.FeaturesUpdated,
-		&r.FeaturesRejected, &r.FeaturesMerged, &r.FeaturesDeleted, &r.Error, &r.FinishedBy, nullTime{&r.AdoptedAt})
+		&r.FeaturesRejected, &r.FeaturesMerged, &r.FeaturesDeleted, &r.Error, &r.FinishedBy, nullTime{&r.AdoptedAt}, &r.FeaturesOverlap)
 	return r, err
 }
 

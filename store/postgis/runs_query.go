@@ -16,7 +16,8 @@ var runSelect = `SELECT r.id, r.flow, ` + runStatus + `, r.trigger, r.scheduled_
 	coalesce(c.ins, r.features_inserted), coalesce(c.skip, r.features_skipped), coalesce(c.upd, r.features_updated),
 	coalesce(c.rej, r.features_rejected), coalesce(c.merged, r.features_merged),
 	(SELECT coalesce(sum(features_deleted), 0) FROM geoflow_run_tasks d WHERE d.run_id = r.id), coalesce(r.error, ''),
-	coalesce(r.finished_by, ''), r.adopted_at
+	coalesce(r.finished_by, ''), r.adopted_at,
+	(SELECT coalesce(sum(features_overlap), 0) FROM geoflow_units o WHERE o.run_id = r.id)
 FROM geoflow_runs r
 LEFT JOIN LATERAL (
 	SELECT count(*) AS total,
@@ -43,7 +44,7 @@ func scanRun(row pgx.CollectableRow) (store.RunRecord, error) {
 	var r store.RunRecord
 	err := row.Scan(&r.ID, &r.Flow, &r.Status, &r.Trigger, &r.ScheduledFor, &r.StartedAt, &r.FinishedAt,
 		&r.UnitsTotal, &r.UnitsDone, &r.UnitsDead, &r.FeaturesInserted, &r.FeaturesSkipped, &r.FeaturesUpdated,
-		&r.FeaturesRejected, &r.FeaturesMerged, &r.FeaturesDeleted, &r.Error, &r.FinishedBy, &r.AdoptedAt)
+		&r.FeaturesRejected, &r.FeaturesMerged, &r.FeaturesDeleted, &r.Error, &r.FinishedBy, &r.AdoptedAt, &r.FeaturesOverlap)
 	return r, err
 }
 

@@ -63,6 +63,7 @@ func tests() []test {
 		{"WriteFeaturesSourceError", testWriteSourceError},
 		{"WriteFeaturesInvalidGeometry", testWriteInvalidGeometry},
 		{"WriteFeaturesSourceHash", testSourceHash},
+		{"WriteFeaturesOverlap", testOverlap},
 		{"CountFeatures", testCountFeatures},
 		{"Reproject", testReproject},
 		{"Mirror", testMirror},

@@ -130,7 +130,7 @@ func printRun(w io.Writer, r store.RunRecord) error {
 		fmt.Fprintf(tw, "%s\t%s (adopted %s, after the starting process was gone)\n", verb, r.FinishedBy, fmtTime(r.AdoptedAt))
 	}
 	fmt.Fprintf(tw, "units\t%d of %d done, %d dead\n", r.UnitsDone, r.UnitsTotal, r.UnitsDead)
-	fmt.Fprintf(tw, "features\t%d inserted, %d already present, %d updated\n", r.FeaturesInserted, r.FeaturesSkipped, r.FeaturesUpdated)
+	fmt.Fprintf(tw, "features\t%s, %d updated\n", featureFates(r.FeaturesInserted, r.FeaturesSkipped, r.FeaturesOverlap), r.FeaturesUpdated)
 	if r.RowsAffected > 0 || slices.ContainsFunc(r.Tasks, func(t store.TaskRecord) bool { return t.Type == "sql" }) {
 		fmt.Fprintf(tw, "SQL steps\t%d rows affected\n", r.RowsAffected)
 	}
