@@ -39,8 +39,8 @@ type Counts struct {
 	// overlap), not features an earlier run stored. Skipped - Overlap were already
 	// present before the run.
 	Overlap int64
-	Updated  int64 // changed rows in upsert mode, or rewritten files
-	Bytes    int64 // response bytes read
+	Updated int64 // changed rows in upsert mode, or rewritten files
+	Bytes   int64 // response bytes read
 	// Rejected are features of the response the task refused to store (the unit is
 	// then dead-lettered as rejected); Merged, of those Skipped, are features whose
 	// payload equals a stored row's of another feature id: append mode keys rows on the
