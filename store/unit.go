@@ -34,19 +34,19 @@ type UnitRef struct {
 type Counts struct {
 	Inserted int64 // new rows or files
 	Skipped  int64 // already present (same payload hash, or 304 Not Modified)
-	// Overlap are those of Skipped whose stored row this same run wrote: features the
-	// run was returned more than once (a feature on the edge of two tiles, pages that
-	// overlap), not features an earlier run stored. Skipped - Overlap were already
-	// present before the run.
-	Overlap int64
-	Updated int64 // changed rows in upsert mode, or rewritten files
-	Bytes   int64 // response bytes read
+	Updated  int64 // changed rows in upsert mode, or rewritten files
+	Bytes    int64 // response bytes read
 	// Rejected are features of the response the task refused to store (the unit is
 	// then dead-lettered as rejected); Merged, of those Skipped, are features whose
 	// payload equals a stored row's of another feature id: append mode keys rows on the
 	// payload, so they are that row.
 	Rejected int64
 	Merged   int64
+	// Overlap are those of Skipped whose stored row this same run wrote: features the
+	// run was returned more than once (a feature on the edge of two tiles, pages that
+	// overlap), not features an earlier run stored. Skipped - Overlap were already
+	// present before the run.
+	Overlap int64
 	// Requests are the HTTP requests the unit's execution made, retries included.
 	Requests int64
 	// Short are features the server counted for the unit beyond what it returned (a
