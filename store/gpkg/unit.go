@@ -224,7 +224,7 @@ func (u *unitTx) touch(ctx context.Context, tx *sql.Tx, name string) error {
 // it recorded, and how many of the skipped rows met a row this same run stored (the
 // overlaps, store.Counts.Overlap). It looks each skipped row's stored row up once.
 func (u *unitTx) recordMerged(ctx context.Context, tx *sql.Tx, name string, skipped []featureRow) (n, overlap int64, err error) {
-	look, err := u.s.stmt(ctx, tx, fmt.Sprintf(`SELECT gf_feature_id, gf_run_id FROM %s WHERE gf_payload_hash = ?`, quote(name)))
+	look, err := u.s.stmt(ctx, tx, fmt.Sprintf(`SELECT gf_feature_id, gf_run_id IS ?2 FROM %s WHERE gf_payload_hash = ?1`, quote(name)))
 	if err != nil {
 		return 0, 0, err
 	}
@@ -234,11 +234,11 @@ func (u *unitTx) recordMerged(ctx context.Context, tx *sql.Tx, name string, skip
 	}
 	for _, row := range skipped {
 		var stored sql.NullString
-		var run sql.NullInt64
-		if err := look.QueryRowContext(ctx, row[2]).Scan(&stored, &run); err != nil && !errors.Is(err, sql.ErrNoRows) {
+		var ours bool // the row was written by this run
+		if err := look.QueryRowContext(ctx, row[2], u.ref.RunID).Scan(&stored, &ours); err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return n, overlap, err
 		}
-		if run.Valid && run.Int64 == u.ref.RunID {
+		if ours {
 			overlap++
 		}
 		if !merged(row[1], stored) {
@@ -293,6 +293,8 @@ func (u *unitTx) upsert(ctx context.Context, t *store.FeatureTable, name string,
 	insSQL := fmt.Sprintf(`INSERT INTO %s (%s) SELECT %s WHERE NOT EXISTS (SELECT 1 FROM %s WHERE %s)`,
 		quote(name), strings.Join(cols, ", "), placeholders(len(cols)), quote(name), strings.Join(match, " AND "))
 	runSQL := fmt.Sprintf(`SELECT gf_run_id FROM %s WHERE %s`, quote(name), strings.Join(match, " AND "))
+	// runSQL costs a lookup per unchanged feature only; a changed or new one is decided
+	// by the update and the insert as before.
 	tx, err := u.begin(ctx, updSQL, insSQL, touchSQL, runSQL)
 	if err != nil {
 		return res, err

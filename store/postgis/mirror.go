@@ -104,33 +104,37 @@ func (u *unitTx) writeKeyed(ctx context.Context, t *store.FeatureTable, stage st
 		return res, translate(what, err)
 	}
 	res.Skipped = staged - res.Inserted - res.Updated
+	var err error
+	res.Overlap, err = u.keyedSeen(ctx, t, stage, target, res)
+	return res, err
+}
+
+// keyedSeen records the keys a mirror table's unit saw, and counts the overlaps of a
+// keyed table's unit whose write res skipped features (store.Counts.Overlap): for a
+// mirror, in the statement that records the keys, so no statement more.
+func (u *unitTx) keyedSeen(ctx context.Context, t *store.FeatureTable, stage, target string, res store.Counts) (int64, error) {
 	on := "t.gf_key = s.gf_key"
 	if t.History {
 		on += " AND t.gf_valid_to IS NULL"
 	}
-	// The overlaps are counted only when features were skipped, and for a mirror table
-	// by the statement that records the keys it saw: no statement more.
-	count := fmt.Sprintf("CASE WHEN $4 THEN (%s) ELSE 0 END", overlapSQL(stage, target, on))
 	var matches int64
-	var err error
 	if t.Mode == store.ModeMirror {
 		// Keys appended: a unit may write more than once in its transaction.
-		err = u.tx.QueryRow(ctx, fmt.Sprintf(`WITH seen AS (INSERT INTO geoflow_seen (run_id, task, unit, keys)
+		count := fmt.Sprintf("CASE WHEN $4 THEN (%s) ELSE 0 END", overlapSQL(stage, target, on))
+		err := u.tx.QueryRow(ctx, fmt.Sprintf(`WITH seen AS (INSERT INTO geoflow_seen (run_id, task, unit, keys)
 			SELECT $1, $2, $3, array_agg(DISTINCT gf_key) FROM %s HAVING count(*) > 0
 			ON CONFLICT (run_id, task, unit) DO UPDATE SET keys = geoflow_seen.keys || EXCLUDED.keys)
 			SELECT %s`, stage, count),
 			u.ref.RunID, u.ref.TaskID, u.ref.Key, res.Skipped > 0).Scan(&matches)
 		if err != nil {
-			return res, translate(fmt.Sprintf("recording the features unit %s saw", u.ref.Key), err)
+			return 0, translate(fmt.Sprintf("recording the features unit %s saw", u.ref.Key), err)
 		}
 	} else if res.Skipped > 0 {
-		err = u.tx.QueryRow(ctx, overlapSQL(stage, target, on), u.ref.RunID).Scan(&matches)
-		if err != nil {
-			return res, translate(fmt.Sprintf("counting the features of %s this run stored already", target), err)
+		if err := u.tx.QueryRow(ctx, overlapSQL(stage, target, on), u.ref.RunID).Scan(&matches); err != nil {
+			return 0, translate(fmt.Sprintf("counting the features of %s this run stored already", target), err)
 		}
 	}
-	res.Overlap = overlapOf(matches, res.Inserted+res.Updated, res.Skipped)
-	return res, nil
+	return overlapOf(matches, res.Inserted+res.Updated, res.Skipped), nil
 }
 
 // SeenFeatures implements store.Mirrors.

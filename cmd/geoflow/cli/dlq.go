@@ -408,13 +408,19 @@ func replayDLQ(cmd *cobra.Command, g *globals, args []string, ff filterFlags, al
 	if errors.As(context.Cause(ctx), &se) {
 		return &exitError{code: se.ExitCode(), err: fmt.Errorf("interrupted by %s: what was not replayed is still open", se.Name())}
 	}
-	if res.Dead > 0 || res.Interrupted > 0 || (!res.OK() && res.NotSent == 0) {
+	return replayExit(res)
+}
+
+// replayExit is how a replay that ran to its end exits: 2 when some units failed again
+// (or entries could not be replayed), 5 when none did but some units were not sent
+// (their host's breaker stayed open), 3 when all succeeded but runs are incomplete.
+func replayExit(res *engine.ReplayResult) error {
+	switch {
+	case res.Dead > 0 || res.Interrupted > 0 || (!res.OK() && res.NotSent == 0):
 		return &exitError{code: ExitDeadLetters, err: errors.New("some units failed again: geoflow dlq list --status open")}
-	}
-	if res.NotSent > 0 {
+	case res.NotSent > 0:
 		return &exitError{code: ExitNotSent, err: errors.New("some units were not sent (their host's circuit breaker stayed open); replay them once the host is back")}
-	}
-	if len(res.Incomplete) > 0 {
+	case len(res.Incomplete) > 0:
 		return &exitError{code: ExitIncomplete, err: fmt.Errorf("runs %v are still incomplete: geoflow runs show %d", res.Incomplete, res.Incomplete[0])}
 	}
 	return nil
