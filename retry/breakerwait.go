@@ -58,7 +58,8 @@ func breakerWaitVerdict(now, deadline time.Time, v breakerView, rnd float64) (wa
 // its time ran out: it has the class, status and message of the host's last real
 // failure (last), so the dead letter is grouped under what is wrong with the host, not
 // under the breaker, and it says that this unit was not sent. attempts are the
-// attempts the unit made itself before the breaker refused it.
+// attempts the unit made itself before the breaker refused its retry: such a unit did
+// fail, and its error has no NotSent.
 func notSentError(host string, v breakerView, attempts int, method, url string) *Error {
 	class, what := v.last.class, describeFailure(v.last)
 	if class == "" { // no failure on record: the breaker opened in another way
@@ -69,8 +70,11 @@ func notSentError(host string, v breakerView, attempts int, method, url string) 
 		unit = fmt.Sprintf("its retry was not sent after %d attempt%s", attempts, plural(attempts))
 	}
 	msg := fmt.Sprintf("%s from %s (breaker open since %s; %s)", what, host, v.openedAt.UTC().Format(time.RFC3339), unit)
-	return &Error{Class: class, Status: v.last.status, Message: msg, Attempts: attempts, Method: method, URL: url,
-		NotSent: &Unsent{Host: host, LastFailure: what, Since: v.openedAt}}
+	e := &Error{Class: class, Status: v.last.status, Message: msg, Attempts: attempts, Method: method, URL: url}
+	if attempts == 0 { // a unit that was sent and failed failed, whatever kept its retry back
+		e.NotSent = &Unsent{Host: host, LastFailure: what, Since: v.openedAt}
+	}
+	return e
 }
 
 // describeFailure names a failure for people, on one line: "HTTP 500 Internal Server

@@ -72,8 +72,11 @@ func TestNotSentError(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			e := notSentError("http://h:80", breakerView{open: true, openedAt: opened, last: tt.last}, tt.attempts, "GET", "http://h/wfs")
-			if e.Class != tt.wantClass || e.Status != tt.wantStatus || e.Message != tt.wantMsg || e.NotSent == nil || NotSent(e) != e.NotSent {
-				t.Errorf("notSentError = %+v; want class %s, status %d, message %q, not sent", e, tt.wantClass, tt.wantStatus, tt.wantMsg)
+			if e.Class != tt.wantClass || e.Status != tt.wantStatus || e.Message != tt.wantMsg || (NotSent(e) != nil) != (tt.attempts == 0) {
+				t.Errorf("notSentError = %+v; want class %s, status %d, message %q, not sent %v", e, tt.wantClass, tt.wantStatus, tt.wantMsg, tt.attempts == 0)
+			}
+			if ns := NotSent(e); ns != nil && (ns.Host != "http://h:80" || !ns.Since.Equal(opened) || !strings.HasPrefix(tt.wantMsg, ns.LastFailure+" from ")) {
+				t.Errorf("NotSent = %+v", ns)
 			}
 		})
 	}

@@ -135,8 +135,9 @@ func printEntries(w io.Writer, entries []dlq.Entry) error {
 }
 
 // attemptsRE ends the handler's preamble of an error: "retry: GET URL: class status
-// after N attempts: ", whose parts the other columns show.
-var attemptsRE = regexp.MustCompile(`\bafter \d+ attempts?: `)
+// after N attempts: ", whose parts the other columns show; a unit that was not sent (its
+// host's breaker stayed open) made no attempt: "retry: GET URL: class status: ".
+var attemptsRE = regexp.MustCompile(`\bafter \d+ attempts?: |^retry: [A-Z]+ \S+: [a-z_0-9]+(?: \d{3})?: `)
 
 // dlqReason is what a list has room for of an entry's error: the server's reason, after
 // the request and class the other columns show (`dlq show ID` has the whole text).
