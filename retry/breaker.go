@@ -13,9 +13,11 @@ import (
 // cancellations are not host failures. Zero fields take their defaults: it opens after
 // ConsecutiveFailures 10 failures in a row, or when FailureRatio 0.5 of the
 // last Window 20 attempts failed; it stays open for Cooldown 30s, sending
-// nothing to the host: units wait for the cool-down (a unit whose max_elapsed ends
-// first fails with dlq.ClassCircuitOpen), then HalfOpenProbes 1 attempt goes
-// through: success closes it, failure opens it again. Disabled turns it off.
+// nothing to the host: units wait for the cool-down, then HalfOpenProbes 1 attempt
+// goes through while the others wait for its verdict: success closes it, failure opens
+// it again. A unit the breaker holds past its max_elapsed is not sent and fails with the
+// host's last real failure (its class and status, NotSent set), not with the breaker.
+// Disabled turns it off.
 type Breaker struct {
 	ConsecutiveFailures int
 	FailureRatio        float64
@@ -56,11 +58,33 @@ type breaker struct {
 	ringFull    bool
 	probing     int
 	opened      int // times it has opened
+	// last is the last attempt that failed for the host's sake: what a unit the open
+	// breaker kept from being sent is dead-lettered with.
+	last hostFailure
+	// changed is closed, and replaced, whenever the breaker opens or closes or a probe
+	// slot frees: the units waiting for it wake on that instead of polling.
+	changed chan struct{}
 }
 
 // newBreaker returns a closed breaker; cfg has its defaults applied.
 func newBreaker(cfg Breaker) breaker {
-	return breaker{cfg: cfg, ring: make([]bool, cfg.Window)}
+	return breaker{cfg: cfg, ring: make([]bool, cfg.Window), changed: make(chan struct{})}
+}
+
+// watch returns a channel closed at the breaker's next change.
+func (b *breaker) watch() <-chan struct{} {
+	if b.changed == nil {
+		b.changed = make(chan struct{})
+	}
+	return b.changed
+}
+
+// signal wakes the units waiting for the breaker's next change.
+func (b *breaker) signal() {
+	if b.changed != nil {
+		close(b.changed)
+	}
+	b.changed = make(chan struct{})
 }
 
 // allow reports whether an attempt may go, and whether it is a half-open
@@ -108,6 +132,7 @@ func (b *breaker) record(now time.Time, failure, probe bool) {
 	}
 	if probe {
 		b.probing = max(b.probing-1, 0)
+		b.signal()
 		if b.state == stateHalfOpen {
 			if failure {
 				b.open(now)
@@ -163,6 +188,7 @@ func (b *breaker) retryIn(now time.Time) time.Duration {
 func (b *breaker) release(probe bool) {
 	if probe {
 		b.probing = max(b.probing-1, 0)
+		b.signal()
 	}
 }
 
@@ -171,6 +197,7 @@ func (b *breaker) open(now time.Time) {
 	b.state = stateOpen
 	b.openedAt = now
 	b.probing = 0
+	b.signal()
 }
 
 func (b *breaker) reset() {
@@ -179,4 +206,5 @@ func (b *breaker) reset() {
 	clear(b.ring)
 	b.ringPos = 0
 	b.ringFull = false
+	b.signal()
 }

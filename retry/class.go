@@ -60,6 +60,10 @@ type Error struct {
 	Method   string
 	URL      string // redacted
 	Err      error  // the underlying error, if any
+	// NotSent, set for a unit that was not sent because its host's circuit breaker
+	// stayed open for as long as the unit could wait, says why; Class, Status and
+	// Message are then those of the host's last real failure. nil for a unit sent.
+	NotSent *Unsent
 }
 
 // Error formats the failure on one line.

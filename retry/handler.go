@@ -252,7 +252,7 @@ func (h *Handler) Do(ctx context.Context, r Request, read func(*http.Response) e
 			return h.canceled(last.err, u.method, u.url, attempt)
 		case last.class == dlq.ClassCircuitOpen:
 			// Nothing was sent: the attempt is not counted.
-			if err := h.waitBreaker(ctx, r, hs, p, &u, last, attempt-1); err != nil {
+			if err := h.waitBreaker(ctx, r, hs, p, &u, attempt-1); err != nil {
 				return err
 			}
 			attempt--
@@ -292,24 +292,57 @@ type unit struct {
 }
 
 // waitBreaker holds a unit whose attempt the host's open breaker refused until the
-// breaker's cool-down ends (spread by up to a tenth, so the waiting units do not come
-// back together). The wait costs the unit no attempt and no budget; only its
-// max_elapsed ends it, with an *Error of class circuit_open. attempts is the number
-// of attempts made so far.
-func (h *Handler) waitBreaker(ctx context.Context, r Request, hs *host, p Policy, u *unit, last outcome, attempts int) error {
-	wait := breakerWait(last.hint, h.jitter.float64())
-	if _, past := pastMaxElapsed(u.start, h.clock.Now(), wait, p.MaxElapsed); past {
-		return &Error{Class: last.class, Message: fmt.Sprintf("%s; gave up: it stays open past max_elapsed %s", last.message, p.MaxElapsed),
-			Attempts: attempts, Method: u.method, URL: u.url, Err: last.err}
+// breaker changes: its cool-down ends (spread by up to a tenth, so the waiting units do
+// not come back together), or, while another unit probes the host, the probe's verdict.
+// It waits on the breaker's change, never polling. The wait costs the unit no attempt
+// and no budget; when the breaker stays open past the unit's max_elapsed, the unit
+// gives up with the host's last real failure, marked not sent (notSentError); so does
+// one past the WaitUntil of ctx. attempts
+// is the number of attempts made so far.
+func (h *Handler) waitBreaker(ctx context.Context, r Request, hs *host, p Policy, u *unit, attempts int) error {
+	now := h.clock.Now()
+	hs.mu.Lock()
+	v := hs.view(now)
+	changed := hs.breaker.watch()
+	hs.mu.Unlock()
+	wait, giveUp := breakerWaitVerdict(now, waitDeadline(ctx, u.start, p.MaxElapsed), v, h.jitter.float64())
+	if giveUp {
+		return notSentError(hs.key, v, attempts, u.method, u.url)
 	}
 	if !u.waited {
 		u.waited = true
-		h.log.DebugContext(ctx, "waiting for the host's circuit breaker to let requests through", "unit", r.Unit, "host", hs.key, "wait", wait.Round(time.Millisecond))
+		until := "its probe answers"
+		if v.open {
+			until = "its cool-down ends"
+		}
+		h.log.DebugContext(ctx, "waiting for the host's circuit breaker to let requests through", "unit", r.Unit, "host", hs.key,
+			"until", until, "at_most", wait.Round(time.Millisecond))
 	}
-	if err := h.wait(ctx, hs.key, wait); err != nil {
+	if err := ctx.Err(); err != nil {
 		return h.canceled(err, u.method, u.url, attempts)
 	}
+	start := h.clock.Now()
+	select {
+	case <-ctx.Done():
+		return h.canceled(ctx.Err(), u.method, u.url, attempts)
+	case <-changed:
+	case <-h.clock.After(wait):
+	}
+	if d := h.clock.Now().Sub(start); d > 0 {
+		TallyOf(ctx).add(hs.key, func(s *HostStats) { s.Waited += d })
+	}
 	return nil
+}
+
+// view is what a unit refused at now sees of the host's breaker. Callers hold hs.mu.
+func (hs *host) view(now time.Time) breakerView {
+	b := &hs.breaker
+	v := breakerView{openedAt: b.openedAt, last: b.last}
+	if b.state == stateOpen {
+		v.open = true
+		v.cooldownLeft = max(b.openedAt.Add(b.cfg.Cooldown).Sub(now), 0)
+	}
+	return v
 }
 
 // backOff decides whether attempt number attempt, which failed with last, is
@@ -427,6 +460,9 @@ func (h *Handler) attempt(ctx context.Context, hs *host, req *http.Request, r Re
 	// Neither the caller's cancellation nor a sink's fault says anything about the host.
 	if !o.canceled && !o.class.Sink() {
 		verdict = hs.breaker.verdict(now, n, o.hostFault, probe)
+	}
+	if o.hostFault && !o.canceled {
+		hs.breaker.last = hostFailure{class: o.class, status: o.status, message: o.message, at: now}
 	}
 	pace := hs.pacer.current(now)
 	quotaPace := hs.pacer.quota.pace(now)

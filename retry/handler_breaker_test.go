@@ -80,8 +80,10 @@ func TestDoCircuitBreaker(t *testing.T) {
 	}
 	before := hits.Load()
 	err = h.Do(ctx, req, noop)
-	if ClassOf(err) != dlq.ClassCircuitOpen || hits.Load() != before {
-		t.Fatalf("after three failed units: %v after %d more hits, want circuit_open at once", err, hits.Load()-before)
+	// Not sent, and dead-lettered with the host's real failure, not the breaker's.
+	if NotSent(err) == nil || ClassOf(err) != dlq.ClassHTTP5xx || hits.Load() != before ||
+		!strings.Contains(err.Error(), "HTTP 503 Service Unavailable from ") || !strings.Contains(err.Error(), "this unit was not sent") {
+		t.Fatalf("after three failed units: %v after %d more hits, want a not-sent http_5xx at once", err, hits.Load()-before)
 	}
 	clock.Advance(time.Hour)
 	healthy.Store(true)

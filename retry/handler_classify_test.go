@@ -172,7 +172,7 @@ func TestDoClassifyHostFault(t *testing.T) {
 				}
 			}
 			err := h.Do(context.Background(), req, noop)
-			if open := ClassOf(err) == dlq.ClassCircuitOpen; open != tt.wantOpen {
+			if open := NotSent(err) != nil; open != tt.wantOpen {
 				t.Errorf("third unit: %v, want breaker open %v", err, tt.wantOpen)
 			}
 			if want := map[bool]int64{true: 2, false: 3}[tt.wantOpen]; s.hits.Load() != want {

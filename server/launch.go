@@ -132,7 +132,7 @@ func (l *Launcher) replayNow(ctx context.Context, entries []dlq.Entry) (*engine.
 			ok++
 		}
 	}
-	l.log.Info("replay started from the UI ended", "entries", len(entries), "replayed", ok, "units", res.Units, "dead", res.Dead)
+	l.log.Info("replay started from the UI ended", "entries", len(entries), "replayed", ok, "units", res.Units, "dead", res.Dead, "not_sent", res.NotSent)
 	return res, nil
 }
 

@@ -100,16 +100,17 @@ func (h *handler) replay(w http.ResponseWriter, r *http.Request) {
 }
 
 type outcome struct {
-	ID    int64  `json:"id"`
-	OK    bool   `json:"ok"`
-	Error string `json:"error,omitempty"`
+	ID      int64  `json:"id"`
+	OK      bool   `json:"ok"`
+	NotSent bool   `json:"not_sent,omitempty"`
+	Error   string `json:"error,omitempty"`
 }
 
 func replayOutcome(res *engine.ReplayResult) map[string]any {
 	out := make([]outcome, len(res.Outcomes))
 	n := 0
 	for i, o := range res.Outcomes {
-		out[i] = outcome{ID: o.Entry.ID, OK: o.OK, Error: o.Error}
+		out[i] = outcome{ID: o.Entry.ID, OK: o.OK, NotSent: o.NotSent, Error: o.Error}
 		if o.OK {
 			n++
 		}
@@ -118,7 +119,7 @@ func replayOutcome(res *engine.ReplayResult) map[string]any {
 	if notes == nil {
 		notes = []string{}
 	}
-	return map[string]any{"replayed": n, "outcomes": out, "units": res.Units, "dead": res.Dead, "interrupted": res.Interrupted, "notes": notes, "ok": res.OK()}
+	return map[string]any{"replayed": n, "outcomes": out, "units": res.Units, "dead": res.Dead, "not_sent": res.NotSent, "interrupted": res.Interrupted, "notes": notes, "ok": res.OK()}
 }
 
 func (h *handler) discard(w http.ResponseWriter, r *http.Request) {

@@ -21,7 +21,10 @@ type RunRecord struct {
 	UnitsDead        int64      `json:"units_dead"`
 	FeaturesInserted int64      `json:"features_inserted"`
 	FeaturesSkipped  int64      `json:"features_skipped"`
-	FeaturesUpdated  int64      `json:"features_updated"`
+	// FeaturesOverlap are those of FeaturesSkipped the run had stored itself: returned
+	// more than once within the run (Counts.Overlap); the others were already present.
+	FeaturesOverlap int64 `json:"features_overlap"`
+	FeaturesUpdated int64 `json:"features_updated"`
 	// FeaturesRejected were refused (their units are dead letters of class rejected);
 	// FeaturesMerged were skipped as equal in payload to a stored feature of another id.
 	FeaturesRejected int64 `json:"features_rejected"`

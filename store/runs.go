@@ -86,6 +86,9 @@ type RunSummary struct {
 	Deleted int64
 	// Filtered were left out by the tasks' transform.where (store.Counts.Filtered).
 	Filtered int64
+	// Overlap are those of Skipped this run had stored already (Counts.Overlap):
+	// returned more than once within the run; Skipped - Overlap were already present.
+	Overlap int64
 	// RowsAffected are the rows the run's SQL steps affected (Counts.Affected).
 	RowsAffected int64
 	StartedAt    time.Time

@@ -42,6 +42,11 @@ type Counts struct {
 	// payload, so they are that row.
 	Rejected int64
 	Merged   int64
+	// Overlap are those of Skipped whose stored row this same run wrote: features the
+	// run was returned more than once (a feature on the edge of two tiles, pages that
+	// overlap), not features an earlier run stored. Skipped - Overlap were already
+	// present before the run.
+	Overlap int64
 	// Requests are the HTTP requests the unit's execution made, retries included.
 	Requests int64
 	// Short are features the server counted for the unit beyond what it returned (a
@@ -62,6 +67,7 @@ type Counts struct {
 func (c *Counts) Add(o Counts) {
 	c.Inserted += o.Inserted
 	c.Skipped += o.Skipped
+	c.Overlap += o.Overlap
 	c.Updated += o.Updated
 	c.Bytes += o.Bytes
 	c.Rejected += o.Rejected

@@ -16,6 +16,7 @@ import (
 
 	"github.com/geoflow/geoflow/dlq"
 	"github.com/geoflow/geoflow/internal/redact"
+	"github.com/geoflow/geoflow/retry"
 	"github.com/geoflow/geoflow/store"
 	"github.com/geoflow/geoflow/tasks"
 )
@@ -43,14 +44,20 @@ type ReplayOutcome struct {
 	OK    bool
 	// Error says why the entry is still open; "" when OK.
 	Error string
+	// NotSent marks an entry whose unit the replay did not send: its host's circuit
+	// breaker stayed open for as long as the unit could wait (Error says which host and
+	// its last failure). It did not fail again; it is still open.
+	NotSent bool
 }
 
 // ReplayResult is the outcome of a replay.
 type ReplayResult struct {
 	Outcomes []ReplayOutcome // in the order of the entries given
 	// Units counts the units executed, children planned during the replay included;
-	// Dead and Interrupted are those of them that failed or were cut short.
-	Units, Dead, Interrupted int64
+	// Dead and Interrupted are those of them that failed again or were cut short, and
+	// NotSent those that failed without being sent (their host's breaker stayed open):
+	// not among Dead.
+	Units, Dead, Interrupted, NotSent int64
 	// Notes are things a person should know, such as downstream tasks left to rerun.
 	Notes []string
 	// Incomplete lists the runs the replay left incomplete: their units replayed, but a
@@ -65,7 +72,7 @@ func (r *ReplayResult) OK() bool {
 			return false
 		}
 	}
-	return r.Dead == 0 && r.Interrupted == 0
+	return r.Dead == 0 && r.Interrupted == 0 && r.NotSent == 0
 }
 
 // Replay executes the units of dead-letter entries again, exactly as their runs did:
@@ -275,25 +282,23 @@ func (rp *replayer) task(ctx context.Context, r *runner, t *flows.Task, runID in
 	}
 	rp.log.Info("replaying dead letters", "task", t.ID, "units", len(units))
 	r.drain(ctx, task, env, units, workers(t), nil, func(u store.Unit, state store.State) {
-		rp.mu.Lock()
-		rp.res.Units++
-		switch state {
-		case store.Failed:
-			rp.res.Dead++
-		case store.Interrupted:
-			rp.res.Interrupted++
+		var ns *retry.Unsent
+		if v, ok := r.unsent.LoadAndDelete(u.Key); ok && state == store.Failed {
+			ns = v.(*retry.Unsent)
 		}
-		rp.mu.Unlock()
+		rp.count(state, ns != nil)
 		i, isEntry := entryOf[u.Key]
 		if !isEntry {
 			return
 		}
-		switch state {
-		case store.Done:
+		switch {
+		case state == store.Done:
 			rp.ok(final, i, "")
-		case store.Interrupted:
+		case state == store.Interrupted:
 			rp.fail([]int{i}, "interrupted by shutdown; replay it again")
-		case store.Failed:
+		case ns != nil:
+			rp.notSent(i, ns)
+		case state == store.Failed:
 			msg := "failed again"
 			if e, err := st.DeadLetters.GetDeadLetter(final, rp.res.Outcomes[i].Entry.ID); err == nil {
 				rp.mu.Lock()
@@ -316,6 +321,36 @@ func (rp *replayer) task(ctx context.Context, r *runner, t *flows.Task, runID in
 		}
 	}
 	return nil
+}
+
+// count counts a unit the replay executed, which ended in state; notSent marks one that
+// failed without being sent.
+func (rp *replayer) count(state store.State, notSent bool) {
+	rp.mu.Lock()
+	defer rp.mu.Unlock()
+	rp.res.Units++
+	switch {
+	case notSent:
+		rp.res.NotSent++
+	case state == store.Failed:
+		rp.res.Dead++
+	case state == store.Interrupted:
+		rp.res.Interrupted++
+	}
+}
+
+// notSent records that entry i's unit was not sent: its host's breaker stayed open.
+func (rp *replayer) notSent(i int, ns *retry.Unsent) {
+	rp.mu.Lock()
+	defer rp.mu.Unlock()
+	o := &rp.res.Outcomes[i]
+	o.NotSent = true
+	o.Error = notSentMessage(ns)
+}
+
+// notSentMessage says why a replay did not send a unit, and that its dead letter stays.
+func notSentMessage(ns *retry.Unsent) string {
+	return fmt.Sprintf("not sent: host %s breaker open (last failure: %s); still in the dead-letter queue", ns.Host, ns.LastFailure)
 }
 
 // ok marks entry i replayed.

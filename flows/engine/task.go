@@ -37,6 +37,9 @@ type runner struct {
 	// replaying marks a runner executing dead letters again: a failure adds to the
 	// entry's replay history.
 	replaying bool
+	// unsent holds, while replaying, why the units that failed without being sent were
+	// not sent (unit key -> *retry.Unsent): the replay reports them apart.
+	unsent sync.Map
 
 	done map[string]chan struct{} // closed when a task has ended; read-only after setup
 	mu   sync.Mutex

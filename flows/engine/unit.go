@@ -100,6 +100,9 @@ func (r *runner) unit(work context.Context, task tasks.Task, env *tasks.Env, u s
 			return nil, store.Interrupted, nil
 		}
 		prog.failed()
+		if ns := retry.NotSent(err); ns != nil && r.replaying {
+			r.unsent.Store(u.Key, ns)
+		}
 		if err := r.persist(final, "recording the unit's requests", func(ctx context.Context) error { return r.recordExecution(ctx, ref) }); err != nil {
 			env.Logger.Error("recording a failed unit's requests", "unit", u.Key, "err", err)
 		}

@@ -16,6 +16,7 @@ import (
 	"github.com/geoflow/geoflow/flows"
 
 	"github.com/geoflow/geoflow/internal/redact"
+	"github.com/geoflow/geoflow/retry"
 	"github.com/geoflow/geoflow/store"
 	"github.com/geoflow/geoflow/tasks"
 )
@@ -135,6 +136,12 @@ func (w *UnitWorker) Execute(ctx context.Context, job store.UnitJob) error {
 	uctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
 	defer cancel(nil)
 	defer context.AfterFunc(ctx, func() { cancel(context.Cause(ctx)) })()
+	if jobEnd, ok := ctx.Deadline(); ok {
+		// A unit its host's breaker holds waits within the job's time, less a moment to
+		// record its dead letter: cut short, it would be tried again only to meet the
+		// same breaker.
+		uctx = retry.WaitUntil(uctx, jobEnd.Add(-jobEndMargin))
+	}
 	_, end, _ := wr.r.unit(uctx, wt.task, wt.env, u, nil, func(_ store.Unit, st store.State) {
 		if st == store.Failed {
 			w.failed.Add(1) // a unit the output listed as failed
@@ -152,6 +159,10 @@ func (w *UnitWorker) Execute(ctx context.Context, job store.UnitJob) error {
 	}
 	return nil
 }
+
+// jobEndMargin is how long before its job's time ends a unit stops waiting for its
+// host's breaker, to record its dead letter.
+const jobEndMargin = 5 * time.Second
 
 // mask keeps the flows' secrets out of what the pool records of a job's failure.
 func (w *UnitWorker) mask(err error) error {

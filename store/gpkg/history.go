@@ -14,7 +14,8 @@ const runSelect = `SELECT r.id, r.flow, r.status, r.trigger, r.scheduled_for, r.
 	coalesce(c.ins, r.features_inserted), coalesce(c.skip, r.features_skipped), coalesce(c.upd, r.features_updated),
 	coalesce(c.rej, r.features_rejected), coalesce(c.merged, r.features_merged),
 	(SELECT coalesce(sum(features_deleted), 0) FROM geoflow_run_tasks d WHERE d.run_id = r.id), coalesce(r.error, ''),
-	coalesce(r.finished_by, ''), r.adopted_at, r.area_min_x, r.area_min_y, r.area_max_x, r.area_max_y
+	coalesce(r.finished_by, ''), r.adopted_at, r.area_min_x, r.area_min_y, r.area_max_x, r.area_max_y,
+	(SELECT coalesce(sum(features_overlap), 0) FROM geoflow_units o WHERE o.run_id = r.id)
 FROM geoflow_runs r
 LEFT JOIN (
 	SELECT u.run_id, count(*) AS total,
@@ -35,7 +36,7 @@ func scanRun(rows *sql.Rows) (store.RunRecord, error) {
 	)
 	err := rows.Scan(append([]any{&r.ID, &r.Flow, &r.Status, &r.Trigger, nullTime{&r.ScheduledFor}, reqTime{&r.StartedAt}, nullTime{&r.FinishedAt},
 		&r.UnitsTotal, &r.UnitsDone, &r.UnitsDead, &r.FeaturesInserted, &r.FeaturesSkipped, &r.FeaturesUpdated,
-		&r.FeaturesRejected, &r.FeaturesMerged, &r.FeaturesDeleted, &r.Error, &r.FinishedBy, nullTime{&r.AdoptedAt}}, area.dest()...)...)
+		&r.FeaturesRejected, &r.FeaturesMerged, &r.FeaturesDeleted, &r.Error, &r.FinishedBy, nullTime{&r.AdoptedAt}}, append(area.dest(), &r.FeaturesOverlap)...)...)
 	if b := area.bound(); b != nil {
 		r.Area = &[4]float64{b.Min[0], b.Min[1], b.Max[0], b.Max[1]}
 	}

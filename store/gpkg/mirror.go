@@ -63,6 +63,7 @@ func (u *unitTx) writeKeyed(ctx context.Context, t *store.FeatureTable, name str
 	}
 	stamp := ts(time.Now()) // taken with the writer: versions follow each other in commit order
 	target := targetName(t)
+	own := make([]bool, len(rows)) // at a key's last row: this run wrote its row, so its repeats and skips overlap
 	for i, row := range rows {
 		key := row[k].(string)
 		if last[key] != i {
@@ -70,13 +71,18 @@ func (u *unitTx) writeKeyed(ctx context.Context, t *store.FeatureTable, name str
 		}
 		var fid int64
 		var hash []byte
-		err := st.look.QueryRowContext(ctx, key).Scan(&fid, &hash)
+		var ours bool // the row was written by this run (0 or 1, which costs no allocation)
+		err := st.look.QueryRowContext(ctx, key, u.ref.RunID).Scan(&fid, &hash, &ours)
 		found := !errors.Is(err, sql.ErrNoRows)
 		if found && err != nil {
 			return res, translate(what, err)
 		}
 		w := keyedWriteFor(found, hash, row[2].([]byte), t.History)
+		own[i] = w != keyedSkip || ours
 		if w == keyedSkip {
+			if own[i] {
+				res.Overlap++
+			}
 			continue
 		}
 		if err := st.write(ctx, w, row, fid, stamp, u.ref.RunID); err != nil {
@@ -94,6 +100,11 @@ func (u *unitTx) writeKeyed(ctx context.Context, t *store.FeatureTable, name str
 		}
 	}
 	res.Skipped = int64(len(rows)) - res.Inserted - res.Updated
+	for i, row := range rows {
+		if j := last[row[k].(string)]; j != i && own[j] {
+			res.Overlap++ // a repeat in the page
+		}
+	}
 	if res.Inserted+res.Updated > 0 {
 		if _, err := st.touch.ExecContext(ctx, name); err != nil {
 			return res, translate(what, err)
@@ -178,7 +189,7 @@ func keyedSQL(t *store.FeatureTable, name string, cols []string) keyedQueries {
 		cols = append(cols, `"gf_valid_from"`)
 	}
 	q := keyedQueries{
-		look:    fmt.Sprintf(`SELECT fid, gf_payload_hash FROM %s WHERE gf_key = ?%s`, quote(name), current),
+		look:    fmt.Sprintf(`SELECT fid, gf_payload_hash, gf_run_id IS ?2 FROM %s WHERE gf_key = ?1%s`, quote(name), current),
 		insert:  fmt.Sprintf(`INSERT INTO %s (%s) VALUES (%s)`, quote(name), strings.Join(cols, ", "), placeholders(len(cols))),
 		history: t.History,
 		mirror:  t.Mode == store.ModeMirror,

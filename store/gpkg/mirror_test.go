@@ -157,7 +157,7 @@ func TestMirror(t *testing.T) {
 		[][]*spatial.Feature{{a, b, c, c}},
 		[][]*spatial.Feature{{d, a}},
 		[][]*spatial.Feature{{e}, {b}}) // two writes in one unit
-	want := [][]store.Counts{{{Inserted: 3, Skipped: 1}}, {{Inserted: 1, Skipped: 1}}, {{Inserted: 1}, {Skipped: 1}}}
+	want := [][]store.Counts{{{Inserted: 3, Skipped: 1, Overlap: 1}}, {{Inserted: 1, Skipped: 1, Overlap: 1}}, {{Inserted: 1}, {Skipped: 1, Overlap: 1}}}
 	if !slices.EqualFunc(counts, want, slices.Equal) {
 		t.Errorf("run 1 wrote %+v, want %+v", counts, want)
 	}
@@ -288,7 +288,7 @@ func TestMirrorHistory(t *testing.T) {
 
 	a2 := parcel("p.a", 11.2, 48, "a, moved")
 	run2, counts := mirrorRun(t, st, table, [][]*spatial.Feature{{a2, b, a2}}, [][]*spatial.Feature{{c}})
-	if want := [][]store.Counts{{{Updated: 1, Skipped: 2}}, {{Skipped: 1}}}; !slices.EqualFunc(counts, want, slices.Equal) {
+	if want := [][]store.Counts{{{Updated: 1, Skipped: 2, Overlap: 1}}, {{Skipped: 1}}}; !slices.EqualFunc(counts, want, slices.Equal) {
 		t.Errorf("run 2 wrote %+v, want %+v", counts, want)
 	}
 	endRun(t, st, run2)

@@ -67,19 +67,19 @@ func TestKeyedSQL(t *testing.T) {
 		want  keyedQueries
 	}{
 		{name: "mirror", table: store.FeatureTable{Name: "t", Mode: store.ModeMirror}, want: keyedQueries{
-			look:   `SELECT fid, gf_payload_hash FROM "t" WHERE gf_key = ?`,
+			look:   `SELECT fid, gf_payload_hash, gf_run_id IS ?2 FROM "t" WHERE gf_key = ?1`,
 			insert: `INSERT INTO "t" ("geom", "a", "gf_key") VALUES (?, ?, ?)`,
 			update: `UPDATE "t" SET "geom" = ?, "a" = ?, "gf_key" = ? WHERE fid = ?`,
 			mirror: true,
 		}},
 		{name: "history", table: store.FeatureTable{Name: "t", History: true}, want: keyedQueries{
-			look:    `SELECT fid, gf_payload_hash FROM "t" WHERE gf_key = ? AND gf_valid_to IS NULL`,
+			look:    `SELECT fid, gf_payload_hash, gf_run_id IS ?2 FROM "t" WHERE gf_key = ?1 AND gf_valid_to IS NULL`,
 			insert:  `INSERT INTO "t" ("geom", "a", "gf_key", "gf_valid_from") VALUES (?, ?, ?, ?)`,
 			update:  `UPDATE "t" SET gf_valid_to = ?, gf_closed_run = ? WHERE fid = ?`,
 			history: true,
 		}},
 		{name: "mirror with history", table: store.FeatureTable{Name: "t", Mode: store.ModeMirror, History: true}, want: keyedQueries{
-			look:    `SELECT fid, gf_payload_hash FROM "t" WHERE gf_key = ? AND gf_valid_to IS NULL`,
+			look:    `SELECT fid, gf_payload_hash, gf_run_id IS ?2 FROM "t" WHERE gf_key = ?1 AND gf_valid_to IS NULL`,
 			insert:  `INSERT INTO "t" ("geom", "a", "gf_key", "gf_valid_from") VALUES (?, ?, ?, ?)`,
 			update:  `UPDATE "t" SET gf_valid_to = ?, gf_closed_run = ? WHERE fid = ?`,
 			history: true, mirror: true,

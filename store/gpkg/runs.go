@@ -401,9 +401,11 @@ func (s *Store) finishRun(ctx context.Context, runID int64, status store.State, 
 		RETURNING id, flow, status, units_total, units_done, units_dead, features_inserted, features_skipped, features_updated,
 			(SELECT coalesce(sum(bytes), 0) FROM geoflow_units WHERE run_id = ?1), started_at, finished_at,
 			(SELECT coalesce(sum(features_deleted), 0) FROM geoflow_run_tasks WHERE run_id = ?1),
-			(SELECT coalesce(sum(features_filtered), 0) FROM geoflow_units WHERE run_id = ?1)`,
+			(SELECT coalesce(sum(features_filtered), 0) FROM geoflow_units WHERE run_id = ?1),
+			(SELECT coalesce(sum(features_overlap), 0) FROM geoflow_units WHERE run_id = ?1)`,
 		runID, string(status), errMsg).Scan(&sum.ID, &sum.Flow, &sum.Status, &sum.UnitsTotal, &sum.UnitsDone, &sum.UnitsDead,
-		&sum.Inserted, &sum.Skipped, &sum.Updated, &sum.Bytes, reqTime{&sum.StartedAt}, nullTime{&sum.FinishedAt}, &sum.Deleted, &sum.Filtered)
+		&sum.Inserted, &sum.Skipped, &sum.Updated, &sum.Bytes, reqTime{&sum.StartedAt}, nullTime{&sum.FinishedAt}, &sum.Deleted, &sum.Filtered,
+		&sum.Overlap)
 	return sum, translate(what, err)
 }
 

@@ -51,7 +51,7 @@ func (u *unitTx) begin(ctx context.Context, queries ...string) (*sql.Tx, error) 
 const completeSQL = `UPDATE geoflow_units SET state = 'done', finished_at = ` + now + `, error = NULL,
 	features_inserted = ?, features_skipped = ?, features_updated = ?, bytes = ?, attempts = attempts + 1, started_at = ?,
 	features_rejected = ?, features_merged = ?, requests = ?, features_short = ?, features_filtered = ?,
-	rows_affected = ?
+	rows_affected = ?, features_overlap = ?
 	WHERE run_id = ? AND task = ? AND key = ?`
 
 // Complete implements store.UnitTx.
@@ -76,7 +76,8 @@ func (u *unitTx) Complete(ctx context.Context, c store.Counts, children, failed 
 	if err != nil {
 		return translate(fmt.Sprintf("marking unit %s done", ref.Key), err)
 	}
-	_, err = st.ExecContext(ctx, c.Inserted, c.Skipped, c.Updated, c.Bytes, ts(start), c.Rejected, c.Merged, c.Requests, c.Short, c.Filtered, c.Affected, ref.RunID, ref.TaskID, ref.Key)
+	_, err = st.ExecContext(ctx, c.Inserted, c.Skipped, c.Updated, c.Bytes, ts(start), c.Rejected, c.Merged, c.Requests, c.Short, c.Filtered, c.Affected, c.Overlap,
+		ref.RunID, ref.TaskID, ref.Key)
 	return translate(fmt.Sprintf("marking unit %s done", ref.Key), err)
 }
 
@@ -188,7 +189,7 @@ func (u *unitTx) insertNew(ctx context.Context, name string, cols []string, rows
 		}
 	}
 	if len(skipped) > 0 {
-		res.Merged, err = u.recordMerged(ctx, tx, name, skipped)
+		res.Merged, res.Overlap, err = u.recordMerged(ctx, tx, name, skipped)
 		if err != nil {
 			return res, translate(what, err)
 		}
@@ -220,36 +221,37 @@ func (u *unitTx) touch(ctx context.Context, tx *sql.Tx, name string) error {
 
 // recordMerged records, each once in the run however many tiles deliver it, the ids of
 // the skipped rows that were merged into a stored row (merged), and returns how many
-// it recorded.
-func (u *unitTx) recordMerged(ctx context.Context, tx *sql.Tx, name string, skipped []featureRow) (int64, error) {
-	look, err := u.s.stmt(ctx, tx, fmt.Sprintf(`SELECT gf_feature_id FROM %s WHERE gf_payload_hash = ?`, quote(name)))
+// it recorded, and how many of the skipped rows met a row this same run stored (the
+// overlaps, store.Counts.Overlap). It looks each skipped row's stored row up once.
+func (u *unitTx) recordMerged(ctx context.Context, tx *sql.Tx, name string, skipped []featureRow) (n, overlap int64, err error) {
+	look, err := u.s.stmt(ctx, tx, fmt.Sprintf(`SELECT gf_feature_id, gf_run_id IS ?2 FROM %s WHERE gf_payload_hash = ?1`, quote(name)))
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	rec, err := u.s.stmt(ctx, tx, mergedSQL)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	var n int64
 	for _, row := range skipped {
-		if id := row[1]; id == nil || id == "" {
-			continue
-		}
 		var stored sql.NullString
-		if err := look.QueryRowContext(ctx, row[2]).Scan(&stored); err != nil && !errors.Is(err, sql.ErrNoRows) {
-			return n, err
+		var ours bool // the row was written by this run
+		if err := look.QueryRowContext(ctx, row[2], u.ref.RunID).Scan(&stored, &ours); err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return n, overlap, err
+		}
+		if ours {
+			overlap++
 		}
 		if !merged(row[1], stored) {
 			continue
 		}
 		r, err := rec.ExecContext(ctx, u.ref.RunID, u.ref.TaskID, row[1])
 		if err != nil {
-			return n, err
+			return n, overlap, err
 		}
 		k, _ := r.RowsAffected()
 		n += k
 	}
-	return n, nil
+	return n, overlap, nil
 }
 
 // merged decides whether a row skipped for its payload, with feature id id (nil or ""
@@ -290,7 +292,10 @@ func (u *unitTx) upsert(ctx context.Context, t *store.FeatureTable, name string,
 		quote(name), strings.Join(sets, ", "), strings.Join(match, " AND "))
 	insSQL := fmt.Sprintf(`INSERT INTO %s (%s) SELECT %s WHERE NOT EXISTS (SELECT 1 FROM %s WHERE %s)`,
 		quote(name), strings.Join(cols, ", "), placeholders(len(cols)), quote(name), strings.Join(match, " AND "))
-	tx, err := u.begin(ctx, updSQL, insSQL, touchSQL)
+	runSQL := fmt.Sprintf(`SELECT gf_run_id FROM %s WHERE %s`, quote(name), strings.Join(match, " AND "))
+	// runSQL costs a lookup per unchanged feature only; a changed or new one is decided
+	// by the update and the insert as before.
+	tx, err := u.begin(ctx, updSQL, insSQL, touchSQL, runSQL)
 	if err != nil {
 		return res, err
 	}
@@ -321,14 +326,32 @@ func (u *unitTx) upsert(ctx context.Context, t *store.FeatureTable, name string,
 		}
 		if n, _ := r.RowsAffected(); n > 0 {
 			res.Inserted++
-		} else {
-			res.Skipped++
+			continue
+		}
+		res.Skipped++
+		if own, err := u.storedByRun(ctx, tx, runSQL, keys); err != nil {
+			return res, translate(what, err)
+		} else if own {
+			res.Overlap++
 		}
 	}
 	if res.Inserted+res.Updated > 0 {
 		return res, translate(what, u.touch(ctx, tx, name))
 	}
 	return res, nil
+}
+
+// storedByRun tells whether the row runSQL finds by keys was written by the unit's run.
+func (u *unitTx) storedByRun(ctx context.Context, tx *sql.Tx, runSQL string, keys []any) (bool, error) {
+	st, err := u.s.stmt(ctx, tx, runSQL)
+	if err != nil {
+		return false, err
+	}
+	var run sql.NullInt64
+	if err := st.QueryRowContext(ctx, keys...).Scan(&run); err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return false, err
+	}
+	return run.Valid && run.Int64 == u.ref.RunID, nil
 }
 
 // encodeFeature turns a feature into its row: geometry, id, payload hash, run, time, then

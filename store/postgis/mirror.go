@@ -50,7 +50,7 @@ const bookkeeping = `ARRAY['geom', 'gf_key', 'gf_feature_id', 'gf_payload_hash',
 // keyed on gf_key, an unchanged feature costing no write, a changed one updated in place
 // or, with history, its version closed and a new one inserted. What changed goes into the
 // change log; a mirror table's unit also records the keys it saw.
-func (u *unitTx) writeKeyed(ctx context.Context, t *store.FeatureTable, stage string, insertCols, selects []string) (store.Counts, error) {
+func (u *unitTx) writeKeyed(ctx context.Context, t *store.FeatureTable, stage string, insertCols, selects []string, staged int64) (store.Counts, error) {
 	target := tableIdent(t)
 	what := fmt.Sprintf("writing into %s", target)
 	var res store.Counts
@@ -103,17 +103,38 @@ func (u *unitTx) writeKeyed(ctx context.Context, t *store.FeatureTable, stage st
 	if err := u.tx.QueryRow(ctx, sql, args...).Scan(&res.Inserted, &res.Updated); err != nil {
 		return res, translate(what, err)
 	}
+	res.Skipped = staged - res.Inserted - res.Updated
+	var err error
+	res.Overlap, err = u.keyedSeen(ctx, t, stage, target, res)
+	return res, err
+}
+
+// keyedSeen records the keys a mirror table's unit saw, and counts the overlaps of a
+// keyed table's unit whose write res skipped features (store.Counts.Overlap): for a
+// mirror, in the statement that records the keys, so no statement more.
+func (u *unitTx) keyedSeen(ctx context.Context, t *store.FeatureTable, stage, target string, res store.Counts) (int64, error) {
+	on := "t.gf_key = s.gf_key"
+	if t.History {
+		on += " AND t.gf_valid_to IS NULL"
+	}
+	var matches int64
 	if t.Mode == store.ModeMirror {
 		// Keys appended: a unit may write more than once in its transaction.
-		_, err := u.tx.Exec(ctx, fmt.Sprintf(`INSERT INTO geoflow_seen (run_id, task, unit, keys)
+		count := fmt.Sprintf("CASE WHEN $4 THEN (%s) ELSE 0 END", overlapSQL(stage, target, on))
+		err := u.tx.QueryRow(ctx, fmt.Sprintf(`WITH seen AS (INSERT INTO geoflow_seen (run_id, task, unit, keys)
 			SELECT $1, $2, $3, array_agg(DISTINCT gf_key) FROM %s HAVING count(*) > 0
-			ON CONFLICT (run_id, task, unit) DO UPDATE SET keys = geoflow_seen.keys || EXCLUDED.keys`, stage),
-			u.ref.RunID, u.ref.TaskID, u.ref.Key)
+			ON CONFLICT (run_id, task, unit) DO UPDATE SET keys = geoflow_seen.keys || EXCLUDED.keys)
+			SELECT %s`, stage, count),
+			u.ref.RunID, u.ref.TaskID, u.ref.Key, res.Skipped > 0).Scan(&matches)
 		if err != nil {
-			return res, translate(fmt.Sprintf("recording the features unit %s saw", u.ref.Key), err)
+			return 0, translate(fmt.Sprintf("recording the features unit %s saw", u.ref.Key), err)
+		}
+	} else if res.Skipped > 0 {
+		if err := u.tx.QueryRow(ctx, overlapSQL(stage, target, on), u.ref.RunID).Scan(&matches); err != nil {
+			return 0, translate(fmt.Sprintf("counting the features of %s this run stored already", target), err)
 		}
 	}
-	return res, nil
+	return overlapOf(matches, res.Inserted+res.Updated, res.Skipped), nil
 }
 
 // SeenFeatures implements store.Mirrors.

@@ -422,9 +422,10 @@ func (s *Store) FinishRun(ctx context.Context, runID int64, status store.State, 
 		FROM c WHERE r.id = $1
 		RETURNING r.id, r.flow, r.status, c.total, c.done, c.dead, c.ins, c.skip, c.upd, c.bytes, r.started_at, r.finished_at,
 			(SELECT coalesce(sum(features_deleted), 0) FROM geoflow_run_tasks WHERE run_id = r.id),
-			(SELECT coalesce(sum(features_filtered), 0) FROM geoflow_units WHERE run_id = r.id)`,
+			(SELECT coalesce(sum(features_filtered), 0) FROM geoflow_units WHERE run_id = r.id),
+			(SELECT coalesce(sum(features_overlap), 0) FROM geoflow_units WHERE run_id = r.id)`,
 		runID, status, errMsg).Scan(&sum.ID, &sum.Flow, &sum.Status, &sum.UnitsTotal, &sum.UnitsDone, &sum.UnitsDead,
-		&sum.Inserted, &sum.Skipped, &sum.Updated, &sum.Bytes, &sum.StartedAt, &sum.FinishedAt, &sum.Deleted, &sum.Filtered)
+		&sum.Inserted, &sum.Skipped, &sum.Updated, &sum.Bytes, &sum.StartedAt, &sum.FinishedAt, &sum.Deleted, &sum.Filtered, &sum.Overlap)
 	if err != nil {
 		return sum, translate(fmt.Sprintf("finishing run %d", runID), err)
 	}

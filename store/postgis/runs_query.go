@@ -16,7 +16,8 @@ var runSelect = `SELECT r.id, r.flow, ` + runStatus + `, r.trigger, r.scheduled_
 	coalesce(c.ins, r.features_inserted), coalesce(c.skip, r.features_skipped), coalesce(c.upd, r.features_updated),
 	coalesce(c.rej, r.features_rejected), coalesce(c.merged, r.features_merged),
 	(SELECT coalesce(sum(features_deleted), 0) FROM geoflow_run_tasks d WHERE d.run_id = r.id), coalesce(r.error, ''),
-	coalesce(r.finished_by, ''), r.adopted_at, ST_XMin(ST_GeomFromEWKB(r.area)), ST_YMin(ST_GeomFromEWKB(r.area)), ST_XMax(ST_GeomFromEWKB(r.area)), ST_YMax(ST_GeomFromEWKB(r.area))
+	coalesce(r.finished_by, ''), r.adopted_at, ST_XMin(ST_GeomFromEWKB(r.area)), ST_YMin(ST_GeomFromEWKB(r.area)), ST_XMax(ST_GeomFromEWKB(r.area)), ST_YMax(ST_GeomFromEWKB(r.area)),
+	(SELECT coalesce(sum(features_overlap), 0) FROM geoflow_units o WHERE o.run_id = r.id)
 FROM geoflow_runs r
 LEFT JOIN LATERAL (
 	SELECT count(*) AS total,
@@ -46,7 +47,7 @@ func scanRun(row pgx.CollectableRow) (store.RunRecord, error) {
 	)
 	err := row.Scan(&r.ID, &r.Flow, &r.Status, &r.Trigger, &r.ScheduledFor, &r.StartedAt, &r.FinishedAt,
 		&r.UnitsTotal, &r.UnitsDone, &r.UnitsDead, &r.FeaturesInserted, &r.FeaturesSkipped, &r.FeaturesUpdated,
-		&r.FeaturesRejected, &r.FeaturesMerged, &r.FeaturesDeleted, &r.Error, &r.FinishedBy, &r.AdoptedAt, &x0, &y0, &x1, &y1)
+		&r.FeaturesRejected, &r.FeaturesMerged, &r.FeaturesDeleted, &r.Error, &r.FinishedBy, &r.AdoptedAt, &x0, &y0, &x1, &y1, &r.FeaturesOverlap)
 	if x0 != nil && y0 != nil && x1 != nil && y1 != nil {
 		r.Area = &[4]float64{*x0, *y0, *x1, *y1}
 	}

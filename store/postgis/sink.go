@@ -93,9 +93,10 @@ func (u *unitTx) Complete(ctx context.Context, c store.Counts, children, failed 
 	_, err := u.tx.Exec(ctx, `UPDATE geoflow_units SET state = 'done', finished_at = now(), error = NULL,
 		features_inserted = $4, features_skipped = $5, features_updated = $6, bytes = $7,
 		attempts = attempts + 1, started_at = $8, features_rejected = $9, features_merged = $10, requests = $11, features_short = $12,
-		features_filtered = $13, rows_affected = $14
+		features_filtered = $13, rows_affected = $14, features_overlap = $15
 		WHERE run_id = $1 AND task = $2 AND key = $3`,
-		ref.RunID, ref.TaskID, ref.Key, c.Inserted, c.Skipped, c.Updated, c.Bytes, start, c.Rejected, c.Merged, c.Requests, c.Short, c.Filtered, c.Affected)
+		ref.RunID, ref.TaskID, ref.Key, c.Inserted, c.Skipped, c.Updated, c.Bytes, start, c.Rejected, c.Merged, c.Requests, c.Short, c.Filtered, c.Affected,
+		c.Overlap)
 	return translate(fmt.Sprintf("marking unit %s done", ref.Key), err)
 }
 
@@ -170,11 +171,9 @@ func (u *unitTx) writeFeatures(ctx context.Context, t *store.FeatureTable, src s
 	var res store.Counts
 	switch {
 	case t.Keyed():
-		res, err := u.writeKeyed(ctx, t, stage, insertCols, selects)
-		res.Skipped = staged - res.Inserted - res.Updated
-		return res, err
+		return u.writeKeyed(ctx, t, stage, insertCols, selects, staged)
 	case t.Mode == store.ModeUpsert:
-		res, err = u.upsert(ctx, t, stage, insertCols, selects)
+		res, err = u.upsert(ctx, t, stage, insertCols, selects, staged)
 	default:
 		res, err = u.insertNew(ctx, t, stage, insertCols, selects, staged)
 	}
@@ -248,7 +247,7 @@ func insertColumns(t *store.FeatureTable) (insertCols, selects []string) {
 
 // upsert writes the staged features keyed on t.Key: a new key is inserted, a changed
 // payload updates its row, an unchanged one is left alone (and so counted skipped).
-func (u *unitTx) upsert(ctx context.Context, t *store.FeatureTable, stage string, insertCols, selects []string) (store.Counts, error) {
+func (u *unitTx) upsert(ctx context.Context, t *store.FeatureTable, stage string, insertCols, selects []string, staged int64) (store.Counts, error) {
 	var res store.Counts
 	target := tableIdent(t)
 	rs, err := u.tx.Query(ctx, upsertSQL(t, stage, insertCols, selects), u.ref.RunID)
@@ -266,6 +265,13 @@ func (u *unitTx) upsert(ctx context.Context, t *store.FeatureTable, stage string
 	})
 	if err != nil {
 		return res, translate(fmt.Sprintf("upserting into %s", target), err)
+	}
+	if skipped := staged - res.Inserted - res.Updated; skipped > 0 {
+		var matches int64
+		if err := u.tx.QueryRow(ctx, overlapSQL(stage, target, upsertMatch(t)), u.ref.RunID).Scan(&matches); err != nil {
+			return res, translate(fmt.Sprintf("counting the features of %s this run stored already", target), err)
+		}
+		res.Overlap = overlapOf(matches, res.Inserted+res.Updated, skipped)
 	}
 	return res, nil
 }
@@ -318,15 +324,22 @@ func (u *unitTx) insertNew(ctx context.Context, t *store.FeatureTable, stage str
 	if res.Inserted >= staged {
 		return res, nil
 	}
-	tag, err = u.tx.Exec(ctx, fmt.Sprintf(`INSERT INTO geoflow_merged (run_id, task, feature_id)
-		SELECT DISTINCT $1::bigint, $2::text, s.gf_feature_id FROM %s s
-		JOIN %s t ON t.gf_payload_hash = s.gf_payload_hash
-		WHERE s.gf_feature_id <> '' AND t.gf_feature_id IS DISTINCT FROM s.gf_feature_id
-		ON CONFLICT DO NOTHING`, stage, target), u.ref.RunID, u.ref.TaskID)
+	// The statement that records the merged ids counts the overlaps too: one join of
+	// the page with the rows its skipped features met, whichever run wrote them.
+	var matches int64
+	err = u.tx.QueryRow(ctx, fmt.Sprintf(`WITH j AS (
+			SELECT s.gf_feature_id AS sid, t.gf_feature_id AS tid, t.gf_run_id AS trun FROM %s s
+			JOIN %s t ON t.gf_payload_hash = s.gf_payload_hash),
+		m AS (INSERT INTO geoflow_merged (run_id, task, feature_id)
+			SELECT DISTINCT $1::bigint, $2::text, sid FROM j
+			WHERE sid <> '' AND tid IS DISTINCT FROM sid
+			ON CONFLICT DO NOTHING RETURNING 1)
+		SELECT (SELECT count(*) FROM m), (SELECT count(*) FROM j WHERE trun = $1)`, stage, target),
+		u.ref.RunID, u.ref.TaskID).Scan(&res.Merged, &matches)
 	if err != nil {
 		return res, translate(fmt.Sprintf("recording features of %s with equal payloads", target), err)
 	}
-	res.Merged = tag.RowsAffected()
+	res.Overlap = overlapOf(matches, res.Inserted, staged-res.Inserted)
 	return res, nil
 }
 

@@ -141,13 +141,13 @@ func testWriteAppend(t *testing.T, s store.Store) {
 		want store.Counts
 	}{
 		{name: "new features", fs: typedFeatures(), want: store.Counts{Inserted: 5}},
-		{name: "the same payloads again", fs: typedFeatures(), want: store.Counts{Skipped: 5}},
-		{name: "one feature twice in a page", fs: []*spatial.Feature{dup, dup}, want: store.Counts{Inserted: 1, Skipped: 1}},
-		{name: "a changed feature is added", fs: []*spatial.Feature{moved, typedFeatures()[1]}, want: store.Counts{Inserted: 1, Skipped: 1}},
+		{name: "the same payloads again", fs: typedFeatures(), want: store.Counts{Skipped: 5, Overlap: 5}},
+		{name: "one feature twice in a page", fs: []*spatial.Feature{dup, dup}, want: store.Counts{Inserted: 1, Skipped: 1, Overlap: 1}},
+		{name: "a changed feature is added", fs: []*spatial.Feature{moved, typedFeatures()[1]}, want: store.Counts{Inserted: 1, Skipped: 1, Overlap: 1}},
 		{name: "an empty page", fs: nil, want: store.Counts{}},
-		{name: "two ids, one payload, in a page", fs: []*spatial.Feature{twin("p.7"), twin("p.8"), twin("p.8")}, want: store.Counts{Inserted: 1, Skipped: 2, Merged: 1}},
-		{name: "a stored payload under another id", fs: []*spatial.Feature{dupOther, dup}, want: store.Counts{Skipped: 2, Merged: 1}},
-		{name: "the same again from an overlapping tile: merged once in the run", fs: []*spatial.Feature{dupOther, twin("p.8")}, want: store.Counts{Skipped: 2}},
+		{name: "two ids, one payload, in a page", fs: []*spatial.Feature{twin("p.7"), twin("p.8"), twin("p.8")}, want: store.Counts{Inserted: 1, Skipped: 2, Overlap: 2, Merged: 1}},
+		{name: "a stored payload under another id", fs: []*spatial.Feature{dupOther, dup}, want: store.Counts{Skipped: 2, Overlap: 2, Merged: 1}},
+		{name: "the same again from an overlapping tile: merged once in the run", fs: []*spatial.Feature{dupOther, twin("p.8")}, want: store.Counts{Skipped: 2, Overlap: 2}},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -198,10 +198,10 @@ func testWriteUpsert(t *testing.T, s store.Store) {
 		want store.Counts
 	}{
 		{name: "new keys, one NULL", fs: page(1), want: store.Counts{Inserted: 2}},
-		{name: "unchanged", fs: page(1), want: store.Counts{Skipped: 2}},
+		{name: "unchanged", fs: page(1), want: store.Counts{Skipped: 2, Overlap: 2}},
 		{name: "changed, the NULL key too", fs: page(2), want: store.Counts{Updated: 2}},
-		{name: "unchanged again", fs: page(2), want: store.Counts{Skipped: 2}},
-		{name: "one feature twice in a page", fs: []*spatial.Feature{b, b}, want: store.Counts{Inserted: 1, Skipped: 1}},
+		{name: "unchanged again", fs: page(2), want: store.Counts{Skipped: 2, Overlap: 2}},
+		{name: "one feature twice in a page", fs: []*spatial.Feature{b, b}, want: store.Counts{Inserted: 1, Skipped: 1, Overlap: 1}},
 		{name: "changed back and a new key", fs: append(page(5), &spatial.Feature{ID: "r.c", Geometry: orb.Point{4, 4},
 			Properties: map[string]any{"code": "C"}}), want: store.Counts{Inserted: 1, Updated: 2}},
 	}
@@ -269,7 +269,7 @@ func testWriteUpsertCompositeKey(t *testing.T, s store.Store) {
 	}{
 		{name: "new keys", fs: page("x"), want: store.Counts{Inserted: 4}},
 		{name: "changed", fs: page("y"), want: store.Counts{Updated: 4}},
-		{name: "unchanged", fs: page("y"), want: store.Counts{Skipped: 4}},
+		{name: "unchanged", fs: page("y"), want: store.Counts{Skipped: 4, Overlap: 4}},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -95,7 +95,7 @@ func testMirror(t *testing.T, s store.Store) {
 	}
 	a, b, c, d := parcel("p.a", 1, 1, "a"), parcel("p.b", 2, 2, "b"), parcel("p.c", 3, 3, "c"), parcel("p.d", 4, 4, "d")
 	run1, counts := mirrorRun(t, s, table, []*spatial.Feature{a, b, c}, []*spatial.Feature{c, d})
-	if want := []store.Counts{{Inserted: 3}, {Inserted: 1, Skipped: 1}}; !slices.Equal(counts, want) {
+	if want := []store.Counts{{Inserted: 3}, {Inserted: 1, Skipped: 1, Overlap: 1}}; !slices.Equal(counts, want) {
 		t.Errorf("run 1 wrote %+v, want %+v (c, on two tiles, once)", counts, want)
 	}
 	if n, err := s.SeenFeatures(ctx, table, run1.ID, "a"); err != nil || n != 4 {
@@ -282,7 +282,7 @@ func testHistory(t *testing.T, s store.Store) {
 	run1.Close()
 	a2, c := parcel("p.a", 1, 1.5, "a, edited"), parcel("p.c", 3, 3, "c")
 	run2, counts := mirrorRun(t, s, table, []*spatial.Feature{a2, b, c, a2})
-	if want := []store.Counts{{Inserted: 1, Updated: 1, Skipped: 2}}; !slices.Equal(counts, want) {
+	if want := []store.Counts{{Inserted: 1, Updated: 1, Skipped: 2, Overlap: 1}}; !slices.Equal(counts, want) {
 		t.Errorf("run 2 wrote %+v, want %+v", counts, want)
 	}
 	if n, err := s.CountFeatures(ctx, table, world); err != nil || n != 3 {

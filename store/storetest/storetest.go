@@ -64,6 +64,7 @@ func tests() []test {
 		{"WriteFeaturesSourceError", testWriteSourceError},
 		{"WriteFeaturesInvalidGeometry", testWriteInvalidGeometry},
 		{"WriteFeaturesSourceHash", testSourceHash},
+		{"WriteFeaturesOverlap", testOverlap},
 		{"CountFeatures", testCountFeatures},
 		{"Reproject", testReproject},
 		{"Mirror", testMirror},

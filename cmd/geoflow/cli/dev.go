@@ -35,6 +35,8 @@ func newDevCmd(g *globals) *cobra.Command {
 		f5xx, trunc, exc200 float64
 		html200             float64
 		failOneIn           int
+		outageAfter         int
+		outage              time.Duration
 	)
 	wfs := &cobra.Command{
 		Use:   "wfs",
@@ -48,9 +50,7 @@ func newDevCmd(g *globals) *cobra.Command {
 				opts.Quota = &wfsserver.Quota{Limit: quota, Window: window, Headers: headers, RetryAfter: retryAfter, TokenBucket: bucket}
 			}
 			opts.Faults = wfsserver.Faults{Rate5xx: f5xx, RateTruncate: trunc, RateException200: exc200, RateHTML200: html200, Seed: opts.Seed}
-			if failOneIn > 0 {
-				opts.Faults.FailForever = failOneURLIn(failOneIn)
-			}
+			opts.Faults.FailForever = devFailures(failOneIn, outageAfter, outage)
 			if err := checkDevRevision(opts.Revision, opts.Changes, opts.Features); err != nil {
 				return err
 			}
@@ -79,6 +79,8 @@ func newDevCmd(g *globals) *cobra.Command {
 	f.Float64Var(&exc200, "fault-exception-200", 0, "share answered an exception report with HTTP 200")
 	f.Float64Var(&html200, "fault-html-200", 0, "share answered a proxy HTML page with HTTP 200")
 	f.IntVar(&failOneIn, "fail-one-in", 0, "answer 500 forever to one GetFeature URL in N (by a hash of the URL; counts spared); restart without it to heal")
+	f.IntVar(&outageAfter, "outage-after", 0, "with --outage: GetFeature requests for features served before the outage begins")
+	f.DurationVar(&outage, "outage", 0, "answer 500 to every GetFeature for features for this long (counts spared), after --outage-after of them; then recover")
 	devRevisionFlags(f, &opts.Revision, &opts.Changes, &opts.Empty)
 	cmd.AddCommand(wfs, newDevArcGISCmd(g), newDevTilesCmd(g), newDevWMSCmd(g), newDevSTACCmd(g))
 	return cmd
@@ -191,6 +193,29 @@ func serveDev(ctx context.Context, g *globals, listen string, paths []string, h 
 	}
 	fmt.Fprintln(g.stdout, summary())
 	return nil
+}
+
+// devFailures is the sample WFS's FailForever hook: one URL in failOneIn failing forever
+// (0: none), and an outage of the given length after outageAfter feature requests (0: none).
+func devFailures(failOneIn, outageAfter int, outage time.Duration) func(*http.Request) bool {
+	var hooks []func(*http.Request) bool
+	if failOneIn > 0 {
+		hooks = append(hooks, failOneURLIn(failOneIn))
+	}
+	if outage > 0 {
+		hooks = append(hooks, wfsserver.Outage(outageAfter, outage, nil))
+	}
+	if len(hooks) == 0 {
+		return nil
+	}
+	return func(r *http.Request) bool {
+		for _, h := range hooks {
+			if h(r) {
+				return true
+			}
+		}
+		return false
+	}
 }
 
 // failOneURLIn picks one GetFeature URL in n, by a hash of its query, to fail forever;

@@ -312,7 +312,8 @@ func newDLQReplayCmd(g *globals) *cobra.Command {
 			"filters, of every open entry they select) under their original run, loading the run's flow file.\n" +
 			"A success marks the entry replayed; a failure updates it.\n\n" +
 			"Exit codes: 0 every unit succeeded; 1 error; 2 some units failed again; 3 every unit succeeded,\n" +
-			"but a run is still incomplete (a task's server still counts features that are not stored).",
+			"but a run is still incomplete (a task's server still counts features that are not stored); 5 none failed\n" +
+			"again, but some were not sent: their host's circuit breaker stayed open (the host is still down).",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return replayDLQ(cmd, g, args, ff, all, dryRun, grace)
 		},
@@ -387,8 +388,8 @@ func replayDLQ(cmd *cobra.Command, g *globals, args []string, ff filterFlags, al
 		}
 		fmt.Fprintf(g.stdout, "still open %d: run %d, task %s, unit %s: %s\n", o.Entry.ID, o.Entry.RunID, o.Entry.Task, o.Entry.Unit, dlqOneLine(o.Error, 200))
 	}
-	fmt.Fprintf(g.stdout, "%d of %d dead letters replayed (%d units executed, %d failed)\n",
-		replayed, len(res.Outcomes), res.Units, res.Dead)
+	fmt.Fprintf(g.stdout, "%d of %d dead letters replayed (%d units executed, %d failed again, %d not sent)\n",
+		replayed, len(res.Outcomes), res.Units, res.Dead, res.NotSent)
 	for _, n := range res.Notes {
 		fmt.Fprintf(g.stdout, "note: %s\n", n)
 	}
@@ -396,10 +397,19 @@ func replayDLQ(cmd *cobra.Command, g *globals, args []string, ff filterFlags, al
 	if errors.As(context.Cause(ctx), &se) {
 		return &exitError{code: se.ExitCode(), err: fmt.Errorf("interrupted by %s: what was not replayed is still open", se.Name())}
 	}
-	if !res.OK() {
+	return replayExit(res)
+}
+
+// replayExit is how a replay that ran to its end exits: 2 when some units failed again
+// (or entries could not be replayed), 5 when none did but some units were not sent
+// (their host's breaker stayed open), 3 when all succeeded but runs are incomplete.
+func replayExit(res *engine.ReplayResult) error {
+	switch {
+	case res.Dead > 0 || res.Interrupted > 0 || (!res.OK() && res.NotSent == 0):
 		return &exitError{code: ExitDeadLetters, err: errors.New("some units failed again: geoflow dlq list --status open")}
-	}
-	if len(res.Incomplete) > 0 {
+	case res.NotSent > 0:
+		return &exitError{code: ExitNotSent, err: errors.New("some units were not sent (their host's circuit breaker stayed open); replay them once the host is back")}
+	case len(res.Incomplete) > 0:
 		return &exitError{code: ExitIncomplete, err: fmt.Errorf("runs %v are still incomplete: geoflow runs show %d", res.Incomplete, res.Incomplete[0])}
 	}
 	return nil

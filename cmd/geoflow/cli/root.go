@@ -30,6 +30,9 @@ const (
 	// complete (the server counted features that are not stored).
 	ExitIncomplete = 3
 	ExitStoreDown  = 4 // interrupted: the store stayed unavailable past store_wait (resumable)
+	// ExitNotSent: geoflow dlq replay failed nothing again, but some units were not sent
+	// (their host's circuit breaker stayed open); their dead letters are still open.
+	ExitNotSent = 5
 )
 
 // Version is set at build time with -ldflags "-X github.com/geoflow/geoflow/cmd/geoflow/cli.Version=...".

@@ -276,8 +276,8 @@ func printSummary(w io.Writer, f *flows.Flow, res *engine.Result) {
 	if s.Filtered > 0 {
 		deleted += fmt.Sprintf(", %d filtered out (returned, left out by transform.where)", s.Filtered)
 	}
-	fmt.Fprintf(w, "\n  features: %d inserted, %d already present, %d updated%s; %.1f MB read\n",
-		s.Inserted, s.Skipped, s.Updated, deleted, float64(s.Bytes)/1e6)
+	fmt.Fprintf(w, "\n  features: %s, %d updated%s; %.1f MB read\n",
+		featureFates(s.Inserted, s.Skipped, s.Overlap), s.Updated, deleted, float64(s.Bytes)/1e6)
 	if hasSQL(f) {
 		fmt.Fprintf(w, "  SQL steps: %d rows affected\n", s.RowsAffected)
 	}
@@ -287,6 +287,14 @@ func printSummary(w io.Writer, f *flows.Flow, res *engine.Result) {
 		}
 	}
 	printHosts(w, s.Hosts, res.Process)
+}
+
+// featureFates says what became of the features a run was returned, of those not
+// updated: inserted, returned more than once by its own overlapping tiles or pages (of
+// skipped, those the run had stored itself), and already present (stored by an earlier
+// run).
+func featureFates(inserted, skipped, overlap int64) string {
+	return fmt.Sprintf("%d inserted, %d returned twice by overlapping tiles, %d already present", inserted, overlap, skipped-overlap)
 }
 
 // hasSQL tells whether the flow has a SQL step (type: sql), whose rows affected the

@@ -145,7 +145,7 @@ func runDetail(r store.RunRecord) [][2]string {
 		add(verb, "%s (adopted %s, after the starting process was gone)", r.FinishedBy, fmtTime(r.AdoptedAt))
 	}
 	add("units", "%d of %d done, %d dead", r.UnitsDone, r.UnitsTotal, r.UnitsDead)
-	add("features", "%d inserted, %d already present, %d updated", r.FeaturesInserted, r.FeaturesSkipped, r.FeaturesUpdated)
+	add("features", "%s, %d updated", featureFates(r.FeaturesInserted, r.FeaturesSkipped, r.FeaturesOverlap), r.FeaturesUpdated)
 	if r.RowsAffected > 0 || slices.ContainsFunc(r.Tasks, func(t store.TaskRecord) bool { return t.Type == "sql" }) {
 		add("SQL steps", "%d rows affected", r.RowsAffected)
 	}

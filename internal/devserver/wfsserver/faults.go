@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 )
@@ -230,3 +231,49 @@ func NewQuotaLimiter(q Quota) *QuotaLimiter { return &QuotaLimiter{qs: newQuotaS
 // Admit spends one request at now and sets the rate-limit headers on h; false means the
 // request must be answered 429.
 func (l *QuotaLimiter) Admit(h http.Header, now time.Time) bool { return l.qs.admit(h, now) }
+
+// Outage is a Faults.FailForever hook for a host that goes down for a while: the first
+// after GetFeature requests for features (counts spared) are served, then every one is
+// answered 500 for the duration d from the first that failed, then the host is back.
+// now tells the time (time.Now when nil). It is safe for concurrent use.
+func Outage(after int, d time.Duration, now func() time.Time) func(*http.Request) bool {
+	if now == nil {
+		now = time.Now
+	}
+	var mu sync.Mutex
+	var seen int
+	var began time.Time
+	return func(r *http.Request) bool {
+		if !featureRequest(r) {
+			return false
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if seen++; seen <= after {
+			return false
+		}
+		t := now()
+		if began.IsZero() {
+			began = t
+		}
+		return t.Sub(began) < d
+	}
+}
+
+// featureRequest tells whether r asks for features: a WFS GetFeature for results (not
+// hits) or an OGC API - Features items page (limit=1 is a count).
+func featureRequest(r *http.Request) bool {
+	q := r.URL.Query()
+	get := func(k string) string {
+		for key, v := range q {
+			if strings.EqualFold(key, k) && len(v) > 0 {
+				return v[0]
+			}
+		}
+		return ""
+	}
+	if strings.HasSuffix(r.URL.Path, "/items") {
+		return get("limit") != "1"
+	}
+	return strings.EqualFold(get("REQUEST"), "GetFeature") && !strings.EqualFold(get("RESULTTYPE"), "hits")
+}

@@ -1,0 +1,1 @@
+ALTER TABLE geoflow_units DROP COLUMN IF EXISTS features_overlap;
