@@ -98,8 +98,8 @@ func TestMigrateIntoSchema(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(done) != 1 || done[0].Version != 18 {
-		t.Errorf("Migrate applied %v; want 018 alone", done)
+	if len(done) == 0 || done[0].Version != 18 {
+		t.Errorf("Migrate applied %v; want 018 first (then any later ones)", done)
 	}
 	public := testdb.Rows(t, db, `SELECT tablename FROM pg_tables WHERE schemaname = 'public' ORDER BY 1`)
 	if got := fmt.Sprint(public); got != "[[parcels] [spatial_ref_sys] [withfid]]" {
