@@ -54,6 +54,9 @@ func loadPages(a *assets) (*pages, error) {
 		"errSummary": errSummary,
 		"json":       jsonString,
 		"area":       runArea,
+		// present is how many of the features a run skipped were already stored by
+		// earlier runs: skipped less those it had stored itself (overlap).
+		"present": func(skipped, overlap int64) int64 { return skipped - overlap },
 	}
 	base, err := template.New("layout").Funcs(funcs).ParseFS(webFS, "web/templates/layout.html")
 	if err != nil {

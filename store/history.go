@@ -82,6 +82,10 @@ type TaskRecord struct {
 	FeaturesUpdated  int64      `json:"features_updated"`
 	FeaturesRejected int64      `json:"features_rejected"`
 	FeaturesMerged   int64      `json:"features_merged"`
+	// FeaturesOverlap are those of FeaturesSkipped the task had stored itself in the
+	// same run (returned twice by overlapping tiles or pages), the others being already
+	// present.
+	FeaturesOverlap int64 `json:"features_overlap"`
 	// FeaturesDeleted were deleted from a mirror table; VersionsClosed, with history,
 	// are the versions the task closed (updates and deletions); MirrorNote says what the
 	// task decided about deletions, and why when it withheld them.

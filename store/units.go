@@ -26,13 +26,15 @@ type UnitRecord struct {
 	StartedAt  *time.Time `json:"started_at"`
 	FinishedAt *time.Time `json:"finished_at"`
 
-	FeaturesInserted int64  `json:"features_inserted"`
-	FeaturesSkipped  int64  `json:"features_skipped"`
-	FeaturesUpdated  int64  `json:"features_updated"`
-	FeaturesRejected int64  `json:"features_rejected"`
-	FeaturesMerged   int64  `json:"features_merged"`
-	Bytes            int64  `json:"bytes"`
-	Error            string `json:"error,omitempty"`
+	FeaturesInserted int64 `json:"features_inserted"`
+	FeaturesSkipped  int64 `json:"features_skipped"`
+	FeaturesUpdated  int64 `json:"features_updated"`
+	FeaturesRejected int64 `json:"features_rejected"`
+	FeaturesMerged   int64 `json:"features_merged"`
+	// FeaturesOverlap are those of FeaturesSkipped the run had stored itself.
+	FeaturesOverlap int64  `json:"features_overlap"`
+	Bytes           int64  `json:"bytes"`
+	Error           string `json:"error,omitempty"`
 	// DeadLetter is the id of the unit's dead-letter entry (open or closed), 0 when it
 	// has none.
 	DeadLetter int64 `json:"dead_letter,omitempty"`

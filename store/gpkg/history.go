@@ -119,7 +119,8 @@ func (s *Store) GetRun(ctx context.Context, id int64) (store.RunRecord, error) {
 			coalesce(c.total, t.units_total), coalesce(c.done, t.units_done), coalesce(c.dead, t.units_dead),
 			coalesce(c.ins, t.features_inserted), coalesce(c.skip, t.features_skipped), coalesce(c.upd, t.features_updated),
 			coalesce(c.rej, t.features_rejected), coalesce(c.merged, t.features_merged),
-			t.features_deleted, t.versions_closed, t.features_unchanged, coalesce(t.mirror_note, ''), coalesce(t.error, '')
+			t.features_deleted, t.versions_closed, t.features_unchanged, coalesce(t.mirror_note, ''), coalesce(t.error, ''),
+			(SELECT coalesce(sum(o.features_overlap), 0) FROM geoflow_units o WHERE o.run_id = t.run_id AND o.task = t.task)
 		FROM geoflow_run_tasks t
 		LEFT JOIN (
 			SELECT u.task, count(*) AS total,
@@ -140,7 +141,8 @@ func (s *Store) GetRun(ctx context.Context, id int64) (store.RunRecord, error) {
 		var t store.TaskRecord
 		if err := rows.Scan(&t.Task, &t.Type, &t.State, nullTime{&t.StartedAt}, nullTime{&t.FinishedAt},
 			&t.UnitsTotal, &t.UnitsDone, &t.UnitsDead, &t.FeaturesInserted, &t.FeaturesSkipped, &t.FeaturesUpdated,
-			&t.FeaturesRejected, &t.FeaturesMerged, &t.FeaturesDeleted, &t.VersionsClosed, &t.FeaturesUnchanged, &t.MirrorNote, &t.Error); err != nil {
+			&t.FeaturesRejected, &t.FeaturesMerged, &t.FeaturesDeleted, &t.VersionsClosed, &t.FeaturesUnchanged, &t.MirrorNote, &t.Error,
+			&t.FeaturesOverlap); err != nil {
 			return run, translate(what, err)
 		}
 		run.Tasks = append(run.Tasks, t)

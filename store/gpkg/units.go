@@ -45,7 +45,7 @@ func (s *Store) ListUnits(ctx context.Context, f store.UnitFilter) ([]store.Unit
 	rows, err := s.r.QueryContext(ctx, `SELECT u.task, u.key, coalesce(u.parent_key, ''), u.min_x, u.min_y, u.max_x, u.max_y,
 		u.state, u.attempts, u.requests, u.started_at, u.finished_at,
 		u.features_inserted, u.features_skipped, u.features_updated, u.features_rejected, u.features_merged, u.bytes,
-		coalesce(u.error, ''), coalesce(d.id, 0), coalesce(u.worker, '')
+		coalesce(u.error, ''), coalesce(d.id, 0), coalesce(u.worker, ''), u.features_overlap
 		FROM geoflow_units u LEFT JOIN geoflow_dlq d ON d.run_id = u.run_id AND d.task = u.task AND d.unit_key = u.key`+
 		w+" ORDER BY u.task, u.key"+limit, args...)
 	if err != nil {
@@ -59,7 +59,7 @@ func (s *Store) ListUnits(ctx context.Context, f store.UnitFilter) ([]store.Unit
 		var state string
 		if err := rows.Scan(&u.Task, &u.Key, &u.Parent, &minx, &miny, &maxx, &maxy, &state, &u.Attempts, &u.Requests,
 			nullTime{&u.StartedAt}, nullTime{&u.FinishedAt}, &u.FeaturesInserted, &u.FeaturesSkipped, &u.FeaturesUpdated,
-			&u.FeaturesRejected, &u.FeaturesMerged, &u.Bytes, &u.Error, &u.DeadLetter, &u.Worker); err != nil {
+			&u.FeaturesRejected, &u.FeaturesMerged, &u.Bytes, &u.Error, &u.DeadLetter, &u.Worker, &u.FeaturesOverlap); err != nil {
 			return nil, 0, translate(what, err)
 		}
 		u.State = store.State(state)

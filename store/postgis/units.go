@@ -48,7 +48,7 @@ func (s *Store) ListUnits(ctx context.Context, f store.UnitFilter) ([]store.Unit
 		ST_XMin(ST_GeomFromEWKB(u.bbox)), ST_YMin(ST_GeomFromEWKB(u.bbox)), ST_XMax(ST_GeomFromEWKB(u.bbox)), ST_YMax(ST_GeomFromEWKB(u.bbox)),
 		u.state, u.attempts, u.requests, u.started_at, u.finished_at,
 		u.features_inserted, u.features_skipped, u.features_updated, u.features_rejected, u.features_merged, u.bytes,
-		coalesce(u.error, ''), coalesce(d.id, 0), coalesce(u.worker, '')
+		coalesce(u.error, ''), coalesce(d.id, 0), coalesce(u.worker, ''), u.features_overlap
 		FROM geoflow_units u LEFT JOIN geoflow_dlq d ON d.run_id = u.run_id AND d.task = u.task AND d.unit_key = u.key`+
 		w+" ORDER BY u.task, u.key"+limit, args...)
 	if err != nil {
@@ -60,7 +60,7 @@ func (s *Store) ListUnits(ctx context.Context, f store.UnitFilter) ([]store.Unit
 		var state string
 		err := row.Scan(&u.Task, &u.Key, &u.Parent, &minx, &miny, &maxx, &maxy, &state, &u.Attempts, &u.Requests,
 			&u.StartedAt, &u.FinishedAt, &u.FeaturesInserted, &u.FeaturesSkipped, &u.FeaturesUpdated,
-			&u.FeaturesRejected, &u.FeaturesMerged, &u.Bytes, &u.Error, &u.DeadLetter, &u.Worker)
+			&u.FeaturesRejected, &u.FeaturesMerged, &u.Bytes, &u.Error, &u.DeadLetter, &u.Worker, &u.FeaturesOverlap)
 		u.State = store.State(state)
 		if minx != nil && miny != nil && maxx != nil && maxy != nil {
 			u.BBox = &orb.Bound{Min: orb.Point{*minx, *miny}, Max: orb.Point{*maxx, *maxy}}

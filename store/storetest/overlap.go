@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/paulmach/orb"
@@ -40,6 +41,12 @@ func testOverlap(t *testing.T, s store.Store) {
 			}
 			if first.sum.Skipped != 2 || first.sum.Overlap != 2 || first.rec.FeaturesOverlap != 2 {
 				t.Errorf("first run: summary %d skipped, %d overlaps; record %d overlaps; want 2, 2, 2", first.sum.Skipped, first.sum.Overlap, first.rec.FeaturesOverlap)
+			}
+			if len(first.rec.Tasks) != 1 || first.rec.Tasks[0].FeaturesOverlap != 2 || first.rec.Tasks[0].FeaturesSkipped != 2 {
+				t.Errorf("first run's task record: %+v; want 2 skipped, 2 of them overlaps", first.rec.Tasks)
+			}
+			if got := unitOverlaps(t, s, first.rec.ID); !slices.Equal(got, []int64{0, 2}) {
+				t.Errorf("first run's units record overlaps %v, want [0 2]", got)
 			}
 			second := overlapRun(t, s, table, left, right)
 			if want := []store.Counts{{Skipped: 2}, {Skipped: 3}}; !equalCounts(second.counts, want) {
@@ -114,4 +121,18 @@ func overlapRun(t *testing.T, s store.Store, table *store.FeatureTable, pages ..
 		t.Fatal(err)
 	}
 	return o
+}
+
+// unitOverlaps are the overlap counts ListUnits reads back for a run's units, in key order.
+func unitOverlaps(t *testing.T, s store.Store, runID int64) []int64 {
+	t.Helper()
+	units, _, err := s.ListUnits(t.Context(), store.UnitFilter{RunID: runID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []int64
+	for _, u := range units {
+		out = append(out, u.FeaturesOverlap)
+	}
+	return out
 }

@@ -123,10 +123,10 @@ func fmtArea(a *[4]float64) string {
 func printRuns(w io.Writer, runs []store.RunRecord, width int) error {
 	t := table{cols: []column{{head: "ID"}, {head: "FLOW", free: true, min: 8}, {head: "STATUS"}, {head: "TRIGGER", drop: 3},
 		{head: "SCHEDULED FOR", drop: 5}, {head: "STARTED", drop: 1}, {head: "FINISHED", drop: 4}, {head: "UNITS DONE"}, {head: "DEAD"},
-		{head: "INSERTED", drop: 2}, {head: "SKIPPED", drop: 6}, {head: "AREA", short: "bbox"}}}
+		{head: "INSERTED", drop: 2}, {head: "PRESENT", drop: 6}, {head: "TWICE", drop: 7}, {head: "AREA", short: "bbox"}}}
 	for _, r := range runs {
 		t.add(r.ID, r.Flow, r.Status, r.Trigger, fmtTime(r.ScheduledFor), fmtTime(&r.StartedAt), fmtTime(r.FinishedAt),
-			fmt.Sprintf("%d/%d", r.UnitsDone, r.UnitsTotal), r.UnitsDead, r.FeaturesInserted, r.FeaturesSkipped, fmtArea(r.Area))
+			fmt.Sprintf("%d/%d", r.UnitsDone, r.UnitsTotal), r.UnitsDead, r.FeaturesInserted, r.FeaturesSkipped-r.FeaturesOverlap, r.FeaturesOverlap, fmtArea(r.Area))
 	}
 	return t.write(w, width)
 }
@@ -178,17 +178,18 @@ func printRun(w io.Writer, r store.RunRecord, width int) error {
 	fmt.Fprintln(w)
 	t := table{cols: []column{{head: "TASK", free: true, min: 8}, {head: "TYPE"}, {head: "STATE"}, {head: "STARTED", drop: 9},
 		{head: "FINISHED", drop: 10}, {head: "UNITS DONE"}, {head: "DEAD"}, {head: "INSERTED"}, {head: "UPDATED", drop: 5},
-		{head: "UNCHANGED", drop: 6}, {head: "DELETED", drop: 7}, {head: "CLOSED", drop: 8}, {head: "REFUSED", drop: 4},
-		{head: "ERROR", free: true, min: 20}}}
+		{head: "UNCHANGED", drop: 6}, {head: "TWICE", drop: 11}, {head: "DELETED", drop: 7}, {head: "CLOSED", drop: 8},
+		{head: "REFUSED", drop: 4}, {head: "ERROR", free: true, min: 20}}}
 	for _, tr := range r.Tasks {
-		// A mirror knows its distinct unchanged features; other tables count each
-		// delivery of a stored feature (tile edges deliver some twice).
-		unchanged := tr.FeaturesSkipped
+		// A mirror knows its distinct unchanged features; other tables count the
+		// deliveries of features earlier runs stored. TWICE are those the run had stored
+		// itself: returned again by overlapping tiles or pages.
+		unchanged := tr.FeaturesSkipped - tr.FeaturesOverlap
 		if tr.FeaturesUnchanged != nil {
 			unchanged = *tr.FeaturesUnchanged
 		}
 		t.add(tr.Task, tr.Type, tr.State, fmtTime(tr.StartedAt), fmtTime(tr.FinishedAt), fmt.Sprintf("%d/%d", tr.UnitsDone, tr.UnitsTotal),
-			tr.UnitsDead, tr.FeaturesInserted, tr.FeaturesUpdated, unchanged, tr.FeaturesDeleted, tr.VersionsClosed,
+			tr.UnitsDead, tr.FeaturesInserted, tr.FeaturesUpdated, unchanged, tr.FeaturesOverlap, tr.FeaturesDeleted, tr.VersionsClosed,
 			tr.FeaturesRejected, dlq.Reason(tr.Error))
 	}
 	if err := t.write(w, width); err != nil {

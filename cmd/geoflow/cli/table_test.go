@@ -42,7 +42,7 @@ func TestTablesFit(t *testing.T) {
 		{name: "runs list", print: func(w *bytes.Buffer, width int) error {
 			return printRuns(w, []store.RunRecord{run, {ID: 1, Flow: "p"}}, width)
 		},
-			whole: []string{run.Flow, "SCHEDULED FOR", "SKIPPED", "11.46,48.06,11.48,48.08"}},
+			whole: []string{run.Flow, "SCHEDULED FOR", "PRESENT", "TWICE", "11.46,48.06,11.48,48.08"}},
 		{name: "runs show", print: func(w *bytes.Buffer, width int) error { return printRun(w, run, width) },
 			whole: []string{longError, run.Tasks[0].MirrorNote, "BREAKER OPENED", "CLOSED"}},
 		{name: "dlq list", print: func(w *bytes.Buffer, width int) error { return printEntries(w, []dlq.Entry{entry}, width) },
