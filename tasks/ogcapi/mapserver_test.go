@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/paulmach/orb"
+
 	"github.com/geoflow/geoflow/internal/testflow"
 
 	"github.com/geoflow/geoflow/flows"
@@ -21,6 +23,7 @@ import (
 	"github.com/geoflow/geoflow/retry"
 	"github.com/geoflow/geoflow/store"
 	"github.com/geoflow/geoflow/tasks"
+	"github.com/geoflow/geoflow/tasks/ogcapi"
 	"github.com/geoflow/geoflow/tasks/wfs"
 )
 
@@ -131,6 +134,32 @@ END
 	}
 	if !strings.Contains(h.logs.String(), "complete: every feature the server counted is stored") {
 		t.Errorf("no completeness report:\n%s", tail(h.logs.String()))
+	}
+	inspectMapServer(t, api, n)
+}
+
+// inspectMapServer: what geoflow inspect tells of the real MapServer: the collection, its
+// count, its extent in lon/lat (which a swapped bbox misses), and a flow snippet naming it.
+func inspectMapServer(t *testing.T, api string, n int64) {
+	env := &tasks.Env{Logger: discard(), HTTP: retry.New(&retry.Options{Logger: discard()}), Retry: retry.Policy{MaxAttempts: 2}}
+	svc, err := ogcapi.Inspect(t.Context(), env, api)
+	if err != nil {
+		t.Fatalf("inspecting MapServer: %v", err)
+	}
+	l, err := svc.FindLayer("parcels")
+	if err != nil {
+		t.Fatalf("inspect found no collection parcels: %v (%+v)", err, svc.Layers)
+	}
+	if l.Count != n || l.Extent == nil || !l.Extent.Contains(orb.Point{11.5, 48.1}) || len(l.Fields) == 0 {
+		t.Errorf("collection parcels: count %d, extent %v, %d fields; want %d, around 11.5 48.1, the table's fields", l.Count, l.Extent, len(l.Fields), n)
+	}
+	swapped := orb.Bound{Min: orb.Point{48.06, 11.46}, Max: orb.Point{48.10, 11.5}}
+	if err := tasks.CheckExtent(l.Name, swapped, *l.Extent); err == nil || !strings.Contains(err.Error(), "swapped?") {
+		t.Errorf("a swapped bbox against MapServer's extent: %v", err)
+	}
+	snip, err := ogcapi.Snippet(svc, "parcels")
+	if err != nil || !strings.Contains(snip, "collection: parcels") {
+		t.Errorf("snippet: %v\n%s", err, snip)
 	}
 }
 
