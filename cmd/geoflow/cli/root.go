@@ -239,7 +239,28 @@ func printErr(w io.Writer, err error, secrets *redact.Set) {
 	if len(msg) > 0 {
 		msg = strings.ToUpper(msg[:1]) + msg[1:]
 	}
-	fmt.Fprintf(w, "geoflow: %s\n", msg)
+	if !isTerminal(w) {
+		fmt.Fprintf(w, "geoflow: %s\n", msg) // whole, for scripts and logs
+		return
+	}
+	for _, l := range errLines(msg, termCols(w)-1) {
+		fmt.Fprintln(w, l)
+	}
+}
+
+// errLines is an error as a terminal shows it: its URLs shortened as a text log shortens
+// them, wrapped within width, the further lines indented under the first's message.
+func errLines(msg string, width int) []string {
+	const head = "geoflow: "
+	lines := wrap(shortURLs(msg), max(width-len(head), 20))
+	for i := range lines {
+		if i == 0 {
+			lines[i] = head + lines[i]
+		} else {
+			lines[i] = strings.Repeat(" ", len(head)) + lines[i]
+		}
+	}
+	return lines
 }
 
 func plural(n int) string {
