@@ -69,6 +69,8 @@ func resolve(base, ref string) string {
 type landing struct {
 	Title string `json:"title"`
 	Links []link `json:"links"`
+	// STACVersion is set by a STAC API's landing page (a catalog).
+	STACVersion string `json:"stac_version"`
 }
 
 // collection is the collection document.

@@ -78,6 +78,9 @@ func Inspect(ctx context.Context, env *tasks.Env, rawURL string) (*tasks.Service
 		return nil, tasks.ProbeError(err)
 	}
 	p.conformance = conf.ConformsTo
+	if land.STACVersion != "" || slices.ContainsFunc(p.conformance, func(c string) bool { return strings.Contains(c, "api.stacspec.org") }) {
+		return nil, fmt.Errorf("%w: %s is a STAC API, whose items are imagery (type: imagery)", tasks.ErrNotThisKind, redact.URL(base))
+	}
 	if !t.conforms(p, confCore) {
 		return nil, fmt.Errorf("%w: %s does not declare OGC API - Features core (%s)", tasks.ErrNotThisKind, redact.URL(base), confCore)
 	}

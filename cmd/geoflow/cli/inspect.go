@@ -252,7 +252,11 @@ func writeLayerTable(b *strings.Builder, layers []tasks.Layer) {
 // writeFields writes a layer's geometry type, CRSs and fields.
 func writeFields(b *strings.Builder, l *tasks.Layer) {
 	fmt.Fprintf(b, "\n")
-	wrapInto(b, "", fmt.Sprintf("layer %s: %d fields, geometry %s", l.Name, len(l.Fields), cmpOr(l.Geometry, "unknown")))
+	if len(l.Fields) == 0 && l.Geometry == "" { // a tile or imagery layer
+		wrapInto(b, "", fmt.Sprintf("layer %s:", l.Name))
+	} else {
+		wrapInto(b, "", fmt.Sprintf("layer %s: %d fields, geometry %s", l.Name, len(l.Fields), cmpOr(l.Geometry, "unknown")))
+	}
 	if len(l.CRSs) > 0 {
 		wrapInto(b, "  CRS    ", strings.Join(l.CRSs, ", "))
 	}
@@ -264,6 +268,19 @@ func writeFields(b *strings.Builder, l *tasks.Layer) {
 	}
 	if len(l.Formats) > 0 {
 		wrapInto(b, "  format ", strings.Join(l.Formats, ", "))
+	}
+	if len(l.TileMatrixSets) > 0 {
+		wrapInto(b, "  matrix ", strings.Join(l.TileMatrixSets, ", "))
+	}
+	if l.Template != "" {
+		wrapInto(b, "  tiles  ", l.Template)
+	}
+	if len(l.Assets) > 0 {
+		assets := make([]string, len(l.Assets))
+		for i, a := range l.Assets {
+			assets[i] = a.Name + " (" + cmpOr(a.Type, "type not stated") + ")"
+		}
+		wrapInto(b, "  assets ", strings.Join(assets, ", "))
 	}
 	nameW := 4
 	for _, f := range l.Fields {

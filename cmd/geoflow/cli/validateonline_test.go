@@ -122,3 +122,34 @@ func TestSnippetFlowsRun(t *testing.T) {
 		}
 	})
 }
+
+// TestInspectDetectsTilesAndImagery: geoflow inspect, told nothing but the URL, takes a
+// tile template and a WMTS for tiles, a WMS and a STAC API (an OGC API too, by its
+// conformance) for imagery, and describes each within 80 columns.
+func TestInspectDetectsTilesAndImagery(t *testing.T) {
+	tileSrv := httptest.NewServer(tileserver.New(tileserver.Options{Coverage: munich}))
+	defer tileSrv.Close()
+	wms := httptest.NewServer(wmsserver.New(wmsserver.Options{}))
+	defer wms.Close()
+	stac := httptest.NewServer(stacserver.New(stacserver.Options{Items: 4, AssetSize: 1000}))
+	defer stac.Close()
+	tests := []struct{ name, url, want, layer string }{
+		{name: "xyz", url: tileserver.TileURL(tileSrv.URL), want: "XYZ tiles (type: tiles)", layer: "format png"},
+		{name: "wmts", url: tileserver.WMTSCapabilitiesURL(tileSrv.URL), want: "WMTS 1.0.0 (type: tiles)", layer: "tiles  http"},
+		{name: "wms", url: wms.URL + "/wms", want: "(type: imagery)", layer: "ortho"},
+		{name: "stac", url: stac.URL, want: "STAC API", layer: "assets "},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, out, errs := geoflow(t, nil, "inspect", tt.url)
+			if code != 0 || !strings.Contains(out, tt.want) || !strings.Contains(out, tt.layer) {
+				t.Fatalf("exit %d; want %q and %q\n%s%s", code, tt.want, tt.layer, out, errs)
+			}
+			for _, line := range strings.Split(out, "\n") {
+				if len([]rune(line)) > 80 {
+					t.Errorf("line longer than 80 columns: %q", line)
+				}
+			}
+		})
+	}
+}
