@@ -24,14 +24,9 @@ var world = orb.Bound{Min: orb.Point{-180, -85}, Max: orb.Point{180, 85}}
 // Snippet implements tasks.Kind.Snippet: a flow with one imagery task harvesting layer
 // of s (a WMS layer, or a STAC collection) over the layer's advertised extent.
 func Snippet(s *tasks.Service, layer string) (string, error) {
-	var l *tasks.Layer
-	for i := range s.Layers {
-		if s.Layers[i].Name == layer {
-			l = &s.Layers[i]
-		}
-	}
-	if l == nil {
-		return "", fmt.Errorf("the service has no layer %q", layer)
+	l, err := s.FindLayer(layer)
+	if err != nil {
+		return "", err
 	}
 	ext := world
 	if l.Extent != nil {

@@ -177,16 +177,11 @@ var world = orb.Bound{Min: orb.Point{-180, -85}, Max: orb.Point{180, 85}}
 // over its advertised extent (the world when it advertises none), from its first zoom
 // level down as far as about snippetTiles tiles go.
 func Snippet(s *tasks.Service, layer string) (string, error) {
-	var l *tasks.Layer
-	for i := range s.Layers {
-		if s.Layers[i].Name == layer {
-			l = &s.Layers[i]
-		}
+	l, err := s.FindLayer(layer)
+	if err != nil {
+		return "", err
 	}
-	switch {
-	case l == nil:
-		return "", fmt.Errorf("the service has no layer %q", layer)
-	case l.Template == "":
+	if l.Template == "" {
 		return "", fmt.Errorf("layer %q has no tile URL template a tiles task can fetch", layer)
 	}
 	ext := world

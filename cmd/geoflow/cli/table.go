@@ -4,13 +4,9 @@ import (
 	"cmp"
 	"fmt"
 	"io"
-	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"unicode/utf8"
-
-	"golang.org/x/term"
 )
 
 // defaultWidth is the width output fits when it cannot tell the terminal's: output to a
@@ -24,15 +20,7 @@ func outWidth(w io.Writer, wide bool) int {
 	if wide {
 		return 0
 	}
-	if f, ok := unwrap(w).(*os.File); ok {
-		if c, _, err := term.GetSize(int(f.Fd())); err == nil && c > 0 {
-			return c
-		}
-	}
-	if c, err := strconv.Atoi(os.Getenv("COLUMNS")); err == nil && c > 0 {
-		return c
-	}
-	return defaultWidth
+	return termCols(w)
 }
 
 // wideUsage is the help of every table command's --wide flag.
