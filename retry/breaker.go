@@ -111,6 +111,22 @@ func (b *breaker) allow(now time.Time) (ok, probe bool) {
 	return true, false
 }
 
+// wouldAllow tells, without taking a probe slot, whether allow would let an attempt
+// through at now: the breaker is closed, or its cool-down is over, or a probe slot is
+// free. A unit refused a moment ago asks it before it waits, so that the probe's verdict
+// or a freed slot that came between the refusal and the wait is not missed.
+func (b *breaker) wouldAllow(now time.Time) bool {
+	switch {
+	case b.cfg.Disabled || b.state == stateClosed:
+		return true
+	case b.state == stateOpen && now.Sub(b.openedAt) < b.cfg.Cooldown:
+		return false
+	case b.state == stateOpen:
+		return b.cfg.HalfOpenProbes > 0
+	}
+	return b.probing < b.cfg.HalfOpenProbes
+}
+
 // verdict records attempt n of a unit when it is evidence about the host, and
 // reports whether it did; an attempt without a verdict must release its probe
 // slot. A unit that keeps failing is one broken request, not a broken host: its

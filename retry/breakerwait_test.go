@@ -184,3 +184,38 @@ func TestWaitDeadline(t *testing.T) {
 		})
 	}
 }
+
+// TestBreakerWouldAllow: a unit the breaker refused asks, before it waits, whether the
+// breaker would let it through now, taking nothing: the probe's verdict or a freed slot
+// may have come between the refusal and the wait, and waiting for the next change would
+// then hold the unit for its whole max_elapsed on a host that is fine.
+func TestBreakerWouldAllow(t *testing.T) {
+	t0 := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
+	cfg := Breaker{Cooldown: 30 * time.Second, HalfOpenProbes: 1}.withDefaults()
+	tests := []struct {
+		name    string
+		state   int
+		probing int
+		now     time.Time
+		cfg     Breaker
+		want    bool
+	}{
+		{name: "closed", state: stateClosed, now: t0, cfg: cfg, want: true},
+		{name: "open, cooling down", state: stateOpen, now: t0.Add(10 * time.Second), cfg: cfg},
+		{name: "open, cool-down over", state: stateOpen, now: t0.Add(30 * time.Second), cfg: cfg, want: true},
+		{name: "half-open, probe out", state: stateHalfOpen, probing: 1, now: t0.Add(40 * time.Second), cfg: cfg},
+		{name: "half-open, slot free", state: stateHalfOpen, probing: 0, now: t0.Add(40 * time.Second), cfg: cfg, want: true},
+		{name: "disabled", state: stateOpen, now: t0, cfg: Breaker{Disabled: true}, want: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := breaker{cfg: tt.cfg, state: tt.state, probing: tt.probing, openedAt: t0}
+			if got := b.wouldAllow(tt.now); got != tt.want {
+				t.Errorf("wouldAllow = %v, want %v", got, tt.want)
+			}
+			if b.state != tt.state || b.probing != tt.probing {
+				t.Errorf("wouldAllow changed the breaker: state %d probing %d", b.state, b.probing)
+			}
+		})
+	}
+}

@@ -302,6 +302,10 @@ type unit struct {
 func (h *Handler) waitBreaker(ctx context.Context, r Request, hs *host, p Policy, u *unit, attempts int) error {
 	now := h.clock.Now()
 	hs.mu.Lock()
+	if hs.breaker.wouldAllow(now) { // it changed since the refusal: ask again at once
+		hs.mu.Unlock()
+		return nil
+	}
 	v := hs.view(now)
 	changed := hs.breaker.watch()
 	hs.mu.Unlock()

@@ -121,12 +121,27 @@ func (e *ExtentError) Error() string {
 // saying whether the area with longitude and latitude swapped would have met it. An
 // empty extent (the server advertises none, or a degenerate one of a layer with no
 // features at all) is no evidence against the area and passes.
+//
+// An extent whose west edge is east of its east edge crosses the antimeridian (OGC API
+// and WFS allow it: New Zealand with its islands is 166,-48,-176,-34): it is the two
+// boxes either side of 180°.
 func CheckExtent(layer string, area, extent orb.Bound) error {
-	if extent == (orb.Bound{}) || area.Intersects(extent) {
+	if extent == (orb.Bound{}) || meets(area, extent) {
 		return nil
 	}
 	swapped := orb.Bound{Min: orb.Point{area.Min[1], area.Min[0]}, Max: orb.Point{area.Max[1], area.Max[0]}}
-	return &ExtentError{Layer: layer, Area: area, Extent: extent, Swapped: swapped.Intersects(extent)}
+	return &ExtentError{Layer: layer, Area: area, Extent: extent, Swapped: meets(swapped, extent)}
+}
+
+// meets tells whether area meets extent, an extent crossing the antimeridian taken as
+// its two halves.
+func meets(area, extent orb.Bound) bool {
+	if extent.Min[0] <= extent.Max[0] {
+		return area.Intersects(extent)
+	}
+	east := orb.Bound{Min: extent.Min, Max: orb.Point{180, extent.Max[1]}}
+	west := orb.Bound{Min: orb.Point{-180, extent.Min[1]}, Max: extent.Max}
+	return area.Intersects(east) || area.Intersects(west)
 }
 
 // IsExtentError tells whether err is, or wraps, an *ExtentError.

@@ -86,6 +86,9 @@ BEGIN
         WHERE c.relkind = 'r' AND NOT c.relispartition
           AND n.nspname NOT IN ('information_schema', 'pg_catalog', 'pg_toast') AND n.nspname NOT LIKE 'pg\_%'
           AND NOT EXISTS (SELECT 1 FROM pg_constraint k WHERE k.conrelid = c.oid AND k.contype = 'p')
+          -- only tables this role may alter: another role's copy of a data table is left as
+          -- it is rather than failing the migration for everyone
+          AND pg_has_role(c.relowner, 'MEMBER')
         GROUP BY c.oid
         HAVING bool_or(a.attname = 'gf_payload_hash' AND a.atttypid = 'bytea'::regtype)
            AND bool_or(a.attname = 'geom' AND format_type(a.atttypid, NULL) = 'geometry')

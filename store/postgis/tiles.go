@@ -334,7 +334,7 @@ func (s *Store) TaskExtent(ctx context.Context, flow, task string) (orb.Bound, b
 			SELECT t.run_id FROM geoflow_run_tasks t JOIN geoflow_runs r ON r.id = t.run_id
 			WHERE r.flow = $1 AND t.task = $2 AND t.state = 'done' ORDER BY t.run_id DESC LIMIT 1),
 		e AS (
-			SELECT ST_Extent(u.bbox)::geometry AS g FROM geoflow_units u JOIN last ON u.run_id = last.run_id
+			SELECT ST_Extent(ST_GeomFromEWKB(u.bbox))::geometry AS g FROM geoflow_units u JOIN last ON u.run_id = last.run_id
 			WHERE u.task = $2 AND u.state = 'done' AND u.features_inserted + u.features_skipped + u.features_updated > 0)
 		SELECT ST_XMin(g), ST_YMin(g), ST_XMax(g), ST_YMax(g) FROM e`, flow, task).Scan(&x0, &y0, &x1, &y1)
 	if err != nil {

@@ -13,14 +13,15 @@ import (
 // pipe or a file, with no $COLUMNS.
 const defaultWidth = 80
 
-// outWidth is the width in columns that output to w fits: the terminal's when w is one,
-// else $COLUMNS, else 80. wide (the commands' --wide) means no limit, 0: every column
+// outWidth is the width in columns that output to w fits: one less than the terminal's
+// when w is one, else than $COLUMNS, else than 80, so that no terminal wraps a line that
+// fills its last column. wide (the commands' --wide) means no limit, 0: every column
 // whole, as wide as it takes.
 func outWidth(w io.Writer, wide bool) int {
 	if wide {
 		return 0
 	}
-	return termCols(w)
+	return termCols(w) - 1
 }
 
 // wideUsage is the help of every table command's --wide flag.
