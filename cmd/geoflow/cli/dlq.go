@@ -368,14 +368,16 @@ func replayDLQ(cmd *cobra.Command, g *globals, args []string, ff filterFlags, al
 		fmt.Fprintf(g.stdout, "would replay %d dead letter%s:\n", len(entries), plural(len(entries)))
 		return printEntries(g.stdout, entries, outWidth(g.stdout, false))
 	}
+	handler := retry.New(&retry.Options{Logger: log, Shared: sharedPacing(st)})
 	res, err := engine.Replay(ctx, entries, engine.ReplayOptions{
 		Store:    stores(st),
-		HTTP:     retry.New(&retry.Options{Logger: log, Shared: sharedPacing(st)}),
+		HTTP:     handler,
 		Registry: registry(),
 		Secrets:  g.secrets,
 		Logger:   log,
 		Grace:    grace,
 	})
+	handler.FlushRetrySummaries(context.WithoutCancel(ctx))
 	if err != nil {
 		return err
 	}

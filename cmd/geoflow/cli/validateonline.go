@@ -55,5 +55,8 @@ func onlineCheck(cmd *cobra.Command, g *globals, o onlineOptions) (check func(pa
 		}
 		return len(problems) == 0 && err == nil
 	}
-	return check, cancel, nil
+	return check, func() {
+		h.FlushRetrySummaries(context.WithoutCancel(ctx))
+		cancel()
+	}, nil
 }
