@@ -303,6 +303,10 @@ func (u *unitTx) upsert(ctx context.Context, t *store.FeatureTable, name string,
 	if err != nil {
 		return res, translate(what, err)
 	}
+	byRun, err := u.s.stmt(ctx, tx, runSQL)
+	if err != nil {
+		return res, translate(what, err)
+	}
 	ins, err := u.s.stmt(ctx, tx, insSQL)
 	if err != nil {
 		return res, translate(what, err)
@@ -329,7 +333,7 @@ func (u *unitTx) upsert(ctx context.Context, t *store.FeatureTable, name string,
 			continue
 		}
 		res.Skipped++
-		if own, err := u.storedByRun(ctx, tx, runSQL, keys); err != nil {
+		if own, err := u.storedByRun(ctx, byRun, keys); err != nil {
 			return res, translate(what, err)
 		} else if own {
 			res.Overlap++
@@ -341,12 +345,9 @@ func (u *unitTx) upsert(ctx context.Context, t *store.FeatureTable, name string,
 	return res, nil
 }
 
-// storedByRun tells whether the row runSQL finds by keys was written by the unit's run.
-func (u *unitTx) storedByRun(ctx context.Context, tx *sql.Tx, runSQL string, keys []any) (bool, error) {
-	st, err := u.s.stmt(ctx, tx, runSQL)
-	if err != nil {
-		return false, err
-	}
+// storedByRun tells whether the row st (the table's gf_run_id by key) finds by keys was
+// written by the unit's run.
+func (u *unitTx) storedByRun(ctx context.Context, st *sql.Stmt, keys []any) (bool, error) {
 	var run sql.NullInt64
 	if err := st.QueryRowContext(ctx, keys...).Scan(&run); err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return false, err
