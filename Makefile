@@ -7,7 +7,7 @@ LDFLAGS := -X github.com/geoflow/geoflow/cmd/geoflow/cli.Version=$(VERSION)
 # throwaway Debian cluster started and stopped around the command.
 POSTGIS := bash internal/testdb/postgis.sh
 
-.PHONY: build help test demo vet screenshots bench bench-gpkg bench-recovery bench-pgrestart bench-tiles bench-ratelimit bench-vt bench-export bench-chain fuzz clean
+.PHONY: build help test demo vet screenshots bench bench-gpkg bench-recovery bench-pgrestart bench-tiles bench-ratelimit bench-vt bench-export bench-chain bench-cpu fuzz clean
 
 ## build: bin/geoflow
 build:
@@ -79,6 +79,10 @@ bench-pgrestart: build
 .PHONY: bench-diskfull
 bench-diskfull: build
 	bash bench/diskfull.sh $(BIN)
+
+## bench-cpu: the client's CPU per stored feature by stage (decode, hash, encode, write, index, GC) from CPU profiles, GeoJSON and GML into PostGIS and a GeoPackage; FEATURES (1000000), ROUNDS (3)
+bench-cpu: build
+	$(POSTGIS) run --env GEOFLOW_DATABASE_URL -- bash bench/cpu.sh $(BIN)
 
 ## bench-gpkg: the GeoPackage store end to end (ogrinfo, GDAL's validator, ogr2ogr into PostGIS, rerun, --bbox, --resume) and against PostGIS
 bench-gpkg: build
