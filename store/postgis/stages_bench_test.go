@@ -110,10 +110,11 @@ func BenchmarkStages(b *testing.B) {
 	})
 	t := stageTable()
 	b.Run("copy-row", func(b *testing.B) {
+		var rb rowBuilder
 		b.ReportAllocs()
 		for b.Loop() {
 			for _, f := range fs {
-				if _, err := featureRow(f, t); err != nil {
+				if _, err := rb.build(f, t); err != nil {
 					b.Fatal(err)
 				}
 			}
