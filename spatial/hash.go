@@ -8,6 +8,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/paulmach/orb"
 	orbwkb "github.com/paulmach/orb/encoding/wkb"
@@ -168,17 +169,18 @@ func appendValue(b []byte, v any) []byte {
 	case map[string]any:
 		// Inline, not in a function of its own: escape analysis takes b
 		// to escape through mutually recursive calls.
-		var arr [32]string
-		keys := arr[:0]
-		for k := range v {
-			keys = append(keys, k)
+		// The pairs, not the keys: no lookup of each key once sorted.
+		var arr [32]property
+		props := arr[:0]
+		for k, x := range v {
+			props = append(props, property{k, x})
 		}
-		slices.Sort(keys)
+		sortProperties(props)
 		b = append(b, '{')
-		b = binary.AppendUvarint(b, uint64(len(keys)))
-		for _, k := range keys {
-			b = appendStr(b, 'k', k)
-			b = appendValue(b, v[k])
+		b = binary.AppendUvarint(b, uint64(len(props)))
+		for _, p := range props {
+			b = appendStr(b, 'k', p.name)
+			b = appendValue(b, p.val)
 		}
 		return b
 	case []any:
@@ -206,6 +208,27 @@ func appendValue(b []byte, v any) []byte {
 		return appendGeometry(b, v)
 	}
 	return appendStr(b, 'x', fmt.Sprintf("%T:%v", v, v))
+}
+
+// property is one name and value of a map, as appendValue sorts them.
+type property struct {
+	name string
+	val  any
+}
+
+// sortProperties sorts ps by name, the names being distinct (a map's keys): by
+// insertion for as many as a feature usually has, which costs less than a general sort
+// and its comparison function there.
+func sortProperties(ps []property) {
+	if len(ps) > 16 {
+		slices.SortFunc(ps, func(a, b property) int { return strings.Compare(a.name, b.name) })
+		return
+	}
+	for i := 1; i < len(ps); i++ {
+		for j := i; j > 0 && ps[j].name < ps[j-1].name; j-- {
+			ps[j], ps[j-1] = ps[j-1], ps[j]
+		}
+	}
 }
 
 // canonFloat writes integral values without exponent or fraction, so that

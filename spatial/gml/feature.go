@@ -34,7 +34,8 @@ func (r *Reader) featureID(attrs []xml.Attr) string {
 // element has been consumed; final errors are in r.err.
 func (r *Reader) feature(start xml.StartElement) (*spatial.Feature, error) {
 	depth := len(r.stack)
-	f := &spatial.Feature{ID: r.featureID(start.Attr), Properties: make(map[string]any, 8)}
+	f := &spatial.Feature{ID: r.featureID(start.Attr), Properties: make(map[string]any, max(8, len(r.pb.prev)))}
+	r.pb.reset()
 	r.featStart, r.featID, r.vertices = r.sc.tokStart, f.ID, 0
 	if r.meter != nil {
 		r.meter.StartFeature(r.lim)
@@ -81,12 +82,15 @@ func (r *Reader) feature(start xml.StartElement) (*spatial.Feature, error) {
 				f.Geometry = g
 				geomSRS = srs
 			case g != nil:
-				addProp(f.Properties, name, wkt.MarshalString(g))
+				r.pb.add(name, wkt.MarshalString(g))
+			case val == textValue:
+				r.pb.addText(name, r.text)
 			case val != absent:
-				addProp(f.Properties, name, val)
+				r.pb.add(name, val)
 			}
 		case tkEnd:
 			if len(r.stack) < depth {
+				r.pb.flush(f.Properties)
 				if r.meta.SRSName == "" {
 					r.meta.SRSName = geomSRS
 				}
@@ -161,6 +165,9 @@ func (r *Reader) property(start xml.StartElement, featSRS string) (any, orb.Geom
 	}
 	if g != nil {
 		return absent, g, srs, nil
+	}
+	if isText(hasChild, isNil, r.text, href) {
+		return textValue, nil, "", nil // the feature keeps r.text (propBuf)
 	}
 	return propertyValue(hasChild, flat, isNil, r.text, href), nil, "", nil
 }

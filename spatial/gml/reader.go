@@ -110,6 +110,7 @@ type Reader struct {
 	geomSRS string // first srsName declared inside the geometry being read
 
 	text    []byte // scratch for character data
+	pb      propBuf
 	pts     []orb.Point
 	typeLoc string
 	root    xml.StartElement // kept for a single-feature document

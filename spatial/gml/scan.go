@@ -50,6 +50,7 @@ type scanner struct {
 	attrs     []xml.Attr
 	text      []byte // scratch for character data
 	names     map[string]string
+	attrMemo  attrMemo
 
 	// tokStart is where the token being read began, textStart where the character data
 	// or attribute value being read began (-1 outside one). Text longer than maxText
@@ -295,7 +296,7 @@ func (s *scanner) attr() (xml.Attr, bool) {
 	if data == nil {
 		return a, false
 	}
-	a.Value = string(data)
+	a.Value = s.attrMemo.value(a.Name, data)
 	return a, true
 }
 

@@ -14,9 +14,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/paulmach/orb"
-	"github.com/paulmach/orb/encoding/wkb"
 
-	"github.com/geoflow/geoflow/spatial"
 	"github.com/geoflow/geoflow/store"
 )
 
@@ -208,7 +206,7 @@ func (u *unitTx) stage(ctx context.Context, t *store.FeatureTable, stage string,
 
 // stagingColumns returns the staging table's property columns as SQL to follow its
 // fixed ones (", c0 text, c1 text"), and the names of all its columns in the order of
-// featureRow: the properties as c0, c1 ... whatever their names, all text (castSQL types
+// rowBuilder.build: the properties as c0, c1 ... whatever their names, all text (castSQL types
 // them on the way out), and gf_key last for a keyed table.
 func stagingColumns(t *store.FeatureTable) (string, []string) {
 	var cols strings.Builder
@@ -231,7 +229,7 @@ func insertColumns(t *store.FeatureTable) (insertCols, selects []string) {
 	geom := "ST_GeomFromWKB(gf_wkb)"
 	switch {
 	case reprojects(t):
-		// The payload hash was taken of the geometry as it arrived (featureRow): only the
+		// The payload hash was taken of the geometry as it arrived (rowBuilder.build): only the
 		// stored copy is transformed.
 		geom = fmt.Sprintf("ST_Transform(ST_GeomFromWKB(gf_wkb, %d), %d)", t.SourceSRID, t.SRID)
 	case t.SRID > 0:
@@ -357,6 +355,7 @@ func castSQL(col string, t store.ColumnType) string {
 type copySource struct {
 	src   store.FeatureSource
 	table *store.FeatureTable
+	rb    rowBuilder
 	row   []any
 	n     int
 	err   error
@@ -371,7 +370,7 @@ func (c *copySource) Next() bool {
 		return false
 	}
 	c.n++
-	row, err := featureRow(f, c.table)
+	row, err := c.rb.build(f, c.table)
 	if err != nil {
 		c.err = err
 		return false
@@ -382,45 +381,6 @@ func (c *copySource) Next() bool {
 
 func (c *copySource) Values() ([]any, error) { return c.row, nil }
 func (c *copySource) Err() error             { return c.err }
-
-func featureRow(f *spatial.Feature, t *store.FeatureTable) ([]any, error) {
-	hash := spatial.SourceHash(f)
-	n := 3 + len(t.Columns)
-	if t.Keyed() {
-		n++
-	}
-	row := make([]any, n)
-	if t.Keyed() {
-		key, err := store.FeatureKey(f, t, hash)
-		if err != nil {
-			return nil, err
-		}
-		row[n-1] = key
-	}
-	if f.ID != "" {
-		row[0] = f.ID
-	}
-	row[1] = hash[:]
-	if f.Geometry != nil {
-		b, err := wkb.Marshal(f.Geometry)
-		if err != nil {
-			return nil, fmt.Errorf("feature %q: encoding its geometry: %w", f.ID, err)
-		}
-		row[2] = b
-	}
-	for i, c := range t.Columns {
-		v, ok := f.Properties[c.Property]
-		if !ok || v == nil {
-			continue
-		}
-		s, err := store.ColumnText(v, c.Type)
-		if err != nil {
-			return nil, &store.PropertyError{FeatureID: f.ID, Property: c.Property, Type: c.Type, Value: fmt.Sprint(v)}
-		}
-		row[3+i] = s
-	}
-	return row, nil
-}
 
 // EnsureFeatureTable implements store.FeatureTables.
 func (s *Store) EnsureFeatureTable(ctx context.Context, t *store.FeatureTable) error {
