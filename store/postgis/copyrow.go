@@ -88,8 +88,8 @@ func (r *rowBuilder) build(f *spatial.Feature, t *store.FeatureTable) ([]any, er
 	return row, nil
 }
 
-// cell is v's staging text for a column of type t as store.ColumnText renders it (nil
-// for ""), without a new allocation where it can: a string that needs no change is v
+// cell is v's staging text for a column of type t as store.ColumnText renders it (an
+// empty text stays an empty text, not NULL), without a new allocation where it can: a string that needs no change is v
 // itself, a boolean a text boxed once, a number's text a slice of r.text.
 func (r *rowBuilder) cell(v any, t store.ColumnType) (any, error) {
 	switch x := v.(type) {
@@ -98,8 +98,6 @@ func (r *rowBuilder) cell(v any, t store.ColumnType) (any, error) {
 		switch {
 		case err != nil:
 			return nil, err
-		case s == "":
-			return nil, nil
 		case s == x:
 			return v, nil
 		}
@@ -123,7 +121,7 @@ func (r *rowBuilder) cell(v any, t store.ColumnType) (any, error) {
 		}
 	}
 	s, err := store.ColumnText(v, t)
-	if err != nil || s == "" {
+	if err != nil {
 		return nil, err
 	}
 	return boxText(s), nil
