@@ -379,7 +379,6 @@ func (c *copySource) Next() bool {
 	return true
 }
 
-
 // EnsureFeatureTable implements store.FeatureTables.
 func (s *Store) EnsureFeatureTable(ctx context.Context, t *store.FeatureTable) error {
 	return s.ddl(ctx, func() error {
