@@ -41,30 +41,40 @@ type copyReader struct {
 // Read implements io.Reader: it returns io.EOF with the stream's last bytes, and the
 // source's or a row's error as it happens.
 func (c *copyReader) Read(p []byte) (int, error) {
-	if c.off > 0 {
+	if len(c.buf)-c.off < len(p) && !c.done {
+		// Less than asked for is left (under 64 KiB, as pgconn asks): moved to the front
+		// before more rows, so that a large row is not moved again at every Read.
 		c.buf = c.buf[:copy(c.buf, c.buf[c.off:])]
 		c.off = 0
-	}
-	for len(c.buf) < len(p) && !c.done {
-		if !c.src.Next() {
-			if c.src.err != nil {
-				return 0, c.src.err
-			}
-			c.buf = binary.BigEndian.AppendUint16(c.buf, 0xffff) // the trailer: -1 fields
-			c.done = true
-			break
-		}
-		var err error
-		if c.buf, err = appendCopyRow(c.buf, c.src.row); err != nil {
+		if err := c.fill(len(p)); err != nil {
 			return 0, err
 		}
 	}
-	n := copy(p, c.buf)
-	c.off = n
-	if c.done && n == len(c.buf) {
+	n := copy(p, c.buf[c.off:])
+	c.off += n
+	if c.done && c.off == len(c.buf) {
 		return n, io.EOF
 	}
 	return n, nil
+}
+
+// fill appends rows to buf until it holds n bytes or the trailer.
+func (c *copyReader) fill(n int) error {
+	for len(c.buf) < n && !c.done {
+		if !c.src.Next() {
+			if c.src.err != nil {
+				return c.src.err
+			}
+			c.buf = binary.BigEndian.AppendUint16(c.buf, 0xffff) // the trailer: -1 fields
+			c.done = true
+			return nil
+		}
+		var err error
+		if c.buf, err = appendCopyRow(c.buf, c.src.row); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // appendCopyRow appends row as a binary COPY tuple: each value is a text or bytea
