@@ -225,10 +225,19 @@ func sortProperties(ps []property) {
 		return
 	}
 	for i := 1; i < len(ps); i++ {
-		for j := i; j > 0 && ps[j].name < ps[j-1].name; j-- {
+		for j := i; j > 0 && nameLess(ps[j].name, ps[j-1].name); j-- {
 			ps[j], ps[j-1] = ps[j-1], ps[j]
 		}
 	}
+}
+
+// nameLess is a < b, deciding on the first bytes where they differ, as a property's
+// names mostly do, without the runtime's string comparison.
+func nameLess(a, b string) bool {
+	if a != "" && b != "" && a[0] != b[0] {
+		return a[0] < b[0]
+	}
+	return a < b
 }
 
 // canonFloat writes integral values without exponent or fraction, so that

@@ -20,6 +20,8 @@ func TestStageOf(t *testing.T) {
 			{"github.com/jackc/pgx/v5.(*copyFrom).buildCopyBuf", "copy_from.go"}}, stRead, g + "spatial/geojson.(*scanner).rawStr"},
 		{"pgx's own COPY buffer is encode", []frame{{"github.com/jackc/pgx/v5.(*copyFrom).buildCopyBuf", "copy_from.go"}}, stEncode,
 			"github.com/jackc/pgx/v5.(*copyFrom).buildCopyBuf"},
+		{"the store's own binary COPY tuples are encode", []frame{{g + "store/postgis.appendCopyRow", "copywire.go"},
+			{g + "store/postgis.(*copyReader).Read", "copywire.go"}}, stEncode, g + "store/postgis.appendCopyRow"},
 		{"an allocation is runtime/GC wherever it comes from", []frame{{"runtime.nextFreeFast", "malloc.go"}, {"runtime.mallocgc", "malloc.go"},
 			{g + "spatial/geojson.(*Reader).properties", "x.go"}}, stGC, "runtime.mallocgc"},
 		{"payload hashing by file", []frame{{"crypto/internal/fips140/sha256.blockSHANI", "s.go"},

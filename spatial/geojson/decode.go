@@ -305,8 +305,10 @@ func (r *Reader) flush(m map[string]any) {
 		return
 	}
 	all := string(r.strs)
-	for _, p := range r.pending {
-		v := any(all[p.a:p.b])
+	vals := make([]string, len(r.pending))
+	for i, p := range r.pending {
+		vals[i] = all[p.a:p.b]
+		v := boxedString(&vals[i])
 		m[p.key] = v
 		if p.slot < len(r.slots) {
 			r.slots[p.slot].val = v

@@ -194,7 +194,7 @@ func (u *unitTx) stage(ctx context.Context, t *store.FeatureTable, stage string,
 		return 0, translate("creating the staging table", err)
 	}
 	rows := &copySource{src: src, table: t}
-	staged, err := u.tx.CopyFrom(ctx, pgx.Identifier{stage}, names, rows)
+	staged, err := copyRows(ctx, u.tx, stage, names, rows)
 	if rows.err != nil {
 		return 0, rows.err // the source's own error (truncated, parse...), unchanged
 	}
@@ -350,7 +350,7 @@ func castSQL(col string, t store.ColumnType) string {
 	}
 }
 
-// copySource adapts a feature source to pgx.CopyFromSource, converting each feature to a
+// copySource adapts a feature source to the staging rows copyRows writes, converting each feature to a
 // staging row as it arrives, so a page is never held in memory.
 type copySource struct {
 	src   store.FeatureSource
@@ -378,9 +378,6 @@ func (c *copySource) Next() bool {
 	c.row = row
 	return true
 }
-
-func (c *copySource) Values() ([]any, error) { return c.row, nil }
-func (c *copySource) Err() error             { return c.err }
 
 // EnsureFeatureTable implements store.FeatureTables.
 func (s *Store) EnsureFeatureTable(ctx context.Context, t *store.FeatureTable) error {

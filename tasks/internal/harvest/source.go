@@ -137,7 +137,7 @@ func (s *featureSource) Next() (*spatial.Feature, error) {
 			if s.swap {
 				f.Geometry = spatial.SwapXY(f.Geometry)
 			}
-			b := f.Geometry.Bound()
+			b := geometryBound(f.Geometry)
 			if !b.Intersects(s.slack) {
 				s.outside++
 			}
@@ -147,7 +147,7 @@ func (s *featureSource) Next() (*spatial.Feature, error) {
 				// server's fault, and one feature's. (A geometry spatial.Validate refuses,
 				// an unclosed ring, is refused by the store's own guard, store.ValidFeatures,
 				// which tells Refuse.)
-				why := "coordinates outside longitude -180..180, latitude -90..90: " + FormatBound(b)
+				why := "coordinates outside longitude -180..180, latitude -90..90: " + FormatBound(f.Geometry.Bound())
 				s.refused.Add(tasks.Reject{ID: f.ID, Index: s.index - 1, Reason: why})
 				s.env.Logger.Error("feature refused", "unit", s.unit, "feature", f.ID, "err", why)
 				continue
