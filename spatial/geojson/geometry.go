@@ -358,9 +358,6 @@ func (p *coordParser) geometry(kind geomKind) (orb.Geometry, error) {
 		if err := p.lines(); err != nil {
 			return nil, err
 		}
-		if len(r.ends) == 1 {
-			return onePolygon(r.line(r.points(), 0, r.ends[0])), nil
-		}
 		return r.polygon(r.points(), 0, len(r.ends)), nil
 	default: // kindMultiPolygon
 		if err := p.polygons(); err != nil {
