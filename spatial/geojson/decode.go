@@ -305,10 +305,8 @@ func (r *Reader) flush(m map[string]any) {
 		return
 	}
 	all := string(r.strs)
-	vals := make([]string, len(r.pending))
-	for i, p := range r.pending {
-		vals[i] = all[p.a:p.b]
-		v := boxedString(&vals[i])
+	for _, p := range r.pending {
+		v := any(all[p.a:p.b])
 		m[p.key] = v
 		if p.slot < len(r.slots) {
 			r.slots[p.slot].val = v
