@@ -125,7 +125,7 @@ func (s *Store) EnsureFeatureTable(ctx context.Context, t *store.FeatureTable) e
 		if len(problems) > 0 {
 			return &store.IncompatibleTableError{Table: name, Problems: problems}
 		}
-		if err := s.ensureKeys(ctx, t, name); err != nil {
+		if err := s.ensureKeys(ctx, t, name, false); err != nil {
 			return err
 		}
 		return s.FinishFeatureTable(ctx, t)
@@ -165,7 +165,7 @@ func (s *Store) EnsureFeatureTable(ctx context.Context, t *store.FeatureTable) e
 	if err != nil {
 		return translate(fmt.Sprintf("creating table %s", name), err)
 	}
-	return s.ensureKeys(ctx, t, name)
+	return s.ensureKeys(ctx, t, name, true)
 }
 
 // columns returns a table's columns and declared types, none when it does not exist.
@@ -189,8 +189,10 @@ func (s *Store) columns(ctx context.Context, name string) (map[string]string, er
 // ensureKeys creates the key indexes, which must exist before the first write: with
 // history, one current version per gf_key and every version findable by key; in mirror
 // mode, gf_key unique; the upsert key, unique in upsert mode; else the payload hash,
-// unique. A table with history also gets its view of the current versions (currentView).
-func (s *Store) ensureKeys(ctx context.Context, t *store.FeatureTable, name string) error {
+// unique, except in a table just created (fresh), whose payload-hash index is deferred
+// (see hashIndex). A table with history also gets its view of the current versions
+// (currentView).
+func (s *Store) ensureKeys(ctx context.Context, t *store.FeatureTable, name string, fresh bool) error {
 	idx := func(suffix string) string { return quote(name + "_" + suffix) }
 	var stmts []string
 	switch {
@@ -208,8 +210,11 @@ func (s *Store) ensureKeys(ctx context.Context, t *store.FeatureTable, name stri
 		stmts = append(stmts,
 			fmt.Sprintf("CREATE UNIQUE INDEX IF NOT EXISTS %s ON %s (%s)", idx("gf_key"), quote(name), strings.Join(keys, ", ")),
 			fmt.Sprintf("CREATE INDEX IF NOT EXISTS %s ON %s (gf_payload_hash)", idx("gf_payload_hash_idx"), quote(name)))
+	case fresh:
+		s.deferIndex(name)
+		return nil
 	default:
-		stmts = append(stmts, fmt.Sprintf("CREATE UNIQUE INDEX IF NOT EXISTS %s ON %s (gf_payload_hash)", idx("gf_payload_hash_key"), quote(name)))
+		stmts = append(stmts, hashIndexSQL(name))
 	}
 	err := s.writeTx(ctx, func(tx *sql.Tx) error {
 		for _, st := range stmts {
@@ -222,6 +227,9 @@ func (s *Store) ensureKeys(ctx context.Context, t *store.FeatureTable, name stri
 		}
 		return nil
 	})
+	if err == nil {
+		s.dropDeferred(name) // another run's, filling the table until now: the index is made
+	}
 	return translate(fmt.Sprintf("indexing table %s", name), err)
 }
 
@@ -268,6 +276,9 @@ func ensureCurrentView(ctx context.Context, tx *sql.Tx, name string) error {
 // it may be wider than the data by a float32 step, never narrower).
 func (s *Store) FinishFeatureTable(ctx context.Context, t *store.FeatureTable) error {
 	name := tableName(t.Schema, t.Name)
+	if err := s.buildHashIndex(ctx, name); err != nil {
+		return err
+	}
 	if err := s.finishSpatial(ctx, name, "geom"); err != nil || !t.History {
 		return err
 	}

@@ -44,6 +44,9 @@ type Store struct {
 	stmts  map[string]*sql.Stmt  // prepared on the writer, for the statements every unit runs
 	rstmts map[string]*sql.Stmt  // prepared on the readers, for the lookups every unit makes
 	facts  map[string]tableFacts // what StoredTable counted and measured of a table, by name
+	// deferred holds, by table name, the payload-hash index of each table being filled
+	// for the first time (hashIndex).
+	deferred map[string]*hashIndex
 
 	closeOnce      sync.Once
 	ck             *sql.DB // the checkpointer's connection
