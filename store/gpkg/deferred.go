@@ -31,7 +31,7 @@ import (
 
 // maxDeferred is how many hashes a table's deferred index holds in memory (about 20 bytes
 // each) before the index is built, and kept by SQLite from then on: memory stays bounded
-// however large the harvest.
+// however large the harvest. Store.maxDeferred is this, but in tests.
 const maxDeferred = 2_000_000
 
 // hashIndex stands for the unique index of a table being filled for the first time. Its
@@ -119,9 +119,12 @@ func (s *Store) deferredIndex(name string) *hashIndex {
 	return s.deferred[name]
 }
 
+// hashIndexName is the name of table name's unique payload-hash index.
+func hashIndexName(name string) string { return name + "_gf_payload_hash_key" }
+
 // hashIndexSQL creates table name's unique payload-hash index.
 func hashIndexSQL(name string) string {
-	return fmt.Sprintf("CREATE UNIQUE INDEX IF NOT EXISTS %s ON %s (gf_payload_hash)", quote(name+"_gf_payload_hash_key"), quote(name))
+	return fmt.Sprintf("CREATE UNIQUE INDEX IF NOT EXISTS %s ON %s (gf_payload_hash)", quote(hashIndexName(name)), quote(name))
 }
 
 // buildHashIndex builds table name's unique payload-hash index if it is held in memory,
@@ -168,7 +171,7 @@ func (u *unitTx) insertDeferred(ctx context.Context, tx *sql.Tx, x *hashIndex, n
 	b := deferredBatch{u: u, tx: tx, x: x, name: name, cols: cols, full: q[0]}
 	for _, row := range rows {
 		hash := row[2].([]byte)
-		if b.holds(hash) { // the same payload twice in the unit: the first must be stored
+		if b.holds(hash) { // the same payload twice in the unit, most likely
 			if err := b.flush(ctx, &res); err != nil {
 				return res, skipped, err
 			}
@@ -214,10 +217,12 @@ type deferredBatch struct {
 // up to 64, and at most 1024 parameters (SQLite allows 32766).
 func rowsPerInsert(cols int) int { return max(1, min(64, 1024/cols)) }
 
-// holds tells whether a row with this payload hash waits in the batch.
+// holds tells whether a row whose payload hash has the first 8 bytes of hash waits in
+// the batch: it must be stored, and in the index, before hash is looked up.
 func (b *deferredBatch) holds(hash []byte) bool {
+	p := prefix(hash)
 	for _, r := range b.rows {
-		if bytes.Equal(r[2].([]byte), hash) {
+		if prefix(r[2].([]byte)) == p {
 			return true
 		}
 	}

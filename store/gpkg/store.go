@@ -46,7 +46,8 @@ type Store struct {
 	facts  map[string]tableFacts // what StoredTable counted and measured of a table, by name
 	// deferred holds, by table name, the payload-hash index of each table being filled
 	// for the first time (hashIndex).
-	deferred map[string]*hashIndex
+	deferred    map[string]*hashIndex
+	maxDeferred int // the most hashes a deferred index holds (maxDeferred)
 
 	closeOnce      sync.Once
 	ck             *sql.DB // the checkpointer's connection
@@ -192,7 +193,7 @@ func Open(ctx context.Context, path string, opts *Options) (*Store, error) {
 	w.SetMaxOpenConns(1)
 	w.SetMaxIdleConns(1)
 	w.SetConnMaxLifetime(0)
-	s := &Store{path: abs, w: w}
+	s := &Store{path: abs, w: w, maxDeferred: maxDeferred}
 	if err := w.PingContext(ctx); err != nil {
 		w.Close()
 		return nil, fmt.Errorf("gpkg: opening %s: %w", abs, translate("opening the file", err))

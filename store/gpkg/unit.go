@@ -174,7 +174,7 @@ func (u *unitTx) insertNew(ctx context.Context, name string, cols []string, rows
 	what := fmt.Sprintf("inserting into %s", name)
 	insert := fmt.Sprintf(`INSERT INTO %s (%s) VALUES (%s) ON CONFLICT (gf_payload_hash) DO NOTHING`,
 		quote(name), strings.Join(cols, ", "), placeholders(len(cols)))
-	if x := u.s.deferredIndex(name); x != nil && x.len() >= maxDeferred && u.tx == nil {
+	if x := u.s.deferredIndex(name); x != nil && x.len() >= u.s.maxDeferred && u.tx == nil {
 		if err := u.s.buildHashIndex(ctx, name); err != nil {
 			return store.Counts{}, err
 		}
@@ -229,7 +229,7 @@ func (u *unitTx) stillDeferred(ctx context.Context, tx *sql.Tx, name string) (*h
 		return nil, err
 	}
 	var n int
-	if err := st.QueryRowContext(ctx, name+"_gf_payload_hash_key").Scan(&n); err != nil {
+	if err := st.QueryRowContext(ctx, hashIndexName(name)).Scan(&n); err != nil {
 		return nil, err
 	}
 	if n > 0 {

@@ -1,0 +1,257 @@
+package gpkg
+
+import (
+	"crypto/sha256"
+	"fmt"
+	"io"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/paulmach/orb"
+
+	"github.com/geoflow/geoflow/spatial"
+	"github.com/geoflow/geoflow/store"
+)
+
+// features is a store.FeatureSource of a slice.
+type features []*spatial.Feature
+
+func (f *features) Next() (*spatial.Feature, error) {
+	if len(*f) == 0 {
+		return nil, io.EOF
+	}
+	x := (*f)[0]
+	*f = (*f)[1:]
+	return x, nil
+}
+
+func pts(ids ...int) features {
+	var fs features
+	for _, i := range ids {
+		fs = append(fs, &spatial.Feature{ID: fmt.Sprintf("p.%d", i), Geometry: orb.Point{float64(i), 1},
+			Properties: map[string]any{"n": float64(i)}})
+	}
+	return fs
+}
+
+// deferredFixture is a store with a new table (its index deferred) and a run.
+type deferredFixture struct {
+	t     *testing.T
+	s     *Store
+	table store.FeatureTable
+	run   int64
+	units int
+}
+
+func newDeferred(t *testing.T, path string) *deferredFixture {
+	t.Helper()
+	ctx := t.Context()
+	s, err := Open(ctx, path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	if _, err := s.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	f := &deferredFixture{t: t, s: s, table: store.FeatureTable{Name: "pts", SRID: 4326,
+		Columns: []store.Column{{Name: "n", Property: "n", Type: store.TypeBigint}}}}
+	if err := s.EnsureFeatureTable(ctx, &f.table); err != nil {
+		t.Fatal(err)
+	}
+	run, err := s.StartRun(ctx, store.RunStart{Flow: "deferred"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(run.Close)
+	f.run = run.ID
+	return f
+}
+
+// write writes fs as one unit, committed unless rollback, and returns its counts.
+func (f *deferredFixture) write(fs features, rollback bool) store.Counts {
+	f.t.Helper()
+	ctx := f.t.Context()
+	f.units++
+	key := fmt.Sprint(f.units)
+	if err := f.s.AddUnits(ctx, f.run, "a", []store.Unit{{Key: key}}); err != nil {
+		f.t.Fatal(err)
+	}
+	tx, err := f.s.BeginUnit(ctx, store.UnitRef{RunID: f.run, TaskID: "a", Key: key})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	c, err := tx.WriteFeatures(ctx, &f.table, &fs)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	if rollback {
+		tx.Rollback(ctx)
+		return c
+	}
+	if err := tx.Complete(ctx, c, nil, nil, time.Now()); err != nil {
+		f.t.Fatal(err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		f.t.Fatal(err)
+	}
+	return c
+}
+
+func (f *deferredFixture) rows() int {
+	f.t.Helper()
+	var n int
+	if err := f.s.r.QueryRow(`SELECT count(*) FROM pts`).Scan(&n); err != nil {
+		f.t.Fatal(err)
+	}
+	return n
+}
+
+func (f *deferredFixture) indexed() bool {
+	f.t.Helper()
+	var n int
+	if err := f.s.r.QueryRow(indexedSQL, hashIndexName("pts")).Scan(&n); err != nil {
+		f.t.Fatal(err)
+	}
+	return n > 0
+}
+
+func counts(ins, skip, overlap int64) store.Counts {
+	return store.Counts{Inserted: ins, Skipped: skip, Overlap: overlap}
+}
+
+func written(c store.Counts) store.Counts { return counts(c.Inserted, c.Skipped, c.Overlap) }
+
+// TestDeferredIndex: a new table is filled without its payload-hash index, with the counts
+// the index gives; the index is built at FinishFeatureTable.
+func TestDeferredIndex(t *testing.T) {
+	f := newDeferred(t, filepath.Join(t.TempDir(), "d.gpkg"))
+	if f.indexed() || f.s.deferredIndex("pts") == nil {
+		t.Fatal("a new table has its payload-hash index from the start")
+	}
+	// 200 rows fill more than one statement; 3 is in the unit twice.
+	if c := written(f.write(append(pts(seq(1, 200)...), pts(3)...), false)); c != counts(200, 1, 1) {
+		t.Errorf("first unit: %+v", c)
+	}
+	if c := written(f.write(pts(199, 200, 201), false)); c != counts(1, 2, 2) {
+		t.Errorf("overlapping unit: %+v", c)
+	}
+	if c := written(f.write(pts(300, 301), true)); c != counts(2, 0, 0) {
+		t.Errorf("rolled back unit: %+v", c)
+	}
+	if c := written(f.write(pts(300, 301), false)); c != counts(2, 0, 0) {
+		t.Errorf("a rolled back unit's features, again: %+v (the rollback must forget them)", c)
+	}
+	if n := f.rows(); n != 203 {
+		t.Errorf("%d rows, want 203", n)
+	}
+	if err := f.s.FinishFeatureTable(t.Context(), &f.table); err != nil {
+		t.Fatal(err)
+	}
+	if !f.indexed() || f.s.deferredIndex("pts") != nil {
+		t.Fatal("FinishFeatureTable built no payload-hash index")
+	}
+	if c := written(f.write(pts(1, 2, 500), false)); c != counts(1, 2, 2) {
+		t.Errorf("after the index is built: %+v", c)
+	}
+}
+
+func seq(lo, hi int) []int {
+	var s []int
+	for i := lo; i <= hi; i++ {
+		s = append(s, i)
+	}
+	return s
+}
+
+// TestDeferredIndexAfterAStop: a run that stops before FinishFeatureTable leaves the
+// table without its index; the next EnsureFeatureTable builds it over the rows.
+func TestDeferredIndexAfterAStop(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "d.gpkg")
+	f := newDeferred(t, path)
+	f.write(pts(1, 2, 3), false)
+	f.s.Close()
+	g := newDeferred(t, path)
+	if !g.indexed() || g.s.deferredIndex("pts") != nil {
+		t.Fatal("EnsureFeatureTable left an existing table without its payload-hash index")
+	}
+	if c := written(g.write(pts(2, 3, 4), false)); c != counts(1, 2, 0) {
+		t.Errorf("after the stop: %+v", c)
+	}
+}
+
+// TestDeferredIndexMadeElsewhere: another process's EnsureFeatureTable indexes the table
+// while this one fills it; this one's next unit sees the index and uses it.
+func TestDeferredIndexMadeElsewhere(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "d.gpkg")
+	f := newDeferred(t, path)
+	f.write(pts(1, 2), false)
+	other, err := Open(t.Context(), path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	if err := other.EnsureFeatureTable(t.Context(), &f.table); err != nil {
+		t.Fatal(err)
+	}
+	if f.s.deferredIndex("pts") == nil {
+		t.Fatal("test set-up: this store stopped deferring before its next unit")
+	}
+	if c := written(f.write(pts(2, 3), false)); c != counts(1, 1, 1) {
+		t.Errorf("after the other process indexed the table: %+v", c)
+	}
+	if f.s.deferredIndex("pts") != nil {
+		t.Error("the store still defers an index that exists")
+	}
+}
+
+// TestDeferredIndexClash: two payload hashes with the same first 8 bytes are two rows,
+// and each is found again.
+func TestDeferredIndexClash(t *testing.T) {
+	f := newDeferred(t, filepath.Join(t.TempDir(), "d.gpkg"))
+	ctx := t.Context()
+	a, b := sha256.Sum256([]byte("a")), sha256.Sum256([]byte("b"))
+	copy(b[:8], a[:8])
+	row := func(id string, h [32]byte) featureRow {
+		return featureRow{nil, id, h[:], f.run, ts(time.Now()), int64(1)}
+	}
+	cols := []string{`"geom"`, `"gf_feature_id"`, `"gf_payload_hash"`, `"gf_run_id"`, `"gf_fetched_at"`, `"n"`}
+	if err := f.s.AddUnits(ctx, f.run, "a", []store.Unit{{Key: "c"}}); err != nil {
+		t.Fatal(err)
+	}
+	u := &unitTx{s: f.s, ref: store.UnitRef{RunID: f.run, TaskID: "a", Key: "c"}}
+	c, err := u.insertNew(ctx, "pts", cols, []featureRow{row("a", a), row("b", b), row("a", a), row("b", b)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := u.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := written(c); got != counts(2, 2, 2) {
+		t.Errorf("two hashes of one prefix, twice each: %+v", got)
+	}
+	if n := f.rows(); n != 2 {
+		t.Errorf("%d rows, want 2", n)
+	}
+	if err := f.s.FinishFeatureTable(ctx, &f.table); err != nil {
+		t.Fatalf("building the index over them: %v", err)
+	}
+}
+
+// TestDeferredIndexBound: past maxDeferred hashes the index is built, and SQLite keeps
+// it from the next unit on.
+func TestDeferredIndexBound(t *testing.T) {
+	f := newDeferred(t, filepath.Join(t.TempDir(), "d.gpkg"))
+	f.s.maxDeferred = 5
+	f.write(pts(seq(1, 6)...), false)
+	if f.indexed() {
+		t.Fatal("the index was built within a unit")
+	}
+	if c := written(f.write(pts(6, 7), false)); c != counts(1, 1, 1) {
+		t.Errorf("the unit after the bound: %+v", c)
+	}
+	if !f.indexed() || f.s.deferredIndex("pts") != nil {
+		t.Error("past its bound the index is still held in memory")
+	}
+}
