@@ -29,21 +29,21 @@ import (
 // its index (a run that stopped before the end) gets it from the next EnsureFeatureTable,
 // before anything writes to it again; the rows are unique already.
 
-// maxDeferred is how many hashes a table's deferred index holds in memory (about 20 bytes
-// each) before the index is built, and kept by SQLite from then on: memory stays bounded
+// maxDeferred is how many hashes a table's deferred index holds in memory (24 MiB for
+// 1,500,000, outside the Go heap: fidTable) before the index is built, and kept by SQLite from then on: memory stays bounded
 // however large the harvest. Store.maxDeferred is this, but in tests.
-const maxDeferred = 2_000_000
+const maxDeferred = 1_500_000
 
 // hashIndex stands for the unique index of a table being filled for the first time. Its
 // lookups and additions are made by the holder of the writer; a rollback may undo them
 // after the writer is released, hence mu.
 type hashIndex struct {
 	mu   sync.Mutex
-	fids map[uint64]int64   // the first 8 bytes of a stored payload hash: the fid of its row
+	fids fidTable           // the first 8 bytes of a stored payload hash: the fid of its row
 	more map[[32]byte]int64 // stored hashes whose first 8 bytes another stored hash has
 }
 
-func newHashIndex() *hashIndex { return &hashIndex{fids: map[uint64]int64{}} }
+func newHashIndex() *hashIndex { return &hashIndex{} }
 
 func prefix(hash []byte) uint64 { return binary.LittleEndian.Uint64(hash) }
 
@@ -57,12 +57,11 @@ func (x *hashIndex) find(hash []byte) (int64, bool) {
 			return fid, true
 		}
 	}
-	fid, ok := x.fids[prefix(hash)]
-	return fid, ok
+	return x.fids.get(prefix(hash))
 }
 
 // add records that row fid holds hash; clash says another stored hash has its first 8 bytes.
-func (x *hashIndex) add(hash []byte, fid int64, clash bool) {
+func (x *hashIndex) add(hash []byte, fid int64, clash bool) error {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if clash {
@@ -70,9 +69,17 @@ func (x *hashIndex) add(hash []byte, fid int64, clash bool) {
 			x.more = map[[32]byte]int64{}
 		}
 		x.more[[32]byte(hash)] = fid
-		return
+		return nil
 	}
-	x.fids[prefix(hash)] = fid
+	return x.fids.put(prefix(hash), fid)
+}
+
+// free gives the memory of the index back: the index is built, or the store closed.
+func (x *hashIndex) free() {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.fids.free()
+	x.more = nil
 }
 
 // remove forgets the rows of a unit that rolled back: added, in the order add saw them.
@@ -83,7 +90,7 @@ func remove(added []added) {
 		if a.clash {
 			delete(a.x.more, [32]byte(a.hash))
 		} else {
-			delete(a.x.fids, prefix(a.hash))
+			a.x.fids.del(prefix(a.hash))
 		}
 		a.x.mu.Unlock()
 	}
@@ -92,7 +99,7 @@ func remove(added []added) {
 func (x *hashIndex) len() int {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	return len(x.fids) + len(x.more)
+	return x.fids.len() + len(x.more)
 }
 
 // added is a hash a unit's transaction added to a hashIndex, undone if it rolls back.
@@ -108,6 +115,9 @@ func (s *Store) deferIndex(name string) {
 	defer s.mu.Unlock()
 	if s.deferred == nil {
 		s.deferred = map[string]*hashIndex{}
+	}
+	if old := s.deferred[name]; old != nil {
+		old.free()
 	}
 	s.deferred[name] = newHashIndex()
 }
@@ -147,8 +157,23 @@ func (s *Store) buildHashIndex(ctx context.Context, name string) error {
 // dropDeferred stops holding table name's index in memory: it exists in the file.
 func (s *Store) dropDeferred(name string) {
 	s.mu.Lock()
+	x := s.deferred[name]
 	delete(s.deferred, name)
 	s.mu.Unlock()
+	if x != nil {
+		x.free()
+	}
+}
+
+// freeDeferred gives back the memory of every deferred index, at Close.
+func (s *Store) freeDeferred() {
+	s.mu.Lock()
+	all := s.deferred
+	s.deferred = nil
+	s.mu.Unlock()
+	for _, x := range all {
+		x.free()
+	}
 }
 
 // storedRow is what a table's row by fid says of a payload hash being inserted again.
@@ -280,7 +305,9 @@ func (b *deferredBatch) insert(ctx context.Context, rows []featureRow, clash boo
 	}
 	for i, row := range rows {
 		hash := row[2].([]byte)
-		b.x.add(hash, last-n+1+int64(i), clash)
+		if err := b.x.add(hash, last-n+1+int64(i), clash); err != nil {
+			return err
+		}
 		b.u.added = append(b.u.added, added{x: b.x, hash: hash, clash: clash})
 	}
 	res.Inserted += n

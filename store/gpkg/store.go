@@ -316,6 +316,7 @@ func (s *Store) close() {
 	// holds everything (SQLite removes the -wal and -shm files with the last connection).
 	_, _ = s.w.Exec("PRAGMA wal_checkpoint(TRUNCATE)")
 	s.w.Close()
+	s.freeDeferred()
 	if s.locks != nil {
 		s.locks.close()
 	}
