@@ -155,6 +155,19 @@ func TestDeferredIndex(t *testing.T) {
 	if c := written(f.write(pts(1, 2, 500), false)); c != counts(1, 2, 2) {
 		t.Errorf("after the index is built: %+v", c)
 	}
+	for _, tc := range []struct {
+		name string
+		b    orb.Bound
+		want int64
+	}{
+		{"an area around all (the R-tree's rowid table)", orb.Bound{Min: orb.Point{0, 0}, Max: orb.Point{600, 2}}, 204},
+		{"an area around some (the R-tree)", orb.Bound{Min: orb.Point{0, 0}, Max: orb.Point{100.5, 2}}, 100},
+		{"an area just short of the last", orb.Bound{Min: orb.Point{1, 1}, Max: orb.Point{499, 1}}, 203},
+	} {
+		if n, err := f.s.CountFeatures(t.Context(), &f.table, tc.b); err != nil || n != tc.want {
+			t.Errorf("CountFeatures, %s: %d (%v), want %d", tc.name, n, err, tc.want)
+		}
+	}
 }
 
 func seq(lo, hi int) []int {
@@ -253,5 +266,19 @@ func TestDeferredIndexBound(t *testing.T) {
 	}
 	if !f.indexed() || f.s.deferredIndex("pts") != nil {
 		t.Error("past its bound the index is still held in memory")
+	}
+}
+
+func TestRTreeNodeBound(t *testing.T) {
+	n := &rnode{depth: 1, cells: []rtreeEntry{{id: 2, minx: 1, maxx: 2, miny: -3, maxy: 4}, {id: 3, minx: -1, maxx: 0.5, miny: 5, maxy: 6}}}
+	b, ok := rtreeNodeBound(nodeBlob(n, 4+rtreeMaxCells*rtreeCell))
+	if want := (orb.Bound{Min: orb.Point{-1, -3}, Max: orb.Point{2, 6}}); !ok || b != want {
+		t.Errorf("rtreeNodeBound = %v %v, want %v", b, ok, want)
+	}
+	if _, ok := rtreeNodeBound(nodeBlob(&rnode{}, 4+rtreeMaxCells*rtreeCell)); ok {
+		t.Error("a node without cells has a box")
+	}
+	if _, ok := rtreeNodeBound([]byte{0, 0, 0, 9}); ok {
+		t.Error("a blob shorter than its cells has a box")
 	}
 }
