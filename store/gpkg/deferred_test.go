@@ -282,3 +282,45 @@ func TestRTreeNodeBound(t *testing.T) {
 		t.Error("a blob shorter than its cells has a box")
 	}
 }
+
+// TestDeferredRTree: the boxes gathered while the index was deferred build the R-tree,
+// which SQLite's rtreecheck accepts, with every row's box; after a rollback the rows are
+// read back instead.
+func TestDeferredRTree(t *testing.T) {
+	for _, rollback := range []bool{false, true} {
+		t.Run(fmt.Sprintf("rollback %v", rollback), func(t *testing.T) {
+			f := newDeferred(t, filepath.Join(t.TempDir(), "d.gpkg"))
+			ctx := t.Context()
+			f.write(pts(seq(1, 150)...), false)
+			none := &spatial.Feature{ID: "none", Properties: map[string]any{"n": float64(0)}}
+			f.write(append(pts(seq(151, 300)...), none), false)
+			if rollback {
+				f.write(pts(400), true)
+			}
+			leaves, err := f.s.buildHashIndex(ctx, "pts")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := leaves != nil; got == rollback {
+				t.Fatalf("leaves given: %v", got)
+			}
+			if leaves != nil && len(leaves.entries) != 300 {
+				t.Errorf("%d leaves, want 300", len(leaves.entries))
+			}
+			if err := f.s.finishSpatial(ctx, "pts", "geom", leaves); err != nil {
+				t.Fatal(err)
+			}
+			leaves.free()
+			var check string
+			var n, lo, hi int64
+			var minx, maxx float64
+			if err := f.s.r.QueryRow(`SELECT rtreecheck('rtree_pts_geom'), count(*), min(id), max(id), min(minx), max(maxx) FROM rtree_pts_geom`).
+				Scan(&check, &n, &lo, &hi, &minx, &maxx); err != nil {
+				t.Fatal(err)
+			}
+			if check != "ok" || n != 300 || lo != 1 || hi != 300 || minx != 1 || maxx != 300 {
+				t.Errorf("R-tree: %s, %d boxes, ids %d-%d, x %v-%v; want ok, 300, 1-300, 1-300", check, n, lo, hi, minx, maxx)
+			}
+		})
+	}
+}

@@ -276,19 +276,23 @@ func ensureCurrentView(ctx context.Context, tx *sql.Tx, name string) error {
 // it may be wider than the data by a float32 step, never narrower).
 func (s *Store) FinishFeatureTable(ctx context.Context, t *store.FeatureTable) error {
 	name := tableName(t.Schema, t.Name)
-	if err := s.buildHashIndex(ctx, name); err != nil {
+	leaves, err := s.buildHashIndex(ctx, name)
+	defer leaves.free()
+	if err != nil {
 		return err
 	}
-	if err := s.finishSpatial(ctx, name, "geom"); err != nil || !t.History {
+	if err := s.finishSpatial(ctx, name, "geom", leaves); err != nil || !t.History {
 		return err
 	}
-	_, err := s.w.ExecContext(ctx, `UPDATE gpkg_contents SET (last_change, min_x, min_y, max_x, max_y) =
+	_, err = s.w.ExecContext(ctx, `UPDATE gpkg_contents SET (last_change, min_x, min_y, max_x, max_y) =
 		(SELECT last_change, min_x, min_y, max_x, max_y FROM gpkg_contents WHERE table_name = ?1)
 		WHERE table_name = ?2`, name, currentView(name))
 	return translate(fmt.Sprintf("recording the extent of %s", currentView(name)), err)
 }
 
-func (s *Store) finishSpatial(ctx context.Context, name, col string) error {
+// finishSpatial builds the R-tree of name.col if it has none: of leaves, the boxes of every
+// row, when given, else of the boxes read from the rows (bulkRTree).
+func (s *Store) finishSpatial(ctx context.Context, name, col string, leaves *offHeapLeaves) error {
 	rtree := "rtree_" + name + "_" + col
 	err := s.writeTx(ctx, func(tx *sql.Tx) error {
 		var n int
@@ -307,7 +311,14 @@ func (s *Store) finishSpatial(ctx context.Context, name, col string) error {
 		if _, err := tx.ExecContext(ctx, ddl[0]); err != nil {
 			return err
 		}
-		ext, ok, err := bulkRTree(ctx, tx, name, col, rtree)
+		var ext orb.Bound
+		var ok bool
+		var err error
+		if leaves != nil {
+			ext, ok, err = leaves.ext, leaves.ok, leaves.write(ctx, tx, rtree)
+		} else {
+			ext, ok, err = bulkRTree(ctx, tx, name, col, rtree)
+		}
 		if err != nil {
 			return fmt.Errorf("packing the R-tree: %w", err)
 		}

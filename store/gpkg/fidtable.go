@@ -146,3 +146,40 @@ func (t *fidTable) free() {
 	}
 	*t = fidTable{}
 }
+
+// offHeapLeaves are R-tree leaves (rtreeLeaves) whose entries live outside the Go heap,
+// for the same reason as fidTable's: 24 bytes a row, for every row a harvest inserts.
+type offHeapLeaves struct {
+	rtreeLeaves
+	mem []byte
+}
+
+// reserve makes room for one more entry, doubling the entries' memory when full.
+func (l *offHeapLeaves) reserve() error {
+	if len(l.entries) < cap(l.entries) {
+		return nil
+	}
+	size := max(1<<14, 2*cap(l.entries))
+	mem, err := offHeap(size * int(unsafe.Sizeof(rtreeEntry{})))
+	if err != nil {
+		return err
+	}
+	entries := unsafe.Slice((*rtreeEntry)(unsafe.Pointer(&mem[0])), size)[:len(l.entries)]
+	copy(entries, l.entries)
+	if l.mem != nil {
+		freeOffHeap(l.mem)
+	}
+	l.mem, l.entries = mem, entries
+	return nil
+}
+
+// free gives the entries' memory back; the leaves are empty after.
+func (l *offHeapLeaves) free() {
+	if l == nil {
+		return
+	}
+	if l.mem != nil {
+		freeOffHeap(l.mem)
+	}
+	*l = offHeapLeaves{}
+}

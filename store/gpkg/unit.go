@@ -175,7 +175,9 @@ func (u *unitTx) insertNew(ctx context.Context, name string, cols []string, rows
 	insert := fmt.Sprintf(`INSERT INTO %s (%s) VALUES (%s) ON CONFLICT (gf_payload_hash) DO NOTHING`,
 		quote(name), strings.Join(cols, ", "), placeholders(len(cols)))
 	if x := u.s.deferredIndex(name); x != nil && x.len() >= u.s.maxDeferred && u.tx == nil {
-		if err := u.s.buildHashIndex(ctx, name); err != nil {
+		leaves, err := u.s.buildHashIndex(ctx, name)
+		leaves.free() // FinishFeatureTable reads the rows then
+		if err != nil {
 			return store.Counts{}, err
 		}
 	}
