@@ -6,8 +6,11 @@ import (
 	"database/sql"
 	"encoding/binary"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
+
+	"github.com/paulmach/orb"
 
 	"github.com/geoflow/geoflow/store"
 )
@@ -43,7 +46,8 @@ type hashIndex struct {
 	more map[[32]byte]int64 // stored hashes whose first 8 bytes another stored hash has
 	// boxes are the R-tree leaves of the rows inserted, kept outside the Go heap
 	// (offHeapLeaves), so that FinishFeatureTable packs the tree without reading every
-	// row back (3 µs per feature); lost once a unit rolls back, when it reads them.
+	// row back (3 µs per feature); lost (and the rows read) if ever they may not be
+	// the boxes of the table's rows (see undo).
 	boxes offHeapLeaves
 	lost  bool
 }
@@ -107,12 +111,15 @@ func (x *hashIndex) box(fid int64, geom []byte) error {
 	return nil
 }
 
-// remove forgets the rows of a unit that rolled back: added, in the order add saw them.
-func remove(added []added) {
+// undo forgets the rows of a unit that rolled back: added, in the order add saw them,
+// and the boxes it gathered, back to marks. Boxes are appended by the holder of the
+// writer only, so while the unit still holds it (held) the ones after its marks are its
+// own; after, another unit's may follow, and a table's boxes are lost (its rows will
+// be read back for the R-tree).
+func undo(added []added, marks []boxMark, held bool) {
 	for i := len(added) - 1; i >= 0; i-- {
 		a := added[i]
 		a.x.mu.Lock()
-		a.x.lost = true
 		if a.clash {
 			delete(a.x.more, [32]byte(a.hash))
 		} else {
@@ -120,6 +127,31 @@ func remove(added []added) {
 		}
 		a.x.mu.Unlock()
 	}
+	for _, m := range marks {
+		m.x.mu.Lock()
+		if held && !m.x.lost {
+			m.x.boxes.entries = m.x.boxes.entries[:m.n]
+			m.x.boxes.ext, m.x.boxes.ok = m.ext, m.ok
+		} else {
+			m.x.lost = true
+		}
+		m.x.mu.Unlock()
+	}
+}
+
+// boxMark is where a table's boxes stood when a unit first added to them.
+type boxMark struct {
+	x   *hashIndex
+	n   int
+	ext orb.Bound
+	ok  bool
+}
+
+// mark is where x's boxes stand.
+func (x *hashIndex) mark() boxMark {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return boxMark{x: x, n: len(x.boxes.entries), ext: x.boxes.ext, ok: x.boxes.ok}
 }
 
 func (x *hashIndex) len() int {
@@ -340,6 +372,9 @@ func (b *deferredBatch) insert(ctx context.Context, rows []featureRow, clash boo
 	}
 	if n != int64(len(rows)) {
 		return fmt.Errorf("inserted %d of %d rows", n, len(rows))
+	}
+	if !slices.ContainsFunc(b.u.marks, func(m boxMark) bool { return m.x == b.x }) {
+		b.u.marks = append(b.u.marks, b.x.mark())
 	}
 	for i, row := range rows {
 		hash := row[2].([]byte)

@@ -284,11 +284,15 @@ func TestRTreeNodeBound(t *testing.T) {
 }
 
 // TestDeferredRTree: the boxes gathered while the index was deferred build the R-tree,
-// which SQLite's rtreecheck accepts, with every row's box; after a rollback the rows are
-// read back instead.
+// which SQLite's rtreecheck accepts, with every row's box and none of a unit that rolled
+// back, and the table's extent; undone once the writer is released, they are given up.
 func TestDeferredRTree(t *testing.T) {
-	for _, rollback := range []bool{false, true} {
-		t.Run(fmt.Sprintf("rollback %v", rollback), func(t *testing.T) {
+	for _, tc := range []struct {
+		name           string
+		rollback, lost bool
+	}{{"committed", false, false}, {"a unit rolled back", true, false}, {"a unit undone after the writer", false, true}} {
+		rollback := tc.rollback
+		t.Run(tc.name, func(t *testing.T) {
 			f := newDeferred(t, filepath.Join(t.TempDir(), "d.gpkg"))
 			ctx := t.Context()
 			f.write(pts(seq(1, 150)...), false)
@@ -297,11 +301,15 @@ func TestDeferredRTree(t *testing.T) {
 			if rollback {
 				f.write(pts(400), true)
 			}
+			if tc.lost {
+				x := f.s.deferredIndex("pts")
+				undo(nil, []boxMark{x.mark()}, false)
+			}
 			leaves, err := f.s.buildHashIndex(ctx, "pts")
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := leaves != nil; got == rollback {
+			if got := leaves != nil; got == tc.lost {
 				t.Fatalf("leaves given: %v", got)
 			}
 			if leaves != nil && len(leaves.entries) != 300 {
@@ -320,6 +328,9 @@ func TestDeferredRTree(t *testing.T) {
 			}
 			if check != "ok" || n != 300 || lo != 1 || hi != 300 || minx != 1 || maxx != 300 {
 				t.Errorf("R-tree: %s, %d boxes, ids %d-%d, x %v-%v; want ok, 300, 1-300, 1-300", check, n, lo, hi, minx, maxx)
+			}
+			if err := f.s.r.QueryRow(`SELECT min_x, max_x FROM gpkg_contents WHERE table_name = 'pts'`).Scan(&minx, &maxx); err != nil || minx != 1 || maxx != 300 {
+				t.Errorf("extent: x %v-%v (%v), want 1-300", minx, maxx, err)
 			}
 		})
 	}

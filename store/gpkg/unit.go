@@ -28,7 +28,8 @@ type unitTx struct {
 	s     *Store
 	ref   store.UnitRef
 	tx    *sql.Tx
-	added []added // hashes the transaction added to a deferred index (Rollback undoes them)
+	added []added   // hashes the transaction added to a deferred index (Rollback undoes them)
+	marks []boxMark // where the deferred indexes' boxes stood before the transaction
 }
 
 // begin begins the transaction at its first statement, having prepared the statements
@@ -90,20 +91,20 @@ func (u *unitTx) Commit(ctx context.Context) error {
 	err := u.tx.Commit()
 	u.tx = nil
 	if err != nil {
-		remove(u.added)
+		undo(u.added, u.marks, false)
 	}
-	u.added = nil
+	u.added, u.marks = nil, nil
 	return translate(fmt.Sprintf("committing unit %s", u.ref.Key), err)
 }
 
 // Rollback implements store.UnitTx.
 func (u *unitTx) Rollback(ctx context.Context) {
 	if u.tx != nil {
-		remove(u.added) // before the writer is released
+		undo(u.added, u.marks, true) // before the writer is released
 		_ = u.tx.Rollback()
 		u.tx = nil
 	}
-	u.added = nil
+	u.added, u.marks = nil, nil
 }
 
 // featureRow is one feature ready to insert: its values in the order of insertCols.
