@@ -80,7 +80,7 @@ bench-pgrestart: build
 bench-diskfull: build
 	bash bench/diskfull.sh $(BIN)
 
-## bench-cpu: the client's CPU per stored feature by stage (decode, hash, encode, write, index, GC) from CPU profiles, GeoJSON and GML into PostGIS and a GeoPackage; FEATURES (1000000), ROUNDS (3)
+## bench-cpu: the client's CPU per stored feature by stage (decode, hash, encode, write, index, GC) from CPU profiles, GeoJSON and GML into PostGIS and a GeoPackage; FEATURES (1000000), ROUNDS (3), FORMATS, STORES, BEFORE (an older geoflow binary to compare, round by round)
 bench-cpu: build
 	$(POSTGIS) run --env GEOFLOW_DATABASE_URL -- bash bench/cpu.sh $(BIN)
 

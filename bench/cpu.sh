@@ -11,12 +11,18 @@
 # feature ((user+sys)/features), peak RSS and the median of the rounds' GeoPackage/PostGIS wall
 # ratios; then CPU by stage from the profiles (bench/cpu: read and decode, hash, encode, write
 # and commit, index, runtime/GC, other) and each combination's top 15 flat functions.
-# FORMATS="geojson" runs one format only; KEEP=1 keeps the profiles and logs.
+# FORMATS="geojson" runs one format only, STORES="gpkg" one store; KEEP=1 keeps the profiles
+# and logs. BEFORE=path/to/an/older/geoflow compares two builds: each round runs the older
+# build and then this one for each combination, so that both see the same machine, and
+# every table has a row per build ("before", "after").
 set -euo pipefail
 bin=$(realpath "${1:-bin/geoflow}")
+builds=${BEFORE:+before after}; builds=${builds:--}
+before_bin=${BEFORE:+$(realpath "$BEFORE")}
 features=${FEATURES:-1000000}
 rounds=${ROUNDS:-3}
 formats=${FORMATS:-geojson gml}
+stores=${STORES:-postgis gpkg}
 db=${GEOFLOW_DATABASE_URL:?run under postgis.sh}
 out=$(mktemp -d)
 [ -x /usr/bin/time ] || { echo "bench: /usr/bin/time is missing (apt-get install time)" >&2; exit 1; }
@@ -52,24 +58,30 @@ YAML
 pgdb() { echo "$db" | sed -E "s#^([^?]*/)[^/?]*#\1$1#"; }
 sql() { PGOPTIONS=--client-min-messages=warning psql -X -qtA "$db" -c "$1"; }
 
-# run FORMAT STORE ROUND: one timed, profiled geoflow run; appends "format store round wall
-# user sys rss_kb inserted" to $out/runs.txt
+# label STORE BUILD: a combination's store as the tables name it: "gpkg", or with two
+# builds "gpkg before"
+label() { [ "$2" = - ] && echo "$1" || echo "$1 $2"; }
+
+# run FORMAT STORE ROUND BUILD: one timed, profiled geoflow run of BUILD (- for the only
+# one); appends "format store[-build] round wall user sys rss_kb inserted" to $out/runs.txt
 run() {
-  local format=$1 store=$2 round=$3 name="$1-$2-$3" target dbname="gf_cpu_$1_$3"
+  local format=$1 store=$2 round=$3 build=$4 key name target dbname="gf_cpu_$1_$3" exe=$bin
+  key=$(label "$store" "$build" | tr ' ' -); name="$format-$key-$round"
+  [ "$build" = before ] && exe=$before_bin
   if [ "$store" = postgis ]; then
     sql "DROP DATABASE IF EXISTS $dbname" >/dev/null; sql "CREATE DATABASE $dbname" >/dev/null; target=$(pgdb "$dbname")
   else
     rm -f "$out/$name.gpkg"*; target=$out/$name.gpkg
   fi
-  /usr/bin/time -f '%e %U %S %M' -o "$out/$name.time" env -u GEOFLOW_DATABASE_URL "$bin" run "$out/$format.yaml" \
+  /usr/bin/time -f '%e %U %S %M' -o "$out/$name.time" env -u GEOFLOW_DATABASE_URL "$exe" run "$out/$format.yaml" \
     --database "$target" --progress off --cpuprofile "$out/$name.prof" >"$out/$name.log" 2>&1 ||
     { echo "bench: $name failed:" >&2; tail -20 "$out/$name.log" >&2; exit 1; }
   local inserted; inserted=$(sed -n 's/^  features: \([0-9]*\) inserted.*/\1/p' "$out/$name.log")
   [ "$inserted" = "$features" ] || echo "bench: $name stored $inserted features, not $features" >&2
-  echo "$format $store $round $(cat "$out/$name.time") $inserted" >>"$out/runs.txt"
-  echo "$out/$name.prof" >>"$out/$format-$store.profs"
+  echo "$format $key $round $(cat "$out/$name.time") $inserted" >>"$out/runs.txt"
+  echo "$out/$name.prof" >>"$out/$format-$key.profs"
   if [ "$store" = postgis ]; then sql "DROP DATABASE $dbname" >/dev/null; else rm -f "$out/$name.gpkg"*; fi
-  printf '  %-8s %-8s round %d: %s s wall, %s user, %s sys, %s MB\n' "$format" "$store" "$round" \
+  printf '  %-8s %-15s round %d: %s s wall, %s user, %s sys, %s MB\n' "$format" "$(label "$store" "$build")" "$round" \
     $(awk '{printf "%s %s %s %d", $1, $2, $3, $4/1024}' "$out/$name.time") >&2
 }
 
@@ -82,25 +94,32 @@ start_wfs
 for f in $formats; do flow "$f" >/dev/null; done
 echo "bench: $features features, $rounds rounds, formats: $formats; sample WFS at $url; load average $load_before" >&2
 for round in $(seq 1 "$rounds"); do
-  for f in $formats; do run "$f" postgis "$round"; run "$f" gpkg "$round"; done
+  for f in $formats; do for s in $stores; do for b in $builds; do run "$f" "$s" "$round" "$b"; done; done; done
 done
 stop_wfs
 load_after=$(uptime | sed 's/.*load average: //')
 
 printf '%s features from the sample WFS at full speed on this machine (%s cores), %s rounds, %s, %s\n' \
   "$features" "$(nproc)" "$rounds" "$("$bin" version 2>/dev/null | head -1 || echo "?")" "$(date -u +'%Y-%m-%d %H:%M UTC')"
+[ -n "$before_bin" ] && printf 'before: %s\n' "$("$before_bin" version 2>/dev/null | head -1 || echo "?")"
 printf 'load average (1, 5, 15 min) before: %s; after: %s\n\n' "$load_before" "$load_after"
-for f in $formats; do printf '%s: %s\n' "$f" "$(grep -oE 'format=("[^"]*"|[^ ]*)' "$out/$f-postgis-1.log" | head -1)"; done
+first=$(label "${stores%% *}" "${builds%% *}" | tr ' ' -)
+for f in $formats; do printf '%s: %s\n' "$f" "$(grep -oE 'format=("[^"]*"|[^ ]*)' "$out/$f-$first-1.log" | head -1)"; done
 printf '\n| format | store | wall (s) | user (s) | sys (s) | CPU (us/feature) | peak RSS (MB) | GPKG/PostGIS wall |\n|---|---|---|---|---|---|---|---|\n'
-for f in $formats; do
-  ratio=$(awk -v f="$f" '$1==f {w[$2" "$3]=$4; r[$3]=1} END{for (k in r) print w["gpkg "k]/w["postgis "k]}' "$out/runs.txt" | median)
-  for s in postgis gpkg; do
-    printf '| %s | %s | %s | %s | %s | %.1f | %d | %s |\n' "$f" "$s" "$(col "$f" $s '$4')" "$(col "$f" $s '$5')" "$(col "$f" $s '$6')" \
-      "$(col "$f" $s '($5+$6)*1e6/n')" "$(col "$f" $s 'int($7/1024)')" "$([ $s = gpkg ] && printf '%.2fx' "$ratio" || echo -)"
+for f in $formats; do for b in $builds; do
+  pg=$(label postgis "$b" | tr ' ' -); gp=$(label gpkg "$b" | tr ' ' -)
+  ratio=$(awk -v f="$f" -v pg="$pg" -v gp="$gp" '$1==f && ($2==pg || $2==gp) {w[$2" "$3]=$4; r[$3]=1}
+    END{for (k in r) if ((pg" "k) in w && (gp" "k) in w) print w[gp" "k]/w[pg" "k]}' "$out/runs.txt" | median)
+  for s in $stores; do
+    k=$(label "$s" "$b" | tr ' ' -)
+    printf '| %s | %s | %s | %s | %s | %.1f | %d | %s |\n' "$f" "$(label "$s" "$b")" "$(col "$f" "$k" '$4')" "$(col "$f" "$k" '$5')" "$(col "$f" "$k" '$6')" \
+      "$(col "$f" "$k" '($5+$6)*1e6/n')" "$(col "$f" "$k" 'int($7/1024)')" "$([ "$s" = gpkg ] && [ -n "$ratio" ] && printf '%.2fx' "$ratio" || echo -)"
   done
-done
+done; done
 printf '\nAll runs (format store round wall user sys peak-RSS-KB inserted):\n\n```\n'; cat "$out/runs.txt"; printf '```\n\n'
 args=()
-for f in $formats; do for s in postgis gpkg; do args+=("$f $s=$(paste -sd, "$out/$f-$s.profs")"); done; done
+for f in $formats; do for s in $stores; do for b in $builds; do
+  args+=("$f $(label "$s" "$b")=$(paste -sd, "$out/$f-$(label "$s" "$b" | tr ' ' -).profs")")
+done; done; done
 "$out/cpustages" -features "$features" -top 15 "${args[@]}"
 [ -n "${KEEP:-}" ] && echo "kept $out" || rm -rf "$out"

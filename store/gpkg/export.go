@@ -356,10 +356,10 @@ func exportValue(v any, t store.ColumnType) (any, error) {
 }
 
 // exportAsIs is v as columnValue stores it in a column of type t, for the values a
-// store reads (text as text, an int64 or a float64 as a number, a bool as a boolean, a
-// date or a time as the GeoPackage's text), without its way through text; ok false
-// for any other, which columnValue converts. columnValue's way cost a million-row
-// export four seconds.
+// store reads or a reader decodes (text as text, an int64 or a float64 as a number, a
+// bool as a boolean, a date or a time as the GeoPackage's text), without its way through
+// text; ok false for any other, which columnValue converts. columnValue's way cost a
+// million-row export four seconds, and a harvest 5 µs per feature of ten properties.
 func exportAsIs(v any, t store.ColumnType) (any, bool) {
 	switch x := v.(type) {
 	case string:

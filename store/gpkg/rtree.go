@@ -441,3 +441,27 @@ func (p *pairs) flush(ctx context.Context) error {
 	p.n = 0
 	return err
 }
+
+// rtreeNodeBound is the box around the cells of an R-tree node blob (nodeBlob's format),
+// as the tree stores them (float32, rounded outward); ok false for a node without cells
+// or a blob too short for the cells it says it has.
+func rtreeNodeBound(blob []byte) (b orb.Bound, ok bool) {
+	if len(blob) < 4 {
+		return b, false
+	}
+	n := int(binary.BigEndian.Uint16(blob[2:]))
+	if n == 0 || len(blob) < 4+n*rtreeCell {
+		return b, false
+	}
+	f := func(off int) float64 { return float64(math.Float32frombits(binary.BigEndian.Uint32(blob[off:]))) }
+	for i := range n {
+		off := 4 + i*rtreeCell
+		c := orb.Bound{Min: orb.Point{f(off + 8), f(off + 16)}, Max: orb.Point{f(off + 12), f(off + 20)}}
+		if i == 0 {
+			b = c
+		} else {
+			b = b.Union(c)
+		}
+	}
+	return b, true
+}

@@ -44,6 +44,10 @@ type Store struct {
 	stmts  map[string]*sql.Stmt  // prepared on the writer, for the statements every unit runs
 	rstmts map[string]*sql.Stmt  // prepared on the readers, for the lookups every unit makes
 	facts  map[string]tableFacts // what StoredTable counted and measured of a table, by name
+	// deferred holds, by table name, the payload-hash index of each table being filled
+	// for the first time (hashIndex).
+	deferred    map[string]*hashIndex
+	maxDeferred int // the most hashes a deferred index holds (maxDeferred)
 
 	closeOnce      sync.Once
 	ck             *sql.DB // the checkpointer's connection
@@ -189,7 +193,7 @@ func Open(ctx context.Context, path string, opts *Options) (*Store, error) {
 	w.SetMaxOpenConns(1)
 	w.SetMaxIdleConns(1)
 	w.SetConnMaxLifetime(0)
-	s := &Store{path: abs, w: w}
+	s := &Store{path: abs, w: w, maxDeferred: maxDeferred}
 	if err := w.PingContext(ctx); err != nil {
 		w.Close()
 		return nil, fmt.Errorf("gpkg: opening %s: %w", abs, translate("opening the file", err))
@@ -312,6 +316,7 @@ func (s *Store) close() {
 	// holds everything (SQLite removes the -wal and -shm files with the last connection).
 	_, _ = s.w.Exec("PRAGMA wal_checkpoint(TRUNCATE)")
 	s.w.Close()
+	s.freeDeferred()
 	if s.locks != nil {
 		s.locks.close()
 	}

@@ -25,9 +25,11 @@ func (s *Store) BeginUnit(ctx context.Context, ref store.UnitRef) (store.UnitTx,
 
 // unitTx is one unit's transaction on the writer, begun lazily.
 type unitTx struct {
-	s   *Store
-	ref store.UnitRef
-	tx  *sql.Tx
+	s     *Store
+	ref   store.UnitRef
+	tx    *sql.Tx
+	added []added   // hashes the transaction added to a deferred index (Rollback undoes them)
+	marks []boxMark // where the deferred indexes' boxes stood before the transaction
 }
 
 // begin begins the transaction at its first statement, having prepared the statements
@@ -88,15 +90,21 @@ func (u *unitTx) Commit(ctx context.Context) error {
 	}
 	err := u.tx.Commit()
 	u.tx = nil
+	if err != nil {
+		undo(u.added, u.marks, false)
+	}
+	u.added, u.marks = nil, nil
 	return translate(fmt.Sprintf("committing unit %s", u.ref.Key), err)
 }
 
 // Rollback implements store.UnitTx.
 func (u *unitTx) Rollback(ctx context.Context) {
 	if u.tx != nil {
+		undo(u.added, u.marks, true) // before the writer is released
 		_ = u.tx.Rollback()
 		u.tx = nil
 	}
+	u.added, u.marks = nil, nil
 }
 
 // featureRow is one feature ready to insert: its values in the order of insertCols.
@@ -161,35 +169,47 @@ func readRows(src store.FeatureSource, t *store.FeatureTable, runID int64) ([]fe
 
 // insertNew inserts the rows whose payload the table does not hold yet, one statement
 // each, counting the others skipped; of those, the ones merged into a stored row of
-// another feature id are recorded (recordMerged).
+// another feature id are recorded (recordMerged). A table whose payload-hash index is
+// deferred (see hashIndex) is checked in memory instead of by the index.
 func (u *unitTx) insertNew(ctx context.Context, name string, cols []string, rows []featureRow) (store.Counts, error) {
-	var res store.Counts
 	what := fmt.Sprintf("inserting into %s", name)
 	insert := fmt.Sprintf(`INSERT INTO %s (%s) VALUES (%s) ON CONFLICT (gf_payload_hash) DO NOTHING`,
 		quote(name), strings.Join(cols, ", "), placeholders(len(cols)))
-	tx, err := u.begin(ctx, insert, touchSQL)
-	if err != nil {
-		return res, err
+	if x := u.s.deferredIndex(name); x != nil && x.len() >= u.s.maxDeferred && u.tx == nil {
+		leaves, err := u.s.buildHashIndex(ctx, name)
+		leaves.free() // FinishFeatureTable reads the rows then
+		if err != nil {
+			return store.Counts{}, err
+		}
 	}
-	st, err := u.s.stmt(ctx, tx, insert)
+	x := u.s.deferredIndex(name)
+	var queries []string
+	if x != nil {
+		queries = deferredSQL(name, cols)
+	} else {
+		queries = []string{insert, lookHashSQL(name)}
+	}
+	tx, err := u.begin(ctx, append(queries, touchSQL, mergedSQL, indexedSQL)...)
+	if err != nil {
+		return store.Counts{}, err
+	}
+	if x != nil {
+		if x, err = u.stillDeferred(ctx, tx, name); err != nil {
+			return store.Counts{}, translate(what, err)
+		}
+	}
+	var res store.Counts
+	var skipped []skippedRow
+	if x != nil {
+		res, skipped, err = u.insertDeferred(ctx, tx, x, name, cols, rows)
+	} else {
+		res, skipped, err = u.insertIndexed(ctx, tx, insert, name, rows)
+	}
 	if err != nil {
 		return res, translate(what, err)
 	}
-	var skipped []featureRow
-	for _, row := range rows {
-		r, err := st.ExecContext(ctx, row...)
-		if err != nil {
-			return res, translate(what, err)
-		}
-		if n, _ := r.RowsAffected(); n == 1 {
-			res.Inserted++
-		} else {
-			res.Skipped++
-			skipped = append(skipped, row)
-		}
-	}
 	if len(skipped) > 0 {
-		res.Merged, res.Overlap, err = u.recordMerged(ctx, tx, name, skipped)
+		res.Merged, res.Overlap, err = u.recordMerged(ctx, tx, skipped)
 		if err != nil {
 			return res, translate(what, err)
 		}
@@ -198,6 +218,72 @@ func (u *unitTx) insertNew(ctx context.Context, name string, cols []string, rows
 		return res, translate(what, u.touch(ctx, tx, name))
 	}
 	return res, nil
+}
+
+// stillDeferred returns table name's deferred index, now that the writer is held: nil if
+// another unit built the index, or another process made it (then it is dropped here).
+func (u *unitTx) stillDeferred(ctx context.Context, tx *sql.Tx, name string) (*hashIndex, error) {
+	x := u.s.deferredIndex(name)
+	if x == nil {
+		return nil, nil
+	}
+	st, err := u.s.stmt(ctx, tx, indexedSQL)
+	if err != nil {
+		return nil, err
+	}
+	var n int
+	if err := st.QueryRowContext(ctx, hashIndexName(name)).Scan(&n); err != nil {
+		return nil, err
+	}
+	if n > 0 {
+		u.s.dropDeferred(name)
+		return nil, nil
+	}
+	return x, nil
+}
+
+// skippedRow is a row not inserted for the payload a stored row has: that row's feature
+// id, and whether the unit's run wrote it.
+type skippedRow struct {
+	row    featureRow
+	stored sql.NullString
+	ours   bool
+}
+
+// lookHashSQL finds the stored row of a payload hash (?1) in table name: its feature id,
+// and whether run ?2 wrote it.
+func lookHashSQL(name string) string {
+	return fmt.Sprintf(`SELECT gf_feature_id, gf_run_id IS ?2 FROM %s WHERE gf_payload_hash = ?1`, quote(name))
+}
+
+// insertIndexed inserts rows with insert, whose ON CONFLICT the table's unique index
+// decides, and returns the rows it skipped with what their stored rows say.
+func (u *unitTx) insertIndexed(ctx context.Context, tx *sql.Tx, insert, name string, rows []featureRow) (res store.Counts, skipped []skippedRow, err error) {
+	st, err := u.s.stmt(ctx, tx, insert)
+	if err != nil {
+		return res, nil, err
+	}
+	look, err := u.s.stmt(ctx, tx, lookHashSQL(name))
+	if err != nil {
+		return res, nil, err
+	}
+	for _, row := range rows {
+		r, err := st.ExecContext(ctx, row...)
+		if err != nil {
+			return res, skipped, err
+		}
+		if n, _ := r.RowsAffected(); n == 1 {
+			res.Inserted++
+			continue
+		}
+		res.Skipped++
+		sk := skippedRow{row: row}
+		if err := look.QueryRowContext(ctx, row[2], u.ref.RunID).Scan(&sk.stored, &sk.ours); err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return res, skipped, err
+		}
+		skipped = append(skipped, sk)
+	}
+	return res, skipped, nil
 }
 
 // touchSQL records that the rows of table ?1 changed: gpkg_contents.last_change, which
@@ -222,29 +308,20 @@ func (u *unitTx) touch(ctx context.Context, tx *sql.Tx, name string) error {
 // recordMerged records, each once in the run however many tiles deliver it, the ids of
 // the skipped rows that were merged into a stored row (merged), and returns how many
 // it recorded, and how many of the skipped rows met a row this same run stored (the
-// overlaps, store.Counts.Overlap). It looks each skipped row's stored row up once.
-func (u *unitTx) recordMerged(ctx context.Context, tx *sql.Tx, name string, skipped []featureRow) (n, overlap int64, err error) {
-	look, err := u.s.stmt(ctx, tx, fmt.Sprintf(`SELECT gf_feature_id, gf_run_id IS ?2 FROM %s WHERE gf_payload_hash = ?1`, quote(name)))
-	if err != nil {
-		return 0, 0, err
-	}
+// overlaps, store.Counts.Overlap).
+func (u *unitTx) recordMerged(ctx context.Context, tx *sql.Tx, skipped []skippedRow) (n, overlap int64, err error) {
 	rec, err := u.s.stmt(ctx, tx, mergedSQL)
 	if err != nil {
 		return 0, 0, err
 	}
-	for _, row := range skipped {
-		var stored sql.NullString
-		var ours bool // the row was written by this run
-		if err := look.QueryRowContext(ctx, row[2], u.ref.RunID).Scan(&stored, &ours); err != nil && !errors.Is(err, sql.ErrNoRows) {
-			return n, overlap, err
-		}
-		if ours {
+	for _, sk := range skipped {
+		if sk.ours {
 			overlap++
 		}
-		if !merged(row[1], stored) {
+		if !merged(sk.row[1], sk.stored) {
 			continue
 		}
-		r, err := rec.ExecContext(ctx, u.ref.RunID, u.ref.TaskID, row[1])
+		r, err := rec.ExecContext(ctx, u.ref.RunID, u.ref.TaskID, sk.row[1])
 		if err != nil {
 			return n, overlap, err
 		}
@@ -396,9 +473,12 @@ func encodeFeature(f *spatial.Feature, t *store.FeatureTable, tr *proj.Transform
 		if !ok || v == nil {
 			continue
 		}
-		val, err := columnValue(v, c.Type)
-		if err != nil {
-			return nil, &store.PropertyError{FeatureID: f.ID, Property: c.Property, Type: c.Type, Value: fmt.Sprint(v)}
+		val, ok := exportAsIs(v, c.Type)
+		if !ok {
+			var err error
+			if val, err = columnValue(v, c.Type); err != nil {
+				return nil, &store.PropertyError{FeatureID: f.ID, Property: c.Property, Type: c.Type, Value: fmt.Sprint(v)}
+			}
 		}
 		row[5+i] = val
 	}

@@ -1,0 +1,436 @@
+package gpkg
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/binary"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/paulmach/orb"
+
+	"github.com/geoflow/geoflow/store"
+)
+
+// A new table's payload-hash index waits for FinishFeatureTable.
+//
+// Payload hashes are random, so each feature a harvest inserts lands in a random leaf of
+// the table's unique index on gf_payload_hash, and a unit's commit writes every page it
+// changed to the WAL whole: once the index outgrows a unit, one 4 KiB page per feature,
+// read back and copied again by the checkpoint. On 200,000 parcels written as units of
+// 1,000 that index cost half the write path's CPU: 56 µs per feature with it, 28 without,
+// and 3.1 s of system time against 0.7.
+//
+// So a table the run creates in append mode is filled without it: the hashes it holds are
+// kept in memory, by their first 8 bytes, each with the fid of its row; a feature whose
+// prefix is there is checked against that row (its whole hash, its feature id, its run),
+// which is what the index lookup of ON CONFLICT would have found. FinishFeatureTable then
+// builds the index in one sorted pass, as it builds the R-tree. A table that still lacks
+// its index (a run that stopped before the end) gets it from the next EnsureFeatureTable,
+// before anything writes to it again; the rows are unique already.
+
+// maxDeferred is how many hashes a table's deferred index holds in memory (24 MiB for
+// 1,500,000, outside the Go heap: fidTable) before the index is built, and kept by SQLite from then on: memory stays bounded
+// however large the harvest. Store.maxDeferred is this, but in tests.
+const maxDeferred = 1_500_000
+
+// hashIndex stands for the unique index of a table being filled for the first time. Its
+// lookups and additions are made by the holder of the writer; a rollback may undo them
+// after the writer is released, hence mu.
+type hashIndex struct {
+	mu   sync.Mutex
+	fids fidTable           // the first 8 bytes of a stored payload hash: the fid of its row
+	more map[[32]byte]int64 // stored hashes whose first 8 bytes another stored hash has
+	// boxes are the R-tree leaves of the rows inserted, kept outside the Go heap
+	// (offHeapLeaves), so that FinishFeatureTable packs the tree without reading every
+	// row back (3 µs per feature); lost (and the rows read) if ever they may not be
+	// the boxes of the table's rows (see undo).
+	boxes offHeapLeaves
+	lost  bool
+}
+
+func newHashIndex() *hashIndex { return &hashIndex{} }
+
+func prefix(hash []byte) uint64 { return binary.LittleEndian.Uint64(hash) }
+
+// find returns the fid of the row that may hold hash: the one whose hash has its first 8
+// bytes, unless hash is one of the rare others (more). The caller compares the row's hash.
+func (x *hashIndex) find(hash []byte) (int64, bool) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if len(x.more) > 0 {
+		if fid, ok := x.more[[32]byte(hash)]; ok {
+			return fid, true
+		}
+	}
+	return x.fids.get(prefix(hash))
+}
+
+// add records that row fid holds hash; clash says another stored hash has its first 8 bytes.
+func (x *hashIndex) add(hash []byte, fid int64, clash bool) error {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if clash {
+		if x.more == nil {
+			x.more = map[[32]byte]int64{}
+		}
+		x.more[[32]byte(hash)] = fid
+		return nil
+	}
+	return x.fids.put(prefix(hash), fid)
+}
+
+// free gives the memory of the index back: the index is built, or the store closed.
+func (x *hashIndex) free() {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.fids.free()
+	x.more = nil
+	x.boxes.free()
+}
+
+// box adds the R-tree leaf of row fid, of geometry blob geom (nil for none).
+func (x *hashIndex) box(fid int64, geom []byte) error {
+	if geom == nil {
+		return nil
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.lost {
+		return nil
+	}
+	if err := x.boxes.reserve(); err != nil {
+		return err
+	}
+	if err := x.boxes.addBlob(fid, geom); err != nil {
+		x.lost = true // a blob without its envelope: the rows will be read
+	}
+	return nil
+}
+
+// undo forgets the rows of a unit that rolled back: added, in the order add saw them,
+// and the boxes it gathered, back to marks. Boxes are appended by the holder of the
+// writer only, so while the unit still holds it (held) the ones after its marks are its
+// own; after, another unit's may follow, and a table's boxes are lost (its rows will
+// be read back for the R-tree).
+func undo(added []added, marks []boxMark, held bool) {
+	for i := len(added) - 1; i >= 0; i-- {
+		a := added[i]
+		a.x.mu.Lock()
+		if a.clash {
+			delete(a.x.more, [32]byte(a.hash))
+		} else {
+			a.x.fids.del(prefix(a.hash))
+		}
+		a.x.mu.Unlock()
+	}
+	for _, m := range marks {
+		m.x.mu.Lock()
+		if held && !m.x.lost {
+			m.x.boxes.entries = m.x.boxes.entries[:m.n]
+			m.x.boxes.ext, m.x.boxes.ok = m.ext, m.ok
+		} else {
+			m.x.lost = true
+		}
+		m.x.mu.Unlock()
+	}
+}
+
+// boxMark is where a table's boxes stood when a unit first added to them.
+type boxMark struct {
+	x   *hashIndex
+	n   int
+	ext orb.Bound
+	ok  bool
+}
+
+// mark is where x's boxes stand.
+func (x *hashIndex) mark() boxMark {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return boxMark{x: x, n: len(x.boxes.entries), ext: x.boxes.ext, ok: x.boxes.ok}
+}
+
+func (x *hashIndex) len() int {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return x.fids.len() + len(x.more)
+}
+
+// added is a hash a unit's transaction added to a hashIndex, undone if it rolls back.
+type added struct {
+	x     *hashIndex
+	hash  []byte
+	clash bool
+}
+
+// deferIndex starts holding table name's payload-hash index in memory.
+func (s *Store) deferIndex(name string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.deferred == nil {
+		s.deferred = map[string]*hashIndex{}
+	}
+	if old := s.deferred[name]; old != nil {
+		old.free()
+	}
+	s.deferred[name] = newHashIndex()
+}
+
+// deferredIndex is table name's index while it is held in memory, else nil.
+func (s *Store) deferredIndex(name string) *hashIndex {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.deferred[name]
+}
+
+// hashIndexName is the name of table name's unique payload-hash index.
+func hashIndexName(name string) string { return name + "_gf_payload_hash_key" }
+
+// hashIndexSQL creates table name's unique payload-hash index.
+func hashIndexSQL(name string) string {
+	return fmt.Sprintf("CREATE UNIQUE INDEX IF NOT EXISTS %s ON %s (gf_payload_hash)", quote(hashIndexName(name)), quote(name))
+}
+
+// buildHashIndex builds table name's unique payload-hash index if it is held in memory,
+// and stops holding it once the index is committed. It returns the R-tree leaves of the
+// table's rows, when the index held every row's (the caller frees them), else nil.
+func (s *Store) buildHashIndex(ctx context.Context, name string) (*offHeapLeaves, error) {
+	x := s.deferredIndex(name)
+	if x == nil {
+		return nil, nil
+	}
+	var rows int
+	err := s.writeTx(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, hashIndexSQL(name)); err != nil {
+			return err
+		}
+		return tx.QueryRowContext(ctx, fmt.Sprintf(`SELECT count(*) FROM %s`, quote(name))).Scan(&rows)
+	})
+	if err != nil {
+		return nil, translate(fmt.Sprintf("indexing the payload hashes of %s", name), err)
+	}
+	x.mu.Lock()
+	var leaves *offHeapLeaves
+	if !x.lost && rows == x.fids.len()+len(x.more) { // no row came another way
+		leaves = &offHeapLeaves{}
+		*leaves, x.boxes = x.boxes, offHeapLeaves{}
+	}
+	x.mu.Unlock()
+	s.dropDeferred(name)
+	return leaves, nil
+}
+
+// dropDeferred stops holding table name's index in memory: it exists in the file.
+func (s *Store) dropDeferred(name string) {
+	s.mu.Lock()
+	x := s.deferred[name]
+	delete(s.deferred, name)
+	s.mu.Unlock()
+	if x != nil {
+		x.free()
+	}
+}
+
+// freeDeferred gives back the memory of every deferred index, at Close.
+func (s *Store) freeDeferred() {
+	s.mu.Lock()
+	all := s.deferred
+	s.deferred = nil
+	s.mu.Unlock()
+	for _, x := range all {
+		x.free()
+	}
+}
+
+// storedRow is what a table's row by fid says of a payload hash being inserted again.
+type storedRow struct {
+	hash []byte
+	id   sql.NullString
+	ours bool // written by the unit's run
+}
+
+// insertDeferred inserts the rows whose payload the table does not hold yet into a table
+// whose index x holds (see hashIndex), counting the others skipped, and returns those.
+// New rows go in several to a statement (deferredBatch), which the unique index's
+// per-row answer ruled out before. Each inserted hash is recorded in u.added, for Rollback.
+func (u *unitTx) insertDeferred(ctx context.Context, tx *sql.Tx, x *hashIndex, name string, cols []string, rows []featureRow) (res store.Counts, skipped []skippedRow, err error) {
+	q := deferredSQL(name, cols)
+	by, err := u.s.stmt(ctx, tx, q[1])
+	if err != nil {
+		return res, nil, err
+	}
+	b := deferredBatch{u: u, tx: tx, x: x, name: name, cols: cols, full: q[0]}
+	for _, row := range rows {
+		hash := row[2].([]byte)
+		if b.holds(hash) { // the same payload twice in the unit, most likely
+			if err := b.flush(ctx, &res); err != nil {
+				return res, skipped, err
+			}
+		}
+		fid, ok := x.find(hash)
+		if !ok {
+			if err := b.add(ctx, row, &res); err != nil {
+				return res, skipped, err
+			}
+			continue
+		}
+		var st storedRow
+		if err := by.QueryRowContext(ctx, u.ref.RunID, fid).Scan(&st.hash, &st.id, &st.ours); err != nil {
+			return res, skipped, err
+		}
+		if bytes.Equal(st.hash, hash) {
+			res.Skipped++
+			skipped = append(skipped, skippedRow{row: row, stored: st.id, ours: st.ours})
+			continue
+		}
+		// Another stored hash has this one's first 8 bytes: a row of its own.
+		if err := b.insert(ctx, []featureRow{row}, true, &res); err != nil {
+			return res, skipped, err
+		}
+	}
+	return res, skipped, b.flush(ctx, &res)
+}
+
+// deferredBatch gathers new rows for a table whose index is deferred and inserts them
+// rowsPerInsert to a statement.
+type deferredBatch struct {
+	u    *unitTx
+	tx   *sql.Tx
+	x    *hashIndex
+	name string
+	cols []string
+	full string // the statement of a full batch
+	rows []featureRow
+	args []any
+}
+
+// rowsPerInsert is how many rows one deferred insert statement holds, for cols columns:
+// up to 64, and at most 1024 parameters (SQLite allows 32766).
+func rowsPerInsert(cols int) int { return max(1, min(64, 1024/cols)) }
+
+// holds tells whether a row whose payload hash has the first 8 bytes of hash waits in
+// the batch: it must be stored, and in the index, before hash is looked up.
+func (b *deferredBatch) holds(hash []byte) bool {
+	p := prefix(hash)
+	for _, r := range b.rows {
+		if prefix(r[2].([]byte)) == p {
+			return true
+		}
+	}
+	return false
+}
+
+func (b *deferredBatch) add(ctx context.Context, row featureRow, res *store.Counts) error {
+	b.rows = append(b.rows, row)
+	if len(b.rows) < rowsPerInsert(len(b.cols)) {
+		return nil
+	}
+	return b.flush(ctx, res)
+}
+
+func (b *deferredBatch) flush(ctx context.Context, res *store.Counts) error {
+	if len(b.rows) == 0 {
+		return nil
+	}
+	err := b.insert(ctx, b.rows, false, res)
+	b.rows = b.rows[:0]
+	return err
+}
+
+// insert inserts rows in one statement and records their hashes in the index with the
+// fids SQLite gave them: one past the table's largest, in order (the writer is held,
+// and AUTOINCREMENT gives each row one more than any the table had).
+func (b *deferredBatch) insert(ctx context.Context, rows []featureRow, clash bool, res *store.Counts) error {
+	b.args = append(b.args[:0], rows[0][3], rows[0][4]) // one run and fetch time: readRows'
+	for _, r := range rows {
+		b.args = append(append(b.args, r[:3]...), r[5:len(b.cols)]...)
+	}
+	var r sql.Result
+	var err error
+	if len(rows) == rowsPerInsert(len(b.cols)) {
+		var st *sql.Stmt
+		if st, err = b.u.s.stmt(ctx, b.tx, b.full); err == nil {
+			r, err = st.ExecContext(ctx, b.args...)
+		}
+	} else {
+		r, err = b.tx.ExecContext(ctx, insertRowsSQL(b.name, b.cols, len(rows)), b.args...)
+	}
+	if err != nil {
+		return err
+	}
+	n, err := r.RowsAffected()
+	if err != nil {
+		return err
+	}
+	last, err := r.LastInsertId()
+	if err != nil {
+		return err
+	}
+	if n != int64(len(rows)) {
+		return fmt.Errorf("inserted %d of %d rows", n, len(rows))
+	}
+	if !slices.ContainsFunc(b.u.marks, func(m boxMark) bool { return m.x == b.x }) {
+		b.u.marks = append(b.u.marks, b.x.mark())
+	}
+	for i, row := range rows {
+		hash := row[2].([]byte)
+		fid := last - n + 1 + int64(i)
+		if err := b.x.add(hash, fid, clash); err != nil {
+			return err
+		}
+		geom, _ := row[0].([]byte)
+		if err := b.x.box(fid, geom); err != nil {
+			return err
+		}
+		b.u.added = append(b.u.added, added{x: b.x, hash: hash, clash: clash})
+	}
+	res.Inserted += n
+	return nil
+}
+
+// insertRowsSQL inserts n rows into table name's columns cols (a featureRow's), whose
+// gf_run_id and gf_fetched_at are the first two parameters, once for all (binding a value
+// costs the driver a copy into C memory); each row's others follow, in order.
+func insertRowsSQL(name string, cols []string, n int) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "INSERT INTO %s (%s) VALUES ", quote(name), strings.Join(cols, ", "))
+	p := 3
+	for r := range n {
+		if r > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteByte('(')
+		for c := range cols {
+			if c > 0 {
+				b.WriteString(", ")
+			}
+			switch c {
+			case 3, 4:
+				b.WriteString("?" + strconv.Itoa(c-2))
+			default:
+				b.WriteString("?" + strconv.Itoa(p))
+				p++
+			}
+		}
+		b.WriteByte(')')
+	}
+	return b.String()
+}
+
+// indexedSQL tells whether table name has its unique payload-hash index already: another
+// process made it (EnsureFeatureTable) while this one filled the table.
+const indexedSQL = `SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name = ?`
+
+// deferredSQL is the statements insertDeferred runs on table name with columns cols: the
+// insert of a full batch, and the lookup of a row by fid.
+func deferredSQL(name string, cols []string) []string {
+	return []string{
+		insertRowsSQL(name, cols, rowsPerInsert(len(cols))),
+		fmt.Sprintf(`SELECT gf_payload_hash, gf_feature_id, gf_run_id IS ? FROM %s WHERE fid = ?`, quote(name)),
+	}
+}
