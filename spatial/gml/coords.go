@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"strconv"
 
 	"github.com/paulmach/orb"
 )
@@ -28,7 +27,7 @@ func nextField(b []byte, i int) (field []byte, next int) {
 }
 
 func parseNumber(f []byte) (float64, error) {
-	v, err := strconv.ParseFloat(string(f), 64)
+	v, err := parseFloat(f)
 	if err != nil {
 		return 0, fmt.Errorf("coordinate %q is not a number", shorten(f))
 	}
