@@ -50,6 +50,7 @@ type scanner struct {
 	attrs     []xml.Attr
 	text      []byte // scratch for character data
 	names     map[string]string
+	nsnames   *[nsnameCacheSize]nsnameEntry
 	attrMemo  attrMemo
 
 	// tokStart is where the token being read began, textStart where the character data
@@ -67,7 +68,7 @@ type scanner struct {
 const scanWindow = 64 << 10
 
 func newScanner(src io.Reader, charset func(string, io.Reader) (io.Reader, error)) *scanner {
-	return &scanner{src: src, charset: charset, buf: make([]byte, scanWindow), text: make([]byte, 0, 256), names: make(map[string]string, 64), textStart: -1}
+	return &scanner{src: src, charset: charset, buf: make([]byte, scanWindow), text: make([]byte, 0, 256), names: make(map[string]string, 64), nsnames: new([nsnameCacheSize]nsnameEntry), textStart: -1}
 }
 
 // offset is the input offset of the next byte, as Decoder.InputOffset.

@@ -100,20 +100,9 @@ func isName(s []byte) bool {
 
 // name reads a name, as encoding/xml's name, interning it.
 func (s *scanner) name() (string, bool) {
-	// Fast path: an ASCII name whose end is in the window.
-	if s.err == nil && s.pos < s.end {
-		i := s.pos
-		if c := s.buf[i]; 'A' <= c && c <= 'Z' || 'a' <= c && c <= 'z' || c == '_' || c == ':' {
-			i++
-			for i < s.end && nameByte[s.buf[i]] {
-				i++
-			}
-			if i < s.end && s.buf[i] < utf8.RuneSelf {
-				b := s.buf[s.pos:i]
-				s.pos = i
-				return s.intern(b), true
-			}
-		}
+	if b := s.peekName(); b != nil {
+		s.pos += len(b)
+		return s.intern(b), true
 	}
 	var nb [64]byte
 	b, ok := s.readName(nb[:0])
@@ -140,8 +129,60 @@ func (s *scanner) intern(b []byte) string {
 	return v
 }
 
+// peekName returns the name at the current position when it is ASCII and
+// ends in the window (the common case, which name and nsname take without
+// reading byte by byte), else nil. It does not move past it.
+func (s *scanner) peekName() []byte {
+	if s.err != nil || s.pos >= s.end {
+		return nil
+	}
+	i := s.pos
+	if c := s.buf[i]; !('A' <= c && c <= 'Z' || 'a' <= c && c <= 'z' || c == '_' || c == ':') {
+		return nil
+	}
+	i++
+	for i < s.end && nameByte[s.buf[i]] {
+		i++
+	}
+	if i < s.end && s.buf[i] < utf8.RuneSelf {
+		return s.buf[s.pos:i]
+	}
+	return nil
+}
+
+// nsnameEntry is a name nsname read before, as written and as split.
+type nsnameEntry struct {
+	raw  string
+	name xml.Name
+}
+
+// nsnameSlot is where nsnameCache keeps the name written as b (not
+// empty): a multiplicative hash of its length and last eight bytes.
+func nsnameSlot[T string | []byte](b T) int {
+	n := len(b)
+	h := uint64(n)
+	for i := max(n-8, 0); i < n; i++ {
+		h = h<<8 ^ uint64(b[i])
+	}
+	h ^= uint64(b[n/2]) << 56
+	return int((h * 0x9E3779B97F4A7C15) >> (64 - nsnameCacheBits))
+}
+
+const (
+	nsnameCacheBits = 9
+	nsnameCacheSize = 1 << nsnameCacheBits
+)
+
 // nsname reads a name with an optional prefix, as encoding/xml's nsname.
+// A name written as one read before is taken from s.nsnames, without
+// interning or splitting it again: a response repeats a few dozen names.
 func (s *scanner) nsname() (xml.Name, bool) {
+	if b := s.peekName(); b != nil {
+		if e := &s.nsnames[nsnameSlot(b)]; e.raw == string(b) && e.raw != "" {
+			s.pos += len(b)
+			return e.name, true
+		}
+	}
 	str, ok := s.name()
 	if !ok {
 		return xml.Name{}, false
@@ -149,8 +190,10 @@ func (s *scanner) nsname() (xml.Name, bool) {
 	if strings.Count(str, ":") > 1 {
 		return xml.Name{}, false
 	}
+	name := xml.Name{Local: str}
 	if space, local, ok := strings.Cut(str, ":"); ok && space != "" && local != "" {
-		return xml.Name{Space: space, Local: local}, true
+		name = xml.Name{Space: space, Local: local}
 	}
-	return xml.Name{Local: str}, true
+	s.nsnames[nsnameSlot(str)] = nsnameEntry{raw: str, name: name}
+	return name, true
 }
