@@ -35,6 +35,7 @@ func BenchmarkReaderDevServer(b *testing.B) {
 	doc := devServerDoc(b, 10000)
 	b.SetBytes(int64(len(doc)))
 	b.ReportAllocs()
+	cpu0 := processCPU()
 	for b.Loop() {
 		r := NewReader(bytes.NewReader(doc), Options{WFSVersion: "2.0.0"})
 		n := 0
@@ -52,4 +53,5 @@ func BenchmarkReaderDevServer(b *testing.B) {
 			b.Fatalf("read %d features, want 10000", n)
 		}
 	}
+	b.ReportMetric(float64(processCPU()-cpu0)/float64(b.N)/10000, "cpu-ns/feature")
 }
