@@ -19,6 +19,8 @@ const (
 )
 
 // token is the token a scanner just read. It is valid until the next call.
+// Only the fields of its kind are set: the others hold whatever an earlier
+// token left there.
 type token struct {
 	kind  tokKind
 	start xml.StartElement // tkStart; Attr is reused by the next token
@@ -165,7 +167,7 @@ func (s *scanner) next() (*token, error) {
 	s.tokStart = s.offset()
 	if s.needClose {
 		s.needClose = false
-		*t = token{kind: tkEnd, end: s.toClose}
+		t.kind, t.end = tkEnd, s.toClose
 		return t, nil
 	}
 	b, ok := s.getc()
@@ -178,7 +180,7 @@ func (s *scanner) next() (*token, error) {
 		if data == nil {
 			return nil, s.err
 		}
-		*t = token{kind: tkText, text: data}
+		t.kind, t.text = tkText, data
 		return t, nil
 	}
 	if b, ok = s.mustgetc(); !ok {
@@ -219,7 +221,7 @@ func (s *scanner) endTag() (*token, error) {
 	if b != '>' {
 		return nil, s.fail("invalid characters between </" + name.Local + " and >")
 	}
-	s.tok = token{kind: tkEnd, end: name}
+	s.tok.kind, s.tok.end = tkEnd, name
 	return &s.tok, nil
 }
 
@@ -263,7 +265,7 @@ func (s *scanner) startTag() (*token, error) {
 		s.needClose = true
 		s.toClose = name
 	}
-	s.tok = token{kind: tkStart, start: xml.StartElement{Name: name, Attr: attrs}}
+	s.tok.kind, s.tok.start = tkStart, xml.StartElement{Name: name, Attr: attrs}
 	return &s.tok, nil
 }
 
