@@ -24,6 +24,9 @@ var textSpecial = func() (t [256]bool) {
 // returns nil on error, leaving it in s.err; the data is valid until the
 // next call.
 func (s *scanner) readText(quote int, cdata bool) []byte {
+	if data := s.plainText(quote, cdata); data != nil {
+		return data
+	}
 	s.textStart = s.offset() // for fill's limit on text that never ends
 	b := s.readTextLimited(quote, cdata)
 	s.textStart = -1
@@ -102,6 +105,33 @@ Input:
 			s.err = s.syntaxError(msg)
 			return nil
 		}
+	}
+	return data
+}
+
+// plainText is readText's result, without copying, when the text or value
+// ends in the window and holds no byte it must look at (line ends,
+// references, non-ASCII, brackets, quotes): the bytes up to its end in
+// s.buf, valid until the next read. nil when it cannot tell, and for CDATA.
+func (s *scanner) plainText(quote int, cdata bool) []byte {
+	if s.err != nil || cdata {
+		return nil
+	}
+	i := s.pos
+	for i < s.end && !textSpecial[s.buf[i]] {
+		i++
+	}
+	if i == s.end {
+		return nil
+	}
+	data := s.buf[s.pos:i:i]
+	switch c := s.buf[i]; {
+	case quote < 0 && c == '<' && i > s.pos:
+		s.pos = i
+	case quote >= 0 && c == byte(quote):
+		s.pos = i + 1
+	default:
+		return nil
 	}
 	return data
 }
