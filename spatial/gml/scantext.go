@@ -109,8 +109,18 @@ Input:
 	return data
 }
 
+// textPlain marks the bytes plainText passes over: those readText copies in
+// bulk, and the line feeds and tabs between elements, which it takes one by
+// one but keeps as they are.
+var textPlain = func() (t [256]bool) {
+	for c := 0; c < 256; c++ {
+		t[c] = !textSpecial[c] || c == '\n' || c == '\t'
+	}
+	return t
+}()
+
 // plainText is readText's result, without copying, when the text or value
-// ends in the window and holds no byte it must look at (line ends,
+// ends in the window and holds no byte it must look at (carriage returns,
 // references, non-ASCII, brackets, quotes): the bytes up to its end in
 // s.buf, valid until the next read. nil when it cannot tell, and for CDATA.
 func (s *scanner) plainText(quote int, cdata bool) []byte {
@@ -118,7 +128,7 @@ func (s *scanner) plainText(quote int, cdata bool) []byte {
 		return nil
 	}
 	i := s.pos
-	for i < s.end && !textSpecial[s.buf[i]] {
+	for i < s.end && textPlain[s.buf[i]] {
 		i++
 	}
 	if i == s.end {
