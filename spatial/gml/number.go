@@ -28,47 +28,68 @@ func parseFloat(f []byte) (float64, error) {
 // parseDecimal converts f when it is a plain decimal that converts
 // exactly; false leaves it to strconv.
 func parseDecimal(f []byte) (float64, bool) {
+	v, n, ok := scanDecimal(f)
+	return v, ok && n == len(f)
+}
+
+// scanDecimal converts the plain decimal that b starts with, [+-]digits
+// [.digits][e[+-]digits], and returns its length, when it converts exactly.
+// false: b does not start with one, or it needs strconv. What follows it is
+// the caller's to judge.
+func scanDecimal(b []byte) (v float64, n int, ok bool) {
 	i, neg := 0, false
-	if len(f) > 0 && (f[0] == '-' || f[0] == '+') {
-		neg, i = f[0] == '-', 1
+	if len(b) > 0 && (b[0] == '-' || b[0] == '+') {
+		neg, i = b[0] == '-', 1
 	}
 	var mant uint64
-	exp, digits := 0, 0
-	for ; i < len(f) && '0' <= f[i] && f[i] <= '9'; i++ {
-		mant = mant*10 + uint64(f[i]-'0')
-		digits++
-	}
-	if i < len(f) && f[i] == '.' {
-		for i++; i < len(f) && '0' <= f[i] && f[i] <= '9'; i++ {
-			mant = mant*10 + uint64(f[i]-'0')
-			digits++
-			exp--
+	start := i
+	for ; i < len(b); i++ {
+		c := b[i] - '0'
+		if c > 9 {
+			break
 		}
+		mant = mant*10 + uint64(c)
+	}
+	digits, exp := i-start, 0
+	if i < len(b) && b[i] == '.' {
+		i++
+		frac := i
+		for ; i < len(b); i++ {
+			c := b[i] - '0'
+			if c > 9 {
+				break
+			}
+			mant = mant*10 + uint64(c)
+		}
+		digits += i - frac
+		exp = frac - i
 	}
 	// 19 digits cannot overflow a uint64; fewer than 2^53 is checked below.
-	if digits == 0 || digits > 19 {
-		return 0, false
+	if digits == 0 || digits > 19 || mant >= 1<<53 {
+		return 0, 0, false
 	}
-	if i < len(f) && (f[i] == 'e' || f[i] == 'E') {
-		e, ok := parseExp(f[i+1:])
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		e, m, ok := scanExp(b[i+1:])
 		if !ok {
-			return 0, false
+			return 0, 0, false
 		}
 		exp += e
-		i = len(f)
+		i += 1 + m
 	}
-	if i != len(f) || mant >= 1<<53 {
-		return 0, false
-	}
+	v, ok = scaleExact(mant, exp, neg)
+	return v, i, ok
+}
+
+// scaleExact is ±mant × 10^exp, rounded once, when mant < 2^53 and
+// |exp| <= 22 (or mant is 0); false otherwise.
+func scaleExact(mant uint64, exp int, neg bool) (float64, bool) {
 	v := float64(mant)
 	if neg {
 		v = -v
 	}
 	switch {
-	case mant == 0:
+	case mant == 0 || exp == 0:
 		return v, true // ±0 whatever the exponent, as strconv
-	case exp == 0:
-		return v, true
 	case exp > 0 && exp < len(exactPow10):
 		return v * exactPow10[exp], true
 	case exp < 0 && -exp < len(exactPow10):
@@ -77,24 +98,26 @@ func parseDecimal(f []byte) (float64, bool) {
 	return 0, false
 }
 
-// parseExp reads the [+-]digits of an exponent, at most four digits.
-func parseExp(f []byte) (int, bool) {
+// scanExp reads the [+-]digits of an exponent that b starts with, at most
+// four digits, and returns their length.
+func scanExp(b []byte) (e, n int, ok bool) {
 	i, sign := 0, 1
-	if len(f) > 0 && (f[0] == '-' || f[0] == '+') {
-		if f[0] == '-' {
+	if len(b) > 0 && (b[0] == '-' || b[0] == '+') {
+		if b[0] == '-' {
 			sign = -1
 		}
 		i = 1
 	}
-	if i == len(f) || len(f)-i > 4 {
-		return 0, false
-	}
-	e := 0
-	for ; i < len(f); i++ {
-		if f[i] < '0' || f[i] > '9' {
-			return 0, false
+	start := i
+	for ; i < len(b); i++ {
+		c := b[i] - '0'
+		if c > 9 {
+			break
 		}
-		e = e*10 + int(f[i]-'0')
+		e = e*10 + int(c)
 	}
-	return sign * e, true
+	if i == start || i-start > 4 {
+		return 0, 0, false
+	}
+	return sign * e, i, true
 }
