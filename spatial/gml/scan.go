@@ -52,7 +52,7 @@ type scanner struct {
 	attrs     []xml.Attr
 	text      []byte // scratch for character data
 	names     map[string]string
-	nsnames   *[nsnameCacheSize]nsnameEntry
+	nsnames   *nameCache
 	attrMemo  attrMemo
 
 	// tokStart is where the token being read began, textStart where the character data
@@ -70,7 +70,7 @@ type scanner struct {
 const scanWindow = 64 << 10
 
 func newScanner(src io.Reader, charset func(string, io.Reader) (io.Reader, error)) *scanner {
-	return &scanner{src: src, charset: charset, buf: make([]byte, scanWindow), text: make([]byte, 0, 256), names: make(map[string]string, 64), nsnames: new([nsnameCacheSize]nsnameEntry), textStart: -1}
+	return &scanner{src: src, charset: charset, buf: make([]byte, scanWindow), text: make([]byte, 0, 256), names: make(map[string]string, 64), nsnames: new(nameCache), textStart: -1}
 }
 
 // offset is the input offset of the next byte, as Decoder.InputOffset.
@@ -209,7 +209,7 @@ func (s *scanner) fail(msg string) error {
 
 // endTag reads an end tag whose "</" was just read.
 func (s *scanner) endTag() (*token, error) {
-	name, ok := s.nsname()
+	name, ok := s.nsname(roleEnd)
 	if !ok {
 		return nil, s.fail("expected element name after </")
 	}
@@ -228,7 +228,7 @@ func (s *scanner) endTag() (*token, error) {
 // startTag reads a start tag whose "<" was just read, up to its ">" or
 // "/>"; an empty element's end is the next token.
 func (s *scanner) startTag() (*token, error) {
-	name, ok := s.nsname()
+	name, ok := s.nsname(roleStart)
 	if !ok {
 		return nil, s.fail("expected element name after <")
 	}
@@ -274,7 +274,7 @@ func (s *scanner) startTag() (*token, error) {
 func (s *scanner) attr() (xml.Attr, bool) {
 	var a xml.Attr
 	var ok bool
-	if a.Name, ok = s.nsname(); !ok {
+	if a.Name, ok = s.nsname(roleAttr); !ok {
 		s.fail("expected attribute name in element")
 		return a, false
 	}

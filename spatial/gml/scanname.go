@@ -150,37 +150,23 @@ func (s *scanner) peekName() []byte {
 	return nil
 }
 
-// nsnameEntry is a name nsname read before, as written and as split.
-type nsnameEntry struct {
-	raw  string
-	name xml.Name
-}
-
-// nsnameSlot is where nsnameCache keeps the name written as b (not
-// empty): a multiplicative hash of its length and last eight bytes.
-func nsnameSlot[T string | []byte](b T) int {
-	n := len(b)
-	h := uint64(n)
-	for i := max(n-8, 0); i < n; i++ {
-		h = h<<8 ^ uint64(b[i])
+// nsname reads a name with an optional prefix, as encoding/xml's nsname,
+// in role. A name written as one read before is taken from s.nsnames
+// without interning or splitting it again: first the one that followed the
+// previous name the last time, else the one its bytes hash to. A response
+// repeats a few dozen names in the same order feature after feature.
+func (s *scanner) nsname(role nameRole) (xml.Name, bool) {
+	c := s.nsnames
+	if e := c.predicted(); s.atName(e.raw) {
+		s.pos += len(e.raw)
+		c.prev, c.prevRole = c.entries[c.prev].next[c.prevRole], role
+		return e.name, true
 	}
-	h ^= uint64(b[n/2]) << 56
-	return int((h * 0x9E3779B97F4A7C15) >> (64 - nsnameCacheBits))
-}
-
-const (
-	nsnameCacheBits = 9
-	nsnameCacheSize = 1 << nsnameCacheBits
-)
-
-// nsname reads a name with an optional prefix, as encoding/xml's nsname.
-// A name written as one read before is taken from s.nsnames, without
-// interning or splitting it again: a response repeats a few dozen names.
-func (s *scanner) nsname() (xml.Name, bool) {
 	if b := s.peekName(); b != nil {
-		if e := &s.nsnames[nsnameSlot(b)]; e.raw == string(b) && e.raw != "" {
+		if i := c.lookup(b); i >= 0 {
 			s.pos += len(b)
-			return e.name, true
+			c.read(i, role)
+			return c.entries[i].name, true
 		}
 	}
 	str, ok := s.name()
@@ -194,6 +180,17 @@ func (s *scanner) nsname() (xml.Name, bool) {
 	if space, local, ok := strings.Cut(str, ":"); ok && space != "" && local != "" {
 		name = xml.Name{Space: space, Local: local}
 	}
-	s.nsnames[nsnameSlot(str)] = nsnameEntry{raw: str, name: name}
+	c.read(c.add(str, name), role)
 	return name, true
+}
+
+// atName says whether the name written raw is at the current position and
+// ends in the window, so that name would read exactly raw.
+func (s *scanner) atName(raw string) bool {
+	end := s.pos + len(raw)
+	if raw == "" || s.err != nil || end >= s.end {
+		return false
+	}
+	c := s.buf[end]
+	return c < utf8.RuneSelf && !nameByte[c] && string(s.buf[s.pos:end]) == raw
 }
