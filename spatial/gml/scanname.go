@@ -136,16 +136,17 @@ func (s *scanner) peekName() []byte {
 	if s.err != nil || s.pos >= s.end {
 		return nil
 	}
-	i := s.pos
-	if c := s.buf[i]; !('A' <= c && c <= 'Z' || 'a' <= c && c <= 'z' || c == '_' || c == ':') {
+	rest := s.buf[s.pos:s.end]
+	if c := rest[0]; !('A' <= c && c <= 'Z' || 'a' <= c && c <= 'z' || c == '_' || c == ':') {
 		return nil
 	}
-	i++
-	for i < s.end && nameByte[s.buf[i]] {
-		i++
-	}
-	if i < s.end && s.buf[i] < utf8.RuneSelf {
-		return s.buf[s.pos:i]
+	for k, c := range rest[1:] {
+		if !nameByte[c] {
+			if c < utf8.RuneSelf {
+				return rest[:k+1]
+			}
+			return nil
+		}
 	}
 	return nil
 }

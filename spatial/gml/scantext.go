@@ -41,10 +41,7 @@ func (s *scanner) readTextLimited(quote int, cdata bool) []byte {
 Input:
 	for {
 		if s.err == nil {
-			i := s.pos
-			for i < s.end && !textSpecial[s.buf[i]] {
-				i++
-			}
+			i := s.pos + plainPrefix(s.buf[s.pos:s.end])
 			if i > s.pos {
 				buf = append(buf, s.buf[s.pos:i]...)
 				s.pos = i
@@ -127,13 +124,19 @@ func (s *scanner) plainText(quote int, cdata bool) []byte {
 	if s.err != nil || cdata {
 		return nil
 	}
-	i := s.pos
-	for i < s.end && textPlain[s.buf[i]] {
-		i++
+	// The window in a local, indexed by range: the loop keeps nothing of s.
+	rest := s.buf[s.pos:s.end]
+	n := len(rest)
+	for k, c := range rest {
+		if !textPlain[c] {
+			n = k
+			break
+		}
 	}
-	if i == s.end {
+	if n == len(rest) {
 		return nil
 	}
+	i := s.pos + n
 	data := s.buf[s.pos:i:i]
 	switch c := s.buf[i]; {
 	case quote < 0 && c == '<' && i > s.pos:
@@ -144,6 +147,17 @@ func (s *scanner) plainText(quote int, cdata bool) []byte {
 		return nil
 	}
 	return data
+}
+
+// plainPrefix is the length of the run of bytes b starts with that
+// readText copies in bulk.
+func plainPrefix(b []byte) int {
+	for k, c := range b {
+		if textSpecial[c] {
+			return k
+		}
+	}
+	return len(b)
 }
 
 // textAction is what a byte that readText cannot copy in bulk means.
