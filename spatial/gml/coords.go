@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"strconv"
 
 	"github.com/paulmach/orb"
 )
@@ -28,7 +27,7 @@ func nextField(b []byte, i int) (field []byte, next int) {
 }
 
 func parseNumber(f []byte) (float64, error) {
-	v, err := strconv.ParseFloat(string(f), 64)
+	v, err := parseFloat(f)
 	if err != nil {
 		return 0, fmt.Errorf("coordinate %q is not a number", shorten(f))
 	}
@@ -94,16 +93,26 @@ func parsePosList(dst []orb.Point, text []byte, dim, count int) ([]orb.Point, er
 	var p orb.Point
 	k := 0
 	for i := 0; ; {
-		f, next := nextField(text, i)
-		if f == nil {
+		for i < len(text) && text[i] <= ' ' && isSpace(text[i]) {
+			i++
+		}
+		if i == len(text) {
 			break
 		}
-		i = next
-		if k < 2 {
-			v, err := parseNumber(f)
-			if err != nil {
-				return dst, err
+		v, n, ok := scanDecimal(text[i:])
+		if end := i + n; !ok || end < len(text) && !isSpace(text[end]) {
+			var f []byte
+			f, n = nextField(text, i)
+			n -= i
+			if k < 2 {
+				var err error
+				if v, err = parseNumber(f); err != nil {
+					return dst, err
+				}
 			}
+		}
+		i += n
+		if k < 2 {
 			p[k] = v
 		}
 		k++

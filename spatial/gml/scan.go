@@ -19,6 +19,8 @@ const (
 )
 
 // token is the token a scanner just read. It is valid until the next call.
+// Only the fields of its kind are set: the others hold whatever an earlier
+// token left there.
 type token struct {
 	kind  tokKind
 	start xml.StartElement // tkStart; Attr is reused by the next token
@@ -50,6 +52,7 @@ type scanner struct {
 	attrs     []xml.Attr
 	text      []byte // scratch for character data
 	names     map[string]string
+	nsnames   *nameCache
 	attrMemo  attrMemo
 
 	// tokStart is where the token being read began, textStart where the character data
@@ -67,7 +70,7 @@ type scanner struct {
 const scanWindow = 64 << 10
 
 func newScanner(src io.Reader, charset func(string, io.Reader) (io.Reader, error)) *scanner {
-	return &scanner{src: src, charset: charset, buf: make([]byte, scanWindow), text: make([]byte, 0, 256), names: make(map[string]string, 64), textStart: -1}
+	return &scanner{src: src, charset: charset, buf: make([]byte, scanWindow), text: make([]byte, 0, 256), names: make(map[string]string, 64), nsnames: new(nameCache), textStart: -1}
 }
 
 // offset is the input offset of the next byte, as Decoder.InputOffset.
@@ -164,7 +167,7 @@ func (s *scanner) next() (*token, error) {
 	s.tokStart = s.offset()
 	if s.needClose {
 		s.needClose = false
-		*t = token{kind: tkEnd, end: s.toClose}
+		t.kind, t.end = tkEnd, s.toClose
 		return t, nil
 	}
 	b, ok := s.getc()
@@ -177,7 +180,7 @@ func (s *scanner) next() (*token, error) {
 		if data == nil {
 			return nil, s.err
 		}
-		*t = token{kind: tkText, text: data}
+		t.kind, t.text = tkText, data
 		return t, nil
 	}
 	if b, ok = s.mustgetc(); !ok {
@@ -206,7 +209,7 @@ func (s *scanner) fail(msg string) error {
 
 // endTag reads an end tag whose "</" was just read.
 func (s *scanner) endTag() (*token, error) {
-	name, ok := s.nsname()
+	name, ok := s.nsname(roleEnd)
 	if !ok {
 		return nil, s.fail("expected element name after </")
 	}
@@ -218,14 +221,14 @@ func (s *scanner) endTag() (*token, error) {
 	if b != '>' {
 		return nil, s.fail("invalid characters between </" + name.Local + " and >")
 	}
-	s.tok = token{kind: tkEnd, end: name}
+	s.tok.kind, s.tok.end = tkEnd, name
 	return &s.tok, nil
 }
 
 // startTag reads a start tag whose "<" was just read, up to its ">" or
 // "/>"; an empty element's end is the next token.
 func (s *scanner) startTag() (*token, error) {
-	name, ok := s.nsname()
+	name, ok := s.nsname(roleStart)
 	if !ok {
 		return nil, s.fail("expected element name after <")
 	}
@@ -262,7 +265,7 @@ func (s *scanner) startTag() (*token, error) {
 		s.needClose = true
 		s.toClose = name
 	}
-	s.tok = token{kind: tkStart, start: xml.StartElement{Name: name, Attr: attrs}}
+	s.tok.kind, s.tok.start = tkStart, xml.StartElement{Name: name, Attr: attrs}
 	return &s.tok, nil
 }
 
@@ -271,7 +274,7 @@ func (s *scanner) startTag() (*token, error) {
 func (s *scanner) attr() (xml.Attr, bool) {
 	var a xml.Attr
 	var ok bool
-	if a.Name, ok = s.nsname(); !ok {
+	if a.Name, ok = s.nsname(roleAttr); !ok {
 		s.fail("expected attribute name in element")
 		return a, false
 	}

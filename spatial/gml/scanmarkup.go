@@ -62,7 +62,7 @@ func (s *scanner) procInst() (*token, error) {
 			s.eof, s.srcErr = false, nil
 		}
 	}
-	s.tok = token{kind: tkComment}
+	s.tok.kind = tkComment
 	return &s.tok, nil
 }
 
@@ -137,7 +137,7 @@ func (s *scanner) comment() (*token, error) {
 		}
 		b0, b1 = b1, b
 	}
-	s.tok = token{kind: tkComment}
+	s.tok.kind = tkComment
 	return &s.tok, nil
 }
 
@@ -156,7 +156,7 @@ func (s *scanner) cdata() (*token, error) {
 	if data == nil {
 		return nil, s.err
 	}
-	s.tok = token{kind: tkText, text: data}
+	s.tok.kind, s.tok.text = tkText, data
 	return &s.tok, nil
 }
 
@@ -196,7 +196,7 @@ func (s *scanner) directive() (*token, error) {
 			}
 		}
 	}
-	s.tok = token{kind: tkComment}
+	s.tok.kind = tkComment
 	return &s.tok, nil
 }
 

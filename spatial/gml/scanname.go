@@ -100,20 +100,9 @@ func isName(s []byte) bool {
 
 // name reads a name, as encoding/xml's name, interning it.
 func (s *scanner) name() (string, bool) {
-	// Fast path: an ASCII name whose end is in the window.
-	if s.err == nil && s.pos < s.end {
-		i := s.pos
-		if c := s.buf[i]; 'A' <= c && c <= 'Z' || 'a' <= c && c <= 'z' || c == '_' || c == ':' {
-			i++
-			for i < s.end && nameByte[s.buf[i]] {
-				i++
-			}
-			if i < s.end && s.buf[i] < utf8.RuneSelf {
-				b := s.buf[s.pos:i]
-				s.pos = i
-				return s.intern(b), true
-			}
-		}
+	if b := s.peekName(); b != nil {
+		s.pos += len(b)
+		return s.intern(b), true
 	}
 	var nb [64]byte
 	b, ok := s.readName(nb[:0])
@@ -140,8 +129,47 @@ func (s *scanner) intern(b []byte) string {
 	return v
 }
 
-// nsname reads a name with an optional prefix, as encoding/xml's nsname.
-func (s *scanner) nsname() (xml.Name, bool) {
+// peekName returns the name at the current position when it is ASCII and
+// ends in the window (the common case, which name and nsname take without
+// reading byte by byte), else nil. It does not move past it.
+func (s *scanner) peekName() []byte {
+	if s.err != nil || s.pos >= s.end {
+		return nil
+	}
+	rest := s.buf[s.pos:s.end]
+	if c := rest[0]; !('A' <= c && c <= 'Z' || 'a' <= c && c <= 'z' || c == '_' || c == ':') {
+		return nil
+	}
+	for k, c := range rest[1:] {
+		if !nameByte[c] {
+			if c < utf8.RuneSelf {
+				return rest[:k+1]
+			}
+			return nil
+		}
+	}
+	return nil
+}
+
+// nsname reads a name with an optional prefix, as encoding/xml's nsname,
+// in role. A name written as one read before is taken from s.nsnames
+// without interning or splitting it again: first the one that followed the
+// previous name the last time, else the one its bytes hash to. A response
+// repeats a few dozen names in the same order feature after feature.
+func (s *scanner) nsname(role nameRole) (xml.Name, bool) {
+	c := s.nsnames
+	if e := c.predicted(); s.atName(e.raw) {
+		s.pos += len(e.raw)
+		c.prev, c.prevRole = c.entries[c.prev].next[c.prevRole], role
+		return e.name, true
+	}
+	if b := s.peekName(); b != nil {
+		if i := c.lookup(b); i >= 0 {
+			s.pos += len(b)
+			c.read(i, role)
+			return c.entries[i].name, true
+		}
+	}
 	str, ok := s.name()
 	if !ok {
 		return xml.Name{}, false
@@ -149,8 +177,21 @@ func (s *scanner) nsname() (xml.Name, bool) {
 	if strings.Count(str, ":") > 1 {
 		return xml.Name{}, false
 	}
+	name := xml.Name{Local: str}
 	if space, local, ok := strings.Cut(str, ":"); ok && space != "" && local != "" {
-		return xml.Name{Space: space, Local: local}, true
+		name = xml.Name{Space: space, Local: local}
 	}
-	return xml.Name{Local: str}, true
+	c.read(c.add(str, name), role)
+	return name, true
+}
+
+// atName says whether the name written raw is at the current position and
+// ends in the window, so that name would read exactly raw.
+func (s *scanner) atName(raw string) bool {
+	end := s.pos + len(raw)
+	if raw == "" || s.err != nil || end >= s.end {
+		return false
+	}
+	c := s.buf[end]
+	return c < utf8.RuneSelf && !nameByte[c] && string(s.buf[s.pos:end]) == raw
 }

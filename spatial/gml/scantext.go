@@ -24,6 +24,9 @@ var textSpecial = func() (t [256]bool) {
 // returns nil on error, leaving it in s.err; the data is valid until the
 // next call.
 func (s *scanner) readText(quote int, cdata bool) []byte {
+	if data := s.plainText(quote, cdata); data != nil {
+		return data
+	}
 	s.textStart = s.offset() // for fill's limit on text that never ends
 	b := s.readTextLimited(quote, cdata)
 	s.textStart = -1
@@ -38,10 +41,7 @@ func (s *scanner) readTextLimited(quote int, cdata bool) []byte {
 Input:
 	for {
 		if s.err == nil {
-			i := s.pos
-			for i < s.end && !textSpecial[s.buf[i]] {
-				i++
-			}
+			i := s.pos + plainPrefix(s.buf[s.pos:s.end])
 			if i > s.pos {
 				buf = append(buf, s.buf[s.pos:i]...)
 				s.pos = i
@@ -104,6 +104,60 @@ Input:
 		}
 	}
 	return data
+}
+
+// textPlain marks the bytes plainText passes over: those readText copies in
+// bulk, and the line feeds and tabs between elements, which it takes one by
+// one but keeps as they are.
+var textPlain = func() (t [256]bool) {
+	for c := 0; c < 256; c++ {
+		t[c] = !textSpecial[c] || c == '\n' || c == '\t'
+	}
+	return t
+}()
+
+// plainText is readText's result, without copying, when the text or value
+// ends in the window and holds no byte it must look at (carriage returns,
+// references, non-ASCII, brackets, quotes): the bytes up to its end in
+// s.buf, valid until the next read. nil when it cannot tell, and for CDATA.
+func (s *scanner) plainText(quote int, cdata bool) []byte {
+	if s.err != nil || cdata {
+		return nil
+	}
+	// The window in a local, indexed by range: the loop keeps nothing of s.
+	rest := s.buf[s.pos:s.end]
+	n := len(rest)
+	for k, c := range rest {
+		if !textPlain[c] {
+			n = k
+			break
+		}
+	}
+	if n == len(rest) {
+		return nil
+	}
+	i := s.pos + n
+	data := s.buf[s.pos:i:i]
+	switch c := s.buf[i]; {
+	case quote < 0 && c == '<' && i > s.pos:
+		s.pos = i
+	case quote >= 0 && c == byte(quote):
+		s.pos = i + 1
+	default:
+		return nil
+	}
+	return data
+}
+
+// plainPrefix is the length of the run of bytes b starts with that
+// readText copies in bulk.
+func plainPrefix(b []byte) int {
+	for k, c := range b {
+		if textSpecial[c] {
+			return k
+		}
+	}
+	return len(b)
 }
 
 // textAction is what a byte that readText cannot copy in bulk means.
