@@ -7,7 +7,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 
@@ -346,9 +345,9 @@ func (b *deferredBatch) flush(ctx context.Context, res *store.Counts) error {
 // fids SQLite gave them: one past the table's largest, in order (the writer is held,
 // and AUTOINCREMENT gives each row one more than any the table had).
 func (b *deferredBatch) insert(ctx context.Context, rows []featureRow, clash bool, res *store.Counts) error {
-	b.args = append(b.args[:0], rows[0][3], rows[0][4]) // one run and fetch time: readRows'
+	b.args = b.args[:0]
 	for _, r := range rows {
-		b.args = append(append(b.args, r[:3]...), r[5:len(b.cols)]...)
+		b.args = append(b.args, r[:len(b.cols)]...)
 	}
 	var r sql.Result
 	var err error
@@ -393,33 +392,11 @@ func (b *deferredBatch) insert(ctx context.Context, rows []featureRow, clash boo
 	return nil
 }
 
-// insertRowsSQL inserts n rows into table name's columns cols (a featureRow's), whose
-// gf_run_id and gf_fetched_at are the first two parameters, once for all (binding a value
-// costs the driver a copy into C memory); each row's others follow, in order.
+// insertRowsSQL inserts n rows into table name's columns cols.
 func insertRowsSQL(name string, cols []string, n int) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "INSERT INTO %s (%s) VALUES ", quote(name), strings.Join(cols, ", "))
-	p := 3
-	for r := range n {
-		if r > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteByte('(')
-		for c := range cols {
-			if c > 0 {
-				b.WriteString(", ")
-			}
-			switch c {
-			case 3, 4:
-				b.WriteString("?" + strconv.Itoa(c-2))
-			default:
-				b.WriteString("?" + strconv.Itoa(p))
-				p++
-			}
-		}
-		b.WriteByte(')')
-	}
-	return b.String()
+	row := "(" + placeholders(len(cols)) + ")"
+	return fmt.Sprintf("INSERT INTO %s (%s) VALUES %s", quote(name), strings.Join(cols, ", "),
+		strings.TrimSuffix(strings.Repeat(row+", ", n), ", "))
 }
 
 // indexedSQL tells whether table name has its unique payload-hash index already: another
