@@ -6,23 +6,20 @@ import (
 	"unsafe"
 )
 
-// fidTable maps the first 8 bytes of payload hashes to the fids of their rows, for a
-// deferred payload-hash index (hashIndex): open addressing with linear probing, in
-// memory outside the Go heap (offHeap). On the heap, a million entries of a Go map (30
-// MB, live for the whole harvest) let the collector, paced by geoflow's GOGC=400, grow
-// the heap to five times that: 227 MB of peak RSS for 1,000,000 features, against 12
-// bytes a slot here and no effect on the collector's pace.
+// fidTable maps keys of 32 bits (a payload hash's first 4 bytes: hashKey) to the fids
+// of their rows, for a deferred payload-hash index (hashIndex): open addressing with
+// linear probing, in memory outside the Go heap (offHeap). On the heap, a million
+// entries of a Go map (30 MB, live for the whole harvest) let the collector, paced by
+// geoflow's GOGC=400, grow the heap to five times that: 227 MB of peak RSS for
+// 1,000,000 features, against 8 bytes a slot here and no effect on the collector's pace.
 //
-// Payload hashes are uniformly random, so a key's slot is its low bits. Key 0 marks an
-// empty slot; the hash that starts with 8 zero bytes is kept apart (zero).
+// A slot is the key in its high half and the fid in its low half; fid 0, which SQLite
+// never gives a row, marks an empty slot. Payload hashes are uniformly random, so a key's
+// slot is its low bits.
 type fidTable struct {
-	mem  []byte   // the mapping keys and fids live in
-	keys []uint64 // 0 for an empty slot
-	fids []uint32
-	n    int // keys held in slots
-	zero uint32
-	// hasZero says the key 0 is held, with its fid in zero.
-	hasZero bool
+	mem   []byte   // the mapping the slots live in
+	slots []uint64 // key<<32 | fid
+	n     int
 }
 
 // fidTableMinSlots is the slots of a new table, and fidTableLoad the share of its slots a
@@ -34,105 +31,85 @@ const (
 
 var errFidRange = errors.New("a fid past 4294967295 in a table being filled")
 
-func (t *fidTable) len() int {
-	if t.hasZero {
-		return t.n + 1
-	}
-	return t.n
-}
+func (t *fidTable) len() int { return t.n }
 
 // get returns the fid of key.
-func (t *fidTable) get(key uint64) (int64, bool) {
-	if key == 0 {
-		if !t.hasZero {
-			return 0, false
-		}
-		return int64(t.zero), true
-	}
+func (t *fidTable) get(key uint32) (int64, bool) {
 	if t.n == 0 {
 		return 0, false
 	}
-	mask := uint64(len(t.keys) - 1)
-	for i := key & mask; ; i = (i + 1) & mask {
-		switch t.keys[i] {
-		case key:
-			return int64(t.fids[i]), true
-		case 0:
+	mask := uint64(len(t.slots) - 1)
+	for i := uint64(key) & mask; ; i = (i + 1) & mask {
+		switch v := t.slots[i]; {
+		case v == 0:
 			return 0, false
+		case uint32(v>>32) == key:
+			return int64(uint32(v)), true
 		}
 	}
 }
 
 // put sets key's fid.
-func (t *fidTable) put(key uint64, fid int64) error {
-	if fid < 0 || fid > math.MaxUint32 {
+func (t *fidTable) put(key uint32, fid int64) error {
+	if fid <= 0 || fid > math.MaxUint32 {
 		return errFidRange
 	}
-	if key == 0 {
-		t.zero, t.hasZero = uint32(fid), true
-		return nil
-	}
-	if float64(t.n+1) > fidTableLoad*float64(len(t.keys)) {
+	if float64(t.n+1) > fidTableLoad*float64(len(t.slots)) {
 		if err := t.grow(); err != nil {
 			return err
 		}
 	}
-	mask := uint64(len(t.keys) - 1)
-	i := key & mask
-	for t.keys[i] != 0 && t.keys[i] != key {
+	mask := uint64(len(t.slots) - 1)
+	i := uint64(key) & mask
+	for t.slots[i] != 0 && uint32(t.slots[i]>>32) != key {
 		i = (i + 1) & mask
 	}
-	if t.keys[i] == 0 {
+	if t.slots[i] == 0 {
 		t.n++
 	}
-	t.keys[i], t.fids[i] = key, uint32(fid)
+	t.slots[i] = uint64(key)<<32 | uint64(fid)
 	return nil
 }
 
 // del removes key, shifting back the keys after it that probed past its slot, so that
 // no lookup stops short of them.
-func (t *fidTable) del(key uint64) {
-	if key == 0 {
-		t.hasZero = false
-		return
-	}
+func (t *fidTable) del(key uint32) {
 	if t.n == 0 {
 		return
 	}
-	mask := uint64(len(t.keys) - 1)
-	i := key & mask
-	for t.keys[i] != key {
-		if t.keys[i] == 0 {
+	mask := uint64(len(t.slots) - 1)
+	i := uint64(key) & mask
+	for uint32(t.slots[i]>>32) != key || t.slots[i] == 0 {
+		if t.slots[i] == 0 {
 			return
 		}
 		i = (i + 1) & mask
 	}
-	for j := (i + 1) & mask; t.keys[j] != 0; j = (j + 1) & mask {
+	for j := (i + 1) & mask; t.slots[j] != 0; j = (j + 1) & mask {
 		// The key at j may fill the hole at i unless its own slot lies after i,
 		// cyclically, up to j.
-		if home := t.keys[j] & mask; (j-home)&mask >= (j-i)&mask {
-			t.keys[i], t.fids[i] = t.keys[j], t.fids[j]
+		if home := (t.slots[j] >> 32) & mask; (j-home)&mask >= (j-i)&mask {
+			t.slots[i] = t.slots[j]
 			i = j
 		}
 	}
-	t.keys[i], t.fids[i] = 0, 0
+	t.slots[i] = 0
 	t.n--
 }
 
 // grow doubles the slots (or makes the first ones) and puts the keys back.
 func (t *fidTable) grow() error {
-	slots := max(fidTableMinSlots, 2*len(t.keys))
-	mem, err := offHeap(slots * 12)
+	size := max(fidTableMinSlots, 2*len(t.slots))
+	mem, err := offHeap(size * 8)
 	if err != nil {
 		return err
 	}
 	old := *t
 	t.mem, t.n = mem, 0
-	t.keys = unsafe.Slice((*uint64)(unsafe.Pointer(&mem[0])), slots)
-	t.fids = unsafe.Slice((*uint32)(unsafe.Pointer(&mem[slots*8])), slots)
-	for i, k := range old.keys {
-		if k != 0 {
-			_ = t.put(k, int64(old.fids[i])) // in range: it was put before
+	t.slots = unsafe.Slice((*uint64)(unsafe.Pointer(&mem[0])), size)
+	for _, v := range old.slots {
+		if v != 0 {
+			_ = t.put(uint32(v>>32), int64(uint32(v))) // in range: it was put before
 		}
 	}
 	old.free()
