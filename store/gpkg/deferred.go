@@ -33,7 +33,7 @@ import (
 // before anything writes to it again; the rows are unique already.
 
 // maxDeferred is how many hashes a table's deferred index holds in memory (16 MiB of
-// fids and 36 MiB of boxes for 1,500,000, outside the Go heap: fidTable) before the
+// fids and 24 MiB of boxes for 1,500,000, outside the Go heap: fidTable) before the
 // index is built, and kept by SQLite from then on: memory stays bounded
 // however large the harvest. Store.maxDeferred is this, but in tests.
 const maxDeferred = 1_500_000
@@ -45,11 +45,11 @@ type hashIndex struct {
 	mu   sync.Mutex
 	fids fidTable           // the first 4 bytes of a stored payload hash: the fid of its row
 	more map[[32]byte]int64 // stored hashes whose first 4 bytes another stored hash has
-	// boxes are the R-tree leaves of the rows inserted, kept outside the Go heap
-	// (offHeapLeaves), so that FinishFeatureTable packs the tree without reading every
+	// boxes are the R-tree boxes of the rows inserted, kept outside the Go heap
+	// (fidBoxes), so that FinishFeatureTable packs the tree without reading every
 	// row back (3 µs per feature); lost (and the rows read) if ever they may not be
 	// the boxes of the table's rows (see undo).
-	boxes offHeapLeaves
+	boxes fidBoxes
 	lost  bool
 }
 
@@ -104,11 +104,12 @@ func (x *hashIndex) box(fid int64, geom []byte) error {
 	if x.lost {
 		return nil
 	}
-	if err := x.boxes.reserve(); err != nil {
-		return err
-	}
-	if err := x.boxes.addBlob(fid, geom); err != nil {
+	env, empty, err := blobEnvelope(geom)
+	switch {
+	case err != nil:
 		x.lost = true // a blob without its envelope: the rows will be read
+	case !empty:
+		return x.boxes.set(fid, env)
 	}
 	return nil
 }
@@ -132,7 +133,7 @@ func undo(added []added, marks []boxMark, held bool) {
 	for _, m := range marks {
 		m.x.mu.Lock()
 		if held && !m.x.lost {
-			m.x.boxes.entries = m.x.boxes.entries[:m.n]
+			m.x.boxes.boxes = m.x.boxes.boxes[:m.n]
 			m.x.boxes.ext, m.x.boxes.ok = m.ext, m.ok
 		} else {
 			m.x.lost = true
@@ -153,7 +154,7 @@ type boxMark struct {
 func (x *hashIndex) mark() boxMark {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	return boxMark{x: x, n: len(x.boxes.entries), ext: x.boxes.ext, ok: x.boxes.ok}
+	return boxMark{x: x, n: len(x.boxes.boxes), ext: x.boxes.ext, ok: x.boxes.ok}
 }
 
 func (x *hashIndex) len() int {
@@ -216,14 +217,18 @@ func (s *Store) buildHashIndex(ctx context.Context, name string) (*offHeapLeaves
 		return nil, translate(fmt.Sprintf("indexing the payload hashes of %s", name), err)
 	}
 	x.mu.Lock()
-	var leaves *offHeapLeaves
-	if !x.lost && rows == x.fids.len()+len(x.more) { // no row came another way
-		leaves = &offHeapLeaves{}
-		*leaves, x.boxes = x.boxes, offHeapLeaves{}
+	var boxes fidBoxes
+	whole := !x.lost && rows == x.fids.len()+len(x.more) // no row came another way
+	if whole {
+		boxes, x.boxes = x.boxes, fidBoxes{}
 	}
 	x.mu.Unlock()
-	s.dropDeferred(name)
-	return leaves, nil
+	s.dropDeferred(name) // the fids' memory goes before the leaves' comes
+	if !whole {
+		return nil, nil
+	}
+	defer boxes.free()
+	return boxes.leaves()
 }
 
 // dropDeferred stops holding table name's index in memory: it exists in the file.

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"math"
 	"unsafe"
+
+	"github.com/paulmach/orb"
 )
 
 // fidTable maps keys of 32 bits (a payload hash's first 4 bytes: hashKey) to the fids
@@ -125,29 +127,23 @@ func (t *fidTable) free() {
 }
 
 // offHeapLeaves are R-tree leaves (rtreeLeaves) whose entries live outside the Go heap,
-// for the same reason as fidTable's: 24 bytes a row, for every row a harvest inserts.
+// for the same reason as fidTable's.
 type offHeapLeaves struct {
 	rtreeLeaves
 	mem []byte
 }
 
-// reserve makes room for one more entry, doubling the entries' memory when full.
-func (l *offHeapLeaves) reserve() error {
-	if len(l.entries) < cap(l.entries) {
-		return nil
+func newOffHeapLeaves(n int) (*offHeapLeaves, error) {
+	l := &offHeapLeaves{}
+	if n == 0 {
+		return l, nil
 	}
-	size := max(1<<14, 2*cap(l.entries))
-	mem, err := offHeap(size * int(unsafe.Sizeof(rtreeEntry{})))
+	mem, err := offHeap(n * int(unsafe.Sizeof(rtreeEntry{})))
 	if err != nil {
-		return err
+		return nil, err
 	}
-	entries := unsafe.Slice((*rtreeEntry)(unsafe.Pointer(&mem[0])), size)[:len(l.entries)]
-	copy(entries, l.entries)
-	if l.mem != nil {
-		freeOffHeap(l.mem)
-	}
-	l.mem, l.entries = mem, entries
-	return nil
+	l.mem, l.entries = mem, unsafe.Slice((*rtreeEntry)(unsafe.Pointer(&mem[0])), n)[:0]
+	return l, nil
 }
 
 // free gives the entries' memory back; the leaves are empty after.
@@ -159,4 +155,86 @@ func (l *offHeapLeaves) free() {
 		freeOffHeap(l.mem)
 	}
 	*l = offHeapLeaves{}
+}
+
+// fidBoxes are the R-tree boxes of a table's rows by fid, from fid 1, as the tree keeps
+// them (float32, rounded outward), outside the Go heap: 16 bytes a row, where leaves
+// with their ids would take 24 for as long as the harvest runs. A row without a box
+// (no geometry, or an empty one) has NaNs. ext is the exact box around them all.
+type fidBoxes struct {
+	mem   []byte
+	boxes []box32 // boxes[fid-1]
+	ext   orb.Bound
+	ok    bool // ext holds a box
+}
+
+type box32 struct{ minx, maxx, miny, maxy float32 }
+
+var noBox = box32{float32(math.NaN()), float32(math.NaN()), float32(math.NaN()), float32(math.NaN())}
+
+// set records row fid's box, env.
+func (l *fidBoxes) set(fid int64, env orb.Bound) error {
+	i := int(fid - 1)
+	if fid < 1 || fid > math.MaxUint32 {
+		return errFidRange
+	}
+	for i >= len(l.boxes) {
+		if len(l.boxes) == cap(l.boxes) {
+			if err := l.grow(); err != nil {
+				return err
+			}
+		}
+		l.boxes = append(l.boxes, noBox)
+	}
+	l.boxes[i] = box32{down(env.Min[0]), up(env.Max[0]), down(env.Min[1]), up(env.Max[1])}
+	if l.ok {
+		l.ext = l.ext.Union(env)
+	} else {
+		l.ext, l.ok = env, true
+	}
+	return nil
+}
+
+func (l *fidBoxes) grow() error {
+	size := max(1<<14, 2*cap(l.boxes))
+	mem, err := offHeap(size * int(unsafe.Sizeof(box32{})))
+	if err != nil {
+		return err
+	}
+	boxes := unsafe.Slice((*box32)(unsafe.Pointer(&mem[0])), size)[:len(l.boxes)]
+	copy(boxes, l.boxes)
+	if l.mem != nil {
+		freeOffHeap(l.mem)
+	}
+	l.mem, l.boxes = mem, boxes
+	return nil
+}
+
+// leaves are the boxes as R-tree leaves, with their fids, and their extent.
+func (l *fidBoxes) leaves() (*offHeapLeaves, error) {
+	n := 0
+	for _, b := range l.boxes {
+		if b.minx == b.minx { // not NaN
+			n++
+		}
+	}
+	out, err := newOffHeapLeaves(n)
+	if err != nil {
+		return nil, err
+	}
+	for i, b := range l.boxes {
+		if b.minx == b.minx {
+			out.entries = append(out.entries, rtreeEntry{id: int64(i) + 1, minx: b.minx, maxx: b.maxx, miny: b.miny, maxy: b.maxy})
+		}
+	}
+	out.ext, out.ok = l.ext, l.ok
+	return out, nil
+}
+
+// free gives the boxes' memory back; none are left.
+func (l *fidBoxes) free() {
+	if l.mem != nil {
+		freeOffHeap(l.mem)
+	}
+	*l = fidBoxes{}
 }
