@@ -25,15 +25,16 @@ import (
 // and 3.1 s of system time against 0.7.
 //
 // So a table the run creates in append mode is filled without it: the hashes it holds are
-// kept in memory, by their first 8 bytes, each with the fid of its row; a feature whose
+// kept in memory, by their first 4 bytes (hashKey), each with the fid of its row; a feature whose
 // prefix is there is checked against that row (its whole hash, its feature id, its run),
 // which is what the index lookup of ON CONFLICT would have found. FinishFeatureTable then
 // builds the index in one sorted pass, as it builds the R-tree. A table that still lacks
 // its index (a run that stopped before the end) gets it from the next EnsureFeatureTable,
 // before anything writes to it again; the rows are unique already.
 
-// maxDeferred is how many hashes a table's deferred index holds in memory (24 MiB for
-// 1,500,000, outside the Go heap: fidTable) before the index is built, and kept by SQLite from then on: memory stays bounded
+// maxDeferred is how many hashes a table's deferred index holds in memory (16 MiB of
+// fids and 24 MiB of boxes for 1,500,000, outside the Go heap: fidTable) before the
+// index is built, and kept by SQLite from then on: memory stays bounded
 // however large the harvest. Store.maxDeferred is this, but in tests.
 const maxDeferred = 1_500_000
 
@@ -42,19 +43,20 @@ const maxDeferred = 1_500_000
 // after the writer is released, hence mu.
 type hashIndex struct {
 	mu   sync.Mutex
-	fids fidTable           // the first 8 bytes of a stored payload hash: the fid of its row
-	more map[[32]byte]int64 // stored hashes whose first 8 bytes another stored hash has
-	// boxes are the R-tree leaves of the rows inserted, kept outside the Go heap
-	// (offHeapLeaves), so that FinishFeatureTable packs the tree without reading every
+	fids fidTable           // the first 4 bytes of a stored payload hash: the fid of its row
+	more map[[32]byte]int64 // stored hashes whose first 4 bytes another stored hash has
+	// boxes are the R-tree boxes of the rows inserted, kept outside the Go heap
+	// (fidBoxes), so that FinishFeatureTable packs the tree without reading every
 	// row back (3 µs per feature); lost (and the rows read) if ever they may not be
 	// the boxes of the table's rows (see undo).
-	boxes offHeapLeaves
+	boxes fidBoxes
 	lost  bool
 }
 
 func newHashIndex() *hashIndex { return &hashIndex{} }
 
-func prefix(hash []byte) uint64 { return binary.LittleEndian.Uint64(hash) }
+// hashKey is what a deferred index keys a payload hash on: its first 4 bytes.
+func hashKey(hash []byte) uint32 { return binary.LittleEndian.Uint32(hash) }
 
 // find returns the fid of the row that may hold hash: the one whose hash has its first 8
 // bytes, unless hash is one of the rare others (more). The caller compares the row's hash.
@@ -66,10 +68,10 @@ func (x *hashIndex) find(hash []byte) (int64, bool) {
 			return fid, true
 		}
 	}
-	return x.fids.get(prefix(hash))
+	return x.fids.get(hashKey(hash))
 }
 
-// add records that row fid holds hash; clash says another stored hash has its first 8 bytes.
+// add records that row fid holds hash; clash says another stored hash has its first 4 bytes.
 func (x *hashIndex) add(hash []byte, fid int64, clash bool) error {
 	x.mu.Lock()
 	defer x.mu.Unlock()
@@ -80,7 +82,7 @@ func (x *hashIndex) add(hash []byte, fid int64, clash bool) error {
 		x.more[[32]byte(hash)] = fid
 		return nil
 	}
-	return x.fids.put(prefix(hash), fid)
+	return x.fids.put(hashKey(hash), fid)
 }
 
 // free gives the memory of the index back: the index is built, or the store closed.
@@ -102,11 +104,12 @@ func (x *hashIndex) box(fid int64, geom []byte) error {
 	if x.lost {
 		return nil
 	}
-	if err := x.boxes.reserve(); err != nil {
-		return err
-	}
-	if err := x.boxes.addBlob(fid, geom); err != nil {
+	env, empty, err := blobEnvelope(geom)
+	switch {
+	case err != nil:
 		x.lost = true // a blob without its envelope: the rows will be read
+	case !empty:
+		return x.boxes.set(fid, env)
 	}
 	return nil
 }
@@ -123,14 +126,14 @@ func undo(added []added, marks []boxMark, held bool) {
 		if a.clash {
 			delete(a.x.more, [32]byte(a.hash))
 		} else {
-			a.x.fids.del(prefix(a.hash))
+			a.x.fids.del(hashKey(a.hash))
 		}
 		a.x.mu.Unlock()
 	}
 	for _, m := range marks {
 		m.x.mu.Lock()
 		if held && !m.x.lost {
-			m.x.boxes.entries = m.x.boxes.entries[:m.n]
+			m.x.boxes.boxes = m.x.boxes.boxes[:m.n]
 			m.x.boxes.ext, m.x.boxes.ok = m.ext, m.ok
 		} else {
 			m.x.lost = true
@@ -151,7 +154,7 @@ type boxMark struct {
 func (x *hashIndex) mark() boxMark {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	return boxMark{x: x, n: len(x.boxes.entries), ext: x.boxes.ext, ok: x.boxes.ok}
+	return boxMark{x: x, n: len(x.boxes.boxes), ext: x.boxes.ext, ok: x.boxes.ok}
 }
 
 func (x *hashIndex) len() int {
@@ -214,14 +217,18 @@ func (s *Store) buildHashIndex(ctx context.Context, name string) (*offHeapLeaves
 		return nil, translate(fmt.Sprintf("indexing the payload hashes of %s", name), err)
 	}
 	x.mu.Lock()
-	var leaves *offHeapLeaves
-	if !x.lost && rows == x.fids.len()+len(x.more) { // no row came another way
-		leaves = &offHeapLeaves{}
-		*leaves, x.boxes = x.boxes, offHeapLeaves{}
+	var boxes fidBoxes
+	whole := !x.lost && rows == x.fids.len()+len(x.more) // no row came another way
+	if whole {
+		boxes, x.boxes = x.boxes, fidBoxes{}
 	}
 	x.mu.Unlock()
-	s.dropDeferred(name)
-	return leaves, nil
+	s.dropDeferred(name) // the fids' memory goes before the leaves' comes
+	if !whole {
+		return nil, nil
+	}
+	defer boxes.free()
+	return boxes.leaves()
 }
 
 // dropDeferred stops holding table name's index in memory: it exists in the file.
@@ -287,7 +294,7 @@ func (u *unitTx) insertDeferred(ctx context.Context, tx *sql.Tx, x *hashIndex, n
 			skipped = append(skipped, skippedRow{row: row, stored: st.id, ours: st.ours})
 			continue
 		}
-		// Another stored hash has this one's first 8 bytes: a row of its own.
+		// Another stored hash has this one's first 4 bytes: a row of its own.
 		if err := b.insert(ctx, []featureRow{row}, true, &res); err != nil {
 			return res, skipped, err
 		}
@@ -312,12 +319,12 @@ type deferredBatch struct {
 // up to 64, and at most 1024 parameters (SQLite allows 32766).
 func rowsPerInsert(cols int) int { return max(1, min(64, 1024/cols)) }
 
-// holds tells whether a row whose payload hash has the first 8 bytes of hash waits in
+// holds tells whether a row whose payload hash has the first 4 bytes of hash waits in
 // the batch: it must be stored, and in the index, before hash is looked up.
 func (b *deferredBatch) holds(hash []byte) bool {
-	p := prefix(hash)
+	p := hashKey(hash)
 	for _, r := range b.rows {
-		if prefix(r[2].([]byte)) == p {
+		if hashKey(r[2].([]byte)) == p {
 			return true
 		}
 	}

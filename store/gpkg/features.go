@@ -315,6 +315,7 @@ func (s *Store) finishSpatial(ctx context.Context, name, col string, leaves *off
 		var ok bool
 		var err error
 		if leaves != nil {
+			defer tightGC()()
 			ext, ok, err = leaves.ext, leaves.ok, leaves.write(ctx, tx, rtree)
 		} else {
 			ext, ok, err = bulkRTree(ctx, tx, name, col, rtree)

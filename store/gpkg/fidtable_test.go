@@ -10,18 +10,18 @@ import (
 func TestFidTable(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		key  func(r *rand.Rand) uint64
+		key  func(r *rand.Rand) uint32
 	}{
-		{"random keys", func(r *rand.Rand) uint64 { return r.Uint64() }},
-		{"crowded home slots", func(r *rand.Rand) uint64 { return r.Uint64()<<40 | uint64(r.IntN(4)) | 1<<14 - 2 }},
-		{"the zero key among others", func(r *rand.Rand) uint64 { return uint64(r.IntN(50)) }},
+		{"random keys", func(r *rand.Rand) uint32 { return r.Uint32() }},
+		{"crowded home slots", func(r *rand.Rand) uint32 { return r.Uint32()<<22 | uint32(r.IntN(4)) | 1<<14 - 2 }},
+		{"the zero key among others", func(r *rand.Rand) uint32 { return uint32(r.IntN(50)) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := rand.New(rand.NewPCG(1, 2))
 			var tab fidTable
 			defer tab.free()
-			want := map[uint64]int64{}
-			var keys []uint64
+			want := map[uint32]int64{}
+			var keys []uint32
 			for i := range 20000 {
 				k := tc.key(r)
 				if r.IntN(4) == 0 && len(keys) > 0 {
@@ -30,10 +30,10 @@ func TestFidTable(t *testing.T) {
 					delete(want, d)
 					continue
 				}
-				if err := tab.put(k, int64(i)); err != nil {
+				if err := tab.put(k, int64(i+1)); err != nil {
 					t.Fatal(err)
 				}
-				want[k] = int64(i)
+				want[k] = int64(i + 1)
 				keys = append(keys, k)
 			}
 			if tab.len() != len(want) {
@@ -53,7 +53,9 @@ func TestFidTable(t *testing.T) {
 func TestFidTableRange(t *testing.T) {
 	var tab fidTable
 	defer tab.free()
-	if err := tab.put(7, 1<<32); err != errFidRange {
-		t.Errorf("a fid past 32 bits: %v", err)
+	for _, fid := range []int64{0, 1 << 32} {
+		if err := tab.put(7, fid); err != errFidRange {
+			t.Errorf("fid %d: %v", fid, err)
+		}
 	}
 }

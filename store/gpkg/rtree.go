@@ -61,14 +61,8 @@ func bulkRTree(ctx context.Context, tx *sql.Tx, table, col, rtree string) (ext o
 	// Reading a million heads allocates a hundred megabytes of driver values that die at
 	// once, next to the boxes that live: collected at the default pace (geoflow's main
 	// trades memory for fewer collections, GOGC=400), they pushed peak RSS from 65 MB
-	// during a 1,000,000-feature harvest to 177 MB here. The harvest's buffers, garbage
-	// by now, go back to the system first.
-	if prev := debug.SetGCPercent(100); prev >= 0 && prev < 100 {
-		debug.SetGCPercent(prev) // a tighter GOGC from the environment stays
-	} else {
-		defer debug.SetGCPercent(prev)
-	}
-	debug.FreeOSMemory()
+	// during a 1,000,000-feature harvest to 177 MB here.
+	defer tightGC()()
 	var count int
 	if err := tx.QueryRowContext(ctx, fmt.Sprintf(`SELECT count(*) FROM %s WHERE %s IS NOT NULL`, quote(table), quote(col))).Scan(&count); err != nil {
 		return ext, false, err
@@ -108,6 +102,21 @@ func bulkRTree(ctx context.Context, tx *sql.Tx, table, col, rtree string) (ext o
 		_ = leaves.addBlob(id, blob)
 	}
 	return leaves.ext, leaves.ok, leaves.write(ctx, tx, rtree)
+}
+
+// tightGC makes the collector keep pace (GOGC=100, unless the environment's is tighter)
+// while an R-tree is packed, and returns what puts the pace back: the tree's node blobs
+// and the rows read for it are garbage at once, which geoflow's GOGC=400 would let
+// pile up. The harvest's buffers, garbage by now, go back to the system first.
+func tightGC() (restore func()) {
+	prev := debug.SetGCPercent(100)
+	restore = func() { debug.SetGCPercent(prev) }
+	if prev >= 0 && prev < 100 {
+		debug.SetGCPercent(prev) // a tighter GOGC from the environment stays
+		restore = func() {}
+	}
+	debug.FreeOSMemory()
+	return restore
 }
 
 // rtreeLeaves gathers the rows' boxes for a bulk-loaded R-tree, and their extent.
