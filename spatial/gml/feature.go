@@ -40,7 +40,8 @@ func (r *Reader) feature(start xml.StartElement) (*spatial.Feature, error) {
 	if r.meter != nil {
 		r.meter.StartFeature(r.lim)
 	}
-	defer func() { r.featStart = -1 }()
+	r.sc.skipIDs = true // a geometry's gml:id, say, is never read
+	defer func() { r.featStart, r.sc.skipIDs = -1, false }()
 	featSRS := ""
 	var geomSRS string
 	for {
