@@ -34,13 +34,14 @@ func (r *Reader) featureID(attrs []xml.Attr) string {
 // element has been consumed; final errors are in r.err.
 func (r *Reader) feature(start xml.StartElement) (*spatial.Feature, error) {
 	depth := len(r.stack)
-	f := &spatial.Feature{ID: r.featureID(start.Attr), Properties: make(map[string]any, max(8, len(r.pb.prev)))}
+	f := &spatial.Feature{ID: r.featureID(start.Attr), Properties: make(map[string]any, max(8, r.pb.prevN))}
 	r.pb.reset()
 	r.featStart, r.featID, r.vertices = r.sc.tokStart, f.ID, 0
 	if r.meter != nil {
 		r.meter.StartFeature(r.lim)
 	}
-	defer func() { r.featStart = -1 }()
+	r.sc.skipIDs = true // a geometry's gml:id, say, is never read
+	defer func() { r.featStart, r.sc.skipIDs = -1, false }()
 	featSRS := ""
 	var geomSRS string
 	for {

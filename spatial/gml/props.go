@@ -12,13 +12,14 @@ func isText(hasChild, isNil bool, text []byte, href string) bool {
 }
 
 // propBuf collects one feature's properties in document order and sets them at its
-// end, so that all its text values cost one string allocation together rather than
-// one each, and a value equal to the previous feature's at the same place reuses that
-// value as it is, without a new one.
+// end, so that all its new text values cost one string allocation together rather than
+// one each, and a value equal to one recently seen at the same place (column) reuses
+// that value as it is, without a new one.
 type propBuf struct {
 	props []pendingProp
 	strs  []byte
-	prev  []pendingProp // the previous feature's properties, val set
+	cols  []column // by position in the feature
+	prevN int      // the previous feature's property count
 }
 
 // pendingProp is one property: val, or the text strs[a:b] when text.
@@ -51,19 +52,31 @@ func (p *propBuf) flush(m map[string]any) {
 	for i := range p.props {
 		q := &p.props[i]
 		if q.text {
-			if i < len(p.prev) && p.prev[i].name == q.name {
-				if s, ok := p.prev[i].val.(string); ok && s == string(p.strs[q.a:q.b]) {
-					q.val = p.prev[i].val
-					addProp(m, q.name, q.val)
-					continue
-				}
-			}
-			if all == "" {
-				all = string(p.strs)
-			}
-			q.val = all[q.a:q.b]
+			q.val = p.textValue(i, q, &all)
 		}
 		addProp(m, q.name, q.val)
 	}
-	p.prev, p.props = p.props, p.prev[:0]
+	p.prevN = len(p.props)
+}
+
+// textValue is the value of the text property q at position i: the one its column
+// kept when equal, else a substring of all, the feature's new texts as one string
+// (made on first use), then kept by the column.
+func (p *propBuf) textValue(i int, q *pendingProp, all *string) any {
+	if i >= len(p.cols) {
+		p.cols = append(p.cols, make([]column, i+1-len(p.cols))...)
+	}
+	c := &p.cols[i]
+	if c.name != q.name {
+		c.reset(q.name)
+	} else if v, ok := c.lookup(p.strs[q.a:q.b]); ok {
+		return v
+	}
+	if *all == "" {
+		*all = string(p.strs)
+	}
+	s := (*all)[q.a:q.b]
+	var v any = s
+	c.keep(s, v)
+	return v
 }

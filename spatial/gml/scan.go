@@ -54,6 +54,10 @@ type scanner struct {
 	names     map[string]string
 	nsnames   *nameCache
 	attrMemo  attrMemo
+	// skipIDs leaves the value of every attribute named id (any namespace) empty,
+	// checked but not built: set inside a feature, where no id but the feature's
+	// own (read from its start tag, before) is used.
+	skipIDs bool
 
 	// tokStart is where the token being read began, textStart where the character data
 	// or attribute value being read began (-1 outside one). Text longer than maxText
@@ -299,7 +303,9 @@ func (s *scanner) attr() (xml.Attr, bool) {
 	if data == nil {
 		return a, false
 	}
-	a.Value = s.attrMemo.value(a.Name, data)
+	if !s.skipIDs || a.Name.Local != "id" {
+		a.Value = s.attrMemo.value(a.Name, data)
+	}
 	return a, true
 }
 
