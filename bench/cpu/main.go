@@ -54,7 +54,7 @@ var rules = []rule{
 	{stGC, regexp.MustCompile(`^runtime\.(mallocgc\w*|newobject|gcBgMarkWorker|gcAssistAlloc\w*|bgsweep|bgscavenge|gcStart|gcMarkDone|gcMarkTermination|sweepone|deductSweepCredit|GC) `)},
 	{stHash, regexp.MustCompile(` \S*spatial/hash\.go$`)},
 	{stEncode, regexp.MustCompile(`^github\.com/jackc/pgx/v5\.(encodeCopyValue|\(\*copyFrom\)\.buildCopyBuf) |^github\.com/jackc/pgx/v5/pgtype\.|` +
-		gf + `store/postgis\.(featureRow|appendCopyRow|appendCopyBytes|appendCopyNull) |` + gf + `store/gpkg\.(encodeFeature|columnValue|parseDate|appendDigits) | \S*store/gpkg/geom_encode\.go$|` +
+		gf + `store/postgis\.(featureRow|appendCopyRow|appendCopyBytes|appendCopyNull) |` + gf + `store/gpkg\.(encodeFeature|columnValue|exportAsIs|validDateTime|parseDate|appendDigits) | \S*store/gpkg/geom_encode\.go$|` +
 		gf + `spatial/wkb\.|^github\.com/paulmach/orb/encoding/`)},
 	{stRead, regexp.MustCompile(gf + `spatial/(geojson|gml|esrijson|internal)\.|` + gf + `spatial\.(validate|Validate)|` +
 		gf + `store\.\(\*ValidFeatures\)|` + gf + `tasks\.\(\*Spool\)| \S*tasks/spool\.go$`)},
@@ -62,14 +62,15 @@ var rules = []rule{
 	{stRead, regexp.MustCompile(`^net/http\.|^compress/|` + gf + `retry\.|` + gf + `tasks/(wfs|ogcapi|arcgis|internal/harvest)\.`)},
 }
 
-// index claims a whole stack: the R-tree build runs SQL, whose SQLite frames would
+// index claims a whole stack: the R-tree build and that of a new table's payload-hash
+// index (CREATE UNIQUE INDEX at the end of the harvest) run SQL, whose SQLite frames would
 // otherwise match write first.
-var index = regexp.MustCompile(` \S*store/gpkg/rtree\.go$`)
+var index = regexp.MustCompile(` \S*store/gpkg/rtree\.go$|` + gf + `store/gpkg\.\(\*Store\)\.buildHashIndex(\.func\d+)? `)
 
 // stageOf gives a sampled stack (leaf first) its stage: index if the GeoPackage R-tree build
-// is anywhere on it; else the first frame from the leaf upward that a rule matches; else
-// runtime/GC when every frame is the runtime's (the scheduler, signals, stack growth); else other.
-// It also returns the function that decided (for other: the root of the stack).
+// or the build of a new table's payload-hash index is anywhere on it; else the first frame
+// from the leaf upward that a rule matches; else runtime/GC when every frame is the
+// runtime's (the scheduler, signals, stack growth); else other. It also returns the function that decided (for other: the root of the stack).
 func stageOf(stack []frame) (stage, by string) {
 	for _, f := range stack {
 		if index.MatchString(f.fn + " " + f.file) {
