@@ -70,7 +70,8 @@ var index = regexp.MustCompile(` \S*store/gpkg/rtree\.go$|` + gf + `store/gpkg\.
 // stageOf gives a sampled stack (leaf first) its stage: index if the GeoPackage R-tree build
 // or the build of a new table's payload-hash index is anywhere on it; else the first frame
 // from the leaf upward that a rule matches; else runtime/GC when every frame is the
-// runtime's (the scheduler, signals, stack growth); else other. It also returns the function that decided (for other: the root of the stack).
+// runtime's (the scheduler, signals, stack growth); else other. It also returns the
+// function that decided (for other: the root of the stack).
 func stageOf(stack []frame) (stage, by string) {
 	for _, f := range stack {
 		if index.MatchString(f.fn + " " + f.file) {
