@@ -3,7 +3,6 @@ package geojson
 import (
 	"errors"
 	"fmt"
-	"math"
 
 	"github.com/paulmach/orb"
 
@@ -29,13 +28,6 @@ const maxCollectionDepth = 8
 
 // maxInterned bounds the property names kept for reuse across features.
 const maxInterned = 4096
-
-// propSlot remembers the n-th property of the previous feature, whose name
-// and often value the next feature repeats.
-type propSlot struct {
-	key string
-	val any
-}
 
 // typeErr is the message of the *json.UnmarshalTypeError encoding/json
 // gave for a value of the wrong kind.
@@ -237,18 +229,20 @@ func (r *Reader) properties(m map[string]any, terr *error) (map[string]any, erro
 		}
 		var (
 			key  string
-			prev any
+			slot *propSlot
 		)
 		switch {
 		case n < len(r.slots) && r.slots[n].key == string(k):
-			key, prev = r.slots[n].key, r.slots[n].val
+			key, slot = r.slots[n].key, &r.slots[n]
 		case n < len(r.slots):
 			key = r.intern(k)
 			r.slots[n] = propSlot{key: key}
+			slot = &r.slots[n]
 		default:
 			key = r.intern(k)
 			if n < maxInterned {
 				r.slots = append(r.slots, propSlot{key: key})
+				slot = &r.slots[n]
 			}
 		}
 		if err := s.colon(); err != nil {
@@ -262,19 +256,18 @@ func (r *Reader) properties(m map[string]any, terr *error) (map[string]any, erro
 			if err != nil {
 				return m, err
 			}
-			if p, ok := prev.(string); ok && p == string(b) {
-				v = prev
-			} else {
+			hit := false
+			if slot != nil {
+				v, hit = slot.findString(b)
+			}
+			if !hit {
 				a := len(r.strs)
 				r.strs = append(r.strs, b...)
 				r.pending = append(r.pending, pendingStr{key: key, slot: n, a: a, b: len(r.strs)})
 				pending = true
 			}
-		} else if v, err = r.value(prev, terr); err != nil {
+		} else if v, err = r.value(slot, terr); err != nil {
 			return m, err
-		}
-		if n < len(r.slots) {
-			r.slots[n].val = v
 		}
 		size := len(m)
 		m[key] = v
@@ -309,16 +302,16 @@ func (r *Reader) flush(m map[string]any) {
 		v := any(all[p.a:p.b])
 		m[p.key] = v
 		if p.slot < len(r.slots) {
-			r.slots[p.slot].val = v
+			r.slots[p.slot].remember(v)
 		}
 	}
 	r.strs, r.pending = r.strs[:0], r.pending[:0]
 }
 
 // value decodes the value at pos as encoding/json decodes into an any.
-// It returns prev instead of an equal string or number, saving an
-// allocation.
-func (r *Reader) value(prev any, terr *error) (any, error) {
+// A property's value (slot not nil) shares the boxed value of an equal
+// string or number the property had lately, saving an allocation.
+func (r *Reader) value(slot *propSlot, terr *error) (any, error) {
 	s := &r.s
 	switch c := s.buf[s.pos]; c {
 	case '"':
@@ -326,10 +319,15 @@ func (r *Reader) value(prev any, terr *error) (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		if p, ok := prev.(string); ok && p == string(b) {
-			return prev, nil
+		if slot == nil {
+			return string(b), nil
 		}
-		return string(b), nil
+		if v, ok := slot.findString(b); ok {
+			return v, nil
+		}
+		v := any(string(b))
+		slot.remember(v)
+		return v, nil
 	case '{':
 		return r.objectValue(terr)
 	case '[':
@@ -354,10 +352,15 @@ func (r *Reader) value(prev any, terr *error) (any, error) {
 			}
 			return nil, nil
 		}
-		if p, ok := prev.(float64); ok && math.Float64bits(p) == math.Float64bits(f) {
-			return prev, nil
+		if slot == nil {
+			return f, nil
 		}
-		return f, nil
+		if v, ok := slot.findFloat(f); ok {
+			return v, nil
+		}
+		v := any(f)
+		slot.remember(v)
+		return v, nil
 	}
 }
 
