@@ -57,6 +57,7 @@ func (r *Reader) feature() (*spatial.Feature, error) {
 	s.pin = s.offset()
 	s.depth = 0
 	r.vertices = 0
+	r.strs, r.idState = r.strs[:0], idNone
 	if r.meter != nil {
 		r.meter.StartFeature(r.opts.Limits)
 	}
@@ -97,6 +98,7 @@ func (r *Reader) feature() (*spatial.Feature, error) {
 		}
 		fm.terr = typeErr(kindOf(c), "Go value of type geojson.rawFeature")
 	}
+	fm.id = r.resolveID(fm.id)
 	idx := r.index
 	r.index++
 	return fm.feature(idx)
@@ -125,6 +127,10 @@ func (r *Reader) featureMember(field string, fm *featureMembers) error {
 		err = s.skip(false)
 	case "id":
 		fm.id, err = r.featureID()
+		r.idState = idNone
+		if fm.id == "" && err == nil && r.idB > r.idA {
+			r.idState = idPending
+		}
 	case "geometry":
 		fm.g, fm.gerr, err = r.geometry(0)
 	case "properties":
@@ -177,9 +183,14 @@ func featureField(k []byte) string {
 // anything else as written.
 func (r *Reader) featureID() (string, error) {
 	s := &r.s
+	r.idA, r.idB = 0, 0
 	if s.buf[s.pos] == '"' {
+		// Kept in strs, to share the allocation of the string properties.
 		b, err := s.str(&r.scratch)
-		return string(b), err
+		r.idA = len(r.strs)
+		r.strs = append(r.strs, b...)
+		r.idB = len(r.strs)
+		return "", err
 	}
 	start := s.offset()
 	if err := s.skip(false); err != nil {
@@ -213,7 +224,10 @@ func (r *Reader) properties(m map[string]any, terr *error) (map[string]any, erro
 	if m == nil {
 		m = make(map[string]any, r.nprops)
 	}
-	r.strs, r.pending = r.strs[:0], r.pending[:0]
+	if r.idState != idPending {
+		r.strs = r.strs[:0]
+	}
+	r.pending = r.pending[:0]
 	n := 0
 	for first := true; ; first = false {
 		more, err := s.next(first, '}')
@@ -298,6 +312,9 @@ func (r *Reader) flush(m map[string]any) {
 		return
 	}
 	all := string(r.strs)
+	if r.idState == idPending {
+		r.sid, r.idState = all[r.idA:r.idB], idResolved
+	}
 	for _, p := range r.pending {
 		v := any(all[p.a:p.b])
 		m[p.key] = v
@@ -416,4 +433,23 @@ func (r *Reader) arrayValue(terr *error) (any, error) {
 		}
 		a = append(a, v)
 	}
+}
+
+// The states of a feature's string "id" whose bytes wait in Reader.strs.
+const (
+	idNone     = iota // not a string, or not read: the id is featureMembers.id
+	idPending         // strs[idA:idB]
+	idResolved        // Reader.sid, made with the string properties
+)
+
+// resolveID returns the feature's id: id, or the string id kept in strs.
+func (r *Reader) resolveID(id string) string {
+	switch r.idState {
+	case idPending:
+		id = string(r.strs[r.idA:r.idB])
+	case idResolved:
+		id = r.sid
+	}
+	r.idState, r.sid = idNone, ""
+	return id
 }
