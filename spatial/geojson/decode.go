@@ -241,24 +241,7 @@ func (r *Reader) properties(m map[string]any, terr *error) (map[string]any, erro
 		if err != nil {
 			return m, err
 		}
-		var (
-			key  string
-			slot *propSlot
-		)
-		switch {
-		case n < len(r.slots) && r.slots[n].key == string(k):
-			key, slot = r.slots[n].key, &r.slots[n]
-		case n < len(r.slots):
-			key = r.intern(k)
-			r.slots[n] = propSlot{key: key}
-			slot = &r.slots[n]
-		default:
-			key = r.intern(k)
-			if n < maxInterned {
-				r.slots = append(r.slots, propSlot{key: key})
-				slot = &r.slots[n]
-			}
-		}
+		key, slot := r.slot(n, k)
 		if err := s.colon(); err != nil {
 			return m, err
 		}
@@ -297,6 +280,23 @@ func (r *Reader) properties(m map[string]any, terr *error) (map[string]any, erro
 	r.flush(m)
 	r.nprops = len(m)
 	return m, nil
+}
+
+// slot returns the name k of the n-th property of an object and the slot that
+// remembers that property across features: nil past maxInterned, a new one when
+// the name is not the previous feature's.
+func (r *Reader) slot(n int, k []byte) (string, *propSlot) {
+	switch {
+	case n < len(r.slots) && r.slots[n].key == string(k):
+		return r.slots[n].key, &r.slots[n]
+	case n < len(r.slots):
+		r.slots[n] = propSlot{key: r.intern(k)}
+		return r.slots[n].key, &r.slots[n]
+	case n < maxInterned:
+		r.slots = append(r.slots, propSlot{key: r.intern(k)})
+		return r.slots[n].key, &r.slots[n]
+	}
+	return r.intern(k), nil
 }
 
 // pendingStr is a string property waiting in Reader.strs.
