@@ -103,18 +103,30 @@ func appendGeometry(b []byte, g orb.Geometry) []byte {
 
 // appendFloat appends a number tagged 'd', as canonFloat writes it.
 func appendFloat(b []byte, f float64) []byte {
-	b = append(b, 'd')
-	return withLen(appendCanonFloat(b, f), len(b))
+	b = append(b, 'd', 0)
+	return shortLen(appendCanonFloat(b, f), len(b))
 }
 
 func appendInt(b []byte, i int64) []byte {
-	b = append(b, 'd')
-	return withLen(strconv.AppendInt(b, i, 10), len(b))
+	b = append(b, 'd', 0)
+	return shortLen(strconv.AppendInt(b, i, 10), len(b))
 }
 
 func appendUint(b []byte, u uint64) []byte {
-	b = append(b, 'd')
-	return withLen(strconv.AppendUint(b, u, 10), len(b))
+	b = append(b, 'd', 0)
+	return shortLen(strconv.AppendUint(b, u, 10), len(b))
+}
+
+// shortLen puts the length of b[start:] into the byte reserved before it: the
+// uvarint of a length under 128, as the decimal text of any number is, is that byte.
+// withLen would move the text to make room.
+func shortLen(b []byte, start int) []byte {
+	n := len(b) - start
+	if n >= 0x80 {
+		return withLen(append(b[:start-1], b[start:]...), start-1)
+	}
+	b[start-1] = byte(n)
+	return b
 }
 
 // appendNumber appends a number of any Go type tagged 'd', in the one decimal form
@@ -250,6 +262,10 @@ func appendCanonFloat(b []byte, f float64) []byte {
 		return append(b, '0') // also -0
 	case math.IsNaN(f) || math.IsInf(f, 0):
 		return strconv.AppendFloat(b, f, 'g', -1, 64)
+	case f == math.Trunc(f) && math.Abs(f) < 1<<53:
+		// Every integer below 2^53 is a float64, so the shortest digits that
+		// give f back are all of its digits: what AppendFloat writes, sooner.
+		return strconv.AppendInt(b, int64(f), 10)
 	case f == math.Trunc(f) && math.Abs(f) < 1e21:
 		return strconv.AppendFloat(b, f, 'f', -1, 64)
 	}

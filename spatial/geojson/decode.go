@@ -3,7 +3,6 @@ package geojson
 import (
 	"errors"
 	"fmt"
-	"math"
 
 	"github.com/paulmach/orb"
 
@@ -29,13 +28,6 @@ const maxCollectionDepth = 8
 
 // maxInterned bounds the property names kept for reuse across features.
 const maxInterned = 4096
-
-// propSlot remembers the n-th property of the previous feature, whose name
-// and often value the next feature repeats.
-type propSlot struct {
-	key string
-	val any
-}
 
 // typeErr is the message of the *json.UnmarshalTypeError encoding/json
 // gave for a value of the wrong kind.
@@ -65,6 +57,7 @@ func (r *Reader) feature() (*spatial.Feature, error) {
 	s.pin = s.offset()
 	s.depth = 0
 	r.vertices = 0
+	r.strs, r.idState = r.strs[:0], idNone
 	if r.meter != nil {
 		r.meter.StartFeature(r.opts.Limits)
 	}
@@ -105,6 +98,7 @@ func (r *Reader) feature() (*spatial.Feature, error) {
 		}
 		fm.terr = typeErr(kindOf(c), "Go value of type geojson.rawFeature")
 	}
+	fm.id = r.resolveID(fm.id)
 	idx := r.index
 	r.index++
 	return fm.feature(idx)
@@ -133,6 +127,10 @@ func (r *Reader) featureMember(field string, fm *featureMembers) error {
 		err = s.skip(false)
 	case "id":
 		fm.id, err = r.featureID()
+		r.idState = idNone
+		if fm.id == "" && err == nil && r.idB > r.idA {
+			r.idState = idPending
+		}
 	case "geometry":
 		fm.g, fm.gerr, err = r.geometry(0)
 	case "properties":
@@ -185,9 +183,14 @@ func featureField(k []byte) string {
 // anything else as written.
 func (r *Reader) featureID() (string, error) {
 	s := &r.s
+	r.idA, r.idB = 0, 0
 	if s.buf[s.pos] == '"' {
+		// Kept in strs, to share the allocation of the string properties.
 		b, err := s.str(&r.scratch)
-		return string(b), err
+		r.idA = len(r.strs)
+		r.strs = append(r.strs, b...)
+		r.idB = len(r.strs)
+		return "", err
 	}
 	start := s.offset()
 	if err := s.skip(false); err != nil {
@@ -221,7 +224,10 @@ func (r *Reader) properties(m map[string]any, terr *error) (map[string]any, erro
 	if m == nil {
 		m = make(map[string]any, r.nprops)
 	}
-	r.strs, r.pending = r.strs[:0], r.pending[:0]
+	if r.idState != idPending {
+		r.strs = r.strs[:0]
+	}
+	r.pending = r.pending[:0]
 	n := 0
 	for first := true; ; first = false {
 		more, err := s.next(first, '}')
@@ -235,22 +241,7 @@ func (r *Reader) properties(m map[string]any, terr *error) (map[string]any, erro
 		if err != nil {
 			return m, err
 		}
-		var (
-			key  string
-			prev any
-		)
-		switch {
-		case n < len(r.slots) && r.slots[n].key == string(k):
-			key, prev = r.slots[n].key, r.slots[n].val
-		case n < len(r.slots):
-			key = r.intern(k)
-			r.slots[n] = propSlot{key: key}
-		default:
-			key = r.intern(k)
-			if n < maxInterned {
-				r.slots = append(r.slots, propSlot{key: key})
-			}
-		}
+		key, slot := r.slot(n, k)
 		if err := s.colon(); err != nil {
 			return m, err
 		}
@@ -262,19 +253,18 @@ func (r *Reader) properties(m map[string]any, terr *error) (map[string]any, erro
 			if err != nil {
 				return m, err
 			}
-			if p, ok := prev.(string); ok && p == string(b) {
-				v = prev
-			} else {
+			hit := false
+			if slot != nil {
+				v, hit = slot.findString(b)
+			}
+			if !hit {
 				a := len(r.strs)
 				r.strs = append(r.strs, b...)
 				r.pending = append(r.pending, pendingStr{key: key, slot: n, a: a, b: len(r.strs)})
 				pending = true
 			}
-		} else if v, err = r.value(prev, terr); err != nil {
+		} else if v, err = r.value(slot, terr); err != nil {
 			return m, err
-		}
-		if n < len(r.slots) {
-			r.slots[n].val = v
 		}
 		size := len(m)
 		m[key] = v
@@ -292,6 +282,23 @@ func (r *Reader) properties(m map[string]any, terr *error) (map[string]any, erro
 	return m, nil
 }
 
+// slot returns the name k of the n-th property of an object and the slot that
+// remembers that property across features: nil past maxInterned, a new one when
+// the name is not the previous feature's.
+func (r *Reader) slot(n int, k []byte) (string, *propSlot) {
+	switch {
+	case n < len(r.slots) && r.slots[n].key == string(k):
+		return r.slots[n].key, &r.slots[n]
+	case n < len(r.slots):
+		r.slots[n] = propSlot{key: r.intern(k)}
+		return r.slots[n].key, &r.slots[n]
+	case n < maxInterned:
+		r.slots = append(r.slots, propSlot{key: r.intern(k)})
+		return r.slots[n].key, &r.slots[n]
+	}
+	return r.intern(k), nil
+}
+
 // pendingStr is a string property waiting in Reader.strs.
 type pendingStr struct {
 	key  string
@@ -305,20 +312,23 @@ func (r *Reader) flush(m map[string]any) {
 		return
 	}
 	all := string(r.strs)
+	if r.idState == idPending {
+		r.sid, r.idState = all[r.idA:r.idB], idResolved
+	}
 	for _, p := range r.pending {
 		v := any(all[p.a:p.b])
 		m[p.key] = v
 		if p.slot < len(r.slots) {
-			r.slots[p.slot].val = v
+			r.slots[p.slot].remember(v)
 		}
 	}
 	r.strs, r.pending = r.strs[:0], r.pending[:0]
 }
 
 // value decodes the value at pos as encoding/json decodes into an any.
-// It returns prev instead of an equal string or number, saving an
-// allocation.
-func (r *Reader) value(prev any, terr *error) (any, error) {
+// A property's value (slot not nil) shares the boxed value of an equal
+// string or number the property had lately, saving an allocation.
+func (r *Reader) value(slot *propSlot, terr *error) (any, error) {
 	s := &r.s
 	switch c := s.buf[s.pos]; c {
 	case '"':
@@ -326,10 +336,15 @@ func (r *Reader) value(prev any, terr *error) (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		if p, ok := prev.(string); ok && p == string(b) {
-			return prev, nil
+		if slot == nil {
+			return string(b), nil
 		}
-		return string(b), nil
+		if v, ok := slot.findString(b); ok {
+			return v, nil
+		}
+		v := any(string(b))
+		slot.remember(v)
+		return v, nil
 	case '{':
 		return r.objectValue(terr)
 	case '[':
@@ -354,10 +369,15 @@ func (r *Reader) value(prev any, terr *error) (any, error) {
 			}
 			return nil, nil
 		}
-		if p, ok := prev.(float64); ok && math.Float64bits(p) == math.Float64bits(f) {
-			return prev, nil
+		if slot == nil {
+			return f, nil
 		}
-		return f, nil
+		if v, ok := slot.findFloat(f); ok {
+			return v, nil
+		}
+		v := any(f)
+		slot.remember(v)
+		return v, nil
 	}
 }
 
@@ -413,4 +433,23 @@ func (r *Reader) arrayValue(terr *error) (any, error) {
 		}
 		a = append(a, v)
 	}
+}
+
+// The states of a feature's string "id" whose bytes wait in Reader.strs.
+const (
+	idNone     = iota // not a string, or not read: the id is featureMembers.id
+	idPending         // strs[idA:idB]
+	idResolved        // Reader.sid, made with the string properties
+)
+
+// resolveID returns the feature's id: id, or the string id kept in strs.
+func (r *Reader) resolveID(id string) string {
+	switch r.idState {
+	case idPending:
+		id = string(r.strs[r.idA:r.idB])
+	case idResolved:
+		id = r.sid
+	}
+	r.idState, r.sid = idNone, ""
+	return id
 }

@@ -294,6 +294,10 @@ func (r *Reader) coordinates(kind geomKind, check bool) (g orb.Geometry, cerr, e
 	}
 	cp := coordParser{r: r, start: start}
 	g, err = cp.geometry(kind)
+	if err == nil {
+		return g, nil, nil
+	}
+	// Declared here, as errors.As moves it to the heap.
 	var sem semantic
 	if errors.As(err, &sem) {
 		cerr, err = sem.err, nil

@@ -85,7 +85,10 @@ type Reader struct {
 	slots    []propSlot        // the previous feature's properties
 	nprops   int               // how many properties the previous feature had
 	vertices int               // of the feature's geometries decoded so far
-	strs     []byte            // string properties of the current object
+	strs     []byte            // string properties of the current object, and the id
+	idA, idB int               // the string id in strs
+	idState  int               // where the string id is: idNone, idPending, idResolved
+	sid      string            // the string id once resolved
 	pending  []pendingStr      // where they go
 	pts      []orb.Point       // coordinates read
 	ends     []int             // ends of lines in pts
