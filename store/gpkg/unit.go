@@ -145,7 +145,8 @@ func (u *unitTx) writeFeatures(ctx context.Context, t *store.FeatureTable, src s
 // readRows reads the whole of src, encoding each feature as its row (encodeFeature), all
 // stamped with one fetch time.
 func readRows(src store.FeatureSource, t *store.FeatureTable, runID int64) ([]featureRow, error) {
-	fetched, srs := ts(time.Now()), srsID(t.SRID)
+	// The run and the fetch time are boxed once for every row: two allocations a row.
+	run, fetched, srs := any(runID), any(ts(time.Now())), srsID(t.SRID)
 	tr, err := writeTransformer(t)
 	if err != nil {
 		return nil, err
@@ -159,7 +160,7 @@ func readRows(src store.FeatureSource, t *store.FeatureTable, runID int64) ([]fe
 		if err != nil {
 			return nil, err // the source's own error, unchanged
 		}
-		row, err := encodeFeature(f, t, tr, srs, runID, fetched)
+		row, err := encodeFeature(f, t, tr, srs, run, fetched)
 		if err != nil {
 			return nil, err
 		}
@@ -436,7 +437,7 @@ func (u *unitTx) storedByRun(ctx context.Context, st *sql.Stmt, keys []any) (boo
 // the properties typed for their columns, and for a keyed table the feature's key
 // (store.FeatureKey). The payload hash is of the geometry as it arrived; a non-nil tr
 // converts the geometry stored (target.srs) after.
-func encodeFeature(f *spatial.Feature, t *store.FeatureTable, tr *proj.Transformer, srs int32, runID int64, fetched string) (featureRow, error) {
+func encodeFeature(f *spatial.Feature, t *store.FeatureTable, tr *proj.Transformer, srs int32, runID, fetched any) (featureRow, error) {
 	hash := spatial.SourceHash(f)
 	n := 5 + len(t.Columns)
 	if t.Keyed() {
