@@ -72,7 +72,7 @@ GEOFLOW_DATABASE_URL=$db "$bin" run "$(flow direct direct_pg)" --progress off >"
 pgconn=$(echo "$db" | sed -E 's#^postgres(ql)?://([^@/]*)@([^:/]*):([0-9]*)/([^?]*).*#host=\3 port=\4 user=\2 dbname=\5#')
 ogr2ogr -f PostgreSQL "PG:$pgconn" geoflow.gpkg parcels -nln from_gpkg -lco GEOMETRY_NAME=geom -lco FID=gpkg_fid
 props=$(sql "SELECT string_agg(quote_ident(column_name), ', ' ORDER BY ordinal_position) FROM information_schema.columns
-  WHERE table_name = 'direct_pg' AND column_name NOT IN ('geom', 'gf_run_id', 'gf_fetched_at')")
+  WHERE table_name = 'direct_pg' AND column_name NOT IN ('fid', 'geom', 'gf_run_id', 'gf_fetched_at')")
 sql "SELECT count(*) AS from_gpkg FROM from_gpkg" | sed 's/^/  rows copied: /'
 diff=$(sql "SELECT count(*) FROM (SELECT $props, ST_AsBinary(geom) FROM direct_pg EXCEPT SELECT $props, ST_AsBinary(geom) FROM from_gpkg) d")
 diff2=$(sql "SELECT count(*) FROM (SELECT $props, ST_AsBinary(geom) FROM from_gpkg EXCEPT SELECT $props, ST_AsBinary(geom) FROM direct_pg) d")
