@@ -24,9 +24,9 @@ import (
 type Options struct {
 	// Client sends the requests. Defaults to a client on a clone of
 	// http.DefaultTransport keeping 16 idle connections per host and reading
-	// responses 64 KiB at a time, with no
-	// overall timeout: each attempt is bounded by its Policy's timeouts. Unless it has a CheckRedirect of its own, its redirects follow
-	// each Request's Redirects.
+	// responses 64 KiB at a time, with no overall timeout: each attempt is bounded
+	// by its Policy's timeouts. Unless it has a CheckRedirect of its own, its
+	// redirects follow each Request's Redirects.
 	Client *http.Client
 	// Logger receives, at debug level, one line per retry; at info level, per host, one
 	// line every SummaryEvery at most that sums up its retries meanwhile
