@@ -3,7 +3,6 @@ package gpkg
 import (
 	"crypto/sha256"
 	"fmt"
-	"io"
 	"path/filepath"
 	"testing"
 	"time"
@@ -14,17 +13,8 @@ import (
 	"github.com/geoflow/geoflow/store"
 )
 
-// features is a store.FeatureSource of a slice.
+// features are a unit's features, written through exportSlice.
 type features []*spatial.Feature
-
-func (f *features) Next() (*spatial.Feature, error) {
-	if len(*f) == 0 {
-		return nil, io.EOF
-	}
-	x := (*f)[0]
-	*f = (*f)[1:]
-	return x, nil
-}
 
 func pts(ids ...int) features {
 	var fs features
@@ -82,7 +72,7 @@ func (f *deferredFixture) write(fs features, rollback bool) store.Counts {
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	c, err := tx.WriteFeatures(ctx, &f.table, &fs)
+	c, err := tx.WriteFeatures(ctx, &f.table, exportSlice(fs))
 	if err != nil {
 		f.t.Fatal(err)
 	}
