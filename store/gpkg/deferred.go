@@ -24,18 +24,18 @@ import (
 // 1,000 that index cost half the write path's CPU: 56 µs per feature with it, 28 without,
 // and 3.1 s of system time against 0.7.
 //
-// So a table the run creates in append mode is filled without it: the hashes it holds are
-// kept in memory, by their first 4 bytes (hashKey), each with the fid of its row; a feature whose
-// prefix is there is checked against that row (its whole hash, its feature id, its run),
-// which is what the index lookup of ON CONFLICT would have found. FinishFeatureTable then
-// builds the index in one sorted pass, as it builds the R-tree. A table that still lacks
-// its index (a run that stopped before the end) gets it from the next EnsureFeatureTable,
-// before anything writes to it again; the rows are unique already.
+// So a table the run creates in append mode is filled without it: the hashes it holds
+// are kept in memory, by their first 4 bytes (hashKey), each with the fid of its row; a
+// feature whose key is there is checked against that row (its whole hash, its feature
+// id, its run), which is what the index lookup of ON CONFLICT would have found.
+// FinishFeatureTable then builds the index in one sorted pass, as it builds the R-tree. A
+// table that still lacks its index (a run that stopped before the end) gets it from the
+// next EnsureFeatureTable, before anything writes to it again; the rows are unique already.
 
 // maxDeferred is how many hashes a table's deferred index holds in memory (16 MiB of
-// fids and 24 MiB of boxes for 1,500,000, outside the Go heap: fidTable) before the
-// index is built, and kept by SQLite from then on: memory stays bounded
-// however large the harvest. Store.maxDeferred is this, but in tests.
+// fids and 24 MiB of boxes for 1,500,000, outside the Go heap: fidTable, fidBoxes) before
+// the index is built and kept by SQLite from then on: memory stays bounded however large
+// the harvest. Store.maxDeferred holds it, which tests lower.
 const maxDeferred = 1_500_000
 
 // hashIndex stands for the unique index of a table being filled for the first time. Its
@@ -52,8 +52,6 @@ type hashIndex struct {
 	boxes fidBoxes
 	lost  bool
 }
-
-func newHashIndex() *hashIndex { return &hashIndex{} }
 
 // hashKey is what a deferred index keys a payload hash on: its first 4 bytes.
 func hashKey(hash []byte) uint32 { return binary.LittleEndian.Uint32(hash) }
@@ -180,7 +178,7 @@ func (s *Store) deferIndex(name string) {
 	if old := s.deferred[name]; old != nil {
 		old.free()
 	}
-	s.deferred[name] = newHashIndex()
+	s.deferred[name] = &hashIndex{}
 }
 
 // deferredIndex is table name's index while it is held in memory, else nil.
