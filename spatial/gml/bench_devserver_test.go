@@ -2,7 +2,6 @@ package gml
 
 import (
 	"bytes"
-	"io"
 	"os"
 	"testing"
 )
@@ -37,21 +36,7 @@ func BenchmarkReaderDevServer(b *testing.B) {
 	b.ReportAllocs()
 	cpu0 := processCPU()
 	for b.Loop() {
-		r := NewReader(bytes.NewReader(doc), Options{WFSVersion: "2.0.0"})
-		n := 0
-		for {
-			_, err := r.Next()
-			if err == io.EOF {
-				break
-			}
-			if err != nil {
-				b.Fatal(err)
-			}
-			n++
-		}
-		if n != 10000 {
-			b.Fatalf("read %d features, want 10000", n)
-		}
+		readDoc(b, doc, 10000)
 	}
 	b.ReportMetric(float64(processCPU()-cpu0)/float64(b.N)/10000, "cpu-ns/feature")
 }
