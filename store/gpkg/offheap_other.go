@@ -2,7 +2,7 @@
 
 package gpkg
 
-// offHeap is n zeroed bytes for fidTable: on the Go heap on this system.
-func offHeap(n int) ([]byte, error) { return make([]byte, n), nil }
+// mapAnon is n zeroed bytes: on the Go heap on this system.
+func mapAnon(n int) ([]byte, error) { return make([]byte, n), nil }
 
-func freeOffHeap([]byte) {}
+func unmapAnon([]byte) {}

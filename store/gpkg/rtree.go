@@ -7,7 +7,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
-	"runtime/debug"
 	"slices"
 	"strconv"
 
@@ -102,21 +101,6 @@ func bulkRTree(ctx context.Context, tx *sql.Tx, table, col, rtree string) (ext o
 		_ = leaves.addBlob(id, blob)
 	}
 	return leaves.ext, leaves.ok, leaves.write(ctx, tx, rtree)
-}
-
-// tightGC makes the collector keep pace (GOGC=100, unless the environment's is tighter)
-// while an R-tree is packed, and returns what puts the pace back: the tree's node blobs
-// and the rows read for it are garbage at once, which geoflow's GOGC=400 would let
-// pile up. The harvest's buffers, garbage by now, go back to the system first.
-func tightGC() (restore func()) {
-	prev := debug.SetGCPercent(100)
-	restore = func() { debug.SetGCPercent(prev) }
-	if prev >= 0 && prev < 100 {
-		debug.SetGCPercent(prev) // a tighter GOGC from the environment stays
-		restore = func() {}
-	}
-	debug.FreeOSMemory()
-	return restore
 }
 
 // rtreeLeaves gathers the rows' boxes for a bulk-loaded R-tree, and their extent.
