@@ -41,6 +41,9 @@ func (s *Store) RecordDeadLetter(ctx context.Context, ref store.UnitRef, e dlq.E
 // Fail implements store.UnitTx: the unit, completed in this transaction, is failed with
 // its dead letter instead, committing with its output.
 func (u *unitTx) Fail(ctx context.Context, e dlq.Entry) error {
+	if err := u.flush(ctx); err != nil { // Complete's update of the same row first
+		return err
+	}
 	_, err := recordDeadLetter(ctx, u.tx, u.ref, e, 0)
 	return translate(fmt.Sprintf("recording unit %s of task %q as a dead letter", u.ref.Key, u.ref.TaskID), err)
 }

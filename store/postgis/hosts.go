@@ -10,15 +10,15 @@ import (
 )
 
 // AddExecution implements store.UnitTx: the execution's hosts are appended to the unit's,
-// in the unit's transaction.
+// in the unit's transaction (queued: sent with the commit).
 func (u *unitTx) AddExecution(ctx context.Context, x store.Execution) error {
 	hosts, err := x.HostsJSON()
 	if err != nil {
 		return err
 	}
-	_, err = u.tx.Exec(ctx, `UPDATE geoflow_units SET worker = NULLIF($4, ''), hosts = hosts || $5::jsonb
+	u.queue(fmt.Sprintf("recording the requests of unit %s", u.ref.Key), `UPDATE geoflow_units SET worker = NULLIF($4, ''), hosts = hosts || $5::jsonb
 		WHERE run_id = $1 AND task = $2 AND key = $3`, u.ref.RunID, u.ref.TaskID, u.ref.Key, x.Worker, hosts)
-	return translate(fmt.Sprintf("recording the requests of unit %s", u.ref.Key), err)
+	return nil
 }
 
 // AddTaskExecution implements store.Runs.

@@ -50,9 +50,49 @@ type unitTx struct {
 	// changed are the feature tables (schema.table) the unit's writes changed, whose
 	// versions Commit raises.
 	changed []string
+	// queued are the unit's own bookkeeping statements (its done state, its requests),
+	// which nothing in the transaction reads back: they go with the commit's in one round
+	// trip (flush) instead of one each. A statement that may touch the same rows flushes
+	// them first.
+	queued []queuedStmt
+	// created are the staging tables this transaction created, which its connection
+	// keeps for its next units once it commits (stagedOn).
+	created []string
 }
 
-// Complete implements store.UnitTx.
+// queuedStmt is a statement of unitTx.queued, and what it does, for its error.
+type queuedStmt struct {
+	what, sql string
+	args      []any
+}
+
+func (u *unitTx) queue(what, sql string, args ...any) {
+	u.queued = append(u.queued, queuedStmt{what: what, sql: sql, args: args})
+}
+
+// flush sends the queued statements in one batch, in their order.
+func (u *unitTx) flush(ctx context.Context) error {
+	if len(u.queued) == 0 {
+		return nil
+	}
+	q := u.queued
+	u.queued = nil
+	b := &pgx.Batch{}
+	for _, st := range q {
+		b.Queue(st.sql, st.args...)
+	}
+	br := u.tx.SendBatch(ctx, b)
+	for _, st := range q {
+		if _, err := br.Exec(); err != nil {
+			br.Close()
+			return translate(st.what, err)
+		}
+	}
+	return translate(q[len(q)-1].what, br.Close())
+}
+
+// Complete implements store.UnitTx. The unit's done state is queued (sent with the
+// commit).
 //
 // In a distributed run the children are enqueued in the same transaction (the failed
 // units are not: they are dead letters as soon as the unit commits), and a worker's unit
@@ -60,6 +100,9 @@ type unitTx struct {
 // otherwise.
 func (u *unitTx) Complete(ctx context.Context, c store.Counts, children, failed []store.Unit, start time.Time) error {
 	ref := u.ref
+	if err := u.flush(ctx); err != nil {
+		return err
+	}
 	if err := holdTake(ctx, u.tx, ref); err != nil {
 		return err
 	}
@@ -88,41 +131,51 @@ func (u *unitTx) Complete(ctx context.Context, c store.Counts, children, failed 
 			}
 		}
 	}
-	_, err := u.tx.Exec(ctx, `UPDATE geoflow_units SET state = 'done', finished_at = now(), error = NULL,
+	u.queue(fmt.Sprintf("marking unit %s done", ref.Key), `UPDATE geoflow_units SET state = 'done', finished_at = now(), error = NULL,
 		features_inserted = $4, features_skipped = $5, features_updated = $6, bytes = $7,
 		attempts = attempts + 1, started_at = $8, features_rejected = $9, features_merged = $10, requests = $11, features_short = $12,
 		features_filtered = $13, rows_affected = $14, features_overlap = $15
 		WHERE run_id = $1 AND task = $2 AND key = $3`,
 		ref.RunID, ref.TaskID, ref.Key, c.Inserted, c.Skipped, c.Updated, c.Bytes, start, c.Rejected, c.Merged, c.Requests, c.Short, c.Filtered, c.Affected,
 		c.Overlap)
-	return translate(fmt.Sprintf("marking unit %s done", ref.Key), err)
+	return nil
 }
 
-// Commit implements store.UnitTx. It first raises the versions of the tables the unit
-// changed (geoflow_table_stamps), last, so that units writing one table wait on each
-// other's version row only for the commit.
+// Commit implements store.UnitTx. It sends the queued statements and, last, raises the
+// versions of the tables the unit changed (geoflow_table_stamps), so that units writing
+// one table wait on each other's version row only for the commit.
 func (u *unitTx) Commit(ctx context.Context) error {
-	if err := bumpStamps(ctx, u.tx, u.changed); err != nil {
-		return translate(fmt.Sprintf("committing unit %s: recording which tables it changed", u.ref.Key), err)
+	if len(u.changed) > 0 {
+		u.queue(fmt.Sprintf("committing unit %s: recording which tables it changed", u.ref.Key), bumpStampsSQL, sortedTargets(u.changed))
 	}
+	if err := u.flush(ctx); err != nil {
+		return err
+	}
+	u.keep()
 	return translate(fmt.Sprintf("committing unit %s", u.ref.Key), u.tx.Commit(ctx))
 }
 
-// bumpStamps raises the versions of the feature tables targets (schema.table) in
+// bumpStampsSQL raises the versions of the feature tables $1 (schema.table, sorted) in
 // geoflow_table_stamps, in name order (two transactions changing the same tables lock
 // their rows in one order, so neither waits on the other in a circle).
+const bumpStampsSQL = `INSERT INTO geoflow_table_stamps AS s (target, version)
+		SELECT t, 1 FROM unnest($1::text[]) t ORDER BY t
+		ON CONFLICT (target) DO UPDATE SET version = s.version + 1`
+
+func sortedTargets(targets []string) []string { return slices.Sorted(slices.Values(targets)) }
+
+// bumpStamps runs bumpStampsSQL for targets in q.
 func bumpStamps(ctx context.Context, q querier, targets []string) error {
 	if len(targets) == 0 {
 		return nil
 	}
-	_, err := q.Exec(ctx, `INSERT INTO geoflow_table_stamps AS s (target, version)
-		SELECT t, 1 FROM unnest($1::text[]) t ORDER BY t
-		ON CONFLICT (target) DO UPDATE SET version = s.version + 1`, slices.Sorted(slices.Values(targets)))
+	_, err := q.Exec(ctx, bumpStampsSQL, sortedTargets(targets))
 	return err
 }
 
 // Rollback implements store.UnitTx.
 func (u *unitTx) Rollback(ctx context.Context) {
+	u.queued, u.created = nil, nil
 	_ = u.tx.Rollback(context.WithoutCancel(ctx)) // a no-op after Commit; a lost connection rolls back by itself
 }
 
@@ -150,6 +203,9 @@ func stagingName(t *store.FeatureTable) string {
 // as Rejected and left out (store.ValidFeatures), as the GeoPackage store does; PostGIS
 // would otherwise fail the whole page on an unclosed ring.
 func (u *unitTx) WriteFeatures(ctx context.Context, t *store.FeatureTable, src store.FeatureSource) (store.Counts, error) {
+	if err := u.flush(ctx); err != nil {
+		return store.Counts{}, err
+	}
 	valid := &store.ValidFeatures{Src: src}
 	c, err := u.writeFeatures(ctx, t, valid)
 	c.Rejected += valid.Refused
@@ -189,9 +245,12 @@ func (u *unitTx) stage(ctx context.Context, t *store.FeatureTable, stage string,
 	// ON COMMIT DELETE ROWS empties the table at every commit and keeps it for the
 	// connection's next unit; rows of a rolled-back unit vanish with the rollback. So the
 	// table is always empty here, without a TRUNCATE (which would cost a new file).
-	if _, err := u.tx.Exec(ctx, fmt.Sprintf(`CREATE TEMP TABLE IF NOT EXISTS %s
+	if !u.stagedOn(stage) {
+		if _, err := u.tx.Exec(ctx, fmt.Sprintf(`CREATE TEMP TABLE IF NOT EXISTS %s
 		(gf_feature_id text, gf_payload_hash bytea NOT NULL, gf_wkb bytea%s) ON COMMIT DELETE ROWS`, stage, cols)); err != nil {
-		return 0, translate("creating the staging table", err)
+			return 0, translate("creating the staging table", err)
+		}
+		u.created = append(u.created, stage)
 	}
 	rows := &copySource{src: src, table: t}
 	staged, err := copyRows(ctx, u.tx, stage, names, rows)
@@ -199,9 +258,36 @@ func (u *unitTx) stage(ctx context.Context, t *store.FeatureTable, stage string,
 		return 0, rows.err // the source's own error (truncated, parse...), unchanged
 	}
 	if err != nil {
-		return 0, translate(fmt.Sprintf("copying features into %s", tableIdent(t)), err)
+		err = translate(fmt.Sprintf("copying features into %s", tableIdent(t)), err)
+		if f, ok := store.AsFault(err); ok && f.Code == "42P01" && !slices.Contains(u.created, stage) {
+			// The connection did not have the table after all (a commit that failed, or
+			// DISCARD TEMP): the next attempt creates it.
+			delete(u.tx.Conn().PgConn().CustomData(), stagingKey+stage)
+			f.Temp = true
+		}
+		return 0, err
 	}
 	return staged, nil
+}
+
+// stagingKey prefixes a staging table's name in its connection's CustomData, which
+// holds the staging tables the connection has (a committed transaction created them).
+const stagingKey = "geoflow staging "
+
+// stagedOn tells whether the unit's connection has the staging table stage already.
+func (u *unitTx) stagedOn(stage string) bool {
+	return u.tx.Conn().PgConn().CustomData()[stagingKey+stage] != nil || slices.Contains(u.created, stage)
+}
+
+// keep records the staging tables the unit created as its connection's, just before
+// its commit (which gives the connection back to the pool). Should the commit fail and
+// take them with it, stage's copy finds them missing and has them created again.
+func (u *unitTx) keep() {
+	data := u.tx.Conn().PgConn().CustomData()
+	for _, stage := range u.created {
+		data[stagingKey+stage] = true
+	}
+	u.created = nil
 }
 
 // stagingColumns returns the staging table's property columns as SQL to follow its
@@ -312,20 +398,17 @@ func (u *unitTx) insertNew(ctx context.Context, t *store.FeatureTable, stage str
 	// ORDER BY: units running at once share features along tile edges; inserting
 	// them in one global order keeps two transactions from each waiting on a key
 	// the other inserted first (a deadlock PostgreSQL would break by failing one).
-	sql := fmt.Sprintf(`INSERT INTO %s (%s) SELECT %s FROM %s ORDER BY gf_payload_hash ON CONFLICT (gf_payload_hash) DO NOTHING`,
-		target, strings.Join(insertCols, ", "), strings.Join(selects, ", "), stage)
-	tag, err := u.tx.Exec(ctx, sql, u.ref.RunID)
-	if err != nil {
-		return res, translate(fmt.Sprintf("inserting into %s", target), err)
-	}
-	res.Inserted = tag.RowsAffected()
-	if res.Inserted >= staged {
+	if staged == 0 {
 		return res, nil
 	}
+	b := &pgx.Batch{}
+	b.Queue(fmt.Sprintf(`INSERT INTO %s (%s) SELECT %s FROM %s ORDER BY gf_payload_hash ON CONFLICT (gf_payload_hash) DO NOTHING`,
+		target, strings.Join(insertCols, ", "), strings.Join(selects, ", "), stage), u.ref.RunID)
 	// The statement that records the merged ids counts the overlaps too: one join of
-	// the page with the rows its skipped features met, whichever run wrote them.
-	var matches int64
-	err = u.tx.QueryRow(ctx, fmt.Sprintf(`WITH j AS (
+	// the page with the rows its skipped features met, whichever run wrote them. It is
+	// sent with the insert, in one round trip: where every feature was inserted, each
+	// meets only its own row, so it records nothing and its count goes unread.
+	b.Queue(fmt.Sprintf(`WITH j AS (
 			SELECT s.gf_feature_id AS sid, t.gf_feature_id AS tid, t.gf_run_id AS trun FROM %s s
 			JOIN %s t ON t.gf_payload_hash = s.gf_payload_hash),
 		m AS (INSERT INTO geoflow_merged (run_id, task, feature_id)
@@ -333,9 +416,23 @@ func (u *unitTx) insertNew(ctx context.Context, t *store.FeatureTable, stage str
 			WHERE sid <> '' AND tid IS DISTINCT FROM sid
 			ON CONFLICT DO NOTHING RETURNING 1)
 		SELECT (SELECT count(*) FROM m), (SELECT count(*) FROM j WHERE trun = $1)`, stage, target),
-		u.ref.RunID, u.ref.TaskID).Scan(&res.Merged, &matches)
+		u.ref.RunID, u.ref.TaskID)
+	br := u.tx.SendBatch(ctx, b)
+	defer br.Close()
+	tag, err := br.Exec()
 	if err != nil {
+		return res, translate(fmt.Sprintf("inserting into %s", target), err)
+	}
+	res.Inserted = tag.RowsAffected()
+	var matches int64
+	if err := br.QueryRow().Scan(&res.Merged, &matches); err != nil {
 		return res, translate(fmt.Sprintf("recording features of %s with equal payloads", target), err)
+	}
+	if err := br.Close(); err != nil {
+		return res, translate(fmt.Sprintf("inserting into %s", target), err)
+	}
+	if res.Inserted >= staged {
+		return res, nil
 	}
 	res.Overlap = overlapOf(matches, res.Inserted, staged-res.Inserted)
 	return res, nil

@@ -8,6 +8,7 @@ import (
 
 	"github.com/paulmach/orb"
 
+	"github.com/geoflow/geoflow/internal/testdb"
 	"github.com/geoflow/geoflow/spatial"
 	"github.com/geoflow/geoflow/store"
 )
@@ -89,4 +90,64 @@ func commitUnit(ctx context.Context, s *Store, ref store.UnitRef, write func(con
 		return c, err
 	}
 	return c, tx.Commit(ctx)
+}
+
+// TestStagingKeptPerConnection: a connection keeps its staging table from one unit to
+// the next (created once, not per unit), and a connection that lost it (DISCARD TEMP)
+// fails the next unit's copy as temporary, and creates it again on the next attempt.
+func TestStagingKeptPerConnection(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(ctx, testdb.URL(t), &Options{MaxConns: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	if _, err := s.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	run, err := s.StartRun(ctx, store.RunStart{Flow: "f"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer run.Close()
+	table := &store.FeatureTable{Name: "staged_once", SRID: 4326,
+		Columns: []store.Column{{Name: "n", Property: "n", Type: store.TypeBigint}}}
+	if err := s.EnsureFeatureTable(ctx, table); err != nil {
+		t.Fatal(err)
+	}
+	write := func(key string, n float64) (store.Counts, error) {
+		src := features{
+			{ID: key + "a", Geometry: orb.Point{1, 2}, Properties: map[string]any{"n": n}},
+			{ID: key + "b", Geometry: orb.Point{3, 4}, Properties: map[string]any{"n": n + 1}},
+		}
+		return commitUnit(ctx, s, store.UnitRef{RunID: run.ID, TaskID: "t", Key: key}, func(ctx context.Context, tx store.UnitTx) (store.Counts, error) {
+			return tx.WriteFeatures(ctx, table, &src)
+		})
+	}
+	if res, err := write("u1", 1); err != nil || res.Inserted != 2 {
+		t.Fatalf("first unit: %+v, %v; want 2 inserted", res, err)
+	}
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if conn.Conn().PgConn().CustomData()[stagingKey+stagingName(table)] == nil {
+		t.Error("the connection does not record its staging table after the unit committed")
+	}
+	if _, err := conn.Exec(ctx, "DISCARD TEMP"); err != nil {
+		t.Fatal(err)
+	}
+	conn.Release()
+	_, err = write("u2", 10)
+	f, ok := store.AsFault(err)
+	if !ok || f.Code != "42P01" || !f.Temp {
+		t.Fatalf("unit after DISCARD TEMP: %v (%+v), want a temporary fault 42P01", err, f)
+	}
+	if res, err := write("u2", 10); err != nil || res.Inserted != 2 {
+		t.Fatalf("the unit again: %+v, %v; want 2 inserted", res, err)
+	}
+	var n int64
+	if err := s.pool.QueryRow(ctx, "SELECT count(*) FROM staged_once").Scan(&n); err != nil || n != 4 {
+		t.Errorf("%d rows (%v), want 4", n, err)
+	}
 }

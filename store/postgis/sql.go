@@ -56,6 +56,9 @@ func pgParams(p store.SQLParams) map[string]pgParam {
 // nothing of a script (whose tables it may drop and create) stays cached on the
 // connection; a statement with none runs as it is, in the simple protocol.
 func (u *unitTx) ExecSQL(ctx context.Context, sc *store.SQLScript) (int64, error) {
+	if err := u.flush(ctx); err != nil {
+		return 0, err
+	}
 	sts, err := sc.Split(sqlscript.PostgreSQL)
 	if err != nil {
 		return 0, err

@@ -221,6 +221,9 @@ func (s *Store) lookupFile(ctx context.Context, target, what, sql string, args .
 
 // UpsertTiles implements store.UnitTx: one INSERT of every row, from arrays.
 func (u *unitTx) UpsertTiles(ctx context.Context, t *store.TileTable, rows []store.TileRow) (store.Counts, error) {
+	if err := u.flush(ctx); err != nil {
+		return store.Counts{}, err
+	}
 	rows = store.DistinctTiles(rows)
 	if len(rows) == 0 {
 		return store.Counts{}, nil
@@ -281,6 +284,9 @@ func (u *unitTx) UpsertTiles(ctx context.Context, t *store.TileTable, rows []sto
 
 // UpsertAsset implements store.UnitTx.
 func (u *unitTx) UpsertAsset(ctx context.Context, t *store.AssetTable, r store.AssetRow) (store.Counts, error) {
+	if err := u.flush(ctx); err != nil {
+		return store.Counts{}, err
+	}
 	_, target := u.s.assetTarget(t)
 	footprint := "ST_GeomFromWKB($4, 4326)"
 	if t.Bookkeeping {
