@@ -151,3 +151,30 @@ func TestStagingKeptPerConnection(t *testing.T) {
 		t.Errorf("%d rows (%v), want 4", n, err)
 	}
 }
+
+// TestUnitPlans: a unit's statements are planned for each execution (a plan cached while
+// the target table was empty would scan all of it once it has grown), and commit
+// asynchronously; outside a unit the server's settings stand.
+func TestUnitPlans(t *testing.T) {
+	s := openTestStore(t)
+	ctx := context.Background()
+	tx, err := s.BeginUnit(ctx, store.UnitRef{RunID: 1, TaskID: "t", Key: "u"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	var plans, commit string
+	if err := tx.(*unitTx).tx.QueryRow(ctx, "SELECT current_setting('plan_cache_mode'), current_setting('synchronous_commit')").Scan(&plans, &commit); err != nil {
+		t.Fatal(err)
+	}
+	if plans != "force_custom_plan" || commit != "off" {
+		t.Errorf("in a unit: plan_cache_mode %s, synchronous_commit %s; want force_custom_plan, off", plans, commit)
+	}
+	tx.Rollback(ctx)
+	if err := s.pool.QueryRow(ctx, "SELECT current_setting('plan_cache_mode')").Scan(&plans); err != nil {
+		t.Fatal(err)
+	}
+	if plans != "auto" {
+		t.Errorf("outside a unit: plan_cache_mode %s, want the server's auto", plans)
+	}
+}

@@ -48,6 +48,8 @@ type Store struct {
 	// userPath is the search_path the server gave a connection before geoflow put its
 	// schema first: what a flow's SQL scripts run with.
 	userPath atomic.Pointer[string]
+	// beginUnit begins a unit's transaction (unitBegin).
+	beginUnit pgx.TxOptions
 }
 
 // Options configure Open. A nil *Options means defaults.
@@ -106,6 +108,7 @@ func Open(ctx context.Context, dsn string, opts *Options) (*Store, error) {
 		return nil, fmt.Errorf("connecting to %s: %s", safe, redactErr(err))
 	}
 	s.pool = pool
+	s.beginUnit = unitBegin(ctx, pool)
 	return s, nil
 }
 
