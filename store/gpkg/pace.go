@@ -17,7 +17,8 @@ import (
 // offHeapTight and beyond, and goes back once the memory is freed.
 //
 // tightGC's packing of an R-tree tightens it to GOGC=100 too, while it lasts. A pace
-// from the environment (GOGC) tighter than either stays; GOGC=off is left alone.
+// from the environment (GOGC) tighter than either stays; GOGC=off is left alone but for
+// the packing.
 var gcPace struct {
 	mu      sync.Mutex
 	offHeap int // bytes mapped by offHeap and not yet freed
@@ -48,10 +49,11 @@ func freeOffHeap(b []byte) {
 	repace(-len(b), 0)
 }
 
-// tightGC makes the collector keep pace (GOGC=100, unless the environment's is tighter)
-// while an R-tree is packed, and returns what puts the pace back: the tree's node blobs
-// and the rows read for it are garbage at once, which geoflow's GOGC=400 would let
-// pile up. The harvest's buffers, garbage by now, go back to the system first.
+// tightGC makes the collector keep pace (GOGC=100, unless the environment's is tighter;
+// also where the environment switched it off) while an R-tree is packed, and returns what
+// puts the pace back: the tree's node blobs and the rows read for it are garbage at once,
+// which geoflow's GOGC=400 would let pile up. The harvest's buffers, garbage by now, go
+// back to the system first.
 func tightGC() (restore func()) {
 	repace(0, 1)
 	debug.FreeOSMemory()
@@ -85,14 +87,14 @@ func repace(dOff, dTight int) {
 
 // pacePercent is the GOGC for a process whose own is base, with off bytes held outside
 // the heap: base less a share of the way down to offHeapFloor as off grows to
-// offHeapTight, and 100 while tight. A pace already tighter stays; so does GOGC=off (a
-// negative base).
+// offHeapTight, and 100 while tight. A pace already tighter stays; GOGC=off (a negative
+// base) stays too, but for packing, whose garbage would otherwise never be collected.
 func pacePercent(base, off int, tight bool) int {
 	p := base
 	if base > offHeapFloor {
 		p = base - (base-offHeapFloor)*min(max(off, 0), offHeapTight)/offHeapTight
 	}
-	if tight && base > 100 {
+	if tight && (base > 100 || base < 0) {
 		p = 100
 	}
 	return p

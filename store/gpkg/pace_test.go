@@ -20,8 +20,9 @@ func TestPacePercent(t *testing.T) {
 		{400, offHeapTight, true, 100},
 		{150, offHeapTight, false, 150}, // tighter than the floor already
 		{150, 0, true, 100},
-		{50, offHeapTight, true, 50}, // the environment's tighter pace stays
-		{-1, offHeapTight, true, -1}, // GOGC=off is left alone
+		{50, offHeapTight, true, 50},  // the environment's tighter pace stays
+		{-1, offHeapTight, false, -1}, // GOGC=off is left alone
+		{-1, 0, true, 100},            // but for packing
 	} {
 		if got := pacePercent(c.base, c.off, c.tight); got != c.want {
 			t.Errorf("pacePercent(%d, %d, %v) = %d, want %d", c.base, c.off, c.tight, got, c.want)
@@ -73,6 +74,6 @@ func TestOffHeapPace(t *testing.T) {
 		t.Errorf("all freed: GOGC=%d, want 400", got)
 	}
 	if gcPace.held || gcPace.offHeap != 0 || gcPace.tight != 0 {
-		t.Errorf("all freed: the pace is still held: %+v", gcPace)
+		t.Errorf("all freed: the pace is still held (held %v, %d bytes outside the heap, %d packings)", gcPace.held, gcPace.offHeap, gcPace.tight)
 	}
 }
