@@ -12,7 +12,7 @@ import (
 // 10 MB live) and saves collections. A new table's deferred index (fidTable, fidBoxes)
 // adds 32 bytes per feature outside the heap, which the collector does not see: on
 // 1,000,000 features, 32 MB on top of a heap the pace lets reach 50 MB, and a peak RSS
-// of 115-127 MB against 89-94 with this (GML into a new GeoPackage). So the pace
+// of 115-127 MB against 92-105 with this (GML into a new GeoPackage). So the pace
 // tightens as that memory grows, from the process's own down to offHeapFloor at
 // offHeapTight and beyond, and goes back once the memory is freed.
 //
