@@ -385,9 +385,13 @@ func (s *Store) CountFeatures(ctx context.Context, t *store.FeatureTable, bbox o
 	if t.History {
 		match += " AND t.gf_valid_to IS NULL"
 	}
+	// GROUP BY rather than count(DISTINCT ...): SQLite sorts the keys then, instead of
+	// inserting each into a temporary B-tree. On 1,000,000 rows: 2.1-2.7 s of CPU against
+	// 2.5-3.4 here (1.6 s against 2.3-2.6 in the sqlite3 shell). The key is never NULL
+	// (the payload hash is NOT NULL), so the two count the same.
 	var n int64
-	err = s.r.QueryRowContext(ctx, fmt.Sprintf(`SELECT count(DISTINCT coalesce(t.gf_feature_id, hex(t.gf_payload_hash))) FROM %s WHERE %s`,
-		from, match), args...).Scan(&n)
+	err = s.r.QueryRowContext(ctx, fmt.Sprintf(`SELECT count(*) FROM (SELECT coalesce(t.gf_feature_id, hex(t.gf_payload_hash)) AS k
+		FROM %s WHERE %s GROUP BY k)`, from, match), args...).Scan(&n)
 	return n, translate(what, err)
 }
 
