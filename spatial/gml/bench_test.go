@@ -5,6 +5,8 @@ import (
 	"encoding/xml"
 	"io"
 	"testing"
+
+	"github.com/geoflow/geoflow/spatial"
 )
 
 func BenchmarkReader(b *testing.B) {
@@ -21,7 +23,11 @@ func BenchmarkReader(b *testing.B) {
 
 // readDoc reads every feature of a WFS 2.0 document, failing b unless they are want.
 func readDoc(b *testing.B, doc []byte, want int) {
-	r := NewReader(bytes.NewReader(doc), Options{WFSVersion: "2.0.0"})
+	readCount(b, NewReader(bytes.NewReader(doc), Options{WFSVersion: "2.0.0"}), want)
+}
+
+// readCount reads every feature of r, failing b unless they are want.
+func readCount(b *testing.B, r spatial.Reader, want int) {
 	n := 0
 	for {
 		_, err := r.Next()
@@ -71,21 +77,7 @@ func BenchmarkReferenceReader(b *testing.B) {
 	b.SetBytes(int64(len(doc)))
 	b.ReportAllocs()
 	for b.Loop() {
-		r := newRefReader(bytes.NewReader(doc), Options{WFSVersion: "2.0.0"})
-		n := 0
-		for {
-			_, err := r.Next()
-			if err == io.EOF {
-				break
-			}
-			if err != nil {
-				b.Fatal(err)
-			}
-			n++
-		}
-		if n != 10000 {
-			b.Fatalf("read %d features, want 10000", n)
-		}
+		readCount(b, newRefReader(bytes.NewReader(doc), Options{WFSVersion: "2.0.0"}), 10000)
 	}
 }
 
