@@ -54,7 +54,7 @@ var rules = []rule{
 	{stGC, regexp.MustCompile(`^runtime\.(mallocgc\w*|newobject|gcBgMarkWorker|gcAssistAlloc\w*|bgsweep|bgscavenge|gcStart|gcMarkDone|gcMarkTermination|sweepone|deductSweepCredit|GC) `)},
 	{stHash, regexp.MustCompile(` \S*spatial/hash\.go$`)},
 	{stEncode, regexp.MustCompile(`^github\.com/jackc/pgx/v5\.(encodeCopyValue|\(\*copyFrom\)\.buildCopyBuf) |^github\.com/jackc/pgx/v5/pgtype\.|` +
-		gf + `store/postgis\.(featureRow|\(\*rowBuilder\)\.(build|cell)|appendCopyRow|appendCopyBytes|appendCopyNull) |` + gf + `store/gpkg\.(encodeFeature|columnValue|exportAsIs|validDateTime|parseDate|appendDigits) | \S*store/gpkg/geom_encode\.go$|` +
+		gf + `store/postgis\.(featureRow|\(\*rowBuilder\)\.(build|cell)|appendCopyRow|appendRow|appendCopyWKB|appendCell|endField|appendCopyText|appendCopyBytes|appendCopyNull) |` + gf + `store/gpkg\.(encodeFeature|columnValue|exportAsIs|validDateTime|parseDate|appendDigits) | \S*store/gpkg/geom_encode\.go$|` +
 		gf + `spatial/wkb\.|^github\.com/paulmach/orb/encoding/`)},
 	{stRead, regexp.MustCompile(gf + `spatial/(geojson|gml|esrijson|internal)\.|` + gf + `spatial\.(validate|Validate)|` +
 		gf + `store\.\(\*ValidFeatures\)|` + gf + `tasks\.\(\*Spool\)| \S*tasks/spool\.go$`)},

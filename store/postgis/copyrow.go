@@ -13,133 +13,125 @@ import (
 	"github.com/geoflow/geoflow/store"
 )
 
-// bytesCell is a bytea value of the staging row that is rewritten in place for every
-// feature: pgx takes it as a pgtype.BytesValuer, so the row holds the same pointer
-// throughout and no feature boxes a new slice.
-type bytesCell struct{ b []byte }
-
-// BytesValue implements pgtype.BytesValuer.
-func (c *bytesCell) BytesValue() ([]byte, error) { return c.b, nil }
-
-// Boxed once: a boolean column's text costs no allocation per feature.
-var trueText, falseText any = "true", "false"
-
-// rowBuilder builds the staging rows of one COPY, reusing the row, the hash, the WKB and
-// the text of numeric values from feature to feature: pgx encodes each row before it
-// asks for the next (pgx.CopyFromSource), so nothing of a row needs to outlive it.
-type rowBuilder struct {
-	row  []any
-	hash [32]byte
-	hc   bytesCell
-	wc   bytesCell
-	wkb  []byte
-	text []byte
-}
-
-// build returns f's staging row in the order of stagingColumns, valid until the next call.
-func (r *rowBuilder) build(f *spatial.Feature, t *store.FeatureTable) ([]any, error) {
+// appendRow appends f's staging row to b as one binary COPY tuple, in the order of
+// stagingColumns: the id (text, NULL when empty), the payload hash, the WKB (NULL for no
+// geometry), each column's text as store.ColumnText renders it, and the key of a keyed
+// table. Everything is written straight into b, so a feature costs no staging value of
+// its own. On an error b is returned as it was.
+func appendRow(b []byte, f *spatial.Feature, t *store.FeatureTable) ([]byte, error) {
+	start := len(b)
 	n := 3 + len(t.Columns)
 	if t.Keyed() {
 		n++
 	}
-	if cap(r.row) < n {
-		r.row = make([]any, n)
-	}
-	row := r.row[:n]
-	clear(row)
-	r.hash = spatial.SourceHash(f)
-	if t.Keyed() {
-		key, err := store.FeatureKey(f, t, r.hash)
-		if err != nil {
-			return nil, err
-		}
-		row[n-1] = key
-	}
+	hash := spatial.SourceHash(f)
+	b = binary.BigEndian.AppendUint16(b, uint16(n))
 	if f.ID != "" {
-		row[0] = f.ID
+		b = appendCopyText(b, f.ID)
+	} else {
+		b = appendCopyNull(b)
 	}
-	r.hc.b = r.hash[:]
-	row[1] = &r.hc
-	if f.Geometry != nil {
-		b, err := wkb.Append(r.wkb[:0], f.Geometry, wkb.Options{})
-		if err != nil {
-			// A type spatial/wkb does not write: as orb/encoding/wkb writes it, or its error.
-			if b, err = orbwkb.Marshal(f.Geometry, binary.LittleEndian); err != nil {
-				return nil, fmt.Errorf("feature %q: encoding its geometry: %w", f.ID, err)
-			}
-		} else {
-			r.wkb = b
-		}
-		r.wc.b = b
-		row[2] = &r.wc
+	b = appendCopyBytes(b, hash[:])
+	var err error
+	if b, err = appendCopyWKB(b, f); err != nil {
+		return b[:start], err
 	}
-	r.text = r.text[:0]
-	for i, c := range t.Columns {
+	for _, c := range t.Columns {
 		v, ok := f.Properties[c.Property]
 		if !ok || v == nil {
+			b = appendCopyNull(b)
 			continue
 		}
-		cell, err := r.cell(v, c.Type)
-		if err != nil {
-			return nil, &store.PropertyError{FeatureID: f.ID, Property: c.Property, Type: c.Type, Value: fmt.Sprint(v)}
+		if b, err = appendCell(b, v, c.Type); err != nil {
+			return b[:start], &store.PropertyError{FeatureID: f.ID, Property: c.Property, Type: c.Type, Value: fmt.Sprint(v)}
 		}
-		row[3+i] = cell
 	}
-	return row, nil
+	if t.Keyed() {
+		key, err := store.FeatureKey(f, t, hash)
+		if err != nil {
+			return b[:start], err
+		}
+		b = appendCopyText(b, key)
+	}
+	return b, nil
 }
 
-// cell is v's staging text for a column of type t as store.ColumnText renders it (an
-// empty text stays an empty text, not NULL), without a new allocation where it can: a string that needs no change is v
-// itself, a boolean a text boxed once, a number's text a slice of r.text.
-func (r *rowBuilder) cell(v any, t store.ColumnType) (any, error) {
+// appendCopyWKB appends f's geometry as a bytea field: its WKB as orb/encoding/wkb
+// writes it, NULL when f has none.
+func appendCopyWKB(b []byte, f *spatial.Feature) ([]byte, error) {
+	if f.Geometry == nil {
+		return appendCopyNull(b), nil
+	}
+	at := len(b)
+	b = append(b, 0, 0, 0, 0)
+	w, err := wkb.Append(b, f.Geometry, wkb.Options{})
+	if err != nil {
+		// A type spatial/wkb does not write: as orb/encoding/wkb writes it, or its error.
+		m, err := orbwkb.Marshal(f.Geometry, binary.LittleEndian)
+		if err != nil {
+			return b[:at], fmt.Errorf("feature %q: encoding its geometry: %w", f.ID, err)
+		}
+		w = append(b[:at+4], m...)
+	}
+	return endField(w, at), nil
+}
+
+// appendCell appends v's staging text for a column of type t as a text field, the
+// text store.ColumnText renders (an empty text stays an empty text, not NULL), without
+// a string of its own where it can: a string that needs no change and a number's digits
+// are written as they are. On an error b is returned as it was.
+func appendCell(b []byte, v any, t store.ColumnType) ([]byte, error) {
+	at := len(b)
+	b = append(b, 0, 0, 0, 0)
 	switch x := v.(type) {
 	case string:
-		s, err := store.ColumnText(v, t) // v, not x: boxing x again would allocate
-		switch {
-		case err != nil:
-			return nil, err
-		case s == x:
-			return v, nil
+		if t == store.TypeText {
+			// ColumnText's text is the string itself.
+			return endField(append(b, x...), at), nil
 		}
-		return boxText(s), nil
 	case float64:
 		if t == store.TypeBigint && x == math.Trunc(x) && math.Abs(x) <= 1<<63 {
 			// ColumnText's FormatInt of an integral float (an integer read from JSON).
-			return r.appendText(strconv.AppendInt(r.text, int64(x), 10)), nil
+			return endField(strconv.AppendInt(b, int64(x), 10), at), nil
 		}
 		if t != store.TypeBigint && t != store.TypeBoolean {
 			// ColumnText's FormatFloat, which ParseFloat always reads back.
-			return r.appendText(strconv.AppendFloat(r.text, x, 'f', -1, 64)), nil
+			return endField(strconv.AppendFloat(b, x, 'f', -1, 64), at), nil
 		}
 	case int64:
 		if t != store.TypeBoolean {
-			return r.appendText(strconv.AppendInt(r.text, x, 10)), nil
+			return endField(strconv.AppendInt(b, x, 10), at), nil
 		}
 	case bool:
 		if t != store.TypeBigint && t != store.TypeDouble && t != store.TypeNumeric {
-			return boxText(strconv.FormatBool(x)), nil
+			return endField(strconv.AppendBool(b, x), at), nil
 		}
 	}
 	s, err := store.ColumnText(v, t)
 	if err != nil {
-		return nil, err
+		return b[:at], err
 	}
-	return boxText(s), nil
+	return endField(append(b, s...), at), nil
 }
 
-// appendText keeps b, which extends r.text, as r.text and returns the part appended.
-func (r *rowBuilder) appendText(b []byte) []byte {
-	start := len(r.text)
-	r.text = b
-	return b[start:len(b):len(b)]
+// endField writes the length of the field that starts at b[at] (its 4-byte length, then
+// its bytes) into that length.
+func endField(b []byte, at int) []byte {
+	binary.BigEndian.PutUint32(b[at:], uint32(len(b)-at-4))
+	return b
 }
 
-func boxText(s string) any {
-	switch s {
-	case "true":
-		return trueText
-	case "false":
-		return falseText
-	}
-	return s
+func appendCopyText(b []byte, s string) []byte {
+	b = binary.BigEndian.AppendUint32(b, uint32(len(s)))
+	return append(b, s...)
 }
+
+func appendCopyBytes(b, v []byte) []byte {
+	if v == nil {
+		return appendCopyNull(b)
+	}
+	b = binary.BigEndian.AppendUint32(b, uint32(len(v)))
+	return append(b, v...)
+}
+
+func appendCopyNull(b []byte) []byte { return binary.BigEndian.AppendUint32(b, 0xffffffff) }

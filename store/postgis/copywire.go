@@ -61,51 +61,15 @@ func (c *copyReader) Read(p []byte) (int, error) {
 // fill appends rows to buf until it holds n bytes or the trailer.
 func (c *copyReader) fill(n int) error {
 	for len(c.buf) < n && !c.done {
-		if !c.src.Next() {
-			if c.src.err != nil {
-				return c.src.err
-			}
-			c.buf = binary.BigEndian.AppendUint16(c.buf, 0xffff) // the trailer: -1 fields
-			c.done = true
-			return nil
+		var ok bool
+		if c.buf, ok = c.src.appendNext(c.buf); ok {
+			continue
 		}
-		var err error
-		if c.buf, err = appendCopyRow(c.buf, c.src.row); err != nil {
-			return err
+		if c.src.err != nil {
+			return c.src.err
 		}
+		c.buf = binary.BigEndian.AppendUint16(c.buf, 0xffff) // the trailer: -1 fields
+		c.done = true
 	}
 	return nil
 }
-
-// appendCopyRow appends row as a binary COPY tuple: each value is a text or bytea
-// column's bytes as rowBuilder.build leaves them (a string, a []byte, a *bytesCell), nil
-// or a nil slice a NULL.
-func appendCopyRow(b []byte, row []any) ([]byte, error) {
-	b = binary.BigEndian.AppendUint16(b, uint16(len(row)))
-	for i, v := range row {
-		switch v := v.(type) {
-		case nil:
-			b = appendCopyNull(b)
-		case string:
-			b = binary.BigEndian.AppendUint32(b, uint32(len(v)))
-			b = append(b, v...)
-		case []byte:
-			b = appendCopyBytes(b, v)
-		case *bytesCell:
-			b = appendCopyBytes(b, v.b)
-		default:
-			return b, fmt.Errorf("postgis: staging value %d is a %T, which COPY is not written for", i, v)
-		}
-	}
-	return b, nil
-}
-
-func appendCopyBytes(b, v []byte) []byte {
-	if v == nil {
-		return appendCopyNull(b)
-	}
-	b = binary.BigEndian.AppendUint32(b, uint32(len(v)))
-	return append(b, v...)
-}
-
-func appendCopyNull(b []byte) []byte { return binary.BigEndian.AppendUint32(b, 0xffffffff) }

@@ -312,7 +312,7 @@ func (u *unitTx) keep() {
 
 // stagingColumns returns the staging table's property columns as SQL to follow its
 // fixed ones (", c0 text, c1 text"), and the names of all its columns in the order of
-// rowBuilder.build: the properties as c0, c1 ... whatever their names, all text (castSQL types
+// appendRow: the properties as c0, c1 ... whatever their names, all text (castSQL types
 // them on the way out), and gf_key last for a keyed table.
 func stagingColumns(t *store.FeatureTable) (string, []string) {
 	var cols strings.Builder
@@ -335,7 +335,7 @@ func insertColumns(t *store.FeatureTable) (insertCols, selects []string) {
 	geom := "ST_GeomFromWKB(gf_wkb)"
 	switch {
 	case reprojects(t):
-		// The payload hash was taken of the geometry as it arrived (rowBuilder.build): only the
+		// The payload hash was taken of the geometry as it arrived (appendRow): only the
 		// stored copy is transformed.
 		geom = fmt.Sprintf("ST_Transform(ST_GeomFromWKB(gf_wkb, %d), %d)", t.SourceSRID, t.SRID)
 	case t.SRID > 0:
@@ -467,33 +467,29 @@ func castSQL(col string, t store.ColumnType) string {
 	}
 }
 
-// copySource adapts a feature source to the staging rows copyRows writes, converting each feature to a
-// staging row as it arrives, so a page is never held in memory.
+// copySource adapts a feature source to the staging rows copyRows writes, converting each
+// feature to a COPY tuple as it arrives, so a page is never held in memory.
 type copySource struct {
 	src   store.FeatureSource
 	table *store.FeatureTable
-	rb    rowBuilder
-	row   []any
-	n     int
-	err   error
+	err   error // the source's or a row's error, which ended the rows
 }
 
-func (c *copySource) Next() bool {
+// appendNext appends the next feature's staging row to b (appendRow); false at the end of
+// the source or on an error, then in err.
+func (c *copySource) appendNext(b []byte) ([]byte, bool) {
 	f, err := c.src.Next()
 	if err != nil {
 		if !errors.Is(err, io.EOF) {
 			c.err = err
 		}
-		return false
+		return b, false
 	}
-	c.n++
-	row, err := c.rb.build(f, c.table)
-	if err != nil {
+	if b, err = appendRow(b, f, c.table); err != nil {
 		c.err = err
-		return false
+		return b, false
 	}
-	c.row = row
-	return true
+	return b, true
 }
 
 // EnsureFeatureTable implements store.FeatureTables.
