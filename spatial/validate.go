@@ -43,7 +43,9 @@ func (e *GeometryError) Is(target error) bool { return target == ErrInvalidGeome
 // What SQL/MM calls invalid but is well-formed (self-intersections, holes outside their
 // shell, wrong winding) is stored as the server sent it.
 //
-// Validate allocates only for the error and is safe for concurrent use.
+// Validate allocates only for the error, and for the members of a geometry collection
+// (checked by recursion, whose parts the compiler moves to the heap). It is safe for
+// concurrent use.
 func Validate(g orb.Geometry) error {
 	if g == nil {
 		return nil
@@ -51,67 +53,95 @@ func Validate(g orb.Geometry) error {
 	return validate(g, nil)
 }
 
-// validate checks g, whose place in the whole is path (nil at the top).
-func validate(g orb.Geometry, path []string) error {
+// part is a part of the geometry being checked, as an error names it ("multipolygon
+// polygon 1 ring 0"): a chain from the part up to the whole, kept on the stack and made
+// into text only for an error.
+type part struct {
+	up    *part
+	name  string
+	index int // the part's place among its parent's members, -1 when it has none
+}
+
+// String is the part's path from the whole: names and indexes joined by spaces.
+func (p *part) String() string { return string(p.appendPath(nil)) }
+
+// appendPath appends the path to b, copying each name, so that no part escapes through
+// the text of an error.
+func (p *part) appendPath(b []byte) []byte {
+	if p == nil {
+		return b
+	}
+	if b = p.up.appendPath(b); len(b) > 0 {
+		b = append(b, ' ')
+	}
+	b = append(b, p.name...)
+	if p.index >= 0 {
+		b = strconv.AppendInt(append(b, ' '), int64(p.index), 10)
+	}
+	return b
+}
+
+// validate checks g, whose place in the whole is up (nil at the top).
+func validate(g orb.Geometry, up *part) error {
 	switch g := g.(type) {
 	case orb.Point:
-		return points([]orb.Point{g}, append(path, "point"), 1, 1, false)
+		return points([]orb.Point{g}, &part{up, "point", -1}, 1, 1, false)
 	case orb.MultiPoint:
-		path = append(path, "multipoint")
+		path := &part{up, "multipoint", -1}
 		if len(g) == 0 {
 			return fail(path, "is empty")
 		}
 		for i, p := range g {
-			if err := points([]orb.Point{p}, append(path, "point", strconv.Itoa(i)), 1, 1, false); err != nil {
+			if err := points([]orb.Point{p}, &part{path, "point", i}, 1, 1, false); err != nil {
 				return err
 			}
 		}
 	case orb.LineString:
-		return points(g, append(path, "linestring"), 2, 2, false)
+		return points(g, &part{up, "linestring", -1}, 2, 2, false)
 	case orb.Ring:
-		return points(g, append(path, "ring"), 4, 3, true)
+		return points(g, &part{up, "ring", -1}, 4, 3, true)
 	case orb.MultiLineString:
-		path = append(path, "multilinestring")
+		path := &part{up, "multilinestring", -1}
 		if len(g) == 0 {
 			return fail(path, "is empty")
 		}
 		for i, l := range g {
-			if err := points(l, append(path, "linestring", strconv.Itoa(i)), 2, 2, false); err != nil {
+			if err := points(l, &part{path, "linestring", i}, 2, 2, false); err != nil {
 				return err
 			}
 		}
 	case orb.Polygon:
-		return polygon(g, append(path, "polygon"))
+		return polygon(g, &part{up, "polygon", -1})
 	case orb.MultiPolygon:
-		path = append(path, "multipolygon")
+		path := &part{up, "multipolygon", -1}
 		if len(g) == 0 {
 			return fail(path, "is empty")
 		}
 		for i, p := range g {
-			if err := polygon(p, append(path, "polygon", strconv.Itoa(i))); err != nil {
+			if err := polygon(p, &part{path, "polygon", i}); err != nil {
 				return err
 			}
 		}
 	case orb.Collection:
-		return collection(g, append(path, "collection"))
+		return collection(g, &part{up, "collection", -1})
 	case orb.Bound:
-		return bound(g, append(path, "bound"))
+		return bound(g, &part{up, "bound", -1})
 	default:
-		return fail(append(path, fmt.Sprintf("%T", g)), "is not a geometry type geoflow stores")
+		return fail(&part{up, fmt.Sprintf("%T", g), -1}, "is not a geometry type geoflow stores")
 	}
 	return nil
 }
 
 // collection checks that c has members, none of them nil, and each valid.
-func collection(c orb.Collection, path []string) error {
+func collection(c orb.Collection, path *part) error {
 	if len(c) == 0 {
 		return fail(path, "is empty")
 	}
 	for i, m := range c {
 		if m == nil {
-			return fail(append(path, "geometry", strconv.Itoa(i)), "is missing (nil)")
+			return fail(&part{path, "geometry", i}, "is missing (nil)")
 		}
-		if err := validate(m, append(path, "geometry", strconv.Itoa(i))); err != nil {
+		if err := validate(m, &part{path, "geometry", i}); err != nil {
 			return err
 		}
 	}
@@ -119,7 +149,7 @@ func collection(c orb.Collection, path []string) error {
 }
 
 // bound checks that b's corners are finite and min is not beyond max.
-func bound(b orb.Bound, path []string) error {
+func bound(b orb.Bound, path *part) error {
 	if err := points([]orb.Point{b.Min, b.Max}, path, 2, 1, false); err != nil {
 		return err
 	}
@@ -129,12 +159,12 @@ func bound(b orb.Bound, path []string) error {
 	return nil
 }
 
-func polygon(p orb.Polygon, path []string) error {
+func polygon(p orb.Polygon, path *part) error {
 	if len(p) == 0 {
 		return fail(path, "is empty (no rings)")
 	}
 	for i, r := range p {
-		if err := points(r, append(path, "ring", strconv.Itoa(i)), 4, 3, true); err != nil {
+		if err := points(r, &part{path, "ring", i}, 4, 3, true); err != nil {
 			return err
 		}
 	}
@@ -142,8 +172,8 @@ func polygon(p orb.Polygon, path []string) error {
 }
 
 // points checks one sequence: every point finite, at least min points and distinct
-// distinct ones, and closed when it is a ring.
-func points(ps []orb.Point, path []string, min, distinct int, ring bool) error {
+// distinct ones (at most 3), and closed when it is a ring.
+func points(ps []orb.Point, path *part, min, distinct int, ring bool) error {
 	for i, p := range ps {
 		if !finitePoint(p) {
 			if len(ps) == 1 && min == 1 {
@@ -170,9 +200,10 @@ func points(ps []orb.Point, path []string, min, distinct int, ring bool) error {
 	return nil
 }
 
-// countDistinct counts the distinct points of ps, stopping at enough.
+// countDistinct counts the distinct points of ps, stopping at enough (at most 3).
 func countDistinct(ps []orb.Point, enough int) int {
-	seen := make([]orb.Point, 0, enough)
+	var arr [3]orb.Point
+	seen := arr[:0]
 	for _, p := range ps {
 		dup := false
 		for _, q := range seen {
@@ -217,6 +248,6 @@ func xy(p orb.Point) string {
 	return strconv.FormatFloat(p[0], 'g', -1, 64) + "," + strconv.FormatFloat(p[1], 'g', -1, 64)
 }
 
-func fail(path []string, problem string) error {
-	return &GeometryError{Part: strings.Join(path, " "), Problem: problem}
+func fail(path *part, problem string) error {
+	return &GeometryError{Part: path.String(), Problem: problem}
 }
