@@ -100,7 +100,10 @@ func (s *featureSource) Next() (*spatial.Feature, error) {
 	for {
 		f, err := s.next()
 		var fe *spatial.FeatureError
-		if err == nil || errors.As(err, &fe) {
+		if err != nil {
+			fe = asFeatureError(err) // not errors.As here: its target would cost every feature an allocation
+		}
+		if err == nil || fe != nil {
 			s.index++
 		}
 		if err == nil && f.ID != "" {
@@ -155,6 +158,15 @@ func (s *featureSource) Next() (*spatial.Feature, error) {
 		}
 		return f, nil
 	}
+}
+
+// asFeatureError is the *spatial.FeatureError in err's chain, nil when there is none.
+func asFeatureError(err error) *spatial.FeatureError {
+	var fe *spatial.FeatureError
+	if errors.As(err, &fe) {
+		return fe
+	}
+	return nil
 }
 
 // Refuse implements store.Refuser: a feature the store refused (its own check of the
