@@ -34,6 +34,16 @@ type Reader interface {
 	Next() (*Feature, error)
 }
 
+// PropertiesReuser is a Reader that can hand out one properties map again. After
+// ReuseProperties, the map of a feature Next returned is cleared and filled anew for a
+// later feature: a feature's Properties are valid until the next call to Next only. It
+// is for a caller that is done with each feature before it asks for the next one (a
+// store writing rows), and saves a map per feature; a caller that keeps features must
+// not call it.
+type PropertiesReuser interface {
+	ReuseProperties()
+}
+
 // Meta is what a reader learns from the collection element or object.
 // Readers may learn it only after some or all features have been read (GeoJSON
 // members may follow "features"), so ask once Next has returned io.EOF for the

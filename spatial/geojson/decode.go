@@ -63,6 +63,10 @@ func (r *Reader) feature() (*spatial.Feature, error) {
 	}
 	defer func() { s.pin = -1 }()
 	var fm featureMembers
+	if r.spare != nil {
+		clear(r.spare) // ReuseProperties: the previous feature's map
+		fm.props = r.spare
+	}
 	switch c := s.buf[s.pos]; c {
 	case '{':
 		if err := s.open(); err != nil {
@@ -99,6 +103,9 @@ func (r *Reader) feature() (*spatial.Feature, error) {
 		fm.terr = typeErr(kindOf(c), "Go value of type geojson.rawFeature")
 	}
 	fm.id = r.resolveID(fm.id)
+	if r.reuse && fm.props != nil {
+		r.spare = fm.props
+	}
 	idx := r.index
 	r.index++
 	return fm.feature(idx)

@@ -84,6 +84,8 @@ type Reader struct {
 	keys     map[string]string // interned property names
 	slots    []propSlot        // the previous feature's properties
 	nprops   int               // how many properties the previous feature had
+	reuse    bool              // ReuseProperties was called
+	spare    map[string]any    // the map handed out before, when reuse
 	vertices int               // of the feature's geometries decoded so far
 	strs     []byte            // string properties of the current object, and the id
 	idA, idB int               // the string id in strs
@@ -122,6 +124,9 @@ func NewReader(r io.Reader, opts Options) *Reader {
 // Meta returns what the collection's members said. Members after
 // "features" are known only once Next has returned io.EOF.
 func (r *Reader) Meta() spatial.Meta { return r.meta }
+
+// ReuseProperties implements spatial.PropertiesReuser.
+func (r *Reader) ReuseProperties() { r.reuse = true }
 
 // Next returns the next feature, io.EOF after the last one, a
 // *spatial.FeatureError for a refused feature (call Next again to go on),

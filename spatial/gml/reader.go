@@ -90,8 +90,10 @@ type Options struct {
 // Reader decodes a GML GetFeature response one feature at a time. It
 // implements spatial.Reader. A Reader is not safe for concurrent use.
 type Reader struct {
-	opts Options
-	cr   *sniff.CountingReader
+	opts  Options
+	reuse bool           // ReuseProperties was called
+	spare map[string]any // the map handed out before, when reuse
+	cr    *sniff.CountingReader
 	// meter, when the source charges what is read to a memory budget, is told where
 	// each feature starts.
 	meter spatial.FeatureMeter
@@ -161,6 +163,9 @@ func NewReader(r io.Reader, opts Options) *Reader {
 // numberReturned (numberOfFeatures in WFS 1.1), next, and the declared
 // srsName. It is complete once the first Next call has returned.
 func (r *Reader) Meta() spatial.Meta { return r.meta }
+
+// ReuseProperties implements spatial.PropertiesReuser.
+func (r *Reader) ReuseProperties() { r.reuse = true }
 
 // Next returns the next feature, io.EOF after the last one, a
 // *spatial.FeatureError for a refused feature (call Next again to go on),

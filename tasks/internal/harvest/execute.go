@@ -15,6 +15,7 @@ import (
 
 	"github.com/geoflow/geoflow/dlq"
 	"github.com/geoflow/geoflow/retry"
+	"github.com/geoflow/geoflow/spatial"
 	"github.com/geoflow/geoflow/store"
 	"github.com/geoflow/geoflow/tasks"
 )
@@ -318,6 +319,10 @@ type decoding struct {
 // Open implements tasks.Decoding.
 func (d decoding) Open(body io.Reader) tasks.Stream {
 	s := d.e.source(d.env, d.unit, body, d.bbox)
+	if r, ok := s.dec.(spatial.PropertiesReuser); ok {
+		// The sink is a store's WriteFeatures, done with each feature before the next.
+		r.ReuseProperties()
+	}
 	if len(d.asked) > 0 {
 		s.asked = make(map[string]bool, len(d.asked))
 		for _, id := range d.asked {

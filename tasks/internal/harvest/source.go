@@ -24,6 +24,7 @@ var _ store.Refuser = (*featureSource)(nil)
 type featureSource struct {
 	next    func() (*spatial.Feature, error)
 	metaFn  func() spatial.Meta
+	dec     Decoder
 	env     *tasks.Env
 	unit    string
 	bbox    orb.Bound
@@ -90,7 +91,7 @@ func (e *Engine) source(env *tasks.Env, unit string, body io.Reader, bbox orb.Bo
 	d := e.cfg.Protocol.Decode(env, body)
 	// A feature on the box's edge may be written a rounding away from it.
 	slack := bbox.Pad(1e-6 * max(1, bbox.Max[0]-bbox.Min[0], bbox.Max[1]-bbox.Min[1]))
-	return &featureSource{env: env, unit: unit, bbox: bbox, slack: slack, check: e.cfg.Geographic, warned: &e.warnedSwap, next: d.Next, metaFn: d.Meta}
+	return &featureSource{env: env, unit: unit, bbox: bbox, slack: slack, check: e.cfg.Geographic, warned: &e.warnedSwap, next: d.Next, metaFn: d.Meta, dec: d}
 }
 
 func (s *featureSource) meta() spatial.Meta { return s.metaFn() }
