@@ -34,14 +34,15 @@ type Reader interface {
 	Next() (*Feature, error)
 }
 
-// PropertiesReuser is a Reader that can hand out one properties map again. After
-// ReuseProperties, the map of a feature Next returned is cleared and filled anew for a
-// later feature: a feature's Properties are valid until the next call to Next only. It
-// is for a caller that is done with each feature before it asks for the next one (a
-// store writing rows), and saves a map per feature; a caller that keeps features must
-// not call it.
-type PropertiesReuser interface {
-	ReuseProperties()
+// FeatureReuser is a Reader that can reuse what it made for one feature for the next.
+// After ReuseFeatures, a feature Next returned, its Properties map and its geometry's
+// coordinates are valid until the next call to Next only: the map is cleared and filled
+// anew, the coordinates overwritten. It is for a caller that is done with each feature
+// before it asks for the next one (a store writing rows), and saves the allocations of
+// a map and of coordinate slices per feature; a caller that keeps features must not call
+// it.
+type FeatureReuser interface {
+	ReuseFeatures()
 }
 
 // Meta is what a reader learns from the collection element or object.

@@ -170,8 +170,8 @@ type UnitTx interface {
 	// (skipped) and, in upsert mode, updated. src is read until io.EOF; any other error
 	// from src aborts the write and is returned unchanged (wrapped), so the caller can
 	// tell its source's failure from the store's (a *Fault). It is done with each
-	// feature before it asks src for the next, so src may hand out a feature's Properties
-	// map again (spatial.PropertiesReuser).
+	// feature before it asks src for the next, so src may reuse a feature's Properties map
+	// and coordinates for the next (spatial.FeatureReuser).
 	WriteFeatures(ctx context.Context, t *FeatureTable, src FeatureSource) (Counts, error)
 	// UpsertTiles records tiles, in one statement where the store can: Inserted for each
 	// new row, Updated for each changed one. The tiles' files are already in place. When

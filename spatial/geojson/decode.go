@@ -64,9 +64,10 @@ func (r *Reader) feature() (*spatial.Feature, error) {
 	defer func() { s.pin = -1 }()
 	var fm featureMembers
 	if r.spare != nil {
-		clear(r.spare) // ReuseProperties: the previous feature's map
+		clear(r.spare) // ReuseFeatures: the previous feature's map
 		fm.props = r.spare
 	}
+	r.ptArena, r.ringArena = r.ptArena[:0], r.ringArena[:0]
 	switch c := s.buf[s.pos]; c {
 	case '{':
 		if err := s.open(); err != nil {

@@ -258,11 +258,19 @@ func benchmarkDoc(b *testing.B, doc []byte, want int, read func(io.Reader) spati
 }
 
 // BenchmarkFixture reads 10,000 parcels as the fixture server writes them
-// (17-vertex polygons, 10 properties), with the Reader and the reference.
+// (17-vertex polygons, 10 properties), with the Reader (and with it reusing each
+// feature's map and coordinates, as a store's harvest reads) and the reference.
 func BenchmarkFixture(b *testing.B) {
 	doc, n := wfsFixtureDoc(b, 10000)
 	b.Run("reader", func(b *testing.B) {
 		benchmarkDoc(b, doc, n, func(r io.Reader) spatial.Reader { return NewReader(r, Options{}) })
+	})
+	b.Run("reader-reuse", func(b *testing.B) {
+		benchmarkDoc(b, doc, n, func(r io.Reader) spatial.Reader {
+			rd := NewReader(r, Options{})
+			rd.ReuseFeatures()
+			return rd
+		})
 	})
 	b.Run("reference", func(b *testing.B) {
 		benchmarkDoc(b, doc, n, func(r io.Reader) spatial.Reader { return newRefReader(r, Options{}) })

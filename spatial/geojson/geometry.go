@@ -3,6 +3,7 @@ package geojson
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/paulmach/orb"
 )
@@ -378,12 +379,18 @@ func (p *coordParser) geometry(kind geomKind) (orb.Geometry, error) {
 	}
 }
 
-// points copies the points read into one new slice.
+// points copies the points read into one new slice, or after ReuseFeatures into the
+// feature's arena.
 func (r *Reader) points() []orb.Point {
 	if len(r.pts) == 0 {
 		return nil
 	}
-	return append([]orb.Point(nil), r.pts...)
+	if !r.reuse {
+		return append([]orb.Point(nil), r.pts...)
+	}
+	a := len(r.ptArena)
+	r.ptArena = append(r.ptArena, r.pts...)
+	return r.ptArena[a:len(r.ptArena):len(r.ptArena)]
 }
 
 // line returns all[a:b], nil when empty, as the reader always made them.
@@ -396,7 +403,14 @@ func (r *Reader) line(all []orb.Point, a, b int) []orb.Point {
 
 // polygon returns the polygon of lines i to j.
 func (r *Reader) polygon(all []orb.Point, i, j int) orb.Polygon {
-	p := make(orb.Polygon, j-i)
+	var p orb.Polygon
+	if r.reuse {
+		a, b := len(r.ringArena), len(r.ringArena)+j-i
+		r.ringArena = slices.Grow(r.ringArena, j-i)[:b]
+		p = r.ringArena[a:b:b]
+	} else {
+		p = make(orb.Polygon, j-i)
+	}
 	a := 0
 	if i > 0 {
 		a = r.ends[i-1]

@@ -80,21 +80,25 @@ type Reader struct {
 	singleN int // members of a top-level Feature seen
 
 	// Reused across features.
-	scratch  []byte            // unescaped strings
-	keys     map[string]string // interned property names
-	slots    []propSlot        // the previous feature's properties
-	nprops   int               // how many properties the previous feature had
-	reuse    bool              // ReuseProperties was called
-	spare    map[string]any    // the map handed out before, when reuse
-	vertices int               // of the feature's geometries decoded so far
-	strs     []byte            // string properties of the current object, and the id
-	idA, idB int               // the string id in strs
-	idState  int               // where the string id is: idNone, idPending, idResolved
-	sid      string            // the string id once resolved
-	pending  []pendingStr      // where they go
-	pts      []orb.Point       // coordinates read
-	ends     []int             // ends of lines in pts
-	polys    []int             // ends of polygons in ends
+	scratch []byte            // unescaped strings
+	keys    map[string]string // interned property names
+	slots   []propSlot        // the previous feature's properties
+	nprops  int               // how many properties the previous feature had
+	reuse   bool              // ReuseFeatures was called
+	spare   map[string]any    // the map handed out before, when reuse
+	// ptArena and ringArena hold the current feature's coordinates and rings when reuse,
+	// from the first element at every feature.
+	ptArena   []orb.Point
+	ringArena []orb.Ring
+	vertices  int          // of the feature's geometries decoded so far
+	strs      []byte       // string properties of the current object, and the id
+	idA, idB  int          // the string id in strs
+	idState   int          // where the string id is: idNone, idPending, idResolved
+	sid       string       // the string id once resolved
+	pending   []pendingStr // where they go
+	pts       []orb.Point  // coordinates read
+	ends      []int        // ends of lines in pts
+	polys     []int        // ends of polygons in ends
 }
 
 // singleFeature holds the members of a top-level Feature (GetFeatureById)
@@ -125,8 +129,8 @@ func NewReader(r io.Reader, opts Options) *Reader {
 // "features" are known only once Next has returned io.EOF.
 func (r *Reader) Meta() spatial.Meta { return r.meta }
 
-// ReuseProperties implements spatial.PropertiesReuser.
-func (r *Reader) ReuseProperties() { r.reuse = true }
+// ReuseFeatures implements spatial.FeatureReuser.
+func (r *Reader) ReuseFeatures() { r.reuse = true }
 
 // Next returns the next feature, io.EOF after the last one, a
 // *spatial.FeatureError for a refused feature (call Next again to go on),

@@ -9,20 +9,24 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/paulmach/orb"
+
 	"github.com/geoflow/geoflow/spatial"
 )
 
-// readClones reads doc to the end, cloning each feature's properties as it arrives (a
-// caller done with each feature before the next), and the errors of refused features.
-func readClones(t *testing.T, r spatial.Reader) ([]map[string]any, []string, []uintptr) {
+// readClones reads doc to the end, cloning each feature's properties and geometry as it
+// arrives (a caller done with each feature before the next), and the errors of refused
+// features.
+func readClones(t *testing.T, r spatial.Reader) ([]map[string]any, []orb.Geometry, []string, []uintptr) {
 	t.Helper()
 	var props []map[string]any
+	var geoms []orb.Geometry
 	var refused []string
 	var ptrs []uintptr
 	for {
 		f, err := r.Next()
 		if err == io.EOF {
-			return props, refused, ptrs
+			return props, geoms, refused, ptrs
 		}
 		var fe *spatial.FeatureError
 		if errors.As(err, &fe) {
@@ -33,16 +37,17 @@ func readClones(t *testing.T, r spatial.Reader) ([]map[string]any, []string, []u
 			t.Fatal(err)
 		}
 		props = append(props, maps.Clone(f.Properties))
+		geoms = append(geoms, orb.Clone(f.Geometry))
 		ptrs = append(ptrs, reflect.ValueOf(f.Properties).Pointer())
 	}
 }
 
-// TestReuseProperties reads documents with and without ReuseProperties: each feature's
+// TestReuseFeatures reads documents with and without ReuseFeatures: each feature's
 // properties are the same as it arrives (keys of the feature before it are gone; a null,
 // missing or repeated "properties" is read as without reuse; a refused feature in
 // between changes nothing), and with reuse one map serves every feature that has
 // properties.
-func TestReuseProperties(t *testing.T) {
+func TestReuseFeatures(t *testing.T) {
 	docs := map[string]string{
 		"varied": `{"type":"FeatureCollection","features":[
 			{"type":"Feature","id":"a","geometry":null,"properties":{"x":1,"s":"one","n":{"k":[1,"2"]}}},
@@ -52,18 +57,27 @@ func TestReuseProperties(t *testing.T) {
 			{"type":"Feature","id":"e","geometry":{"type":"Point","coordinates":[1]},"properties":{"bad":1}},
 			{"type":"Feature","id":"f","geometry":null,"properties":{"s":"a","s":"b","z":null}},
 			{"type":"Feature","id":"g","geometry":null,"properties":{"a":1},"properties":{"b":2}},
-			{"type":"Feature","id":"h","geometry":null,"properties":{"s":"three","x":1}}]}`,
+			{"type":"Feature","id":"h","geometry":null,"properties":{"s":"three","x":1}},
+			{"type":"Feature","id":"i","geometry":{"type":"Polygon","coordinates":[[[0,0],[4,0],[4,4],[0,0]],[[1,1],[2,1],[2,2],[1,1]]]},"properties":{}},
+			{"type":"Feature","id":"j","geometry":{"type":"MultiPolygon","coordinates":[[[[5,5],[6,5],[6,6],[5,5]]],[[[7,7],[8,7],[8,8],[7,7]],[[7.1,7.1],[7.2,7.1],[7.2,7.2],[7.1,7.1]]]]}},
+			{"type":"Feature","id":"k","geometry":{"type":"GeometryCollection","geometries":[{"type":"LineString","coordinates":[[9,9],[10,10]]},{"type":"Polygon","coordinates":[[[0,0],[1,0],[1,1],[0,0]]]}]}},
+			{"type":"Feature","id":"l","geometry":{"type":"LineString","coordinates":[[1,2],[3,4],[5,6]]},"geometry":{"type":"MultiPoint","coordinates":[[7,8]]}},
+			{"type":"Feature","id":"m","geometry":{"type":"MultiLineString","coordinates":[[[1,1],[2,2]],[[3,3],[4,4],[5,5]]]}},
+			{"type":"Feature","id":"n","geometry":{"type":"Point","coordinates":[1,2]}}]}`,
 	}
 	fixture, _ := wfsFixtureDoc(t, 300)
 	docs["fixture"] = string(fixture)
 	for name, doc := range docs {
 		t.Run(name, func(t *testing.T) {
-			want, wantRefused, fresh := readClones(t, NewReader(strings.NewReader(doc), Options{}))
+			want, wantGeoms, wantRefused, fresh := readClones(t, NewReader(strings.NewReader(doc), Options{}))
 			r := NewReader(bytes.NewReader([]byte(doc)), Options{})
-			r.ReuseProperties()
-			got, refused, reused := readClones(t, r)
+			r.ReuseFeatures()
+			got, geoms, refused, reused := readClones(t, r)
 			if !reflect.DeepEqual(got, want) || !reflect.DeepEqual(refused, wantRefused) {
 				t.Fatalf("with reuse:\n%v\n%v\nwithout:\n%v\n%v", got, refused, want, wantRefused)
+			}
+			if !reflect.DeepEqual(geoms, wantGeoms) {
+				t.Fatalf("geometries with reuse:\n%v\nwithout:\n%v", geoms, wantGeoms)
 			}
 			distinct := func(ps []uintptr) int {
 				seen := map[uintptr]bool{}

@@ -36,7 +36,7 @@ func (r *Reader) feature(start xml.StartElement) (*spatial.Feature, error) {
 	depth := len(r.stack)
 	f := &spatial.Feature{ID: r.featureID(start.Attr), Properties: r.spare}
 	if f.Properties != nil {
-		clear(f.Properties) // ReuseProperties: the previous feature's map
+		clear(f.Properties) // ReuseFeatures: the previous feature's map
 	} else if f.Properties = make(map[string]any, max(8, r.pb.prevN)); r.reuse {
 		r.spare = f.Properties
 	}

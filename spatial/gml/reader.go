@@ -91,7 +91,7 @@ type Options struct {
 // implements spatial.Reader. A Reader is not safe for concurrent use.
 type Reader struct {
 	opts  Options
-	reuse bool           // ReuseProperties was called
+	reuse bool           // ReuseFeatures was called
 	spare map[string]any // the map handed out before, when reuse
 	cr    *sniff.CountingReader
 	// meter, when the source charges what is read to a memory budget, is told where
@@ -164,8 +164,8 @@ func NewReader(r io.Reader, opts Options) *Reader {
 // srsName. It is complete once the first Next call has returned.
 func (r *Reader) Meta() spatial.Meta { return r.meta }
 
-// ReuseProperties implements spatial.PropertiesReuser.
-func (r *Reader) ReuseProperties() { r.reuse = true }
+// ReuseFeatures implements spatial.FeatureReuser.
+func (r *Reader) ReuseFeatures() { r.reuse = true }
 
 // Next returns the next feature, io.EOF after the last one, a
 // *spatial.FeatureError for a refused feature (call Next again to go on),

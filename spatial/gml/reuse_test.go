@@ -13,11 +13,11 @@ import (
 	"github.com/geoflow/geoflow/spatial"
 )
 
-// TestReuseProperties reads documents with and without ReuseProperties: each feature's
+// TestReuseFeatures reads documents with and without ReuseFeatures: each feature's
 // properties are the same as it arrives (the properties of the feature before it are
 // gone; a refused feature in between changes nothing), and with reuse one map serves
 // every feature.
-func TestReuseProperties(t *testing.T) {
+func TestReuseFeatures(t *testing.T) {
 	varied := fmt.Sprintf(genHeader, 4) + `<wfs:member><app:p gml:id="p.1"><app:a>1</app:a><app:s>one</app:s><app:s>again</app:s></app:p></wfs:member>
 <wfs:member><app:p gml:id="p.2"><app:b>two</app:b></app:p></wfs:member>
 <wfs:member><app:p gml:id="p.3"><app:c>3</app:c><app:geom><gml:Point><gml:pos>1</gml:pos></gml:Point></app:geom></app:p></wfs:member>
@@ -31,7 +31,7 @@ func TestReuseProperties(t *testing.T) {
 	read := func(doc string, reuse bool) ([]map[string]any, []string, map[uintptr]bool) {
 		r := NewReader(strings.NewReader(doc), Options{})
 		if reuse {
-			r.ReuseProperties()
+			r.ReuseFeatures()
 		}
 		var props []map[string]any
 		var refused []string

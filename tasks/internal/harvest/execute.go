@@ -319,9 +319,9 @@ type decoding struct {
 // Open implements tasks.Decoding.
 func (d decoding) Open(body io.Reader) tasks.Stream {
 	s := d.e.source(d.env, d.unit, body, d.bbox)
-	if r, ok := s.dec.(spatial.PropertiesReuser); ok {
+	if r, ok := s.dec.(spatial.FeatureReuser); ok {
 		// The sink is a store's WriteFeatures, done with each feature before the next.
-		r.ReuseProperties()
+		r.ReuseFeatures()
 	}
 	if len(d.asked) > 0 {
 		s.asked = make(map[string]bool, len(d.asked))
