@@ -40,3 +40,18 @@ func BenchmarkReaderDevServer(b *testing.B) {
 	}
 	b.ReportMetric(float64(processCPU()-cpu0)/float64(b.N)/10000, "cpu-ns/feature")
 }
+
+// BenchmarkReaderDevServerReuse is BenchmarkReaderDevServer with the reader reusing each
+// feature's map (ReuseFeatures), as a store's harvest reads.
+func BenchmarkReaderDevServerReuse(b *testing.B) {
+	doc := devServerDoc(b, 10000)
+	b.SetBytes(int64(len(doc)))
+	b.ReportAllocs()
+	cpu0 := processCPU()
+	for b.Loop() {
+		r := NewReader(bytes.NewReader(doc), Options{WFSVersion: "2.0.0"})
+		r.ReuseFeatures()
+		readCount(b, r, 10000)
+	}
+	b.ReportMetric(float64(processCPU()-cpu0)/float64(b.N)/10000, "cpu-ns/feature")
+}

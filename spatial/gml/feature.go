@@ -40,6 +40,7 @@ func (r *Reader) feature(start xml.StartElement) (*spatial.Feature, error) {
 	} else if f.Properties = make(map[string]any, max(8, r.pb.prevN)); r.reuse {
 		r.spare = f.Properties
 	}
+	r.ptArena, r.ringArena = r.ptArena[:0], r.ringArena[:0]
 	r.pb.reset()
 	r.featStart, r.featID, r.vertices = r.sc.tokStart, f.ID, 0
 	if r.meter != nil {

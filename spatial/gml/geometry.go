@@ -80,7 +80,7 @@ func (r *Reader) geometry(start xml.StartElement, dim int) (orb.Geometry, error)
 		if len(pts) < 2 {
 			return nil, fmt.Errorf("gml:%s with %d positions", local, len(pts))
 		}
-		return orb.LineString(clonePoints(pts)), nil
+		return orb.LineString(r.clonePoints(pts)), nil
 	case "Curve":
 		return r.curve(dim)
 	case "Ring":
@@ -105,10 +105,16 @@ func (r *Reader) geometry(start xml.StartElement, dim int) (orb.Geometry, error)
 	return nil, fmt.Errorf("geometry gml:%s not supported", local)
 }
 
-func clonePoints(pts []orb.Point) []orb.Point {
-	out := make([]orb.Point, len(pts))
-	copy(out, pts)
-	return out
+// clonePoints copies pts into a new slice, or after ReuseFeatures into the feature's arena.
+func (r *Reader) clonePoints(pts []orb.Point) []orb.Point {
+	if !r.reuse {
+		out := make([]orb.Point, len(pts))
+		copy(out, pts)
+		return out
+	}
+	a := len(r.ptArena)
+	r.ptArena = append(r.ptArena, pts...)
+	return r.ptArena[a:len(r.ptArena):len(r.ptArena)]
 }
 
 // curve reads a gml:Curve: its LineStringSegments joined into one
@@ -122,7 +128,7 @@ func (r *Reader) curve(dim int) (orb.Geometry, error) {
 	if len(pts) < 2 {
 		return nil, fmt.Errorf("gml:Curve with %d positions", len(pts))
 	}
-	return orb.LineString(clonePoints(pts)), nil
+	return orb.LineString(r.clonePoints(pts)), nil
 }
 
 // segments reads the content of a Curve whose start was just returned.

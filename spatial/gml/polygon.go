@@ -16,6 +16,7 @@ import (
 func (r *Reader) polygon(dim int) (orb.Polygon, error) {
 	depth := len(r.stack)
 	var poly orb.Polygon
+	a := len(r.ringArena) // after ReuseFeatures, the rings go there: no polygon is read inside one
 	for len(r.stack) >= depth {
 		tok, err := r.token()
 		if err != nil {
@@ -35,7 +36,12 @@ func (r *Reader) polygon(dim int) (orb.Polygon, error) {
 			if err != nil {
 				return nil, err
 			}
-			poly = append(poly, ring)
+			if r.reuse {
+				r.ringArena = append(r.ringArena, ring)
+				poly = r.ringArena[a:len(r.ringArena):len(r.ringArena)]
+			} else {
+				poly = append(poly, ring)
+			}
 		default:
 			if err := r.skip(); err != nil {
 				return nil, err
@@ -73,7 +79,7 @@ func (r *Reader) boundary(dim int) (orb.Ring, error) {
 			if err != nil {
 				return nil, err
 			}
-			ring = orb.Ring(clonePoints(pts))
+			ring = orb.Ring(r.clonePoints(pts))
 		case "Ring":
 			ring, err = r.ring(t, dim)
 			if err != nil {

@@ -93,6 +93,10 @@ type Reader struct {
 	opts  Options
 	reuse bool           // ReuseFeatures was called
 	spare map[string]any // the map handed out before, when reuse
+	// ptArena and ringArena hold the current feature's coordinates and rings when reuse,
+	// from the first element at every feature.
+	ptArena   []orb.Point
+	ringArena []orb.Ring
 	cr    *sniff.CountingReader
 	// meter, when the source charges what is read to a memory budget, is told where
 	// each feature starts.

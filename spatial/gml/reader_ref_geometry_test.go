@@ -176,3 +176,10 @@ func (r *refReader) envelope(dim int) (orb.Geometry, error) {
 	b := orb.Bound{Min: pts[0], Max: pts[0]}.Extend(pts[1])
 	return b.ToPolygon(), nil
 }
+
+// clonePoints copies pts into a new slice, as the reference reader always did.
+func clonePoints(pts []orb.Point) []orb.Point {
+	out := make([]orb.Point, len(pts))
+	copy(out, pts)
+	return out
+}
