@@ -112,7 +112,7 @@ for f in $formats; do for b in $builds; do
     END{for (k in r) if ((pg" "k) in w && (gp" "k) in w) print w[gp" "k]/w[pg" "k]}' "$out/runs.txt" | median)
   for s in $stores; do
     k=$(label "$s" "$b" | tr ' ' -)
-    printf '| %s | %s | %s | %s | %s | %.1f | %d | %s |\n' "$f" "$(label "$s" "$b")" "$(col "$f" "$k" '$4')" "$(col "$f" "$k" '$5')" "$(col "$f" "$k" '$6')" \
+    printf '| %s | %s | %s | %s | %s | %.1f | %.0f | %s |\n' "$f" "$(label "$s" "$b")" "$(col "$f" "$k" '$4')" "$(col "$f" "$k" '$5')" "$(col "$f" "$k" '$6')" \
       "$(col "$f" "$k" '($5+$6)*1e6/n')" "$(col "$f" "$k" 'int($7/1024)')" "$([ "$s" = gpkg ] && [ -n "$ratio" ] && printf '%.2fx' "$ratio" || echo -)"
   done
 done; done
