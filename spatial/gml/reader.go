@@ -97,7 +97,7 @@ type Reader struct {
 	// from the first element at every feature.
 	ptArena   []orb.Point
 	ringArena []orb.Ring
-	cr    *sniff.CountingReader
+	cr        *sniff.CountingReader
 	// meter, when the source charges what is read to a memory budget, is told where
 	// each feature starts.
 	meter spatial.FeatureMeter
