@@ -3,14 +3,18 @@ package geojson
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/geoflow/geoflow/spatial"
 )
 
+// FuzzGeoJSONReader feeds arbitrary bodies to the reader: it must never panic, must stop
+// (a final error is sticky), and with ReuseFeatures must return the same features.
 func FuzzGeoJSONReader(f *testing.F) {
 	paths, _ := filepath.Glob("testdata/*.json")
 	for _, p := range paths {
@@ -23,27 +27,43 @@ func FuzzGeoJSONReader(f *testing.F) {
 	f.Add(gen, true)
 	f.Add([]byte(`{"type":"FeatureCollection","features":[{"geometry":{"type":"GeometryCollection","geometries":[{"type":"GeometryCollection","geometries":[]}]}}]}`), false)
 	f.Fuzz(func(t *testing.T, doc []byte, swap bool) {
-		r := NewReader(bytes.NewReader(doc), Options{SwapXY: swap})
-		for i := 0; ; i++ {
-			if i > len(doc)+10 {
-				t.Fatalf("more results (%d) than bytes: reader does not advance", i)
-			}
-			f, err := r.Next()
-			if err == nil {
-				if f == nil || f.Properties == nil {
-					t.Fatal("nil feature or properties without error")
-				}
-				_ = spatial.PayloadHash(f)
-				continue
-			}
-			var fe *spatial.FeatureError
-			if errors.As(err, &fe) {
-				continue
-			}
-			if _, again := r.Next(); again != err && !(err == io.EOF && again == io.EOF) {
-				t.Fatalf("final error not sticky: %v then %v", err, again)
-			}
-			return
+		plain := fuzzRead(t, doc, swap, false)
+		// A reader that reuses each feature's map and coordinates (as a store's harvest
+		// reads) yields the same features, seen as they arrive.
+		if reused := fuzzRead(t, doc, swap, true); !slices.Equal(plain, reused) {
+			t.Fatalf("with ReuseFeatures:\n%q\nwithout:\n%q", reused, plain)
 		}
 	})
+}
+
+// fuzzRead reads doc to its final error, checking the reader's contract, and returns each
+// result as text: a feature's id and payload hash, or the error.
+func fuzzRead(t *testing.T, doc []byte, swap, reuse bool) []string {
+	r := NewReader(bytes.NewReader(doc), Options{SwapXY: swap})
+	if reuse {
+		r.ReuseFeatures()
+	}
+	var out []string
+	for i := 0; ; i++ {
+		if i > len(doc)+10 {
+			t.Fatalf("more results (%d) than bytes: reader does not advance", i)
+		}
+		f, err := r.Next()
+		if err == nil {
+			if f == nil || f.Properties == nil {
+				t.Fatal("nil feature or properties without error")
+			}
+			out = append(out, fmt.Sprintf("%s %x", f.ID, spatial.PayloadHash(f)))
+			continue
+		}
+		out = append(out, err.Error())
+		var fe *spatial.FeatureError
+		if errors.As(err, &fe) {
+			continue
+		}
+		if _, again := r.Next(); again != err && !(err == io.EOF && again == io.EOF) {
+			t.Fatalf("final error not sticky: %v then %v", err, again)
+		}
+		return out
+	}
 }

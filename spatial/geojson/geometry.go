@@ -404,7 +404,7 @@ func (r *Reader) line(all []orb.Point, a, b int) []orb.Point {
 // polygon returns the polygon of lines i to j.
 func (r *Reader) polygon(all []orb.Point, i, j int) orb.Polygon {
 	var p orb.Polygon
-	if r.reuse {
+	if r.reuse && j > i { // an empty polygon stays an empty slice, not nil: they hash apart
 		a, b := len(r.ringArena), len(r.ringArena)+j-i
 		r.ringArena = slices.Grow(r.ringArena, j-i)[:b]
 		p = r.ringArena[a:b:b]

@@ -3,9 +3,11 @@ package gml
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/geoflow/geoflow/spatial"
@@ -13,7 +15,8 @@ import (
 
 // FuzzGMLReader feeds arbitrary bodies to the reader: it must never panic,
 // must stop (a final error is sticky, io.EOF ends), and must only return
-// features, FeatureErrors, io.EOF or a final error.
+// features, FeatureErrors, io.EOF or a final error; and with ReuseFeatures it must
+// return the same.
 func FuzzGMLReader(f *testing.F) {
 	paths, _ := filepath.Glob("testdata/*.xml")
 	for _, p := range paths {
@@ -26,26 +29,43 @@ func FuzzGMLReader(f *testing.F) {
 	writeGenFeature(&gen, 1)
 	f.Add([]byte(`<wfs:FeatureCollection xmlns:wfs="http://www.opengis.net/wfs/2.0" xmlns:gml="http://www.opengis.net/gml/3.2" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" xmlns:app="urn:app">`+gen.String()+`</wfs:FeatureCollection>`), "1.1.0")
 	f.Fuzz(func(t *testing.T, doc []byte, version string) {
-		r := NewReader(bytes.NewReader(doc), Options{WFSVersion: version})
-		for i := 0; ; i++ {
-			if i > len(doc)+10 {
-				t.Fatalf("more results (%d) than bytes: reader does not advance", i)
-			}
-			f, err := r.Next()
-			if err == nil {
-				if f == nil || f.Properties == nil {
-					t.Fatal("nil feature or properties without error")
-				}
-				continue
-			}
-			var fe *spatial.FeatureError
-			if errors.As(err, &fe) {
-				continue
-			}
-			if _, again := r.Next(); again != err && !(err == io.EOF && again == io.EOF) {
-				t.Fatalf("final error not sticky: %v then %v", err, again)
-			}
-			return
+		plain := fuzzRead(t, doc, version, false)
+		// A reader that reuses each feature's map and coordinates (as a store's harvest
+		// reads) yields the same features, seen as they arrive.
+		if reused := fuzzRead(t, doc, version, true); !slices.Equal(plain, reused) {
+			t.Fatalf("with ReuseFeatures:\n%q\nwithout:\n%q", reused, plain)
 		}
 	})
+}
+
+// fuzzRead reads doc to its final error, checking the reader's contract, and returns each
+// result as text: a feature's id and payload hash, or the error.
+func fuzzRead(t *testing.T, doc []byte, version string, reuse bool) []string {
+	r := NewReader(bytes.NewReader(doc), Options{WFSVersion: version})
+	if reuse {
+		r.ReuseFeatures()
+	}
+	var out []string
+	for i := 0; ; i++ {
+		if i > len(doc)+10 {
+			t.Fatalf("more results (%d) than bytes: reader does not advance", i)
+		}
+		f, err := r.Next()
+		if err == nil {
+			if f == nil || f.Properties == nil {
+				t.Fatal("nil feature or properties without error")
+			}
+			out = append(out, fmt.Sprintf("%s %x", f.ID, spatial.PayloadHash(f)))
+			continue
+		}
+		out = append(out, err.Error())
+		var fe *spatial.FeatureError
+		if errors.As(err, &fe) {
+			continue
+		}
+		if _, again := r.Next(); again != err && !(err == io.EOF && again == io.EOF) {
+			t.Fatalf("final error not sticky: %v then %v", err, again)
+		}
+		return out
+	}
 }

@@ -107,7 +107,7 @@ func (r *Reader) geometry(start xml.StartElement, dim int) (orb.Geometry, error)
 
 // clonePoints copies pts into a new slice, or after ReuseFeatures into the feature's arena.
 func (r *Reader) clonePoints(pts []orb.Point) []orb.Point {
-	if !r.reuse {
+	if !r.reuse || len(pts) == 0 { // empty stays an empty slice, not nil: they hash apart
 		out := make([]orb.Point, len(pts))
 		copy(out, pts)
 		return out
