@@ -33,17 +33,10 @@ func TestCoordinatesOutsideTheDomainRefused(t *testing.T) {
 		{ID: "empty", Geometry: orb.MultiPolygon{}},
 	}
 	for _, geographic := range []bool{true, false} {
-		i := 0
 		var logs bytes.Buffer
 		s := &featureSource{env: &tasks.Env{Logger: slog.New(slog.NewTextHandler(&logs, nil))}, unit: "u",
 			bbox: orb.Bound{Min: orb.Point{11, 48}, Max: orb.Point{12, 49}}, check: geographic, warned: &atomic.Bool{},
-			next: func() (*spatial.Feature, error) {
-				if i == len(feats) {
-					return nil, io.EOF
-				}
-				i++
-				return feats[i-1], nil
-			}, metaFn: func() spatial.Meta { return spatial.Meta{} }}
+			dec: &sliceDecoder{feats: feats}}
 		var got []string
 		v := &store.ValidFeatures{Src: s}
 		for {
@@ -121,16 +114,9 @@ func TestSplitBudgets(t *testing.T) {
 // so the unit is still a rejected dead letter naming it.
 func TestStoreRefusalsAreReported(t *testing.T) {
 	feats := []*spatial.Feature{{ID: "a", Geometry: orb.Point{11.5, 48.1}}, {ID: "b", Geometry: orb.Point{11.6, 48.2}}}
-	i := 0
 	var logs bytes.Buffer
 	s := &featureSource{env: &tasks.Env{Logger: slog.New(slog.NewTextHandler(&logs, nil))}, unit: "u", warned: &atomic.Bool{},
-		next: func() (*spatial.Feature, error) {
-			if i == len(feats) {
-				return nil, io.EOF
-			}
-			i++
-			return feats[i-1], nil
-		}, metaFn: func() spatial.Meta { return spatial.Meta{} }}
+		dec: &sliceDecoder{feats: feats}}
 	if _, err := s.Next(); err != nil {
 		t.Fatal(err)
 	}
@@ -175,3 +161,19 @@ func TestEstimateOverflowsCount(t *testing.T) {
 		t.Error("2 overflows in 8 estimates: estimates should no longer hold")
 	}
 }
+
+// sliceDecoder is a Decoder of the features it holds, with no meta.
+type sliceDecoder struct {
+	feats []*spatial.Feature
+	i     int
+}
+
+func (d *sliceDecoder) Next() (*spatial.Feature, error) {
+	if d.i == len(d.feats) {
+		return nil, io.EOF
+	}
+	d.i++
+	return d.feats[d.i-1], nil
+}
+
+func (d *sliceDecoder) Meta() spatial.Meta { return spatial.Meta{} }

@@ -22,9 +22,7 @@ var _ store.Refuser = (*featureSource)(nil)
 // decoder refuses (curves) and those it cannot store (spatial.Validate, the CRS's
 // domain), logging and recording each one.
 type featureSource struct {
-	next    func() (*spatial.Feature, error)
-	metaFn  func() spatial.Meta
-	dec     Decoder
+	dec     Decoder // the response's
 	env     *tasks.Env
 	unit    string
 	bbox    orb.Bound
@@ -46,7 +44,7 @@ type featureSource struct {
 
 // Observe implements tasks.Stream: what the response said and held.
 func (s *featureSource) Observe(e *tasks.Evidence) *tasks.RejectedError {
-	m := s.metaFn()
+	m := s.dec.Meta()
 	e.Returned, e.Matched, e.Next, e.Outside = int64(s.index), m.NumberMatched, m.Next != "", s.outside
 	if s.print != 0 {
 		e.Print = s.print | 1 // never 0, which says "no ids"
@@ -91,15 +89,15 @@ func (e *Engine) source(env *tasks.Env, unit string, body io.Reader, bbox orb.Bo
 	d := e.cfg.Protocol.Decode(env, body)
 	// A feature on the box's edge may be written a rounding away from it.
 	slack := bbox.Pad(1e-6 * max(1, bbox.Max[0]-bbox.Min[0], bbox.Max[1]-bbox.Min[1]))
-	return &featureSource{env: env, unit: unit, bbox: bbox, slack: slack, check: e.cfg.Geographic, warned: &e.warnedSwap, next: d.Next, metaFn: d.Meta, dec: d}
+	return &featureSource{env: env, unit: unit, bbox: bbox, slack: slack, check: e.cfg.Geographic, warned: &e.warnedSwap, dec: d}
 }
 
-func (s *featureSource) meta() spatial.Meta { return s.metaFn() }
+func (s *featureSource) meta() spatial.Meta { return s.dec.Meta() }
 
 // Next implements store.FeatureSource.
 func (s *featureSource) Next() (*spatial.Feature, error) {
 	for {
-		f, err := s.next()
+		f, err := s.dec.Next()
 		var fe *spatial.FeatureError
 		if err != nil {
 			fe = asFeatureError(err) // not errors.As here: its target would cost every feature an allocation
