@@ -325,3 +325,54 @@ func TestDeferredRTree(t *testing.T) {
 		})
 	}
 }
+
+// TestDeferredBatchSizes: a unit whose rows are not a whole number of full batches ends
+// in smaller inserts (64 + 32 + 4 + 1 for 101 rows). Every row must still be found by its
+// hash at the fid SQLite gave it, with its own box.
+func TestDeferredBatchSizes(t *testing.T) {
+	for _, n := range []int{1, 2, 3, 63, 64, 65, 101, 135} {
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			f := newDeferred(t, filepath.Join(t.TempDir(), "d.gpkg"))
+			if c := written(f.write(pts(seq(1, n)...), false)); c != counts(int64(n), 0, 0) {
+				t.Fatalf("counts %+v, want %d inserted", c, n)
+			}
+			x := f.s.deferredIndex("pts")
+			rows, err := f.s.r.Query(`SELECT fid, gf_payload_hash, n FROM pts ORDER BY fid`)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer rows.Close()
+			seen := 0
+			for rows.Next() {
+				var fid, v int64
+				var hash []byte
+				if err := rows.Scan(&fid, &hash, &v); err != nil {
+					t.Fatal(err)
+				}
+				seen++
+				if got, ok := x.find(hash); !ok || got != fid {
+					t.Errorf("row %d (n=%d): its hash finds fid %d (%v)", fid, v, got, ok)
+				}
+				if fid != v {
+					t.Errorf("row %d holds n=%d: rows went in out of order", fid, v)
+				}
+			}
+			if err := rows.Err(); err != nil || seen != n {
+				t.Fatalf("%d rows (%v), want %d", seen, err, n)
+			}
+			if again := written(f.write(pts(seq(1, n)...), false)); again != counts(0, int64(n), int64(n)) {
+				t.Errorf("the same unit again: %+v, want all %d skipped", again, n)
+			}
+			leaves, err := f.s.buildHashIndex(t.Context(), "pts")
+			if err != nil || leaves == nil || len(leaves.entries) != n {
+				t.Fatalf("leaves: %v, %v; want %d", leaves, err, n)
+			}
+			defer leaves.free()
+			for _, e := range leaves.entries {
+				if e.minx != float32(e.id) || e.maxx != float32(e.id) {
+					t.Errorf("fid %d has the box x %v-%v, want %d", e.id, e.minx, e.maxx, e.id)
+				}
+			}
+		})
+	}
+}

@@ -340,10 +340,13 @@ func (s *Store) Unit(ctx context.Context, ref store.UnitRef) (store.Unit, store.
 
 // StartUnit implements store.Units.
 func (s *Store) StartUnit(ctx context.Context, ref store.UnitRef) error {
-	_, err := s.w.ExecContext(ctx, `UPDATE geoflow_units SET state = 'running', started_at = `+now+`
-		WHERE run_id = ? AND task = ? AND key = ? AND state <> 'done'`, ref.RunID, ref.TaskID, ref.Key)
+	err := s.execWarm(ctx, startUnitSQL, ref.RunID, ref.TaskID, ref.Key)
 	return translate(fmt.Sprintf("recording unit %s of task %q as running", ref.Key, ref.TaskID), err)
 }
+
+// startUnitSQL records a unit as running, unless it is done.
+const startUnitSQL = `UPDATE geoflow_units SET state = 'running', started_at = ` + now + `
+	WHERE run_id = ? AND task = ? AND key = ? AND state <> 'done'`
 
 // EndUnit implements store.Units.
 func (s *Store) EndUnit(ctx context.Context, ref store.UnitRef, state store.State, errMsg string) error {

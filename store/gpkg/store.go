@@ -107,6 +107,19 @@ func (s *Store) warm(ctx context.Context, queries ...string) error {
 	return nil
 }
 
+// execWarm runs query on the writer in a transaction of its own, through the statement
+// warm prepared: for the statements every unit runs outside its transaction.
+func (s *Store) execWarm(ctx context.Context, query string, args ...any) error {
+	if err := s.warm(ctx, query); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	st := s.stmts[query]
+	s.mu.Unlock()
+	_, err := st.ExecContext(ctx, args...)
+	return err
+}
+
 // readStmt returns query prepared on the readers, once: database/sql prepares it on each
 // reader connection the first time it runs there. For the lookups every unit makes.
 func (s *Store) readStmt(ctx context.Context, query string) (*sql.Stmt, error) {
