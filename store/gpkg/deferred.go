@@ -52,6 +52,18 @@ type hashIndex struct {
 	// the boxes of the table's rows (see undo).
 	boxes fidBoxes
 	lost  bool
+	// queries are the statements the table's units prepared for it (deferredSQL), which
+	// nothing runs once the index exists: dropDeferred closes them.
+	queries []string
+}
+
+// prepared records the statements the table's units prepare for it (deferredSQL).
+func (x *hashIndex) prepared(queries []string) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.queries == nil {
+		x.queries = queries
+	}
 }
 
 // hashKey is what a deferred index keys a payload hash on: its first 4 bytes.
@@ -237,7 +249,29 @@ func (s *Store) dropDeferred(name string) {
 	delete(s.deferred, name)
 	s.mu.Unlock()
 	if x != nil {
+		x.mu.Lock()
+		queries := x.queries
+		x.mu.Unlock()
 		x.free()
+		s.forget(queries)
+	}
+}
+
+// forget closes the writer's statements of queries that warm prepared. One a unit's
+// transaction still uses is closed when that transaction ends (database/sql keeps it
+// till then).
+func (s *Store) forget(queries []string) {
+	var sts []*sql.Stmt
+	s.mu.Lock()
+	for _, q := range queries {
+		if st, ok := s.stmts[q]; ok {
+			sts = append(sts, st)
+			delete(s.stmts, q)
+		}
+	}
+	s.mu.Unlock()
+	for _, st := range sts {
+		st.Close()
 	}
 }
 
@@ -430,7 +464,7 @@ func deferredSQL(name string, cols []string) []string {
 	for n := 1; n < full; n *= 2 {
 		q = append(q, insertRowsSQL(name, cols, n))
 	}
-	return q
+	return slices.Clip(q)
 }
 
 // insertSQL is the statement of deferredSQL that inserts n rows: a full batch, or a

@@ -107,6 +107,18 @@ func (f *deferredFixture) indexed() bool {
 	return n > 0
 }
 
+// prepared tells whether the writer holds every one of queries prepared (Store.warm).
+func (f *deferredFixture) prepared(queries ...string) bool {
+	f.s.mu.Lock()
+	defer f.s.mu.Unlock()
+	for _, q := range queries {
+		if _, ok := f.s.stmts[q]; !ok {
+			return false
+		}
+	}
+	return true
+}
+
 func counts(ins, skip, overlap int64) store.Counts {
 	return store.Counts{Inserted: ins, Skipped: skip, Overlap: overlap}
 }
@@ -136,8 +148,17 @@ func TestDeferredIndex(t *testing.T) {
 	if n := f.rows(); n != 203 {
 		t.Errorf("%d rows, want 203", n)
 	}
+	queries := f.s.deferredIndex("pts").queries
+	if len(queries) < 3 || !f.prepared(queries...) {
+		t.Fatalf("the units' statements are not prepared: %d of them", len(queries))
+	}
 	if err := f.s.FinishFeatureTable(t.Context(), &f.table); err != nil {
 		t.Fatal(err)
+	}
+	for _, q := range queries {
+		if f.prepared(q) {
+			t.Errorf("still prepared once the index exists: %.60s", q)
+		}
 	}
 	if !f.indexed() || f.s.deferredIndex("pts") != nil {
 		t.Fatal("FinishFeatureTable built no payload-hash index")

@@ -187,6 +187,7 @@ func (u *unitTx) insertNew(ctx context.Context, name string, cols []string, rows
 	var queries []string
 	if x != nil {
 		queries = deferredSQL(name, cols)
+		x.prepared(queries)
 	} else {
 		queries = []string{insert, lookHashSQL(name)}
 	}
