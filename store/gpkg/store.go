@@ -116,6 +116,10 @@ func (s *Store) execWarm(ctx context.Context, query string, args ...any) error {
 	s.mu.Lock()
 	st := s.stmts[query]
 	s.mu.Unlock()
+	if st == nil { // forgotten meanwhile
+		_, err := s.w.ExecContext(ctx, query, args...)
+		return err
+	}
 	_, err := st.ExecContext(ctx, args...)
 	return err
 }
