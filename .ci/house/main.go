@@ -25,7 +25,7 @@ import (
 // notProduct are the package paths (relative to the module) that only tests, benchmarks and
 // `geoflow dev` use.
 var notProduct = []string{"bench", "internal/devserver", "internal/uishots", "internal/testdb",
-	"internal/testflow", "internal/browser", "store/storetest"}
+	"internal/testflow", "internal/browser", "store/storetest", "spatial/internal/readertest"}
 
 type fn struct {
 	lines, cyclo int

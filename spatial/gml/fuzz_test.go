@@ -2,15 +2,12 @@ package gml
 
 import (
 	"bytes"
-	"errors"
-	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
 	"testing"
 
-	"github.com/geoflow/geoflow/spatial"
+	"github.com/geoflow/geoflow/spatial/internal/readertest"
 )
 
 // FuzzGMLReader feeds arbitrary bodies to the reader: it must never panic,
@@ -38,34 +35,12 @@ func FuzzGMLReader(f *testing.F) {
 	})
 }
 
-// fuzzRead reads doc to its final error, checking the reader's contract, and returns each
-// result as text: a feature's id and payload hash, or the error.
+// fuzzRead reads doc to its final error, checking the reader's contract (readertest), and
+// returns each result as text: a feature's id and payload hash, or the error.
 func fuzzRead(t *testing.T, doc []byte, version string, reuse bool) []string {
 	r := NewReader(bytes.NewReader(doc), Options{WFSVersion: version})
 	if reuse {
 		r.ReuseFeatures()
 	}
-	var out []string
-	for i := 0; ; i++ {
-		if i > len(doc)+10 {
-			t.Fatalf("more results (%d) than bytes: reader does not advance", i)
-		}
-		f, err := r.Next()
-		if err == nil {
-			if f == nil || f.Properties == nil {
-				t.Fatal("nil feature or properties without error")
-			}
-			out = append(out, fmt.Sprintf("%s %x", f.ID, spatial.PayloadHash(f)))
-			continue
-		}
-		out = append(out, err.Error())
-		var fe *spatial.FeatureError
-		if errors.As(err, &fe) {
-			continue
-		}
-		if _, again := r.Next(); again != err && !(err == io.EOF && again == io.EOF) {
-			t.Fatalf("final error not sticky: %v then %v", err, again)
-		}
-		return out
-	}
+	return readertest.Results(t, r, len(doc)+10)
 }
