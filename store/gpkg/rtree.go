@@ -189,18 +189,65 @@ func packRTree(leaves []rtreeEntry, capacity int) []*rnode {
 // cut into nodes. It reorders entries.
 func strPack(entries []rtreeEntry, capacity int) [][]rtreeEntry {
 	nodes := (len(entries) + capacity - 1) / capacity
-	slices.SortFunc(entries, func(a, b rtreeEntry) int { return cmp.Compare(a.cx(), b.cx()) })
+	keys := make([]uint64, len(entries))
+	sortBy(entries, keys, rtreeEntry.cx)
 	perSlice := int(math.Ceil(math.Sqrt(float64(nodes)))) * capacity
 	var out [][]rtreeEntry
 	for s := 0; s < len(entries); s += perSlice {
 		slab := entries[s:min(s+perSlice, len(entries))]
-		slices.SortFunc(slab, func(a, b rtreeEntry) int { return cmp.Compare(a.cy(), b.cy()) })
+		sortBy(slab, keys, rtreeEntry.cy)
 		for i := 0; i < len(slab); i += capacity {
 			end := min(i+capacity, len(slab))
 			out = append(out, slab[i:end:end])
 		}
 	}
 	return out
+}
+
+// sortBy sorts entries by key, ties in their present order, using keys (at least as
+// long) as room: each entry's key as an order-preserving integer, with its place in the
+// low half, sorts as a plain integer; the entries then move in place, cycle by cycle.
+// slices.SortFunc with a comparator computing both centres took 0.7 s of CPU for the
+// 1,000,000 boxes of a harvest into a GeoPackage.
+func sortBy(entries []rtreeEntry, keys []uint64, key func(rtreeEntry) float32) {
+	if len(entries) >= math.MaxUint32 {
+		slices.SortStableFunc(entries, func(a, b rtreeEntry) int { return cmp.Compare(orderedBits(key(a)), orderedBits(key(b))) })
+		return
+	}
+	keys = keys[:len(entries)]
+	for i, e := range entries {
+		keys[i] = uint64(orderedBits(key(e)))<<32 | uint64(i)
+	}
+	slices.Sort(keys)
+	// Place j takes the entry that was at keys[j]'s low half; a place done is marked
+	// with a value no key has (a place's index is below MaxUint32).
+	const done = math.MaxUint64
+	for i := range keys {
+		if keys[i] == done {
+			continue
+		}
+		first, j := entries[i], i
+		for {
+			from := int(uint32(keys[j]))
+			keys[j] = done
+			if from == i {
+				entries[j] = first
+				break
+			}
+			entries[j] = entries[from]
+			j = from
+		}
+	}
+}
+
+// orderedBits maps a float32 to an integer of the same order: -0 just below 0, a NaN
+// beyond the infinities of its sign.
+func orderedBits(f float32) uint32 {
+	b := math.Float32bits(f)
+	if b&(1<<31) != 0 {
+		return ^b
+	}
+	return b | 1<<31
 }
 
 // bound is the box around cells.

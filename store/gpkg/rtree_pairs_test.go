@@ -2,6 +2,8 @@ package gpkg
 
 import (
 	"cmp"
+	"math"
+	"math/rand/v2"
 	"slices"
 	"testing"
 )
@@ -48,5 +50,53 @@ func TestLeafPairs(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestSortBy: the entries in the order of their key, ties in their first order, as a
+// stable sort with a comparator puts them, for keys of both signs, zeros of both signs,
+// infinities, many ties and slices of every small length.
+func TestSortBy(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	values := []float32{0, float32(math.Copysign(0, -1)), 1, -1, 48.1, -11.5, float32(math.Inf(1)), float32(math.Inf(-1)), math.MaxFloat32, -math.SmallestNonzeroFloat32}
+	for _, n := range []int{0, 1, 2, 3, 7, 51, 52, 1000, 20000} {
+		entries := make([]rtreeEntry, n)
+		for i := range entries {
+			x := float32(r.NormFloat64() * 100)
+			if r.IntN(3) == 0 {
+				x = values[r.IntN(len(values))]
+			}
+			entries[i] = rtreeEntry{id: int64(i), minx: x, maxx: x, miny: float32(r.IntN(5)), maxy: float32(r.IntN(5))}
+		}
+		for _, key := range []func(rtreeEntry) float32{rtreeEntry.cx, rtreeEntry.cy} {
+			want := slices.Clone(entries)
+			slices.SortStableFunc(want, func(a, b rtreeEntry) int { return cmp.Compare(orderedBits(key(a)), orderedBits(key(b))) })
+			got := slices.Clone(entries)
+			sortBy(got, make([]uint64, n+3), key)
+			if !slices.Equal(got, want) {
+				t.Fatalf("%d entries: sorted differently from a stable sort", n)
+			}
+			for i := 1; i < n; i++ {
+				if key(got[i-1]) > key(got[i]) {
+					t.Fatalf("%d entries: %v before %v", n, key(got[i-1]), key(got[i]))
+				}
+			}
+		}
+	}
+}
+
+// BenchmarkStrPack packs the leaves of 1,000,000 scattered boxes, as a harvest's R-tree
+// build does.
+func BenchmarkStrPack(b *testing.B) {
+	r := rand.New(rand.NewPCG(1, 2))
+	leaves := make([]rtreeEntry, 1_000_000)
+	for i := range leaves {
+		x, y := float32(11+r.Float64()), float32(48+r.Float64())
+		leaves[i] = rtreeEntry{id: int64(i + 1), minx: x, maxx: x + 1e-3, miny: y, maxy: y + 1e-3}
+	}
+	work := make([]rtreeEntry, len(leaves))
+	for b.Loop() {
+		copy(work, leaves)
+		strPack(work, rtreeMaxCells)
 	}
 }
