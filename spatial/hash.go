@@ -53,6 +53,66 @@ func PayloadHash(f *Feature) [32]byte {
 	return sha256.Sum256(b)
 }
 
+// Hasher computes PayloadHash for a stream of features, as a store writes a page of one
+// layer: features that mostly share their property names. It reuses one buffer for the
+// canonical encoding (PayloadHash clears a fresh one on the stack at every call), and
+// keeps the last feature's names in order to look each up in the next feature's
+// properties, which costs less than gathering and sorting them again; a feature with
+// other names is encoded the long way and its names kept. The hash is PayloadHash's,
+// byte for byte. The zero Hasher is ready; one is not safe for concurrent use.
+type Hasher struct {
+	buf   []byte
+	names []string // the last feature's property names, sorted
+}
+
+// Sum is PayloadHash(f).
+func (h *Hasher) Sum(f *Feature) [32]byte {
+	if f == nil {
+		return PayloadHash(nil)
+	}
+	b := append(h.buf[:0], hashVersion...)
+	b = appendGeometry(b, f.Geometry)
+	b = h.appendProperties(b, f.Properties)
+	h.buf = b
+	return sha256.Sum256(b)
+}
+
+// appendProperties appends props as appendValue does, in the order of h.names when
+// props has exactly those names.
+func (h *Hasher) appendProperties(b []byte, props map[string]any) []byte {
+	if len(props) == len(h.names) && len(props) > 0 {
+		start := len(b)
+		b = append(b, '{')
+		b = binary.AppendUvarint(b, uint64(len(props)))
+		for _, k := range h.names {
+			v, ok := props[k]
+			if !ok {
+				b = b[:start]
+				break
+			}
+			b = appendStr(b, 'k', k)
+			b = appendValue(b, v)
+		}
+		if len(b) > start {
+			return b
+		}
+	}
+	h.names = h.names[:0]
+	for k := range props {
+		h.names = append(h.names, k)
+	}
+	slices.Sort(h.names) // the order appendValue sorts properties in
+	return appendValue(b, props)
+}
+
+// Source is SourceHash(f).
+func (h *Hasher) Source(f *Feature) [32]byte {
+	if f != nil && f.Hash != nil {
+		return *f.Hash
+	}
+	return h.Sum(f)
+}
+
 // SourceHash is the payload hash a store keys f's row on: f.Hash where a transform kept
 // the hash of the feature as received, else PayloadHash(f).
 func SourceHash(f *Feature) [32]byte {

@@ -43,3 +43,18 @@ func BenchmarkPayloadHash(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkHasher measures what a store's Hasher costs for the same features, one after
+// the other with the same names, as a page of a layer gives them.
+func BenchmarkHasher(b *testing.B) {
+	for _, name := range []string{"point", "polygon", "multipolygon"} {
+		f := benchFeatures()[name]
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			var h Hasher
+			for b.Loop() {
+				h.Sum(f)
+			}
+		})
+	}
+}

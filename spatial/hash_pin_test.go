@@ -61,3 +61,36 @@ func TestPayloadHashPinned(t *testing.T) {
 		})
 	}
 }
+
+// TestHasher: a Hasher gives PayloadHash's hash for every feature of a stream, whether
+// the feature has the previous one's names (looked up in their kept order), as many
+// other names, fewer or more, or none; and SourceHash's where a transform kept a hash.
+func TestHasher(t *testing.T) {
+	parcel := pinnedFeatures()[0].f
+	renamed := &Feature{Geometry: parcel.Geometry, Properties: map[string]any{}}
+	i := 0
+	for k, v := range parcel.Properties {
+		if i++; i == 3 {
+			k = "zz_" + k // as many names as the parcel, one of them another
+		}
+		renamed.Properties[k] = v
+	}
+	kept := [32]byte{1, 2, 3}
+	stream := []*Feature{parcel, parcel, renamed, parcel, nil, parcel, {Geometry: orb.Point{1, 2}}, parcel,
+		{Geometry: orb.Point{1, 2}, Properties: map[string]any{"a": 1.0}}, {Properties: map[string]any{"b": 1.0}},
+		{ID: "kept", Properties: map[string]any{"b": 2.0}, Hash: &kept}}
+	for _, p := range pinnedFeatures() {
+		stream = append(stream, p.f, p.f)
+	}
+	var h Hasher
+	for n := range 2 {
+		for i, f := range stream {
+			if got, want := h.Sum(f), PayloadHash(f); got != want {
+				t.Fatalf("pass %d, feature %d: Sum = %x, PayloadHash = %x", n, i, got, want)
+			}
+			if got, want := h.Source(f), SourceHash(f); got != want {
+				t.Fatalf("pass %d, feature %d: Source = %x, SourceHash = %x", n, i, got, want)
+			}
+		}
+	}
+}

@@ -152,6 +152,7 @@ func readRows(src store.FeatureSource, t *store.FeatureTable, runID int64) ([]fe
 		return nil, err
 	}
 	var rows []featureRow
+	var h spatial.Hasher
 	for {
 		f, err := src.Next()
 		if errors.Is(err, io.EOF) {
@@ -160,7 +161,7 @@ func readRows(src store.FeatureSource, t *store.FeatureTable, runID int64) ([]fe
 		if err != nil {
 			return nil, err // the source's own error, unchanged
 		}
-		row, err := encodeFeature(f, t, tr, srs, run, fetched)
+		row, err := encodeFeature(f, h.Source(f), t, tr, srs, run, fetched)
 		if err != nil {
 			return nil, err
 		}
@@ -436,10 +437,9 @@ func (u *unitTx) storedByRun(ctx context.Context, st *sql.Stmt, keys []any) (boo
 
 // encodeFeature turns a feature into its row: geometry, id, payload hash, run, time, then
 // the properties typed for their columns, and for a keyed table the feature's key
-// (store.FeatureKey). The payload hash is of the geometry as it arrived; a non-nil tr
-// converts the geometry stored (target.srs) after.
-func encodeFeature(f *spatial.Feature, t *store.FeatureTable, tr *proj.Transformer, srs int32, runID, fetched any) (featureRow, error) {
-	hash := spatial.SourceHash(f)
+// (store.FeatureKey). hash is f's spatial.SourceHash, of the geometry as it arrived; a
+// non-nil tr converts the geometry stored (target.srs) after.
+func encodeFeature(f *spatial.Feature, hash [32]byte, t *store.FeatureTable, tr *proj.Transformer, srs int32, runID, fetched any) (featureRow, error) {
 	n := 5 + len(t.Columns)
 	if t.Keyed() {
 		n++

@@ -17,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/paulmach/orb"
 
+	"github.com/geoflow/geoflow/spatial"
 	"github.com/geoflow/geoflow/store"
 )
 
@@ -473,6 +474,7 @@ type copySource struct {
 	src   store.FeatureSource
 	table *store.FeatureTable
 	err   error // the source's or a row's error, which ended the rows
+	hash  spatial.Hasher
 }
 
 // appendNext appends the next feature's staging row to b (appendRow); false at the end of
@@ -485,7 +487,7 @@ func (c *copySource) appendNext(b []byte) ([]byte, bool) {
 		}
 		return b, false
 	}
-	if b, err = appendRow(b, f, c.table); err != nil {
+	if b, err = appendRow(b, f, c.hash.Source(f), c.table); err != nil {
 		c.err = err
 		return b, false
 	}

@@ -123,7 +123,7 @@ func BenchmarkStages(b *testing.B) {
 		for b.Loop() {
 			for _, f := range fs {
 				var err error
-				if row, err = appendRow(row[:0], f, t); err != nil {
+				if row, err = appendRow(row[:0], f, spatial.SourceHash(f), t); err != nil {
 					b.Fatal(err)
 				}
 			}
