@@ -22,7 +22,7 @@ type Feature struct {
 	Properties map[string]any
 	// Hash, when not nil, is the payload hash of the feature as its source delivered
 	// it, kept by a transform that changed it since (its geometry made multi, say), so
-	// that a stored row keeps the identity of what the server sent (SourceHash).
+	// that a stored row keeps the identity of what the server sent (Hasher.Source).
 	Hash *[32]byte
 }
 

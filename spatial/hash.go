@@ -105,21 +105,13 @@ func (h *Hasher) appendProperties(b []byte, props map[string]any) []byte {
 	return appendValue(b, props)
 }
 
-// Source is SourceHash(f).
+// Source is the payload hash a store keys f's row on: f.Hash where a transform kept the
+// hash of the feature as received, else PayloadHash(f).
 func (h *Hasher) Source(f *Feature) [32]byte {
 	if f != nil && f.Hash != nil {
 		return *f.Hash
 	}
 	return h.Sum(f)
-}
-
-// SourceHash is the payload hash a store keys f's row on: f.Hash where a transform kept
-// the hash of the feature as received, else PayloadHash(f).
-func SourceHash(f *Feature) [32]byte {
-	if f != nil && f.Hash != nil {
-		return *f.Hash
-	}
-	return PayloadHash(f)
 }
 
 func appendStr(b []byte, t byte, s string) []byte {

@@ -184,8 +184,8 @@ func TestTransformStream(t *testing.T) {
 	if _, ok := got[0].Geometry.(orb.MultiPolygon); !ok {
 		t.Errorf("geometry %T, want orb.MultiPolygon", got[0].Geometry)
 	}
-	if spatial.SourceHash(got[0]) != source || spatial.PayloadHash(got[0]) == source {
-		t.Errorf("the promoted feature's SourceHash is not its source's payload hash")
+	if new(spatial.Hasher).Source(got[0]) != source || spatial.PayloadHash(got[0]) == source {
+		t.Errorf("the promoted feature's source hash is not its source's payload hash")
 	}
 	var ev tasks.Evidence
 	if s.Observe(&ev); ev.Returned != 4 || ev.Filtered != 2 {

@@ -111,7 +111,7 @@ func TestAppendRow(t *testing.T) {
 		for _, tbl := range []*store.FeatureTable{table, &keyed} {
 			t.Run(fmt.Sprintf("%s/keyed=%v", f.ID, tbl.Keyed()), func(t *testing.T) {
 				var err error
-				if b, err = appendRow(b[:0], f, spatial.SourceHash(f), tbl); err != nil {
+				if b, err = appendRow(b[:0], f, new(spatial.Hasher).Source(f), tbl); err != nil {
 					t.Fatal(err)
 				}
 				row, rest := copyTuple(t, b)
@@ -158,7 +158,7 @@ func TestAppendRow(t *testing.T) {
 	}
 	t.Run("a property the column cannot take", func(t *testing.T) {
 		f := &spatial.Feature{ID: "bad", Geometry: orb.Point{1, 2}, Properties: map[string]any{"n": "many", "s": "x"}}
-		got, err := appendRow([]byte("rows before"), f, spatial.SourceHash(f), table)
+		got, err := appendRow([]byte("rows before"), f, new(spatial.Hasher).Source(f), table)
 		var pe *store.PropertyError
 		if !errors.As(err, &pe) || pe.Property != "n" || pe.FeatureID != "bad" {
 			t.Errorf("error %v, want a PropertyError for n of bad", err)
@@ -175,7 +175,7 @@ func TestAppendRowWire(t *testing.T) {
 	f := &spatial.Feature{ID: "ab", Properties: map[string]any{"s": ""}}
 	table := &store.FeatureTable{Name: "t", Columns: []store.Column{{Name: "s", Property: "s", Type: store.TypeText},
 		{Name: "m", Property: "m", Type: store.TypeText}}}
-	got, err := appendRow(nil, f, spatial.SourceHash(f), table)
+	got, err := appendRow(nil, f, new(spatial.Hasher).Source(f), table)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -108,9 +108,10 @@ func BenchmarkStages(b *testing.B) {
 	b.Run("hash", func(b *testing.B) {
 		b.ReportAllocs()
 		cpu0 := cpuTime()
+		var h spatial.Hasher
 		for b.Loop() {
 			for _, f := range fs {
-				spatial.SourceHash(f)
+				h.Source(f)
 			}
 		}
 		perFeature(b, len(fs), cpu0)
@@ -118,12 +119,13 @@ func BenchmarkStages(b *testing.B) {
 	t := stageTable()
 	b.Run("copy-row", func(b *testing.B) {
 		var row []byte
+		var h spatial.Hasher
 		b.ReportAllocs()
 		cpu0 := cpuTime()
 		for b.Loop() {
 			for _, f := range fs {
 				var err error
-				if row, err = appendRow(row[:0], f, spatial.SourceHash(f), t); err != nil {
+				if row, err = appendRow(row[:0], f, h.Source(f), t); err != nil {
 					b.Fatal(err)
 				}
 			}
