@@ -55,7 +55,7 @@ func TestLeafPairs(t *testing.T) {
 
 // TestSortBy: the entries in the order of their key, ties in their first order, as a
 // stable sort with a comparator puts them, for keys of both signs, zeros of both signs,
-// infinities, many ties and slices of every small length.
+// infinities and many ties, in slices of 0 to 20,000 entries.
 func TestSortBy(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	values := []float32{0, float32(math.Copysign(0, -1)), 1, -1, 48.1, -11.5, float32(math.Inf(1)), float32(math.Inf(-1)), math.MaxFloat32, -math.SmallestNonzeroFloat32}

@@ -437,8 +437,8 @@ func (u *unitTx) storedByRun(ctx context.Context, st *sql.Stmt, keys []any) (boo
 
 // encodeFeature turns a feature into its row: geometry, id, payload hash, run, time, then
 // the properties typed for their columns, and for a keyed table the feature's key
-// (store.FeatureKey). hash is f's source hash (spatial.Hasher.Source), of the geometry as it arrived; a
-// non-nil tr converts the geometry stored (target.srs) after.
+// (store.FeatureKey). hash is f's source hash (spatial.Hasher.Source), of the geometry
+// as it arrived; a non-nil tr converts the geometry stored (target.srs) after.
 func encodeFeature(f *spatial.Feature, hash [32]byte, t *store.FeatureTable, tr *proj.Transformer, srs int32, runID, fetched any) (featureRow, error) {
 	n := 5 + len(t.Columns)
 	if t.Keyed() {

@@ -16,8 +16,9 @@ import (
 // appendRow appends f's staging row to b as one binary COPY tuple, in the order of
 // stagingColumns: the id (text, NULL when empty), the payload hash, the WKB (NULL for no
 // geometry), each column's text as store.ColumnText renders it, and the key of a keyed
-// table. hash is f's source hash (spatial.Hasher.Source). Everything is written straight into b, so a
-// feature costs no staging value of its own. On an error b is returned as it was.
+// table. hash is f's source hash (spatial.Hasher.Source). Everything is written
+// straight into b, so a feature costs no staging value of its own. On an error b is
+// returned as it was.
 func appendRow(b []byte, f *spatial.Feature, hash [32]byte, t *store.FeatureTable) ([]byte, error) {
 	start := len(b)
 	n := 3 + len(t.Columns)
