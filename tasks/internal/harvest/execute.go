@@ -285,7 +285,7 @@ func (e *Engine) fetch(ctx context.Context, env *tasks.Env, u store.Unit, sp spe
 			}
 			return e.cfg.Protocol.Classify(err)
 		}
-		if m := head.meta().NumberMatched; mayShort && e.cfg.Caps.MatchedInResponse && m > count {
+		if m := head.dec.Meta().NumberMatched; mayShort && e.cfg.Caps.MatchedInResponse && m > count {
 			hv := ev
 			hv.Matched = m
 			if tasks.Decide(hv).Kind == tasks.Split {

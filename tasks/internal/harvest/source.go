@@ -92,8 +92,6 @@ func (e *Engine) source(env *tasks.Env, unit string, body io.Reader, bbox orb.Bo
 	return &featureSource{env: env, unit: unit, bbox: bbox, slack: slack, check: e.cfg.Geographic, warned: &e.warnedSwap, dec: d}
 }
 
-func (s *featureSource) meta() spatial.Meta { return s.dec.Meta() }
-
 // Next implements store.FeatureSource.
 func (s *featureSource) Next() (*spatial.Feature, error) {
 	for {
