@@ -36,11 +36,11 @@ type Reader interface {
 
 // FeatureReuser is a Reader that can reuse what it made for one feature for the next.
 // After ReuseFeatures, a feature Next returned, its Properties map and its geometry's
-// coordinates are valid until the next call to Next only: the map is cleared and filled
-// anew, the coordinates overwritten. It is for a caller that is done with each feature
-// before it asks for the next one (a store writing rows), and saves the allocations of
-// a map and of coordinate slices per feature; a caller that keeps features must not call
-// it.
+// coordinates are valid until the next call to Next only: the Feature is overwritten,
+// the map cleared and filled anew, the coordinates overwritten. It is for a caller that
+// is done with each feature before it asks for the next one (a store writing rows), and
+// saves the allocations of a Feature, a map and coordinate slices per feature; a caller
+// that keeps features must not call it.
 type FeatureReuser interface {
 	ReuseFeatures()
 }

@@ -109,7 +109,11 @@ func (r *Reader) feature() (*spatial.Feature, error) {
 	}
 	idx := r.index
 	r.index++
-	return fm.feature(idx)
+	var f *spatial.Feature
+	if r.reuse {
+		f = &r.feat
+	}
+	return fm.feature(idx, f)
 }
 
 // featureMembers is what the members of a feature said, as they are read in
@@ -160,9 +164,9 @@ func (r *Reader) featureMember(field string, fm *featureMembers) error {
 	return err
 }
 
-// feature makes the index-th feature of fm, or refuses it: for a member of
-// the wrong JSON type first, then for its geometry.
-func (fm *featureMembers) feature(index int) (*spatial.Feature, error) {
+// feature makes the index-th feature of fm in f (a new one when nil), or refuses
+// it: for a member of the wrong JSON type first, then for its geometry.
+func (fm *featureMembers) feature(index int, f *spatial.Feature) (*spatial.Feature, error) {
 	if fm.terr != nil {
 		return nil, &spatial.FeatureError{ID: fm.id, Index: index, Err: fmt.Errorf("geojson: %w", fm.terr)}
 	}
@@ -173,7 +177,11 @@ func (fm *featureMembers) feature(index int) (*spatial.Feature, error) {
 	if props == nil {
 		props = map[string]any{}
 	}
-	return &spatial.Feature{ID: fm.id, Geometry: fm.g, Properties: props}, nil
+	if f == nil {
+		return &spatial.Feature{ID: fm.id, Geometry: fm.g, Properties: props}, nil
+	}
+	*f = spatial.Feature{ID: fm.id, Geometry: fm.g, Properties: props}
+	return f, nil
 }
 
 // featureField names the member of a feature key k stands for, "" for

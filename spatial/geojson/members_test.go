@@ -138,7 +138,7 @@ func TestFeatureMembersFeature(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f, err := tt.fm.feature(7)
+			f, err := tt.fm.feature(7, nil)
 			if got := errString(err); err != nil && errClass(err) != tt.err || err == nil && tt.err != "" {
 				t.Fatalf("error %s (%s), want %s", errClass(err), got, tt.err)
 			}

@@ -86,6 +86,7 @@ type Reader struct {
 	nprops  int               // how many properties the previous feature had
 	reuse   bool              // ReuseFeatures was called
 	spare   map[string]any    // the map handed out before, when reuse
+	feat    spatial.Feature   // the feature handed out, when reuse
 	// ptArena and ringArena hold the current feature's coordinates and rings when reuse,
 	// from the first element at every feature.
 	ptArena   []orb.Point

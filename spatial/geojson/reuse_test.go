@@ -15,22 +15,20 @@ import (
 )
 
 // readClones reads doc to the end, cloning each feature's properties and geometry as it
-// arrives (a caller done with each feature before the next), and the errors of refused
-// features.
-func readClones(t *testing.T, r spatial.Reader) ([]map[string]any, []orb.Geometry, []string, []uintptr) {
+// arrives (a caller done with each feature before the next), and what happened to each
+// feature in order (stored with its id, or refused with its error). The map pointers are the properties', the feature pointers the
+// Features' themselves.
+func readClones(t *testing.T, r spatial.Reader) (props []map[string]any, geoms []orb.Geometry, events []string, ptrs []uintptr, feats map[*spatial.Feature]bool) {
 	t.Helper()
-	var props []map[string]any
-	var geoms []orb.Geometry
-	var refused []string
-	var ptrs []uintptr
+	feats = map[*spatial.Feature]bool{}
 	for {
 		f, err := r.Next()
 		if err == io.EOF {
-			return props, geoms, refused, ptrs
+			return props, geoms, events, ptrs, feats
 		}
 		var fe *spatial.FeatureError
 		if errors.As(err, &fe) {
-			refused = append(refused, fe.Error())
+			events = append(events, fe.Error())
 			continue
 		}
 		if err != nil {
@@ -38,7 +36,9 @@ func readClones(t *testing.T, r spatial.Reader) ([]map[string]any, []orb.Geometr
 		}
 		props = append(props, maps.Clone(f.Properties))
 		geoms = append(geoms, orb.Clone(f.Geometry))
+		events = append(events, "stored "+f.ID)
 		ptrs = append(ptrs, reflect.ValueOf(f.Properties).Pointer())
+		feats[f] = true
 	}
 }
 
@@ -46,7 +46,7 @@ func readClones(t *testing.T, r spatial.Reader) ([]map[string]any, []orb.Geometr
 // properties are the same as it arrives (keys of the feature before it are gone; a null,
 // missing or repeated "properties" is read as without reuse; a refused feature in
 // between changes nothing), and with reuse one map serves every feature that has
-// properties.
+// properties and one Feature every feature.
 func TestReuseFeatures(t *testing.T) {
 	docs := map[string]string{
 		"varied": `{"type":"FeatureCollection","features":[
@@ -72,12 +72,12 @@ func TestReuseFeatures(t *testing.T) {
 	docs["fixture"] = string(fixture)
 	for name, doc := range docs {
 		t.Run(name, func(t *testing.T) {
-			want, wantGeoms, wantRefused, fresh := readClones(t, NewReader(strings.NewReader(doc), Options{}))
+			want, wantGeoms, wantEvents, fresh, _ := readClones(t, NewReader(strings.NewReader(doc), Options{}))
 			r := NewReader(bytes.NewReader([]byte(doc)), Options{})
 			r.ReuseFeatures()
-			got, geoms, refused, reused := readClones(t, r)
-			if !reflect.DeepEqual(got, want) || !reflect.DeepEqual(refused, wantRefused) {
-				t.Fatalf("with reuse:\n%v\n%v\nwithout:\n%v\n%v", got, refused, want, wantRefused)
+			got, geoms, events, reused, feats := readClones(t, r)
+			if !reflect.DeepEqual(got, want) || !reflect.DeepEqual(events, wantEvents) {
+				t.Fatalf("with reuse:\n%v\n%v\nwithout:\n%v\n%v", got, events, want, wantEvents)
 			}
 			// DeepEqual tells a nil polygon from an empty one, as the payload hash does.
 			if !reflect.DeepEqual(geoms, wantGeoms) {
@@ -96,6 +96,9 @@ func TestReuseFeatures(t *testing.T) {
 			if n := distinct(reused); n > 2 {
 				// One map, and a new empty one for "properties": null.
 				t.Errorf("with reuse %d maps for %d features, want at most 2", n, len(reused))
+			}
+			if len(feats) != 1 {
+				t.Errorf("with reuse %d Features for %d features, want 1", len(feats), len(reused))
 			}
 		})
 	}

@@ -34,7 +34,11 @@ func (r *Reader) featureID(attrs []xml.Attr) string {
 // element has been consumed; final errors are in r.err.
 func (r *Reader) feature(start xml.StartElement) (*spatial.Feature, error) {
 	depth := len(r.stack)
-	f := &spatial.Feature{ID: r.featureID(start.Attr), Properties: r.spare}
+	f := &r.feat
+	if !r.reuse {
+		f = new(spatial.Feature)
+	}
+	*f = spatial.Feature{ID: r.featureID(start.Attr), Properties: r.spare}
 	if f.Properties != nil {
 		clear(f.Properties) // ReuseFeatures: the previous feature's map
 	} else if f.Properties = make(map[string]any, max(8, r.pb.prevN)); r.reuse {

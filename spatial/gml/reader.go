@@ -91,8 +91,9 @@ type Options struct {
 // implements spatial.Reader. A Reader is not safe for concurrent use.
 type Reader struct {
 	opts  Options
-	reuse bool           // ReuseFeatures was called
-	spare map[string]any // the map handed out before, when reuse
+	reuse bool            // ReuseFeatures was called
+	spare map[string]any  // the map handed out before, when reuse
+	feat  spatial.Feature // the feature handed out, when reuse
 	// ptArena and ringArena hold the current feature's coordinates and rings when reuse,
 	// from the first element at every feature.
 	ptArena   []orb.Point

@@ -17,8 +17,8 @@ import (
 
 // TestReuseFeatures reads documents with and without ReuseFeatures: each feature's
 // properties are the same as it arrives (the properties of the feature before it are
-// gone; a refused feature in between changes nothing), and with reuse one map serves
-// every feature.
+// gone; a refused feature in between changes nothing; the ids are the same), and with
+// reuse one map and one Feature serve every feature.
 func TestReuseFeatures(t *testing.T) {
 	varied := fmt.Sprintf(genHeader, 7) + `<wfs:member><app:p gml:id="p.1"><app:a>1</app:a><app:s>one</app:s><app:s>again</app:s></app:p></wfs:member>
 <wfs:member><app:p gml:id="p.2"><app:b>two</app:b></app:p></wfs:member>
@@ -33,23 +33,21 @@ func TestReuseFeatures(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	read := func(doc string, reuse bool) ([]map[string]any, []orb.Geometry, []string, map[uintptr]bool) {
+	// events is what happened to each feature in order: stored with its id, or refused.
+	read := func(doc string, reuse bool) (props []map[string]any, geoms []orb.Geometry, events []string, ptrs map[uintptr]bool, feats map[*spatial.Feature]bool) {
 		r := NewReader(strings.NewReader(doc), Options{})
 		if reuse {
 			r.ReuseFeatures()
 		}
-		var props []map[string]any
-		var geoms []orb.Geometry
-		var refused []string
-		ptrs := map[uintptr]bool{}
+		ptrs, feats = map[uintptr]bool{}, map[*spatial.Feature]bool{}
 		for {
 			f, err := r.Next()
 			if err == io.EOF {
-				return props, geoms, refused, ptrs
+				return props, geoms, events, ptrs, feats
 			}
 			var fe *spatial.FeatureError
 			if errors.As(err, &fe) {
-				refused = append(refused, fe.Error())
+				events = append(events, fe.Error())
 				continue
 			}
 			if err != nil {
@@ -57,24 +55,26 @@ func TestReuseFeatures(t *testing.T) {
 			}
 			props = append(props, maps.Clone(f.Properties))
 			geoms = append(geoms, orb.Clone(f.Geometry))
+			events = append(events, "stored "+f.ID)
 			ptrs[reflect.ValueOf(f.Properties).Pointer()] = true
+			feats[f] = true
 		}
 	}
 	for name, doc := range map[string]string{"varied": varied, "devserver": string(dev)} {
 		t.Run(name, func(t *testing.T) {
-			want, wantGeoms, wantRefused, fresh := read(doc, false)
-			got, geoms, refused, reused := read(doc, true)
-			if !reflect.DeepEqual(got, want) || !reflect.DeepEqual(refused, wantRefused) {
-				t.Fatalf("with reuse:\n%v\n%v\nwithout:\n%v\n%v", got, refused, want, wantRefused)
+			want, wantGeoms, wantEvents, fresh, _ := read(doc, false)
+			got, geoms, events, reused, feats := read(doc, true)
+			if !reflect.DeepEqual(got, want) || !reflect.DeepEqual(events, wantEvents) {
+				t.Fatalf("with reuse:\n%v\n%v\nwithout:\n%v\n%v", got, events, want, wantEvents)
 			}
 			if !reflect.DeepEqual(geoms, wantGeoms) {
 				t.Fatalf("geometries with reuse:\n%v\nwithout:\n%v", geoms, wantGeoms)
 			}
-			if len(fresh) != len(want) || len(reused) != 1 {
-				t.Errorf("%d features in %d maps without reuse, %d with", len(want), len(fresh), len(reused))
+			if len(fresh) != len(want) || len(reused) != 1 || len(feats) != 1 {
+				t.Errorf("%d features in %d maps without reuse, %d maps and %d Features with", len(want), len(fresh), len(reused), len(feats))
 			}
-			if name == "varied" && len(wantRefused) != 1 {
-				t.Errorf("refused %v, want the one with a one-number position", wantRefused)
+			if stored := len(want); name == "varied" && len(wantEvents) != stored+1 {
+				t.Errorf("%v: want one refused, the one with a one-number position", wantEvents)
 			}
 		})
 	}

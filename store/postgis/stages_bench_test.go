@@ -70,6 +70,19 @@ func readAll(b *testing.B, r spatial.Reader) []*spatial.Feature {
 	}
 }
 
+// drain reads r to its end, keeping nothing.
+func drain(b *testing.B, r spatial.Reader) {
+	for {
+		_, err := r.Next()
+		if err == io.EOF {
+			return
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 // perFeature reports the benchmark's figures per feature of a page of n: wall time,
 // and the process's CPU time since cpu0 (the GC's included), which says more on a
 // shared machine.
@@ -102,6 +115,27 @@ func BenchmarkStages(b *testing.B) {
 		cpu0 := cpuTime()
 		for b.Loop() {
 			readAll(b, gml.NewReader(bytes.NewReader(gm), gml.Options{WFSVersion: "2.0.0", TypeName: "gf:parcels"}))
+		}
+		perFeature(b, len(fs), cpu0)
+	})
+	// The harvest decodes with ReuseFeatures: the sink is done with a feature before the next.
+	b.Run("decode-geojson-reuse", func(b *testing.B) {
+		b.ReportAllocs()
+		cpu0 := cpuTime()
+		for b.Loop() {
+			r := geojson.NewReader(bytes.NewReader(gj), geojson.Options{})
+			r.ReuseFeatures()
+			drain(b, r)
+		}
+		perFeature(b, len(fs), cpu0)
+	})
+	b.Run("decode-gml32-reuse", func(b *testing.B) {
+		b.ReportAllocs()
+		cpu0 := cpuTime()
+		for b.Loop() {
+			r := gml.NewReader(bytes.NewReader(gm), gml.Options{WFSVersion: "2.0.0", TypeName: "gf:parcels"})
+			r.ReuseFeatures()
+			drain(b, r)
 		}
 		perFeature(b, len(fs), cpu0)
 	})
