@@ -4,6 +4,8 @@
 package geojson
 
 import (
+	"encoding/binary"
+	"math/bits"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -31,6 +33,7 @@ func (s *scanner) rawStr() (raw []byte, plain bool, err error) {
 	j := s.pos + 1
 	plain = true
 	for {
+		j = plainRun(s.buf, j, s.end)
 		for j < s.end {
 			c := s.buf[j]
 			if plainByte[c] {
@@ -90,6 +93,26 @@ func (s *scanner) rawStr() (raw []byte, plain bool, err error) {
 		}
 		j = s.pos + k
 	}
+}
+
+// plainRun returns where the run of plainByte bytes at b[j:end] ends, or a place
+// inside its last 7 bytes: it looks at 8 bytes at a time and leaves the rest, and the
+// byte that ends the run, to the caller's loop.
+func plainRun(b []byte, j, end int) int {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	for j+8 <= end {
+		w := binary.LittleEndian.Uint64(b[j:])
+		q, bs := w^('"'*ones), w^('\\'*ones)
+		// A byte of the mask has its high bit set where w's byte is a quote, a
+		// backslash, below 0x20 or non-ASCII; the lowest such byte is exact (a borrow
+		// may flag bytes above it too).
+		m := ((q-ones)&^q | (bs-ones)&^bs | (w-0x20*ones)&^w | w) & highs
+		if m != 0 {
+			return j + bits.TrailingZeros64(m)/8
+		}
+		j += 8
+	}
+	return j
 }
 
 // plainByte tells the bytes that stand for themselves in a string.
