@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math/bits"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -296,14 +297,13 @@ type storedRow struct {
 // insertDeferred inserts the rows whose payload the table does not hold yet into a table
 // whose index x holds (see hashIndex), counting the others skipped, and returns those.
 // New rows go in several to a statement (deferredBatch), which the unique index's
-// per-row answer ruled out before. Each inserted hash is recorded in u.added, for Rollback.
-func (u *unitTx) insertDeferred(ctx context.Context, tx *sql.Tx, x *hashIndex, name string, cols []string, rows []featureRow) (res store.Counts, skipped []skippedRow, err error) {
-	q := deferredSQL(name, cols)
-	by, err := u.s.stmt(ctx, tx, q[1])
-	if err != nil {
-		return res, nil, err
-	}
+// per-row answer ruled out before. A row whose hash the index finds waits (found) until
+// the new rows are in, and the rows it was found at are read in one statement: it is a
+// row again (tiles that overlap) or, rarely, another hash with its first bytes. Each
+// inserted hash is recorded in u.added, for Rollback. q is deferredSQL(name, cols).
+func (u *unitTx) insertDeferred(ctx context.Context, tx *sql.Tx, x *hashIndex, name string, cols, q []string, rows []featureRow) (res store.Counts, skipped []skippedRow, err error) {
 	b := deferredBatch{u: u, tx: tx, x: x, name: name, cols: cols, q: q}
+	var found []foundRow
 	for _, row := range rows {
 		hash := row[2].([]byte)
 		if b.holds(hash) { // the same payload twice in the unit, most likely
@@ -311,28 +311,92 @@ func (u *unitTx) insertDeferred(ctx context.Context, tx *sql.Tx, x *hashIndex, n
 				return res, skipped, err
 			}
 		}
-		fid, ok := x.find(hash)
-		if !ok {
-			if err := b.add(ctx, row, &res); err != nil {
-				return res, skipped, err
-			}
+		if fid, ok := x.find(hash); ok {
+			found = append(found, foundRow{row: row, fid: fid})
 			continue
 		}
-		var st storedRow
-		if err := by.QueryRowContext(ctx, u.ref.RunID, fid).Scan(&st.hash, &st.id, &st.ours); err != nil {
-			return res, skipped, err
-		}
-		if bytes.Equal(st.hash, hash) {
-			res.Skipped++
-			skipped = append(skipped, skippedRow{row: row, stored: st.id, ours: st.ours})
-			continue
-		}
-		// Another stored hash has this one's first 4 bytes: a row of its own.
-		if err := b.insert(ctx, []featureRow{row}, true, &res); err != nil {
+		if err := b.add(ctx, row, &res); err != nil {
 			return res, skipped, err
 		}
 	}
-	return res, skipped, b.flush(ctx, &res)
+	if err := b.flush(ctx, &res); err != nil {
+		return res, skipped, err
+	}
+	stored, err := b.lookup(ctx, found)
+	if err != nil {
+		return res, skipped, err
+	}
+	for _, f := range found {
+		hash := f.row[2].([]byte)
+		st, ok := stored[f.fid]
+		if fid, _ := x.find(hash); fid != f.fid || !ok {
+			// A row this loop inserted holds hash now (a clash found twice), or the row
+			// is not where the index said: read it alone, as the index says now.
+			if st, err = b.lookupOne(ctx, fid); err != nil {
+				return res, skipped, err
+			}
+		}
+		if bytes.Equal(st.hash, hash) {
+			res.Skipped++
+			skipped = append(skipped, skippedRow{row: f.row, stored: st.id, ours: st.ours})
+			continue
+		}
+		// Another stored hash has this one's first 4 bytes: a row of its own.
+		if err := b.insert(ctx, []featureRow{f.row}, true, &res); err != nil {
+			return res, skipped, err
+		}
+	}
+	return res, skipped, nil
+}
+
+// foundRow is a row whose payload hash the index found at row fid.
+type foundRow struct {
+	row featureRow
+	fid int64
+}
+
+// lookup reads the stored rows of found, by fid, in one statement.
+func (b *deferredBatch) lookup(ctx context.Context, found []foundRow) (map[int64]storedRow, error) {
+	if len(found) == 0 {
+		return nil, nil
+	}
+	fids := []byte{'['}
+	for i, f := range found {
+		if i > 0 {
+			fids = append(fids, ',')
+		}
+		fids = strconv.AppendInt(fids, f.fid, 10)
+	}
+	fids = append(fids, ']')
+	st, err := b.u.s.stmt(ctx, b.tx, b.q[2])
+	if err != nil {
+		return nil, err
+	}
+	rows, err := st.QueryContext(ctx, b.u.ref.RunID, string(fids))
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	stored := make(map[int64]storedRow, len(found))
+	for rows.Next() {
+		var fid int64
+		var r storedRow
+		if err := rows.Scan(&fid, &r.hash, &r.id, &r.ours); err != nil {
+			return nil, err
+		}
+		stored[fid] = r
+	}
+	return stored, rows.Err()
+}
+
+// lookupOne reads the stored row fid.
+func (b *deferredBatch) lookupOne(ctx context.Context, fid int64) (storedRow, error) {
+	var r storedRow
+	st, err := b.u.s.stmt(ctx, b.tx, b.q[1])
+	if err == nil {
+		err = st.QueryRowContext(ctx, b.u.ref.RunID, fid).Scan(&r.hash, &r.id, &r.ours)
+	}
+	return r, err
 }
 
 // deferredBatch gathers new rows for a table whose index is deferred and inserts them
@@ -343,7 +407,7 @@ type deferredBatch struct {
 	x    *hashIndex
 	name string
 	cols []string
-	q    []string // deferredSQL: a full batch's insert, the lookup, then smaller inserts
+	q    []string // deferredSQL: a full batch's insert, the lookups, then smaller inserts
 	rows []featureRow
 	args []any
 }
@@ -453,13 +517,14 @@ func insertRowsSQL(name string, cols []string, n int) string {
 const indexedSQL = `SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name = ?`
 
 // deferredSQL is the statements insertDeferred runs on table name with columns cols: the
-// insert of a full batch, the lookup of a row by fid, then the inserts of 1, 2, 4 ...
-// rows, fewer than a full batch (deferredBatch.flush).
+// insert of a full batch, the lookup of a row by fid and of rows by a JSON array of fids,
+// then the inserts of 1, 2, 4 ... rows, fewer than a full batch (deferredBatch.flush).
 func deferredSQL(name string, cols []string) []string {
 	full := rowsPerInsert(len(cols))
 	q := []string{
 		insertRowsSQL(name, cols, full),
 		fmt.Sprintf(`SELECT gf_payload_hash, gf_feature_id, gf_run_id IS ? FROM %s WHERE fid = ?`, quote(name)),
+		fmt.Sprintf(`SELECT fid, gf_payload_hash, gf_feature_id, gf_run_id IS ? FROM %s WHERE fid IN (SELECT value FROM json_each(?))`, quote(name)),
 	}
 	for n := 1; n < full; n *= 2 {
 		q = append(q, insertRowsSQL(name, cols, n))
@@ -473,8 +538,8 @@ func (b *deferredBatch) insertSQL(n int) string {
 	if n == rowsPerInsert(len(b.cols)) {
 		return b.q[0]
 	}
-	if k := bits.Len(uint(n)) - 1; n == 1<<k && 2+k < len(b.q) {
-		return b.q[2+k]
+	if k := bits.Len(uint(n)) - 1; n == 1<<k && 3+k < len(b.q) {
+		return b.q[3+k]
 	}
 	return insertRowsSQL(b.name, b.cols, n) // not one of them: prepared for this unit
 }

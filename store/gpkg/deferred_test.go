@@ -231,7 +231,7 @@ func TestDeferredIndexMadeElsewhere(t *testing.T) {
 }
 
 // TestDeferredIndexClash: two payload hashes with the same first 8 bytes are two rows,
-// and each is found again.
+// and each is found again, in the unit that inserts them and in the next one.
 func TestDeferredIndexClash(t *testing.T) {
 	f := newDeferred(t, filepath.Join(t.TempDir(), "d.gpkg"))
 	ctx := t.Context()
@@ -257,6 +257,23 @@ func TestDeferredIndexClash(t *testing.T) {
 	}
 	if n := f.rows(); n != 2 {
 		t.Errorf("%d rows, want 2", n)
+	}
+	// A second unit: both found again (b by the index's other hashes) and read in one
+	// statement, with a new hash twice around them.
+	c3 := sha256.Sum256([]byte("c"))
+	u = &unitTx{s: f.s, ref: store.UnitRef{RunID: f.run, TaskID: "a", Key: "c"}}
+	c, err = u.insertNew(ctx, "pts", cols, []featureRow{row("b", b), row("c", c3), row("a", a), row("c", c3), row("b", b)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := u.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := written(c); got != counts(1, 4, 4) {
+		t.Errorf("the two again, and a new one twice: %+v", got)
+	}
+	if n := f.rows(); n != 3 {
+		t.Errorf("%d rows, want 3", n)
 	}
 	if err := f.s.FinishFeatureTable(ctx, &f.table); err != nil {
 		t.Fatalf("building the index over them: %v", err)

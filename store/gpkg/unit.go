@@ -204,7 +204,7 @@ func (u *unitTx) insertNew(ctx context.Context, name string, cols []string, rows
 	var res store.Counts
 	var skipped []skippedRow
 	if x != nil {
-		res, skipped, err = u.insertDeferred(ctx, tx, x, name, cols, rows)
+		res, skipped, err = u.insertDeferred(ctx, tx, x, name, cols, queries, rows)
 	} else {
 		res, skipped, err = u.insertIndexed(ctx, tx, insert, name, rows)
 	}
