@@ -462,9 +462,13 @@ func (b *deferredBatch) flush(ctx context.Context, res *store.Counts) error {
 // fids SQLite gave them: one past the table's largest, in order (the writer is held,
 // and AUTOINCREMENT gives each row one more than any the table had).
 func (b *deferredBatch) insert(ctx context.Context, rows []featureRow, clash bool, res *store.Counts) error {
-	b.args = b.args[:0]
+	b.args = append(b.args[:0], rows[0][sharedLo:sharedHi]...)
 	for _, r := range rows {
-		b.args = append(b.args, r[:len(b.cols)]...)
+		if r[sharedLo] != b.args[0] || r[sharedLo+1] != b.args[1] {
+			return fmt.Errorf("rows of two runs or fetches in one insert: %v %v and %v %v", b.args[0], b.args[1], r[sharedLo], r[sharedLo+1])
+		}
+		b.args = append(b.args, r[:sharedLo]...)
+		b.args = append(b.args, r[sharedHi:len(b.cols)]...)
 	}
 	var r sql.Result
 	var err error
@@ -505,11 +509,19 @@ func (b *deferredBatch) insert(ctx context.Context, rows []featureRow, clash boo
 	return nil
 }
 
-// insertRowsSQL inserts n rows into table name's columns cols.
+// sharedLo and sharedHi bound the columns of writeFeatures's cols whose value is one for
+// all of a unit's rows: the run and the fetch time. A deferred insert binds them once
+// (?1, ?2) rather than once a row: two parameters fewer a row for database/sql to check
+// and the driver to bind, one of them text it copies.
+const sharedLo, sharedHi = 3, 5
+
+// insertRowsSQL inserts n rows into table name's columns cols: the shared ones (?1, ?2,
+// first, so that the other parameters are numbered after them) and then each row's own.
 func insertRowsSQL(name string, cols []string, n int) string {
-	row := "(" + placeholders(len(cols)) + ")"
-	return fmt.Sprintf("INSERT INTO %s (%s) VALUES %s", quote(name), strings.Join(cols, ", "),
-		strings.TrimSuffix(strings.Repeat(row+", ", n), ", "))
+	own := slices.Concat(cols[:sharedLo], cols[sharedHi:])
+	row := "(?1, ?2, " + placeholders(len(own)) + ")"
+	return fmt.Sprintf("INSERT INTO %s (%s, %s) VALUES %s", quote(name), strings.Join(cols[sharedLo:sharedHi], ", "),
+		strings.Join(own, ", "), strings.TrimSuffix(strings.Repeat(row+", ", n), ", "))
 }
 
 // indexedSQL tells whether table name has its unique payload-hash index already: another

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -280,6 +281,35 @@ func TestDeferredIndexClash(t *testing.T) {
 	}
 }
 
+// TestDeferredSharedValues: rows of two runs or fetch times cannot share an insert, which
+// binds the run and the fetch time once; the unit stores none of them.
+func TestDeferredSharedValues(t *testing.T) {
+	f := newDeferred(t, filepath.Join(t.TempDir(), "d.gpkg"))
+	ctx := t.Context()
+	row := func(id string, run int64, at string) featureRow {
+		h := sha256.Sum256([]byte(id))
+		return featureRow{nil, id, h[:], run, at, int64(1)}
+	}
+	cols := []string{`"geom"`, `"gf_feature_id"`, `"gf_payload_hash"`, `"gf_run_id"`, `"gf_fetched_at"`, `"n"`}
+	if err := f.s.AddUnits(ctx, f.run, "a", []store.Unit{{Key: "c"}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, rows := range [][]featureRow{
+		{row("a", f.run, "2026-01-01T00:00:00Z"), row("b", f.run+1, "2026-01-01T00:00:00Z")},
+		{row("a", f.run, "2026-01-01T00:00:00Z"), row("b", f.run, "2026-01-01T00:00:01Z")},
+	} {
+		u := &unitTx{s: f.s, ref: store.UnitRef{RunID: f.run, TaskID: "a", Key: "c"}}
+		_, err := u.insertNew(ctx, "pts", cols, rows)
+		u.Rollback(ctx)
+		if err == nil || !strings.Contains(err.Error(), "two runs or fetches") {
+			t.Errorf("rows %v and %v in one insert: %v", rows[0][3:5], rows[1][3:5], err)
+		}
+	}
+	if n := f.rows(); n != 0 {
+		t.Errorf("%d rows stored, want none", n)
+	}
+}
+
 // TestDeferredIndexBound: past maxDeferred hashes the index is built, and SQLite keeps
 // it from the next unit on.
 func TestDeferredIndexBound(t *testing.T) {
@@ -366,7 +396,7 @@ func TestDeferredRTree(t *testing.T) {
 
 // TestDeferredBatchSizes: a unit whose rows are not a whole number of full batches ends
 // in smaller inserts (64 + 32 + 4 + 1 for 101 rows). Every row must still be found by its
-// hash at the fid SQLite gave it, with its own box.
+// hash at the fid SQLite gave it, with its own box, the unit's run and one fetch time.
 func TestDeferredBatchSizes(t *testing.T) {
 	for _, n := range []int{1, 2, 3, 63, 64, 65, 101, 135} {
 		t.Run(fmt.Sprint(n), func(t *testing.T) {
@@ -375,19 +405,26 @@ func TestDeferredBatchSizes(t *testing.T) {
 				t.Fatalf("counts %+v, want %d inserted", c, n)
 			}
 			x := f.s.deferredIndex("pts")
-			rows, err := f.s.r.Query(`SELECT fid, gf_payload_hash, n FROM pts ORDER BY fid`)
+			rows, err := f.s.r.Query(`SELECT fid, gf_payload_hash, n, gf_run_id, gf_fetched_at FROM pts ORDER BY fid`)
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer rows.Close()
-			seen := 0
+			seen, fetched := 0, ""
 			for rows.Next() {
-				var fid, v int64
+				var fid, v, run int64
 				var hash []byte
-				if err := rows.Scan(&fid, &hash, &v); err != nil {
+				var at string
+				if err := rows.Scan(&fid, &hash, &v, &run, &at); err != nil {
 					t.Fatal(err)
 				}
 				seen++
+				if fetched == "" {
+					fetched = at
+				}
+				if run != f.run || at != fetched || len(at) < 20 {
+					t.Errorf("row %d: run %d, fetched at %q; want run %d and the first row's %q", fid, run, at, f.run, fetched)
+				}
 				if got, ok := x.find(hash); !ok || got != fid {
 					t.Errorf("row %d (n=%d): its hash finds fid %d (%v)", fid, v, got, ok)
 				}

@@ -129,6 +129,7 @@ func (u *unitTx) writeFeatures(ctx context.Context, t *store.FeatureTable, src s
 		return store.Counts{}, err
 	}
 	name := tableName(t.Schema, t.Name)
+	// The run and the fetch time, one for every row, are cols[sharedLo:sharedHi].
 	cols := []string{`"geom"`, `"gf_feature_id"`, `"gf_payload_hash"`, `"gf_run_id"`, `"gf_fetched_at"`}
 	for _, c := range t.Columns {
 		cols = append(cols, quote(c.Name))
