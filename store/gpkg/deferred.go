@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"encoding/binary"
 	"fmt"
 	"math/bits"
@@ -262,6 +263,7 @@ func (s *Store) dropDeferred(name string) {
 // transaction still uses is closed when that transaction ends (database/sql keeps it
 // till then).
 func (s *Store) forget(queries []string) {
+	s.forgetRaw(queries)
 	var sts []*sql.Stmt
 	s.mu.Lock()
 	for _, q := range queries {
@@ -409,7 +411,7 @@ type deferredBatch struct {
 	cols []string
 	q    []string // deferredSQL: a full batch's insert, the lookups, then smaller inserts
 	rows []featureRow
-	args []any
+	args []driver.NamedValue
 }
 
 // rowsPerInsert is how many rows one deferred insert statement holds, for cols columns:
@@ -462,20 +464,12 @@ func (b *deferredBatch) flush(ctx context.Context, res *store.Counts) error {
 // fids SQLite gave them: one past the table's largest, in order (the writer is held,
 // and AUTOINCREMENT gives each row one more than any the table had).
 func (b *deferredBatch) insert(ctx context.Context, rows []featureRow, clash bool, res *store.Counts) error {
-	b.args = append(b.args[:0], rows[0][sharedLo:sharedHi]...)
-	for _, r := range rows {
-		if r[sharedLo] != b.args[0] || r[sharedLo+1] != b.args[1] {
-			return fmt.Errorf("rows of two runs or fetches in one insert: %v %v and %v %v", b.args[0], b.args[1], r[sharedLo], r[sharedLo+1])
-		}
-		b.args = append(b.args, r[:sharedLo]...)
-		b.args = append(b.args, r[sharedHi:len(b.cols)]...)
+	args, err := insertArgs(b.args[:0], rows, len(b.cols))
+	if err != nil {
+		return err
 	}
-	var r sql.Result
-	var err error
-	var st *sql.Stmt
-	if st, err = b.u.s.stmt(ctx, b.tx, b.insertSQL(len(rows))); err == nil {
-		r, err = st.ExecContext(ctx, b.args...)
-	}
+	b.args = args
+	r, err := b.u.s.rawExec(ctx, b.u.conn, b.insertSQL(len(rows)), args)
 	if err != nil {
 		return err
 	}
@@ -507,6 +501,26 @@ func (b *deferredBatch) insert(ctx context.Context, rows []featureRow, clash boo
 	}
 	res.Inserted += n
 	return nil
+}
+
+// insertArgs appends the parameters of insertRowsSQL for rows, of ncols columns each: the
+// shared ones of the first row, then each row's own. Rows of two runs or fetch times
+// cannot share an insert.
+func insertArgs(args []driver.NamedValue, rows []featureRow, ncols int) ([]driver.NamedValue, error) {
+	shared := rows[0][sharedLo:sharedHi]
+	args, err := appendNamed(args, shared...)
+	for _, r := range rows {
+		if err != nil {
+			return args, err
+		}
+		if r[sharedLo] != shared[0] || r[sharedLo+1] != shared[1] {
+			return args, fmt.Errorf("rows of two runs or fetches in one insert: %v %v and %v %v", shared[0], shared[1], r[sharedLo], r[sharedLo+1])
+		}
+		if args, err = appendNamed(args, r[:sharedLo]...); err == nil {
+			args, err = appendNamed(args, r[sharedHi:ncols]...)
+		}
+	}
+	return args, err
 }
 
 // sharedLo and sharedHi bound the columns of writeFeatures's cols whose value is one for

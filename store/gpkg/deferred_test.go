@@ -2,8 +2,11 @@ package gpkg
 
 import (
 	"crypto/sha256"
+	"database/sql/driver"
 	"fmt"
+	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -307,6 +310,58 @@ func TestDeferredSharedValues(t *testing.T) {
 	}
 	if n := f.rows(); n != 0 {
 		t.Errorf("%d rows stored, want none", n)
+	}
+}
+
+// TestDeferredRawStatements: the deferred inserts run on the writer's driver connection
+// (rawExec); once the table's index exists their statements are stale, and every one is
+// finalized by Close: SQLite removes the WAL only when the writer's last statement is
+// gone. A value that is not a driver.Value goes in as database/sql would convert it.
+func TestDeferredRawStatements(t *testing.T) {
+	for _, finish := range []bool{false, true} {
+		t.Run(fmt.Sprint("finished=", finish), func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "d.gpkg")
+			f := newDeferred(t, path)
+			if c := written(f.write(pts(seq(1, 101)...), false)); c != counts(101, 0, 0) {
+				t.Fatalf("counts %+v", c)
+			}
+			queries := f.s.deferredIndex("pts").queries
+			f.s.mu.Lock()
+			n := len(f.s.raw.stmts)
+			f.s.mu.Unlock()
+			if n != 4 { // 64 + 32 + 4 + 1 rows
+				t.Errorf("%d raw statements, want the 4 inserts", n)
+			}
+			if finish {
+				if err := f.s.FinishFeatureTable(t.Context(), &f.table); err != nil {
+					t.Fatal(err)
+				}
+				f.s.mu.Lock()
+				for _, q := range queries {
+					if _, ok := f.s.raw.stmts[q]; ok {
+						t.Errorf("still a live raw statement once the index exists: %.60s", q)
+					}
+				}
+				stale := len(f.s.raw.stale)
+				f.s.mu.Unlock()
+				if stale != 4 {
+					t.Errorf("%d stale raw statements, want 4", stale)
+				}
+			}
+			f.s.Close()
+			if _, err := os.Stat(path + "-wal"); !os.IsNotExist(err) {
+				t.Errorf("the WAL is still there after Close (%v): a statement of the writer was not finalized", err)
+			}
+		})
+	}
+	args, err := appendNamed(nil, 1, int32(2), float32(0.5), "s", nil, []byte{1})
+	want := []driver.NamedValue{{Ordinal: 1, Value: int64(1)}, {Ordinal: 2, Value: int64(2)}, {Ordinal: 3, Value: float64(0.5)},
+		{Ordinal: 4, Value: "s"}, {Ordinal: 5, Value: nil}, {Ordinal: 6, Value: []byte{1}}}
+	if err != nil || !reflect.DeepEqual(args, want) {
+		t.Errorf("appendNamed = %v, %v; want %v", args, err, want)
+	}
+	if _, err := appendNamed(nil, struct{}{}); err == nil || !strings.Contains(err.Error(), "parameter 1") {
+		t.Errorf("a struct: %v, want an error naming parameter 1", err)
 	}
 }
 

@@ -47,7 +47,8 @@ type Store struct {
 	// deferred holds, by table name, the payload-hash index of each table being filled
 	// for the first time (hashIndex).
 	deferred    map[string]*hashIndex
-	maxDeferred int // the most hashes a deferred index holds (maxDeferred)
+	maxDeferred int      // the most hashes a deferred index holds (maxDeferred)
+	raw         rawStmts // the deferred inserts, prepared on the writer's driver connection
 
 	closeOnce      sync.Once
 	ck             *sql.DB // the checkpointer's connection
@@ -320,6 +321,7 @@ func (s *Store) close() {
 	for _, st := range s.stmts {
 		st.Close()
 	}
+	s.closeRaw()
 	for _, st := range s.rstmts {
 		st.Close()
 	}

@@ -27,6 +27,7 @@ func (s *Store) BeginUnit(ctx context.Context, ref store.UnitRef) (store.UnitTx,
 type unitTx struct {
 	s     *Store
 	ref   store.UnitRef
+	conn  *sql.Conn // the writer, held from begin to the end of tx
 	tx    *sql.Tx
 	added []added   // hashes the transaction added to a deferred index (Rollback undoes them)
 	marks []boxMark // where the deferred indexes' boxes stood before the transaction
@@ -39,11 +40,18 @@ func (u *unitTx) begin(ctx context.Context, queries ...string) (*sql.Tx, error) 
 		if err := u.s.warm(ctx, queries...); err != nil {
 			return nil, translate(fmt.Sprintf("preparing the statements of unit %s", u.ref.Key), err)
 		}
-		tx, err := u.s.w.BeginTx(ctx, nil)
+		// On a connection of its own, which the deferred inserts use past database/sql
+		// (rawExec); it goes back to the pool when the transaction ends (release).
+		conn, err := u.s.w.Conn(ctx)
 		if err != nil {
 			return nil, translate(fmt.Sprintf("beginning the transaction of unit %s", u.ref.Key), err)
 		}
-		u.tx = tx
+		tx, err := conn.BeginTx(ctx, nil)
+		if err != nil {
+			conn.Close()
+			return nil, translate(fmt.Sprintf("beginning the transaction of unit %s", u.ref.Key), err)
+		}
+		u.conn, u.tx = conn, tx
 	}
 	return u.tx, nil
 }
@@ -89,7 +97,7 @@ func (u *unitTx) Commit(ctx context.Context) error {
 		return nil
 	}
 	err := u.tx.Commit()
-	u.tx = nil
+	u.release()
 	if err != nil {
 		undo(u.added, u.marks, false)
 	}
@@ -102,9 +110,18 @@ func (u *unitTx) Rollback(ctx context.Context) {
 	if u.tx != nil {
 		undo(u.added, u.marks, true) // before the writer is released
 		_ = u.tx.Rollback()
-		u.tx = nil
+		u.release()
 	}
 	u.added, u.marks = nil, nil
+}
+
+// release gives the writer back once the transaction has ended.
+func (u *unitTx) release() {
+	u.tx = nil
+	if u.conn != nil {
+		_ = u.conn.Close()
+		u.conn = nil
+	}
 }
 
 // featureRow is one feature ready to insert: its values in the order of insertCols.
