@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -203,14 +204,16 @@ func (u *unitTx) insertNew(ctx context.Context, name string, cols []string, rows
 		}
 	}
 	x := u.s.deferredIndex(name)
-	var queries []string
+	var queries, warm []string
 	if x != nil {
 		queries = deferredSQL(name, cols)
 		x.prepared(queries)
+		warm = queries[1:3] // the lookups: the inserts run past database/sql (rawExec)
 	} else {
 		queries = []string{insert, lookHashSQL(name)}
+		warm = queries
 	}
-	tx, err := u.begin(ctx, append(queries, touchSQL, mergedSQL, indexedSQL)...)
+	tx, err := u.begin(ctx, slices.Concat(warm, []string{touchSQL, mergedSQL, indexedSQL})...)
 	if err != nil {
 		return store.Counts{}, err
 	}
