@@ -63,6 +63,11 @@ func PayloadHash(f *Feature) [32]byte {
 type Hasher struct {
 	buf   []byte
 	names []string // the last feature's property names, sorted
+	vals  []any    // its values, in the order of names
+	// layout changes whenever names does, so that a Picker knows when to find its
+	// names among them again.
+	layout uint64
+	wkb    []byte // the last feature's WKB in buf, nil for none
 }
 
 // Sum is PayloadHash(f).
@@ -72,24 +77,35 @@ func (h *Hasher) Sum(f *Feature) [32]byte {
 	}
 	b := append(h.buf[:0], hashVersion...)
 	b = appendGeometry(b, f.Geometry)
+	wkbAt, wkbEnd := 0, 0
+	if b[len(hashVersion)] == 'G' {
+		n, k := binary.Uvarint(b[len(hashVersion)+1:])
+		wkbAt = len(hashVersion) + 1 + k
+		wkbEnd = wkbAt + int(n)
+	}
 	b = h.appendProperties(b, f.Properties)
 	h.buf = b
+	h.wkb = b[wkbAt:wkbEnd:wkbEnd]
+	if wkbEnd == 0 {
+		h.wkb = nil
+	}
 	return sha256.Sum256(b)
 }
 
 // appendProperties appends props as appendValue does, in the order of h.names when
-// props has exactly those names.
+// props has exactly those names, and keeps their values in h.vals.
 func (h *Hasher) appendProperties(b []byte, props map[string]any) []byte {
 	if len(props) == len(h.names) && len(props) > 0 {
 		start := len(b)
 		b = append(b, '{')
 		b = binary.AppendUvarint(b, uint64(len(props)))
-		for _, k := range h.names {
+		for i, k := range h.names {
 			v, ok := props[k]
 			if !ok {
 				b = b[:start]
 				break
 			}
+			h.vals[i] = v
 			b = appendStr(b, 'k', k)
 			b = appendValue(b, v)
 		}
@@ -102,7 +118,89 @@ func (h *Hasher) appendProperties(b []byte, props map[string]any) []byte {
 		h.names = append(h.names, k)
 	}
 	slices.Sort(h.names) // the order appendValue sorts properties in
+	h.vals = h.vals[:0]
+	for _, k := range h.names {
+		h.vals = append(h.vals, props[k])
+	}
+	h.layout++
 	return appendValue(b, props)
+}
+
+// Pick is Source(f), and also makes p.Values() the values of p's names in f's
+// properties and p.WKB() f's geometry's WKB. A store writing a row per feature wants,
+// besides the hash, the property of each of its columns and the geometry's WKB, and Sum
+// has just looked every property up by name and written the WKB: they are taken from
+// there rather than looked up and written again.
+func (h *Hasher) Pick(f *Feature, p *Picker) [32]byte {
+	if f == nil || f.Hash != nil {
+		p.lookup(f)
+		return h.Source(f)
+	}
+	sum := h.Sum(f)
+	p.from(h)
+	return sum
+}
+
+// Picker holds the values of a fixed list of property names for one feature at a
+// time (Hasher.Pick). One is not safe for concurrent use.
+type Picker struct {
+	names []string
+	vals  []any
+	wkb   []byte
+	// at[i] is where names[i] is in the names of h, as of h's layout; -1 where absent.
+	at     []int
+	h      *Hasher
+	layout uint64
+}
+
+// NewPicker makes a Picker of names.
+func NewPicker(names []string) *Picker {
+	return &Picker{names: names, vals: make([]any, len(names)), at: make([]int, len(names))}
+}
+
+// Values are the values of the Picker's names in the properties of the feature last
+// picked, in the order of the names, nil where it has none. They are valid until the
+// next Pick.
+func (p *Picker) Values() []any { return p.vals }
+
+// WKB is the geometry of the feature last picked, when its hash was made of it (not kept
+// by a transform), as the hash has it: spatial/wkb with its zero Options, or
+// orb/encoding/wkb little-endian for a type that cannot write. It is nil for no
+// geometry, a geometry WKB cannot carry, or a kept hash, and valid until the next Pick.
+func (p *Picker) WKB() []byte { return p.wkb }
+
+// lookup takes the values from f's properties.
+func (p *Picker) lookup(f *Feature) {
+	var props map[string]any
+	if f != nil {
+		props = f.Properties
+	}
+	for i, n := range p.names {
+		p.vals[i] = props[n]
+	}
+	p.wkb = nil
+}
+
+// from takes the values from those h has just hashed.
+func (p *Picker) from(h *Hasher) {
+	if p.h != h || p.layout != h.layout {
+		p.h, p.layout = h, h.layout
+		for i, n := range p.names {
+			if j, ok := slices.BinarySearch(h.names, n); ok {
+				p.at[i] = j
+			} else {
+				p.at[i] = -1
+			}
+		}
+	}
+	for i, j := range p.at {
+		if j < 0 {
+			p.vals[i] = nil
+		} else {
+			p.vals[i] = h.vals[j]
+		}
+	}
+	p.wkb = h.wkb
 }
 
 // Source is the payload hash a store keys f's row on: f.Hash where a transform kept the

@@ -1,14 +1,19 @@
 package spatial
 
 import (
+	"bytes"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"math"
+	"reflect"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/paulmach/orb"
+	orbwkb "github.com/paulmach/orb/encoding/wkb"
 )
 
 // pinnedFeatures are features as the readers give them, each with the hash it had when
@@ -94,6 +99,70 @@ func TestHasher(t *testing.T) {
 			}
 			if got := h.Source(f); got != want {
 				t.Fatalf("pass %d, feature %d: Source = %x, want %x", n, i, got, want)
+			}
+		}
+	}
+}
+
+// TestPicker: Pick gives Source's hash and, for every feature of the stream TestHasher
+// runs, the value of each name picked as a lookup gives it (nil for a name the feature
+// lacks), whether the values come from the hash's lookups or, for a nil feature or one
+// whose hash a transform kept, from lookups of their own; two Pickers of other names
+// share one Hasher.
+func TestPicker(t *testing.T) {
+	parcel := pinnedFeatures()[0].f
+	var names []string
+	for k := range parcel.Properties {
+		names = append(names, k)
+	}
+	slices.Sort(names)
+	renamed := &Feature{Geometry: parcel.Geometry, Properties: map[string]any{}}
+	for i, k := range names {
+		if i == 2 {
+			k = "zz_" + k
+		}
+		renamed.Properties[k] = parcel.Properties[names[i]]
+	}
+	kept := [32]byte{1, 2, 3}
+	stream := []*Feature{parcel, parcel, renamed, parcel, nil, parcel, {Geometry: orb.Point{1, 2}}, parcel,
+		{Properties: map[string]any{"b": 1.0, names[0]: "x"}}, {Properties: map[string]any{"b": nil}},
+		{ID: "kept", Geometry: orb.Point{3, 4}, Properties: map[string]any{"b": 2.0, names[1]: "k"}, Hash: &kept}, parcel,
+		{Geometry: orb.LineString{{1, 2}, {3, 4}}, Properties: map[string]any{"b": 3.0}}}
+	for _, p := range pinnedFeatures() {
+		stream = append(stream, p.f, p.f)
+	}
+	// Columns in another order than the names', one the parcels lack, one only some have.
+	cols := []string{"b", "zz_" + names[2], "not there"}
+	for i := range names {
+		cols = append(cols, names[len(names)-1-i])
+	}
+	pickers := []*Picker{NewPicker(cols), NewPicker([]string{names[1]}), NewPicker(nil)}
+	var h Hasher
+	for n := range 3 {
+		for i, f := range stream {
+			p := pickers[0] // the last pass: one Picker for every feature
+			if n < 2 {
+				p = pickers[i%len(pickers)]
+			}
+			got := h.Pick(f, p)
+			if want := new(Hasher).Source(f); got != want {
+				t.Fatalf("pass %d, feature %d: Pick = %x, Source = %x", n, i, got, want)
+			}
+			for j, c := range p.names {
+				var want any
+				if f != nil {
+					want = f.Properties[c]
+				}
+				if got := p.Values()[j]; !reflect.DeepEqual(got, want) {
+					t.Fatalf("pass %d, feature %d: %s = %v, want %v", n, i, c, got, want)
+				}
+			}
+			var want []byte
+			if f != nil && f.Hash == nil && f.Geometry != nil {
+				want, _ = orbwkb.Marshal(f.Geometry, binary.LittleEndian)
+			}
+			if got := p.WKB(); !bytes.Equal(got, want) || (got == nil) != (want == nil) {
+				t.Fatalf("pass %d, feature %d: WKB %x, want %x", n, i, got, want)
 			}
 		}
 	}

@@ -126,6 +126,15 @@ type FeatureTable struct {
 // its Key columns' values, else its feature id, else its payload hash.
 func (t *FeatureTable) Keyed() bool { return t.Mode == ModeMirror || t.History }
 
+// Picker picks the property of each of t's columns, in their order (Hasher.Pick).
+func (t *FeatureTable) Picker() *spatial.Picker {
+	props := make([]string, len(t.Columns))
+	for i, c := range t.Columns {
+		props[i] = c.Property
+	}
+	return spatial.NewPicker(props)
+}
+
 // FeatureKey is the identity of f in a keyed table (see Keyed): the values of t.Key's
 // columns (one value as text, several as a JSON array of texts and nulls), else f's id,
 // else "#" and the hex payload hash, so that features without ids are still one row per

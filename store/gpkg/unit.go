@@ -172,6 +172,7 @@ func readRows(src store.FeatureSource, t *store.FeatureTable, runID int64) ([]fe
 	}
 	var rows []featureRow
 	var h spatial.Hasher
+	pick := t.Picker()
 	for {
 		f, err := src.Next()
 		if errors.Is(err, io.EOF) {
@@ -180,7 +181,7 @@ func readRows(src store.FeatureSource, t *store.FeatureTable, runID int64) ([]fe
 		if err != nil {
 			return nil, err // the source's own error, unchanged
 		}
-		row, err := encodeFeature(f, h.Source(f), t, tr, srs, run, fetched)
+		row, err := encodeFeature(f, h.Pick(f, pick), pick.Values(), t, tr, srs, run, fetched)
 		if err != nil {
 			return nil, err
 		}
@@ -459,8 +460,9 @@ func (u *unitTx) storedByRun(ctx context.Context, st *sql.Stmt, keys []any) (boo
 // encodeFeature turns a feature into its row: geometry, id, payload hash, run, time, then
 // the properties typed for their columns, and for a keyed table the feature's key
 // (store.FeatureKey). hash is f's source hash (spatial.Hasher.Source), of the geometry
-// as it arrived; a non-nil tr converts the geometry stored (target.srs) after.
-func encodeFeature(f *spatial.Feature, hash [32]byte, t *store.FeatureTable, tr *proj.Transformer, srs int32, runID, fetched any) (featureRow, error) {
+// as it arrived, and vals the properties of t's columns in their order (spatial.Picker);
+// a non-nil tr converts the geometry stored (target.srs) after.
+func encodeFeature(f *spatial.Feature, hash [32]byte, vals []any, t *store.FeatureTable, tr *proj.Transformer, srs int32, runID, fetched any) (featureRow, error) {
 	n := 5 + len(t.Columns)
 	if t.Keyed() {
 		n++
@@ -492,8 +494,8 @@ func encodeFeature(f *spatial.Feature, hash [32]byte, t *store.FeatureTable, tr 
 	}
 	row[2], row[3], row[4] = hash[:], runID, fetched
 	for i, c := range t.Columns {
-		v, ok := f.Properties[c.Property]
-		if !ok || v == nil {
+		v := vals[i]
+		if v == nil {
 			continue
 		}
 		val, ok := exportAsIs(v, c.Type)

@@ -16,10 +16,11 @@ import (
 // appendRow appends f's staging row to b as one binary COPY tuple, in the order of
 // stagingColumns: the id (text, NULL when empty), the payload hash, the WKB (NULL for no
 // geometry), each column's text as store.ColumnText renders it, and the key of a keyed
-// table. hash is f's source hash (spatial.Hasher.Source). Everything is written
+// table. hash is f's source hash (spatial.Hasher.Source); p holds the properties of t's
+// columns and the WKB the hash wrote, if it did (spatial.Hasher.Pick). Everything is written
 // straight into b, so a feature costs no staging value of its own. On an error b is
 // returned as it was.
-func appendRow(b []byte, f *spatial.Feature, hash [32]byte, t *store.FeatureTable) ([]byte, error) {
+func appendRow(b []byte, f *spatial.Feature, hash [32]byte, p *spatial.Picker, t *store.FeatureTable) ([]byte, error) {
 	start := len(b)
 	n := 3 + len(t.Columns)
 	if t.Keyed() {
@@ -33,12 +34,13 @@ func appendRow(b []byte, f *spatial.Feature, hash [32]byte, t *store.FeatureTabl
 	}
 	b = appendCopyBytes(b, hash[:])
 	var err error
-	if b, err = appendCopyWKB(b, f); err != nil {
+	if b, err = appendCopyWKB(b, f, p.WKB()); err != nil {
 		return b[:start], err
 	}
-	for _, c := range t.Columns {
-		v, ok := f.Properties[c.Property]
-		if !ok || v == nil {
+	vals := p.Values()
+	for i, c := range t.Columns {
+		v := vals[i]
+		if v == nil {
 			b = appendCopyNull(b)
 			continue
 		}
@@ -57,10 +59,13 @@ func appendRow(b []byte, f *spatial.Feature, hash [32]byte, t *store.FeatureTabl
 }
 
 // appendCopyWKB appends f's geometry as a bytea field: its WKB as orb/encoding/wkb
-// writes it, NULL when f has none.
-func appendCopyWKB(b []byte, f *spatial.Feature) ([]byte, error) {
+// writes it (w, when not nil), NULL when f has none.
+func appendCopyWKB(b []byte, f *spatial.Feature, w []byte) ([]byte, error) {
 	if f.Geometry == nil {
 		return appendCopyNull(b), nil
+	}
+	if w != nil {
+		return appendCopyBytes(b, w), nil
 	}
 	at := len(b)
 	b = append(b, 0, 0, 0, 0)

@@ -101,6 +101,8 @@ func TestAppendRow(t *testing.T) {
 		{ID: "", Geometry: orb.Point{1, 2}, Properties: map[string]any{"n": int64(2), "s": nil}},
 		{ID: "a.3", Geometry: orb.Bound{Min: orb.Point{0, 0}, Max: orb.Point{1, 1}}, Properties: map[string]any{}},
 		{ID: "a.4", Properties: map[string]any{"s": ""}},
+		// A hash a transform kept: the row's WKB is the geometry's, not the hash's.
+		{ID: "a.5", Geometry: orb.MultiPoint{{1, 2}}, Properties: map[string]any{"n": 3.0}, Hash: &[32]byte{5}},
 	}
 	table := &store.FeatureTable{Name: "t", Columns: []store.Column{{Name: "n", Property: "n", Type: store.TypeDouble},
 		{Name: "s", Property: "s", Type: store.TypeText}}}
@@ -111,7 +113,7 @@ func TestAppendRow(t *testing.T) {
 		for _, tbl := range []*store.FeatureTable{table, &keyed} {
 			t.Run(fmt.Sprintf("%s/keyed=%v", f.ID, tbl.Keyed()), func(t *testing.T) {
 				var err error
-				if b, err = appendRow(b[:0], f, new(spatial.Hasher).Source(f), tbl); err != nil {
+				if b, err = rowOf(b[:0], f, tbl); err != nil {
 					t.Fatal(err)
 				}
 				row, rest := copyTuple(t, b)
@@ -125,7 +127,7 @@ func TestAppendRow(t *testing.T) {
 				if (row[0] == nil) != (f.ID == "") || string(row[0]) != f.ID {
 					t.Errorf("id %q", row[0])
 				}
-				if hash := spatial.PayloadHash(f); !bytes.Equal(row[1], hash[:]) {
+				if hash := new(spatial.Hasher).Source(f); !bytes.Equal(row[1], hash[:]) {
 					t.Errorf("hash %x, want %x", row[1], hash)
 				}
 				for i, c := range table.Columns {
@@ -135,7 +137,7 @@ func TestAppendRow(t *testing.T) {
 					}
 				}
 				if tbl.Keyed() {
-					key, err := store.FeatureKey(f, tbl, spatial.PayloadHash(f))
+					key, err := store.FeatureKey(f, tbl, new(spatial.Hasher).Source(f))
 					if err != nil || string(row[5]) != key {
 						t.Errorf("key %q, want %q (%v)", row[5], key, err)
 					}
@@ -158,7 +160,7 @@ func TestAppendRow(t *testing.T) {
 	}
 	t.Run("a property the column cannot take", func(t *testing.T) {
 		f := &spatial.Feature{ID: "bad", Geometry: orb.Point{1, 2}, Properties: map[string]any{"n": "many", "s": "x"}}
-		got, err := appendRow([]byte("rows before"), f, new(spatial.Hasher).Source(f), table)
+		got, err := rowOf([]byte("rows before"), f, table)
 		var pe *store.PropertyError
 		if !errors.As(err, &pe) || pe.Property != "n" || pe.FeatureID != "bad" {
 			t.Errorf("error %v, want a PropertyError for n of bad", err)
@@ -175,7 +177,7 @@ func TestAppendRowWire(t *testing.T) {
 	f := &spatial.Feature{ID: "ab", Properties: map[string]any{"s": ""}}
 	table := &store.FeatureTable{Name: "t", Columns: []store.Column{{Name: "s", Property: "s", Type: store.TypeText},
 		{Name: "m", Property: "m", Type: store.TypeText}}}
-	got, err := appendRow(nil, f, new(spatial.Hasher).Source(f), table)
+	got, err := rowOf(nil, f, table)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -186,4 +188,11 @@ func TestAppendRowWire(t *testing.T) {
 	if !bytes.Equal(got, want) {
 		t.Errorf("tuple\n%v, want\n%v", got, want)
 	}
+}
+
+// rowOf is appendRow of f with the hash and the columns' values copySource gives it.
+func rowOf(b []byte, f *spatial.Feature, t *store.FeatureTable) ([]byte, error) {
+	p := t.Picker()
+	hash := new(spatial.Hasher).Pick(f, p)
+	return appendRow(b, f, hash, p, t)
 }

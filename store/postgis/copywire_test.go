@@ -25,7 +25,7 @@ func TestCopyReader(t *testing.T) {
 	want := []byte(copyHeader)
 	for _, f := range fs {
 		var err error
-		if want, err = appendRow(want, f, new(spatial.Hasher).Source(f), table); err != nil {
+		if want, err = rowOf(want, f, table); err != nil {
 			t.Fatal(err)
 		}
 	}

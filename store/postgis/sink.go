@@ -475,6 +475,7 @@ type copySource struct {
 	table *store.FeatureTable
 	err   error // the source's or a row's error, which ended the rows
 	hash  spatial.Hasher
+	pick  *spatial.Picker // the columns' properties, made at the first row
 }
 
 // appendNext appends the next feature's staging row to b (appendRow); false at the end of
@@ -487,7 +488,11 @@ func (c *copySource) appendNext(b []byte) ([]byte, bool) {
 		}
 		return b, false
 	}
-	if b, err = appendRow(b, f, c.hash.Source(f), c.table); err != nil {
+	if c.pick == nil {
+		c.pick = c.table.Picker()
+	}
+	hash := c.hash.Pick(f, c.pick)
+	if b, err = appendRow(b, f, hash, c.pick, c.table); err != nil {
 		c.err = err
 		return b, false
 	}

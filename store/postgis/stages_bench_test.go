@@ -154,12 +154,13 @@ func BenchmarkStages(b *testing.B) {
 	b.Run("copy-row", func(b *testing.B) {
 		var row []byte
 		var h spatial.Hasher
+		pick := t.Picker()
 		b.ReportAllocs()
 		cpu0 := cpuTime()
 		for b.Loop() {
 			for _, f := range fs {
 				var err error
-				if row, err = appendRow(row[:0], f, h.Source(f), t); err != nil {
+				if row, err = appendRow(row[:0], f, h.Pick(f, pick), pick, t); err != nil {
 					b.Fatal(err)
 				}
 			}
