@@ -253,11 +253,10 @@ func (r *Reader) properties(m map[string]any, terr *error) (map[string]any, erro
 		if !more {
 			break
 		}
-		k, err := s.key(&r.scratch)
+		key, slot, err := r.propKey(n)
 		if err != nil {
 			return m, err
 		}
-		key, slot := r.slot(n, k)
 		if err := s.colon(); err != nil {
 			return m, err
 		}
@@ -298,6 +297,22 @@ func (r *Reader) properties(m map[string]any, terr *error) (map[string]any, erro
 	return m, nil
 }
 
+// propKey consumes the name of the n-th property of an object at pos and returns it and
+// its slot (slot). When the name is the previous feature's n-th, as it mostly is, and
+// written as is, it is compared in place instead of scanned.
+func (r *Reader) propKey(n int) (string, *propSlot, error) {
+	s := &r.s
+	if n < len(r.slots) && r.slots[n].plain && s.atKey(r.slots[n].key) {
+		return r.slots[n].key, &r.slots[n], nil
+	}
+	k, err := s.key(&r.scratch)
+	if err != nil {
+		return "", nil, err
+	}
+	key, slot := r.slot(n, k)
+	return key, slot, nil
+}
+
 // slot returns the name k of the n-th property of an object and the slot that
 // remembers that property across features: nil past maxInterned, a new one when
 // the name is not the previous feature's.
@@ -306,10 +321,10 @@ func (r *Reader) slot(n int, k []byte) (string, *propSlot) {
 	case n < len(r.slots) && r.slots[n].key == string(k):
 		return r.slots[n].key, &r.slots[n]
 	case n < len(r.slots):
-		r.slots[n] = propSlot{key: r.intern(k)}
+		r.slots[n] = propSlot{key: r.intern(k), plain: plainKey(k)}
 		return r.slots[n].key, &r.slots[n]
 	case n < maxInterned:
-		r.slots = append(r.slots, propSlot{key: r.intern(k)})
+		r.slots = append(r.slots, propSlot{key: r.intern(k), plain: plainKey(k)})
 		return r.slots[n].key, &r.slots[n]
 	}
 	return r.intern(k), nil

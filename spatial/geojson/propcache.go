@@ -18,6 +18,7 @@ const coldAfter = 32
 // because a string or float64 held by an any cannot be changed in place.
 type propSlot struct {
 	key    string
+	plain  bool              // key is written as is in JSON (plainKey)
 	recent [recentValues]any // recent[last] is the previous feature's value
 	last   uint8
 	hits   uint16

@@ -211,6 +211,28 @@ func (s *scanner) key(scratch *[]byte) ([]byte, error) {
 	return s.str(scratch)
 }
 
+// atKey consumes the key at pos when it is k written as is, k being a plainKey: the
+// bytes of k between quotes. False leaves pos where it was, for key to read it.
+func (s *scanner) atKey(k string) bool {
+	i := s.pos + 1 + len(k)
+	if i >= s.end || s.buf[s.pos] != '"' || s.buf[i] != '"' || string(s.buf[s.pos+1:i]) != k {
+		return false
+	}
+	s.pos = i + 1
+	return true
+}
+
+// plainKey tells whether k is written in JSON as its own bytes, with nothing escaped
+// or checked: printable ASCII but for the quote and the backslash.
+func plainKey(k []byte) bool {
+	for _, c := range k {
+		if !plainByte[c] {
+			return false
+		}
+	}
+	return true
+}
+
 // colon consumes the colon after a key and the white space up to the value.
 func (s *scanner) colon() error {
 	if s.pos+1 < s.end && s.buf[s.pos] == ':' && s.buf[s.pos+1] > ' ' {
