@@ -85,7 +85,8 @@ run() {
     $(awk '{printf "%s %s %s %d", $1, $2, $3, $4/1024}' "$out/$name.time") >&2
 }
 
-median() { sort -n | awk '{v[NR]=$1} END{if (NR%2) print v[(NR+1)/2]; else print (v[NR/2]+v[NR/2+1])/2}'; }
+# median: of the numbers on stdin; nothing for none (a run of one store has no ratio)
+median() { sort -n | awk '{v[NR]=$1} END{if (!NR) exit; if (NR%2) print v[(NR+1)/2]; else print (v[NR/2]+v[NR/2+1])/2}'; }
 # col FORMAT STORE AWKEXPR: the median over the rounds of AWKEXPR on runs.txt's fields
 col() { awk -v f="$1" -v s="$2" -v n="$features" '$1==f && $2==s {print '"$3"'}' "$out/runs.txt" | median; }
 
