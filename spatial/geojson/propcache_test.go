@@ -55,7 +55,7 @@ func TestSharedValuesAndID(t *testing.T) {
 			`{"type":"Feature","properties":{"ab":1,"c":"x"}}`,
 			`{"type":"Feature","properties":{"abc":1,"c":"x"}}`, // longer
 			`{"type":"Feature","properties":{"ab":2,"c":"x"}}`,
-			`{"type":"Feature","properties":{"a":3,"c":"x"}}`, // shorter
+			`{"type":"Feature","properties":{"a":3,"c":"x"}}`,       // shorter
 			`{"type":"Feature","properties":{"a\u0062":4,"c":"y"}}`, // the same name, escaped
 			`{"type":"Feature","properties":{"ab" :5,"c":"y"}}`,
 			`{"type":"Feature","properties":{"ab":6,"c\"":"y"}}`, // one not written as is
@@ -64,9 +64,9 @@ func TestSharedValuesAndID(t *testing.T) {
 			`{"type":"Feature","properties":{"c":9,"ab":"z"}}`, // the names swapped
 			`{"type":"Feature","properties":{"\u00e9":10,"ab":"z"}}`,
 			`{"type":"Feature","properties":{"\u00e9":11,"ab":"z","ab":1}}`,
-			`{"type":"Feature","properties":{"a\\":12}}`, // a\ ...
+			`{"type":"Feature","properties":{"a\\":12}}`,    // a\ ...
 			`{"type":"Feature","properties":{"a\":1,":13}}`, // ... and a\":1, whose bytes start alike
-			`{"type":"Feature","properties":{"ab":14,"ab`, // cut off in a name
+			`{"type":"Feature","properties":{"ab":14,"ab`,   // cut off in a name
 		)},
 		{"wrong type after an id", featureCollection(
 			`{"type":"Feature","id":"bad","geometry":null,"properties":{"a":"x"},"type":5}`,
