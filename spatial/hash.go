@@ -84,10 +84,9 @@ func (h *Hasher) Sum(f *Feature) [32]byte {
 		wkbEnd = wkbAt + int(n)
 	}
 	b = h.appendProperties(b, f.Properties)
-	h.buf = b
-	h.wkb = b[wkbAt:wkbEnd:wkbEnd]
-	if wkbEnd == 0 {
-		h.wkb = nil
+	h.buf, h.wkb = b, nil
+	if wkbEnd > 0 {
+		h.wkb = b[wkbAt:wkbEnd:wkbEnd]
 	}
 	return sha256.Sum256(b)
 }
